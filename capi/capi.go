@@ -40,7 +40,7 @@ package main
 // version is a second literal in internal/version (CABI, which fibergen
 // --version prints and which cannot import this package main): change
 // both, capi/version_test.go keeps them equal.
-#define FG_ABI_VERSION 8
+#define FG_ABI_VERSION 9
 #define FG_OK 0
 #define FG_ERROR 1
 #define FG_NONFINITE 2
@@ -73,7 +73,10 @@ const (
 // fg_spent, so that fg_info never waits on the accountant; 7 added
 // fg_resolve, optimizers by name; 8 added fg_privatize_segments, the
 // per-example gradients read in place, and the clamp warning (fg_warnings,
-// fg_info's clamp_warning, the open option no_clamp_warning).
+// fg_info's clamp_warning, the open option no_clamp_warning); 9 added the
+// secure noise mode (the open option noise_mode, fg_info's noise_mode and
+// noise_scheme, fg_share_key and fg_set_key for ranks to agree on a key,
+// fg_checkpoint_info's noise_mode).
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

@@ -98,8 +98,8 @@ func fg_load(h C.int64_t, data unsafe.Pointer, n C.size_t, ptrs **C.float, nstat
 
 // fg_checkpoint_info stores in *out (free it with fg_free) what the intact
 // checkpoint of n bytes at data says (runtime.CheckpointInfo): a JSON
-// object {"optimizer", "manifest_sha256", "step", "seed", "offset",
-// "states_digest", "resumed"}, "resumed" being the record of an earlier
+// object {"optimizer", "manifest_sha256", "step", "seed", "noise_mode",
+// "offset", "states_digest", "resumed"}, "resumed" being the record of an earlier
 // resume or "".
 //
 //export fg_checkpoint_info

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -30,6 +31,9 @@ type openOptions struct {
 	AllowGradientReuse bool            `json:"allow_gradient_reuse"` // benchmarks only
 	StateDir           string          `json:"state_dir"`
 	NoClampWarning     bool            `json:"no_clamp_warning"`
+	// NoiseMode is the noise scheme, "philox" (also "": the default) or
+	// "secure" (runtime.Options.SecureNoise).
+	NoiseMode string `json:"noise_mode"`
 }
 
 // fg_open opens the optimizer fibergen build wrote into dir
@@ -50,15 +54,32 @@ func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
 	if e := decodeJSON("open options", C.GoString(optionsJSON), &opts); e != nil {
 		return e
 	}
-	o, e := runtime.Open(C.GoString(dir), runtime.Options{Backend: opts.Backend, Device: opts.Device,
-		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation, AllowResumeAgain: opts.AllowResumeAgain,
-		AllowUnstable: opts.AllowUnstable, AllowGradientReuse: opts.AllowGradientReuse, StateDir: opts.StateDir,
-		NoClampWarning: opts.NoClampWarning})
+	ro, e := opts.options()
+	if e != nil {
+		return e
+	}
+	o, e := runtime.Open(C.GoString(dir), ro)
 	if e != nil {
 		return e
 	}
 	*out = C.int64_t(register(o))
 	return nil
+}
+
+// options are the runtime's options of the open options.
+func (opts openOptions) options() (runtime.Options, error) {
+	secure := false
+	if opts.NoiseMode != "" {
+		m, err := rng.ParseMode(opts.NoiseMode)
+		if err != nil {
+			return runtime.Options{}, fmt.Errorf("fibergen: open options: %w", err)
+		}
+		secure = m == rng.Secure
+	}
+	return runtime.Options{Backend: opts.Backend, Device: opts.Device, Offset: opts.Offset, Threads: opts.Threads,
+		AllowExtrapolation: opts.AllowExtrapolation, AllowResumeAgain: opts.AllowResumeAgain, AllowUnstable: opts.AllowUnstable,
+		AllowGradientReuse: opts.AllowGradientReuse, StateDir: opts.StateDir, NoClampWarning: opts.NoClampWarning,
+		SecureNoise: secure}, nil
 }
 
 // register gives o a new handle.
@@ -119,6 +140,8 @@ type info struct {
 	Tensors         []tensorInfo          `json:"tensors"`
 	HostBufferPad   []int                 `json:"host_buffer_pad"` // floats into its allocation each host buffer starts (runtime.HostBufferPad)
 	ClampWarning    bool                  `json:"clamp_warning"`   // the clamp warning watches it (runtime.Optimizer.ClampWarning): fg_warnings after a step
+	NoiseMode       string                `json:"noise_mode"`      // "philox" or "secure" (runtime.Optimizer.NoiseMode)
+	NoiseScheme     string                `json:"noise_scheme"`    // the mode's scheme and its version: rng.Version or rng.SecureVersion
 }
 
 // observation is runtime.Observation: kind "two_point" or "" (one point).
@@ -185,8 +208,10 @@ func spentOf(h int64) (*spent, error) {
 // the next step's observation and look-ahead buffer, the DP settings,
 // the attenuation of each filtered state,
 // the tensors (ranges; name, offset, len, their own hypers and every hyper
-// they step with) and how far into its allocation the runtime starts each
-// host buffer, which a caller allocating them staggers alike.
+// they step with), how far into its allocation the runtime starts each
+// host buffer, which a caller allocating them staggers alike, whether the
+// clamp warning watches it, and the noise mode ("noise_mode": "philox" or
+// "secure") with its scheme's version ("noise_scheme").
 //
 //export fg_info
 func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
@@ -202,6 +227,8 @@ func infoOf(o *runtime.Optimizer) info {
 		Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
 		LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o), HostBufferPad: hostBufferPads(o),
 		ClampWarning: o.ClampWarning()}
+	mode, scheme := o.NoiseMode()
+	x.NoiseMode, x.NoiseScheme = mode.String(), scheme
 	for _, b := range o.Manifest().Buffers {
 		x.Buffers = append(x.Buffers, b.Name)
 	}
@@ -246,7 +273,7 @@ func fg_set_noise(h C.int64_t, sigmaW2 C.double, draw C.int, err *C.char, errlen
 	})
 }
 
-// fg_seed stores the noise seed in *out.
+// fg_seed stores the noise seed in *out: 0 in secure mode, which has none.
 //
 //export fg_seed
 func fg_seed(h C.int64_t, out *C.uint64_t, err *C.char, errlen C.size_t) C.int {
@@ -259,11 +286,51 @@ func fg_seed(h C.int64_t, out *C.uint64_t, err *C.char, errlen C.size_t) C.int {
 	})
 }
 
-// fg_set_seed fixes the noise seed, before the first step.
+// fg_set_seed fixes the noise seed, before the first step; secure mode
+// refuses it (its key comes from the OS).
 //
 //export fg_set_seed
 func fg_set_seed(h C.int64_t, seed C.uint64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error { return o.SetSeed(uint64(seed)) })
+}
+
+// fg_share_key stores the secure key's four 64-bit words in out[0..3], for
+// the ranks of one sharded run to agree on rank 0's (fg_set_key) before the
+// first step: for that alone. The key is the run's secret — whoever holds
+// it can subtract the noise from what the run releases — and must travel
+// only between the ranks' processes, never into a log, a file or an error
+// message. Refused in philox mode, after the first step and after a load
+// (runtime.Optimizer.ShareKey).
+//
+//export fg_share_key
+func fg_share_key(h C.int64_t, out *C.uint64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := required("key", unsafe.Pointer(out)); e != nil {
+			return e
+		}
+		k, e := o.ShareKey()
+		if e != nil {
+			return e
+		}
+		copy(unsafe.Slice((*uint64)(unsafe.Pointer(out)), len(k)), k[:])
+		return nil
+	})
+}
+
+// fg_set_key sets the secure key to the four 64-bit words at key, rank 0's
+// from fg_share_key, before the first step and any load; refused in philox
+// mode and for the zero key (runtime.Optimizer.SetKey).
+//
+//export fg_set_key
+func fg_set_key(h C.int64_t, key *C.uint64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := required("key", unsafe.Pointer(key)); e != nil {
+			return e
+		}
+		var k rng.Key
+		copy(k[:], unsafe.Slice((*uint64)(unsafe.Pointer(key)), len(k)))
+		return o.SetKey(k)
+	})
 }
 
 // fg_use_buffers makes the optimizer step nbuf host buffers of n float32s

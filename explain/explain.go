@@ -14,6 +14,7 @@ import (
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/rng"
 )
 
 // Explanation is what explain reports; its JSON form is the output of
@@ -28,9 +29,12 @@ type Explanation struct {
 	HostScalars []Scalar                `json:"host_scalars"`
 	Kernel      Kernel                  `json:"kernel"`
 	Attenuation map[string]*Attenuation `json:"attenuation"`
-	Step        string                  `json:"step"`
-	IR          string                  `json:"ir,omitempty"`
-	HostISA     *HostISA                `json:"host_isa,omitempty"` // explain --host-isa
+	// Noise are the noise schemes a run can draw its noise in, the default
+	// first (docs/noise.md).
+	Noise   []NoiseScheme `json:"noise"`
+	Step    string        `json:"step"`
+	IR      string        `json:"ir,omitempty"`
+	HostISA *HostISA      `json:"host_isa,omitempty"` // explain --host-isa
 
 	notLinear map[string]string // the human form says why a state has no attenuation
 }
@@ -97,6 +101,22 @@ type ScalarState struct {
 	Steps  []AtStep[float64] `json:"steps"`
 }
 
+// NoiseScheme is a noise mode a run can draw in and its scheme's version
+// (rng.Version, rng.SecureVersion).
+type NoiseScheme struct {
+	Mode    string `json:"mode"`
+	Version string `json:"version"`
+	Default bool   `json:"default"`
+	// How is how a run selects it: the CLI's flag, the binding's argument.
+	How string `json:"how"`
+}
+
+// noiseSchemes are the schemes of every run.
+var noiseSchemes = []NoiseScheme{
+	{rng.Philox.String(), rng.Version, true, "the default; --seed fixes its seed"},
+	{rng.Secure.String(), rng.SecureVersion, false, "run --noise-mode secure, secure=True in PyTorch: a key from the OS, no seed"},
+}
+
 // sampleSteps are the steps at which explain evaluates per-step scalars.
 var sampleSteps = []int{0, 1, 10, 100, 1000, 10000}
 
@@ -121,7 +141,7 @@ func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
 	if err := p.CheckValues(h); err != nil {
 		return nil, err
 	}
-	x := &Explanation{Optimizer: u.Func.Name, Source: u.Path, Step: stepText(u)}
+	x := &Explanation{Optimizer: u.Func.Name, Source: u.Path, Step: stepText(u), Noise: noiseSchemes}
 	for i, hy := range u.Func.Hypers {
 		r := ""
 		if hy.Range != nil {
@@ -290,6 +310,10 @@ func (x *Explanation) WriteText(w io.Writer) {
 		writeSteps(w, s.Steps)
 	}
 	printAttenuation(w, x)
+	fmt.Fprintf(w, "\nnoise (N(0, sigma_w2) per coordinate, drawn in the kernel in the run's mode; docs/noise.md):\n")
+	for _, s := range x.Noise {
+		fmt.Fprintf(w, "  %-7s %s (%s)\n", s.Mode, s.Version, s.How)
+	}
 	k := x.Kernel
 	fmt.Fprintf(w, "\nkernel (varying: per coordinate, float32): reads %s; writes %s; %d operations\n\n%s",
 		strings.Join(k.Reads, " "), strings.Join(k.Writes, " "), k.Operations, x.Step)

@@ -29,7 +29,10 @@ package runtime
 //	"optimizer"        the optimizer's name, e.g. "fiber"
 //	"manifest_sha256"  manifest.Hash of the <name>.json it was opened from
 //	"step"             steps taken: the next step is this one
-//	"seed"             the noise seed (uint64)
+//	"seed"             the noise seed (uint64); 0 in secure mode, which has none
+//	"noise_mode"       "secure" for a run in secure noise mode (Options.SecureNoise),
+//	                   which holds no key: the resumed run derives its own (Load);
+//	                   absent (or "philox") for the default mode, as before secure mode
 //	"offset"           Options.Offset, the global index of coordinate 0
 //	"hypers"           {"name": value, ...}: every hyper, by name
 //	"dp"               {"clip_norm", "noise_multiplier", "batch_size"}, or absent
@@ -48,7 +51,8 @@ package runtime
 //	                   bytes, little-endian, in the manifest's order; or absent
 //
 // Save writes to a temporary file in the target's directory (mode 0600: a
-// checkpoint holds the seed), syncs it, renames it over the target and syncs
+// checkpoint holds the seed; a secure one holds neither seed nor key, and
+// keeps the mode), syncs it, renames it over the target and syncs
 // the directory, so the path always holds either the old file or the whole
 // new one. Load reads the whole file and checks all of it — integrity,
 // version, optimizer, build, offset, layout, hypers, DP settings — before it
@@ -76,6 +80,7 @@ import (
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/privacy"
+	"github.com/fibergen/fibergen/rng"
 )
 
 const (
@@ -111,18 +116,22 @@ var (
 
 // checkpointHeader is the JSON header.
 type checkpointHeader struct {
-	Optimizer      string             `json:"optimizer"`
-	ManifestSHA256 string             `json:"manifest_sha256"`
-	Step           int64              `json:"step"`
-	Seed           uint64             `json:"seed"`
-	Offset         uint64             `json:"offset"`
-	Hypers         map[string]float64 `json:"hypers"`
-	DP             *checkpointDP      `json:"dp,omitempty"`
-	Noise          *Noise             `json:"noise,omitempty"`
-	Budget         *checkpointBudget  `json:"budget,omitempty"`
-	N              int64              `json:"n"`
-	Tensors        []checkpointTensor `json:"tensors"`
-	Buffers        []string           `json:"buffers"`
+	Optimizer      string `json:"optimizer"`
+	ManifestSHA256 string `json:"manifest_sha256"`
+	Step           int64  `json:"step"`
+	Seed           uint64 `json:"seed"`
+	// NoiseMode is "secure" for a run in secure mode; "" (or "philox") the
+	// default mode: a philox checkpoint reads as before secure mode, to
+	// every fibergen.
+	NoiseMode string             `json:"noise_mode,omitempty"`
+	Offset    uint64             `json:"offset"`
+	Hypers    map[string]float64 `json:"hypers"`
+	DP        *checkpointDP      `json:"dp,omitempty"`
+	Noise     *Noise             `json:"noise,omitempty"`
+	Budget    *checkpointBudget  `json:"budget,omitempty"`
+	N         int64              `json:"n"`
+	Tensors   []checkpointTensor `json:"tensors"`
+	Buffers   []string           `json:"buffers"`
 	// HypersSet names the derived hypers set by the trainer, which no
 	// longer follow the hypers they read (ir.Func.Derive).
 	HypersSet []string `json:"hypers_set,omitempty"`
@@ -267,7 +276,8 @@ func (o *Optimizer) layout() []checkpointTensor {
 // is as it was and no temporary file is left. The file is created with mode 0600:
 // it holds the noise seed, from which anyone can recompute every step's
 // noise and so undo the privacy of the released parameters; keep it as
-// private as the training data. Save changes nothing in the optimizer;
+// private as the training data (a secure-mode checkpoint holds no seed
+// and no key, only the mode). Save changes nothing in the optimizer;
 // it may be called before the first step, and must not run concurrently
 // with Step.
 func (o *Optimizer) Save(path string) error {
@@ -317,6 +327,9 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 		Tensors:        o.layout(),
 		Buffers:        o.checkpointBuffers(),
 		States:         digest,
+	}
+	if o.mode == rng.Secure {
+		h.NoiseMode = rng.Secure.String() // and no key: a resumed run derives its own
 	}
 	o.headerHypers(&h)
 	if o.dp != nil {
@@ -417,6 +430,13 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 // record (resume.go, ResumeRecordDir) and refuse a checkpoint resumed
 // before, wherever its bytes lie (ErrResumed; Options.AllowResumeAgain
 // overrides).
+//
+// A checkpoint resumes only in the noise mode it was saved in (philox, or
+// secure: Options.SecureNoise), and a secure one holds no key: Load then
+// sets the key to rng.DeriveKey(key, n), n counting this optimizer's
+// loads, so that the resumed run's noise is not the stopped run's (which
+// is secure mode's "bit for bit": the parameters and states are, the noise
+// is new) and ranks that agreed on a key (SetKey) derive the same one.
 //
 // Load reads only a regular file, and no more than a checkpoint of this
 // optimizer can hold.
@@ -521,7 +541,10 @@ type CheckpointInfo struct {
 	ManifestSHA256 string `json:"manifest_sha256"`
 	Step           int64  `json:"step"`
 	Seed           uint64 `json:"seed"`
-	Offset         uint64 `json:"offset"`
+	// NoiseMode is the run's noise mode, "philox" or "secure" (which has no
+	// seed, 0 above).
+	NoiseMode string `json:"noise_mode"`
+	Offset    uint64 `json:"offset"`
 	// StatesDigest says that the checkpoint holds the digest of the
 	// trainer's states (SaveTo with states), which LoadFrom checks.
 	StatesDigest bool `json:"states_digest"`
@@ -546,8 +569,8 @@ func (o *Optimizer) CheckpointInfo(r io.Reader) (CheckpointInfo, error) {
 		return CheckpointInfo{}, lerr
 	}
 	h := c.h
-	info := CheckpointInfo{Optimizer: h.Optimizer, ManifestSHA256: h.ManifestSHA256, Step: h.Step, Seed: h.Seed, Offset: h.Offset,
-		StatesDigest: h.States != nil}
+	info := CheckpointInfo{Optimizer: h.Optimizer, ManifestSHA256: h.ManifestSHA256, Step: h.Step, Seed: h.Seed,
+		NoiseMode: cmp.Or(h.NoiseMode, rng.Philox.String()), Offset: h.Offset, StatesDigest: h.States != nil}
 	if _, note, found, err := o.resumeRecord(data); err == nil && found {
 		info.Resumed = cmp.Or(note, "resumed")
 	}
@@ -746,7 +769,15 @@ func (o *Optimizer) load(path string, data []byte, states [][]float32) (err erro
 	if o.watch != nil {
 		o.watch.samples = nil // the samples were of another run's steps
 	}
-	o.seed = h.Seed
+	o.seed = h.Seed // 0 in secure mode
+	o.loads++
+	if o.mode == rng.Secure {
+		// The checkpoint holds no key: the resumed run draws under one derived
+		// from this optimizer's, labelled by its loads, which never replays
+		// noise drawn before and which ranks that agreed on a key derive
+		// alike, with no communication.
+		o.key = rng.DeriveKey(o.key, o.loads)
+	}
 	o.hypers, o.set = hypers, h.hypersSet()
 	for _, t := range o.tensors {
 		t.overrides, t.hypers = nil, nil
@@ -863,6 +894,9 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 		return mismatch("checkpoint made with another build of %s (manifest hash %s, this one's %s); rebuild or use the matching generated/ files",
 			o.Name(), short(h.ManifestSHA256), short(o.hash))
 	}
+	if err := o.matchMode(h); err != nil {
+		return err
+	}
 	if want := o.checkpointBuffers(); !slices.Equal(h.Buffers, want) {
 		return mismatch("checkpoint holds the buffers %v, this optimizer %v", h.Buffers, want)
 	}
@@ -900,6 +934,29 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 		return err
 	}
 	return o.matchBudget(c)
+}
+
+// matchMode checks the checkpoint's noise mode against the optimizer's: a
+// run resumes in the mode it drew in, since a philox run resumed in secure
+// mode would have released noise an adversary may recompute, and a secure
+// run resumed in philox mode would draw its remaining noise from a seed.
+func (o *Optimizer) matchMode(h *checkpointHeader) *loadError {
+	mode, err := rng.ParseMode(cmp.Or(h.NoiseMode, rng.Philox.String()))
+	if err != nil {
+		return mismatch("checkpoint's noise mode %q is not one this fibergen knows (philox or secure)", h.NoiseMode)
+	}
+	if mode != o.mode {
+		how := "open it without Options.SecureNoise"
+		if mode == rng.Secure {
+			how = "open it with Options.SecureNoise"
+		}
+		return mismatch("checkpoint of a run in %s noise mode, this optimizer draws in %s mode: a run resumes in the noise mode it drew in (%s)",
+			mode, o.mode, how)
+	}
+	if mode == rng.Secure && h.Seed != 0 {
+		return mismatch("checkpoint in secure noise mode with a seed (%d): a secure run has none", h.Seed)
+	}
+	return nil
 }
 
 // matchBudget calibrates the checkpoint's privacy budget and checks that

@@ -95,6 +95,14 @@ type Options struct {
 	// eps_v), the runtime samples clamp_mass every 10th step and warns
 	// once, through Warnings, when it stays above ClampWarnThreshold.
 	NoClampWarning bool
+	// SecureNoise draws the DP noise in the secure scheme (rng.SecureVersion,
+	// docs/noise.md): ChaCha20 keyed by a 256-bit secret that Open draws
+	// from the operating system (Open fails where it cannot: there is no
+	// weaker fallback), the noise snapped to a grid. It takes no seed
+	// (SetSeed refuses one), and its checkpoints hold no key: a resumed run
+	// draws under a key derived from its own (Load). Without it the noise is
+	// the default scheme's, Philox keyed by a 64-bit seed (rng.Version).
+	SecureNoise bool
 }
 
 // DP is the privacy setting of a step: the clipped-mean gradient gets
@@ -153,6 +161,9 @@ type Optimizer struct {
 	dp      *DP             // SetDP
 	noise   *Noise          // SetNoise; nil when dp gives the noise
 	seed    uint64
+	mode    rng.Mode // the noise scheme of a drawing step: rng.Philox, or rng.Secure (Options.SecureNoise)
+	key     rng.Key  // rng.Secure's key: from the OS at Open, or SetKey; rekeyed at each Load
+	loads   uint64   // the checkpoints loaded, which label the keys a secure load derives
 	t       int
 	fault   error // a step that failed part-way (backend.FaultError); cleared by Load
 	tensors []*Tensor
@@ -192,7 +203,8 @@ func (o *Optimizer) lock() func() {
 // Open opens the optimizer that fibergen build wrote into dir
 // (generated/<name>): it reads <name>.json and, for the CPU backend,
 // <name>.so, or for CUDA <name>.ptx. The seed is drawn from crypto/rand;
-// SetSeed fixes it.
+// SetSeed fixes it. In secure mode (Options.SecureNoise) the key is drawn
+// from the operating system instead, and Open fails where it cannot be.
 func Open(dir string, opts Options) (*Optimizer, error) {
 	name := filepath.Base(filepath.Clean(dir))
 	m, data, err := manifest.Read(filepath.Join(dir, name+".json"))
@@ -297,7 +309,15 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 			"or open it with Backend Go, the reference (Options.GoFallback runs the reference where the kernel is missing)", m.Optimizer, m.Kernels.SharedObject)
 	}
 	o := &Optimizer{m: m, hash: manifest.Hash(data), files: files, opts: opts, prog: p,
-		hypers: fn.DefaultHypers(), seed: rng.RandomSeed(), id: optimizerIDs.Add(1)}
+		hypers: fn.DefaultHypers(), mode: rng.Philox, id: optimizerIDs.Add(1)}
+	if opts.SecureNoise {
+		if o.key, err = randomKey(); err != nil {
+			return nil, fmt.Errorf("runtime: open %s with secure noise: %w (a secure run takes its key from the operating system alone)", m.Optimizer, err)
+		}
+		o.mode = rng.Secure // no seed: the Philox seed stays 0, and means nothing
+	} else {
+		o.seed = rng.RandomSeed()
+	}
 	if !opts.NoClampWarning {
 		o.watch = newClampWatch(fn)
 	}
@@ -333,19 +353,95 @@ func (o *Optimizer) Steps() int {
 	return o.t
 }
 
-// Seed is the noise seed.
+// Seed is the noise seed; 0 in secure mode (Options.SecureNoise), which
+// takes a key and no seed.
 func (o *Optimizer) Seed() uint64 {
 	defer o.lock()()
 	return o.seed
 }
 
-// SetSeed fixes the noise seed; only before the first step.
+// errSecureSeed is SetSeed's refusal in secure mode.
+var errSecureSeed = errors.New("runtime: secure noise takes no seed: its key comes from the operating system, since a seed " +
+	"that anyone knows or can guess makes every step's noise recomputable, and so subtractable from the released parameters " +
+	"(a reproducible run draws in the default philox mode)")
+
+// SetSeed fixes the noise seed; only before the first step, and never in
+// secure mode (Options.SecureNoise), which refuses it: its key comes from
+// the operating system, since anyone who knows the seed of a run can
+// recompute its noise and subtract it.
 func (o *Optimizer) SetSeed(seed uint64) error {
 	defer o.lock()()
+	if o.mode == rng.Secure {
+		return errSecureSeed
+	}
 	if o.t > 0 {
 		return errors.New("runtime: the seed can only be set before the first step")
 	}
 	o.seed = seed
+	return nil
+}
+
+// randomKey draws a secure key at Open; the tests replace it to fail as
+// the operating system's source can.
+var randomKey = rng.RandomKey
+
+// NoiseMode is the scheme a drawing step draws its noise in — rng.Philox,
+// or rng.Secure (Options.SecureNoise) — and that scheme's version string
+// (rng.Version, rng.SecureVersion).
+func (o *Optimizer) NoiseMode() (rng.Mode, string) {
+	return o.mode, noiseVersion(o.mode) // fixed at Open: no lock
+}
+
+// noiseVersion is the version string of the scheme m.
+func noiseVersion(m rng.Mode) string {
+	if m == rng.Secure {
+		return rng.SecureVersion
+	}
+	return rng.Version
+}
+
+// keyFixed says why the secure key can no longer be shared or set: a step
+// has drawn with it, or a load derived the next one; "" where it can.
+func (o *Optimizer) keyFixed(what string) error {
+	switch {
+	case o.mode != rng.Secure:
+		return fmt.Errorf("runtime: %s: %s draws philox noise, which has a seed and no key (open with Options.SecureNoise for secure noise)", what, o.Name())
+	case o.t > 0:
+		return fmt.Errorf("runtime: %s: only before the first step (Steps() = %d): the key has drawn noise", what, o.t)
+	case o.loads > 0:
+		return fmt.Errorf("runtime: %s: only before a checkpoint is loaded: the load derived the resumed run's key from it (agree on the key first, then load on every rank)", what)
+	}
+	return nil
+}
+
+// ShareKey returns the secure key, for the ranks of one sharded run to
+// agree on it (SetKey) before the first step, so that every shard draws
+// the noise one optimizer over the whole vector would draw: for that
+// alone. The key is the run's secret — whoever holds it can subtract the
+// noise from what the run releases — so it must travel only between the
+// ranks' processes, and never into a log, a file or a message. It is
+// refused in philox mode, after the first step and after a Load.
+func (o *Optimizer) ShareKey() (rng.Key, error) {
+	defer o.lock()()
+	if err := o.keyFixed("ShareKey"); err != nil {
+		return rng.Key{}, err
+	}
+	return o.key, nil
+}
+
+// SetKey sets the secure key to another rank's (ShareKey), for the ranks
+// of one sharded run to agree on it; it is for that alone, and refused in
+// philox mode, after the first step, after a Load, and for the zero key
+// (which no operating system's source gives, and anyone can guess).
+func (o *Optimizer) SetKey(k rng.Key) error {
+	defer o.lock()()
+	if err := o.keyFixed("SetKey"); err != nil {
+		return err
+	}
+	if k == (rng.Key{}) {
+		return errors.New("runtime: SetKey: the zero key: a secure key is another rank's, from ShareKey, never one made up")
+	}
+	o.key = k
 	return nil
 }
 
@@ -407,7 +503,7 @@ func (o *Optimizer) noiseMode(draw bool) rng.Mode {
 	if !draw {
 		return rng.Off
 	}
-	return rng.Philox
+	return o.mode
 }
 
 // Hypers returns every hyper's name and current value, in the order the
@@ -614,7 +710,7 @@ func (o *Optimizer) ready() error {
 func (o *Optimizer) args() backend.Step {
 	noise := o.stepNoise()
 	return backend.Step{Segments: o.segments(noise.SigmaW2), Offset: int64(o.opts.Offset), Seed: o.seed,
-		Counter: uint32(o.t), Mode: o.noiseMode(noise.Draw)}
+		Key: o.key, Counter: uint32(o.t), Mode: o.noiseMode(noise.Draw)}
 }
 
 // Step runs one step on the gradients set with Tensor.SetGrad (the clipped

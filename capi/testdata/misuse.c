@@ -73,6 +73,27 @@ int main(int argc, char **argv) {
 	/* Required output pointers are checked before anything changes. */
 	refused("info NULL out", fg_info(h, NULL, err, sizeof err), "NULL");
 	refused("spent NULL out", fg_spent(h, NULL, err, sizeof err), "NULL");
+	refused("share_key NULL out", fg_share_key(h, NULL, err, sizeof err), "NULL");
+	refused("set_key NULL key", fg_set_key(h, NULL, err, sizeof err), "NULL");
+	uint64_t key[4] = {1, 2, 3, 4};
+	refused("share_key in philox mode", fg_share_key(h, key, err, sizeof err), "no key");
+	refused("set_key in philox mode", fg_set_key(h, key, err, sizeof err), "no key");
+	refused("open options unknown noise_mode", fg_open(dir, "{\"noise_mode\": \"fast\"}", &(int64_t){0}, err, sizeof err),
+		"want philox or secure");
+
+	/* Secure mode: a key of four words goes out and comes back; the zero key is refused. */
+	char sopts[1024];
+	snprintf(sopts, sizeof sopts, "{\"backend\": \"cpu\", \"state_dir\": \"%s\", \"noise_mode\": \"secure\"}", argv[2]);
+	int64_t sh = 0;
+	check("open secure", fg_open(dir, sopts, &sh, err, sizeof err) == FG_OK, "open with noise_mode secure failed");
+	uint64_t shared[4] = {0}, zero[4] = {0}, back[4] = {0};
+	check("share_key", fg_share_key(sh, shared, err, sizeof err) == FG_OK && (shared[0] | shared[1] | shared[2] | shared[3]) != 0,
+	      "no key shared");
+	refused("set_key zero", fg_set_key(sh, zero, err, sizeof err), "zero key");
+	check("set_key", fg_set_key(sh, key, err, sizeof err) == FG_OK && fg_share_key(sh, back, err, sizeof err) == FG_OK &&
+	      memcmp(back, key, sizeof key) == 0, "the key set is not the key shared");
+	refused("set_seed in secure mode", fg_set_seed(sh, 7, err, sizeof err), "takes no seed");
+	fg_close(sh, err, sizeof err);
 	refused("set_budget NULL sigma",
 		fg_set_budget(h, "{\"epsilon\": 1, \"clip\": 1, \"dataset_size\": 1000, \"batch_size\": 3, \"epochs\": 1}", NULL, err, sizeof err),
 		"NULL");

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -39,6 +40,7 @@ var benchDP = runtime.DP{ClipNorm: 1, NoiseMultiplier: 1, BatchSize: 256}
 type benchOptions struct {
 	n, steps, threads countFlag
 	backend           string
+	noiseMode         string // --noise-mode: philox or secure
 	asJSON            bool
 	threadsSet        bool
 }
@@ -89,6 +91,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.steps, "steps", "timed steps")
 	fs.Var(&o.threads, "threads", "cpu and go: goroutines per step and per copy (default GOMAXPROCS)")
 	fs.StringVar(&o.backend, "backend", "cpu", "cpu (the host kernel, built with LLVM), go (the reference) or cuda (the PTX kernel)")
+	fs.StringVar(&o.noiseMode, "noise-mode", "philox", "the noise's scheme: philox or secure (run bench once in each mode to compare them)")
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON")
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
@@ -100,6 +103,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "bench", "want exactly one .dsl file or built directory, got %d", len(files))
 	case o.backend != "cpu" && o.backend != "go" && o.backend != "cuda":
 		return usageError(stderr, "bench", "--backend %q: want cpu, go or cuda", o.backend)
+	case o.noiseMode != "philox" && o.noiseMode != "secure":
+		return usageError(stderr, "bench", "--noise-mode %q: want philox or secure", o.noiseMode)
 	case o.backend == "cuda" && o.threadsSet:
 		return usageError(stderr, "bench", "--threads applies to the cpu and go backends, not cuda")
 	}
@@ -134,6 +139,7 @@ type benchResult struct {
 	Optimizer      string  `json:"optimizer"`
 	N              int     `json:"n"`
 	Backend        string  `json:"backend"`
+	NoiseMode      string  `json:"noise_mode"`       // philox or secure (--noise-mode)
 	Threads        int     `json:"threads"`          // cpu and go; 0 for cuda
 	Kernel         string  `json:"kernel,omitempty"` // cpu: the host function that ran, e.g. fiber_cpu_avx512
 	Device         string  `json:"device,omitempty"`
@@ -196,7 +202,7 @@ func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
 // options are the runtime's options for the backend and threads.
 func (o *benchOptions) options() runtime.Options {
 	// The timed steps reuse one gradient: a benchmark releases nothing.
-	opts := runtime.Options{Backend: runtime.Backend(o.backend), AllowGradientReuse: true}
+	opts := runtime.Options{Backend: runtime.Backend(o.backend), AllowGradientReuse: true, SecureNoise: o.noiseMode == "secure"}
 	if o.backend != "cuda" {
 		opts.Threads = int(o.threads.v)
 	}
@@ -216,7 +222,7 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 	if err != nil {
 		return nil, err
 	}
-	r.Backend = o.backend
+	r.Backend, r.NoiseMode = o.backend, o.noiseMode
 	if o.backend != "cuda" {
 		r.Threads = opts.Threads
 	}
@@ -282,8 +288,10 @@ func setUpBench(opt *runtime.Optimizer, n int) (last *runtime.Tensor, err error)
 	if err := opt.SetDP(benchDP); err != nil {
 		return nil, err
 	}
-	if err := opt.SetSeed(1); err != nil {
-		return nil, err
+	if mode, _ := opt.NoiseMode(); mode != rng.Secure { // a secure key comes from the OS
+		if err := opt.SetSeed(1); err != nil {
+			return nil, err
+		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	vals := make([]float32, n)
@@ -435,6 +443,9 @@ func (r *benchResult) print(w io.Writer) {
 	}
 	if r.Kernel != "" {
 		head += "  kernel=" + r.Kernel
+	}
+	if r.NoiseMode == "secure" {
+		head += "  noise=secure"
 	}
 	fmt.Fprintf(w, "%s  steps=%d\n", head, r.Steps)
 	if r.HostISA != nil {

@@ -13,11 +13,11 @@
 //	fibergen check SOURCE...
 //	fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
 //	fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
-//	        (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
+//	        (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N | --noise-mode secure]
 //	        [--backend go|cpu|ptxsim] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
 //	fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
 //	        (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-//	fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
+//	fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--noise-mode philox|secure] [--json]
 //	fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]
 //	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
 //	fibergen privacy delta --sigma S --epsilon E RUN [OPTIONS]
@@ -55,11 +55,11 @@ const usage = `usage:
   fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
                                          the settings checked as run checks them (step 0)
   fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
-          (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
+          (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N | --noise-mode secure]
           [--backend go|cpu|ptxsim] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
   fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-  fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
+  fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--noise-mode philox|secure] [--json]
                                          time the step against this machine's limit (CPU: STREAM copy and triad)
                                          (DIR: kernels fibergen build wrote, used as they are)
   fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends

@@ -100,6 +100,10 @@ PYTHON_ADVICE = tuple((re.compile(pattern), advice) for pattern, advice in (
     (r"Options\.AllowGradientReuse", "allow_gradient_reuse=True"),
     (r"Options\.NoClampWarning turns this warning off", "clamp_warning=False turns this warning off"),
     (r"DP\.BatchSize", "expected_batch_size"),
+    (r"open it with Options\.SecureNoise", "pass secure=True to the Optimizer"),
+    (r"open it without Options\.SecureNoise", "pass secure=False to the Optimizer"),
+    (r"open with Options\.SecureNoise", "pass secure=True"),
+    (r"Options\.SecureNoise", "secure=True"),
     # the noise and the budget
     (r"\(SetDP\)", "(set_dp)"),
     (r"\(SetNoise\)", "(set_noise)"),
@@ -257,6 +261,16 @@ class Handle:
 
     def set_seed(self, seed: int) -> None:
         call("set_seed", self.h, seed)
+
+    def share_key(self) -> list[int]:
+        """The secure key's four words, for the ranks to agree on rank 0's
+        before the first step (fg_share_key): a secret, never to be shown."""
+        k = (ctypes.c_uint64 * 4)()
+        call("share_key", self.h, k)
+        return list(k)
+
+    def set_key(self, key: Sequence[int]) -> None:
+        call("set_key", self.h, (ctypes.c_uint64 * 4)(*key))
 
     def set_budget(self, request: dict) -> float:
         sigma = ctypes.c_double()

@@ -52,7 +52,7 @@ _FORMAT_ONE_GROUP = "fibergen-torch-1"
 # what another does (a hyper, a look-ahead weight, a second step, a
 # resume), leaving the others waiting in a collective: the ranks agree on
 # them when the optimizer opens.
-_AGREED_OPTIONS = ("allow_extrapolation", "allow_resume_again", "allow_unstable", "allow_gradient_reuse")
+_AGREED_OPTIONS = ("allow_extrapolation", "allow_resume_again", "allow_unstable", "allow_gradient_reuse", "noise_mode")
 
 
 class _Group:
@@ -245,6 +245,12 @@ class Optimizer(torch.optim.Optimizer):
     checks each range, the filters' stability and the observation, and
     refuses a setting with a ``FibergenError``. ``seed`` fixes the noise seed
     (default: a secret one from the OS, shared by every group and rank);
+    ``secure=True`` draws the noise in the secure mode instead (docs/noise.md:
+    ChaCha20 keyed by 256 bits from the OS, the noise snapped to a grid),
+    which takes no seed — ``seed=`` with it raises ``ValueError``, since a
+    seed known to anyone makes the noise subtractable — and whose key every
+    rank of a ``process_group`` takes from rank 0 at open (it is never
+    shown); a state_dict resumes only in the mode it was saved in;
     ``threads`` caps the host kernel's threads (default: every core);
     ``process_group`` shards the states over the ranks of a
     ``torch.distributed`` group (ZeRO-1): every rank opens the optimizer
@@ -278,19 +284,26 @@ class Optimizer(torch.optim.Optimizer):
     def __init__(self, params: Iterable[Any], optimizer: str | os.PathLike, *, seed: Optional[int] = None,
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
                  allow_resume_again: bool = False, allow_unstable: bool = False, allow_gradient_reuse: bool = False,
-                 clamp_warning: bool = True, **hypers: float):
+                 clamp_warning: bool = True, secure: bool = False, **hypers: float):
         found = _lib.resolve(optimizer)
         if found["warnings"]:
             warnings.warn(f"fibergen: {os.fspath(optimizer)}:\n{found['warnings']}", stacklevel=3)
         self._path = Path(found["dir"])
         if not isinstance(threads, int) or threads < 0:
             raise ValueError(f"fibergen: threads = {threads!r}: want a whole number >= 0 (0: every core)")
+        if not isinstance(secure, bool):
+            raise ValueError(f"fibergen: secure = {secure!r}: want True (secure noise) or False (the default, philox)")
+        if secure and seed is not None:
+            raise ValueError("fibergen: seed= with secure=True: secure noise takes its key from the operating system and "
+                             "no seed, since a seed that anyone knows or can guess makes every step's noise recomputable, "
+                             "and so subtractable from the released parameters (a reproducible run draws in the default "
+                             "mode, secure=False)")
         # The resume record's directory as Python sees the environment now
         # (the library's Go runtime saw it once, when it was loaded).
         self._opts = {"threads": threads, "allow_extrapolation": allow_extrapolation,
                       "allow_resume_again": allow_resume_again, "allow_unstable": allow_unstable,
                       "allow_gradient_reuse": allow_gradient_reuse, "state_dir": os.environ.get("FIBERGEN_STATE_DIR", ""),
-                      "no_clamp_warning": not clamp_warning}
+                      "no_clamp_warning": not clamp_warning, "noise_mode": "secure" if secure else "philox"}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
         self._states = self._info["buffers"][_abi.FIRST_STATE:]
@@ -311,7 +324,12 @@ class Optimizer(torch.optim.Optimizer):
             raise ValueError(f"fibergen: seed = {seed!r}: want a whole number in [0, 2^64)")
         self._layout()
         self._open()
-        self._handle.set_seed(self._agree_at_open(seed, probe.seed()))
+        if secure:  # every rank draws with rank 0's key, which only the collective carries
+            key = self._agree_at_open(None, self._handle.share_key())
+            if self._pg is not None:
+                self._handle.set_key(key)
+        else:
+            self._handle.set_seed(self._agree_at_open(seed, probe.seed()))
         probe.close()
         self.found_inf = False  # the last step was skipped for a NaN or ±Inf gradient
         self.skipped_steps = 0
@@ -431,8 +449,9 @@ class Optimizer(torch.optim.Optimizer):
         reading them makes no views."""
         return [self._theta.data_ptr(), self._grad.data_ptr(), *[b.data_ptr() for b in self._state_bufs]]
 
-    def _agree_at_open(self, seed: Optional[int], drawn: int) -> int:
-        """The seed of every rank, once the ranks agree on what they open:
+    def _agree_at_open(self, seed: Optional[int], drawn: Any) -> Any:
+        """The seed of every rank (in secure mode the key, drawn, of rank
+        0's runtime optimizer), once the ranks agree on what they open:
         with a process group, one all_gather_object of each rank's facts
         (_open_facts) before any other collective, raising on every rank
         where a rank's differ from rank 0's or a rank failed to get here.
@@ -600,6 +619,16 @@ class Optimizer(torch.optim.Optimizer):
         if s is None:
             return None
         return (math.inf if s["epsilon"] is None else s["epsilon"]), s["delta"]
+
+    @property
+    def noise_mode(self) -> str:
+        """The noise mode: "philox" (the default) or "secure" (``secure=True``)."""
+        return self._info["noise_mode"]
+
+    @property
+    def noise_scheme(self) -> str:
+        """The noise mode's scheme and its version, e.g. "philox4x32-10/box-muller-f32/v1"."""
+        return self._info["noise_scheme"]
 
     @property
     def steps(self) -> int:
@@ -1047,14 +1076,17 @@ class Optimizer(torch.optim.Optimizer):
         return {"state": state, "param_groups": groups,
                 "fibergen": {"format": _STATE_DICT_FORMAT, "optimizer": self._info["name"],
                              "manifest_sha256": self._info["manifest_sha256"], "shapes": self._shapes(),
-                             "world_size": self._world, "rank": self._rank,
+                             "world_size": self._world, "rank": self._rank, "noise_mode": self.noise_mode,
                              "given": [sorted(pg.given) for pg in self.param_groups]}}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restores a state_dict of this optimizer's build and layout into an
         optimizer that has not stepped (resuming is then bit for bit the run
-        that saved it, and never replays noise). The state_dict is checked —
-        its format, optimizer, layout, the states' dtypes, shapes and
+        that saved it, and never replays noise; in secure mode the
+        parameters and states are, and the noise is new: the state holds no
+        key, and the runtime derives the resumed run's from this optimizer's,
+        alike on every rank). The state_dict is checked —
+        its format, optimizer, noise mode, layout, the states' dtypes, shapes and
         finiteness, that every group holds the one checkpoint, then the
         checkpoint by the runtime, the states against the digest it holds,
         and that it was not resumed before (anywhere on this machine: a copy
@@ -1117,6 +1149,9 @@ class Optimizer(torch.optim.Optimizer):
         meta = sd["fibergen"]
         if meta.get("optimizer") != self._info["name"]:
             raise bad(f"state of {meta.get('optimizer')!r}, this optimizer is {self._info['name']!r}")
+        if (mode := meta.get("noise_mode", "philox")) != self.noise_mode:
+            raise bad(f"a state of a run in {mode!r} noise mode, this optimizer draws in {self.noise_mode!r} mode: a run "
+                      f"resumes in the noise mode it drew in (pass secure={mode == 'secure'} to the Optimizer)")
         if meta.get("shapes") != self._shapes():
             raise bad("the parameter groups differ in number or shape from the state_dict's")
         if (meta.get("world_size"), meta.get("rank")) != (self._world, self._rank):

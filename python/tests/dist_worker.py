@@ -3,6 +3,7 @@ backend and writes what it measured for the test to compare."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import warnings
 from pathlib import Path
@@ -99,11 +100,38 @@ def training(rank: int, out: Path, gen: Path, name: str) -> None:
     np.save(out / f"meta-{rank}.npy", np.array([seeds[0].item() == seeds[1].item(), skipped, refused, opt.steps]))
 
 
+def secure(rank: int, out: Path, gen: Path, name: str) -> None:
+    """Secure mode sharded over the ranks: every rank holds rank 0's key
+    (compared by digest, never shown), and the sharded steps match, bit for
+    bit, an unsharded optimizer given that key."""
+    m, ref_m = model(), model()
+    ps, rps = list(m.parameters()), list(ref_m.parameters())
+    opt = ft.Optimizer(ps, gen / name, secure=True, process_group=dist.group.WORLD)
+    key = opt._handle.share_key()
+    digests: list = [None] * dist.get_world_size()
+    dist.all_gather_object(digests, hashlib.sha256(repr(key).encode()).hexdigest())
+    ref = ft.Optimizer(rps, gen / name, secure=True)
+    ref._handle.set_key(key)
+    for o in (opt, ref):
+        o.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=16)
+    for t in range(5):
+        g = torch.Generator().manual_seed(t)
+        for p, q in zip(ps, rps):
+            x = 0.1 * torch.randn(p.shape, generator=g)
+            p.grad.copy_(x)
+            q.grad.copy_(x)
+        for o in (opt, ref):
+            o.trust_clipped_grad()
+            o.step()
+    same_params = bool((flat(ps).view(np.uint32) == flat(rps).view(np.uint32)).all())
+    np.save(out / f"secure-{rank}.npy", np.array([len(set(digests)) == 1, same_params, opt.steps], dtype=np.int64))
+
+
 def main() -> None:
     rank, world, rdv, scenario, out, gen, name = sys.argv[1:8]
     dist.init_process_group("gloo", init_method=f"file://{rdv}", rank=int(rank), world_size=int(world))
     try:
-        {"sharded": sharded_step, "training": training}[scenario](int(rank), Path(out), Path(gen), name)
+        {"sharded": sharded_step, "training": training, "secure": secure}[scenario](int(rank), Path(out), Path(gen), name)
     finally:
         dist.destroy_process_group()
 

@@ -41,6 +41,8 @@ def scenario(name: str, rank: int, gen: Path) -> Callable[[], Any]:
         return opener(gen, rank, seed=1, out=5 if one else 4)
     if name == "options_differ":
         return opener(gen, rank, seed=1, allow_unstable=one)
+    if name == "secure_differs":
+        return opener(gen, rank, secure=one)
     if name == "fails_on_one_rank":
         return opener(gen, rank, seed=1, **({"no_such_hyper": 1.0} if one else {}))
     if name == "dp_differs":

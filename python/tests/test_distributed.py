@@ -38,6 +38,15 @@ def test_sharded_step_matches_one_process(name, generated, tmp_path):
     assert got[0][2] + got[1][2] == 1120 and got[0][2] == got[1][2]  # each rank owns half of the states
 
 
+def test_secure_ranks_share_rank_0s_key(generated, tmp_path):
+    ranks(tmp_path, "secure", generated, "dp_adamw")
+    for r in range(2):
+        same_key, same_params, steps = np.load(tmp_path / f"secure-{r}.npy")
+        assert same_key, "the ranks hold different secure keys"
+        assert same_params, f"rank {r}'s sharded secure steps differ from the unsharded ones under the same key"
+        assert steps == 5
+
+
 def test_training_is_deterministic(generated, tmp_path):
     runs = []
     for i in range(2):

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # a message about one of them is about the binding's use of the runtime.
 BINDING_ONLY = {"UseBuffers", "RegisterRange", "Register", "SetGrad", "StepDevice", "PrivatizeTo", "PrivatizeScaled",
                 "PrivatizeSegmentsTo", "AdoptPrivatized", "OpenPackage", "OpenCompiled", "InitDeviceStates",
-                "CheckDeviceGradient", "Options.Driver", "Compiled.PTX"}
+                "CheckDeviceGradient", "Options.Driver", "Compiled.PTX", "ShareKey", "SetKey"}
 
 
 def go_sources(package: str) -> dict[Path, str]:

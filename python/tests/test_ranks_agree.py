@@ -53,6 +53,7 @@ def errors(tmp: Path, scenario: str, generated: Path) -> list[str]:
                      "rank 0's is [[5, 6], [5], [4, 5], [4]]", ""),
     ("options_differ", "rank 1's allow_unstable is True, rank 0's is False", ""),
     ("dp_differs", "rank 1's noise_multiplier is 0.5, rank 0's is 1.0", ""),
+    ("secure_differs", "rank 1's noise_mode is 'secure', rank 0's is 'philox'", ""),
 ])
 def test_a_difference_raises_on_every_rank(scenario, says, unsaid, generated, tmp_path):
     for r, e in enumerate(errors(tmp_path, scenario, generated)):
