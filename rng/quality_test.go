@@ -116,18 +116,46 @@ func kolmogorovQ(lambda float64) float64 {
 func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 
 func TestQualityDistribution(t *testing.T) {
-	const groups = 1_000_000
-	const n = 4 * groups
+	checkNormal(t, 4_000_000, math.Sqrt(66*math.Ln2), func(add func(float32)) {
+		for g := uint64(0); g < 1_000_000; g++ {
+			// Spread the groups over the element space (both halves of the group counter)
+			// and over steps, rather than one contiguous block; odd multiplier, so all
+			// distinct.
+			group := g * 0x9e3779b97f4a7c15 & (1<<62 - 1)
+			for _, z := range Normal4(qualitySeed, uint32(g%1000), 0, group) {
+				add(z)
+			}
+		}
+	})
+}
+
+// qualityKey is the secure scheme's key in the quality tests.
+var qualityKey = Key{qualitySeed, ^uint64(qualitySeed), 0x243f6a8885a308d3, 0x13198a2e03707344}
+
+// TestSecureQualityDistribution is TestQualityDistribution for the secure scheme's draws,
+// before snapping: 4e6 draws, 5e5 octets spread over the element space and steps.
+func TestSecureQualityDistribution(t *testing.T) {
+	checkNormal(t, 4_000_000, math.Sqrt(130*math.Ln2), func(add func(float32)) {
+		for o := uint64(0); o < 500_000; o++ {
+			octet := o * 0x9e3779b97f4a7c15 & (1<<61 - 1)
+			for _, z := range SecureNormal8(qualityKey, uint32(o%1000), 0, octet) {
+				add(z)
+			}
+		}
+	})
+}
+
+// checkNormal tests the n draws that draw adds against N(0,1) (moments, tails, the largest
+// |z| against the scheme's tail cut rMax, Kolmogorov-Smirnov).
+func checkNormal(t *testing.T, n int, rMax float64, draw func(add func(float32))) {
 	zs := make([]float64, 0, n)
 	var m moments
-	for g := uint64(0); g < groups; g++ {
-		// Spread the groups over the element space (both halves of the group counter) and
-		// over steps, rather than one contiguous block; odd multiplier, so all distinct.
-		group := g * 0x9e3779b97f4a7c15 & (1<<62 - 1)
-		for _, z := range Normal4(qualitySeed, uint32(g%1000), 0, group) {
-			m.add(z)
-			zs = append(zs, float64(z))
-		}
+	draw(func(z float32) {
+		m.add(z)
+		zs = append(zs, float64(z))
+	})
+	if len(zs) != n {
+		t.Fatalf("%d draws, want %d", len(zs), n)
 	}
 	nf := float64(n)
 	mean := m.s1 / nf
@@ -162,8 +190,7 @@ func TestQualityDistribution(t *testing.T) {
 			t.Errorf("%s = %g, want %g ± %g (5 standard errors)", c.name, c.got, c.want, 5*c.se)
 		}
 	}
-	rMax := math.Sqrt(66 * math.Ln2) // radius at u = 2^-33, the smallest u
-	t.Logf("max |z| = %.4f (bound sqrt(66 ln 2) = %.4f)", m.maxZ, rMax)
+	t.Logf("max |z| = %.4f (the tail cut, the radius at the smallest u: %.4f)", m.maxZ, rMax)
 	if m.maxZ > rMax+1e-5 {
 		t.Errorf("max |z| = %g beyond the tail cut %g", m.maxZ, rMax)
 	}
@@ -297,4 +324,84 @@ func TestCounterInjective(t *testing.T) {
 	if Normal(1, 0, 0, 0) == Normal(1, 0, 0, 1<<34) || Normal(1, 0, 0, 5) == Normal(1, 0, 0, 1<<32+5) {
 		t.Error("elements 2^32 or 2^34 apart draw the same noise")
 	}
+}
+
+// TestSecureSnappedBins: the snapped secure noise with sigma 1 (grid 2^-8, x = 0) lands on
+// grid point k with the probability of the ideal rounded Gaussian, Φ((k+½)/256) − Φ((k−½)/256):
+// a chi-square test over 4e6 draws, bins with fewer than 20 expected merged into the tails,
+// at α = 1e-3 (Wilson-Hilferty's critical value). This is the distribution the privacy analysis
+// takes as the Gaussian mechanism's output rounded to the grid (docs/noise.md).
+func TestSecureSnappedBins(t *testing.T) {
+	const octets = 500_000
+	const n = 8 * octets
+	counts := map[int]int{}
+	for o := uint64(0); o < octets; o++ {
+		for _, z := range SecureNormal8(qualityKey, 3, 0, o*0x9e3779b97f4a7c15&(1<<61-1)) {
+			y := SnapNoise(0, 1, z)
+			counts[int(y*256)]++
+		}
+	}
+	p := func(k int) float64 { return normalCDF((float64(k)+0.5)/256) - normalCDF((float64(k)-0.5)/256) }
+	edge := 0 // bins k with |k| < edge have at least 20 expected
+	for n*p(edge) >= 20 {
+		edge++
+	}
+	chi2, df := 0.0, -1
+	addBin := func(obs int, exp float64) {
+		chi2 += (float64(obs) - exp) * (float64(obs) - exp) / exp
+		df++
+	}
+	lowObs, highObs := 0, 0
+	for k, c := range counts {
+		switch {
+		case k <= -edge:
+			lowObs += c
+		case k >= edge:
+			highObs += c
+		}
+	}
+	for k := -edge + 1; k < edge; k++ {
+		addBin(counts[k], n*p(k))
+	}
+	tail := n * normalCDF((-float64(edge)+0.5)/256)
+	addBin(lowObs, tail)
+	addBin(highObs, tail)
+	d := float64(df)
+	crit := d * math.Pow(1-2/(9*d)+3.0902*math.Sqrt(2/(9*d)), 3)
+	t.Logf("chi-square %.1f on %d degrees of freedom (critical at alpha = 1e-3: %.1f)", chi2, df, crit)
+	if chi2 > crit {
+		t.Errorf("snapped secure noise: chi-square %.1f > %.1f on %d degrees of freedom", chi2, crit, df)
+	}
+}
+
+// TestSecureQualityIndependence is TestQualityIndependence's checks for the secure scheme: the
+// elements of one ChaCha20 block (a pair's cos and sin; two pairs; across octets), adjacent
+// steps, sites and keys one bit apart, 1e6 pairs each.
+func TestSecureQualityIndependence(t *testing.T) {
+	const n = 1_000_000
+	var pair, pairs, octets, steps, sites, keys pearson
+	other := qualityKey
+	other[2] ^= 1
+	next := SecureNormal8(qualityKey, 7, 0, 0)
+	for o := uint64(0); o < n/4; o++ {
+		cur := next
+		next = SecureNormal8(qualityKey, 7, 0, o+1)
+		for p := 0; p < 4; p++ {
+			pair.add(cur[p], cur[4+p])
+			pairs.add(cur[p], cur[(p+1)%4])
+		}
+		octets.add(cur[7], next[0])
+	}
+	for i := uint64(0); i < n; i++ {
+		e, s := i%1000, uint32(i/1000)
+		steps.add(SecureNormal(qualityKey, s, 0, e), SecureNormal(qualityKey, s+1, 0, e))
+		sites.add(SecureNormal(qualityKey, 3, 0, i), SecureNormal(qualityKey, 3, 1, i))
+		keys.add(SecureNormal(qualityKey, 3, 0, i), SecureNormal(other, 3, 0, i))
+	}
+	pair.check(t, "elements 8o+p, 8o+4+p (one pair)")
+	pairs.check(t, "elements 8o+p, 8o+(p+1)%4 (two pairs)")
+	octets.check(t, "elements 8o+7, 8o+8 (across octets)")
+	steps.check(t, "steps s, s+1 (same element)")
+	sites.check(t, "sites 0, 1 (same step, element)")
+	keys.check(t, "keys one bit apart")
 }

@@ -25,21 +25,27 @@ import (
 // ChaCha blocks, and a partial one at the end.
 const secureN = 1003
 
-// secureBackend opens dp_sgd one way: the backends that draw secure noise.
-// The host kernel (CPU) and the PTX (PTXSim, CUDA) join this list when
-// their kernels draw in secure mode.
+// secureBackend opens dp_sgd one way: every backend draws secure noise.
 type secureBackend struct {
 	name string
-	open func(opts runtime.Options) (*runtime.Optimizer, error)
+	open func(t *testing.T, opts runtime.Options) (*runtime.Optimizer, error)
 }
 
 var secureBackends = []secureBackend{
-	{"go (interpreter)", func(opts runtime.Options) (*runtime.Optimizer, error) {
+	{"go (interpreter)", func(_ *testing.T, opts runtime.Options) (*runtime.Optimizer, error) {
 		opts.Backend = runtime.Go
 		return runtime.Open("../generated/dp_sgd", opts)
 	}},
-	{"go (generated package)", func(opts runtime.Options) (*runtime.Optimizer, error) {
+	{"go (generated package)", func(_ *testing.T, opts runtime.Options) (*runtime.Optimizer, error) {
 		return runtime.OpenPackage(runtime.Package{Manifest: dp_sgd.Manifest(), Step: dp_sgd.StepKernel}, opts)
+	}},
+	{"cpu (host kernel)", func(_ *testing.T, opts runtime.Options) (*runtime.Optimizer, error) {
+		opts.Backend = runtime.CPU
+		return runtime.Open("../generated/dp_sgd", opts)
+	}},
+	{"ptxsim", func(t *testing.T, opts runtime.Options) (*runtime.Optimizer, error) {
+		opts.Backend = runtime.PTXSim
+		return runtime.Open(ptxDir(t, "dp_sgd"), simOptions(t, opts))
 	}},
 }
 
@@ -48,7 +54,7 @@ var secureBackends = []secureBackend{
 func openSGD(t *testing.T, b secureBackend, opts runtime.Options, theta []float32) (*runtime.Optimizer, *runtime.Tensor) {
 	t.Helper()
 	opts.Threads = 2
-	o, err := b.open(opts)
+	o, err := b.open(t, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

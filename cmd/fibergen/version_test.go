@@ -12,7 +12,7 @@ import (
 // argument after it is a usage error.
 func TestVersion(t *testing.T) {
 	want := version.Read().String()
-	shape := regexp.MustCompile(`^fibergen github\.com/fibergen/fibergen \S+, revision \S+.*, go1\.\S+ \w+/\w+\nmanifest fibergen-manifest/\d+, noise \S+, C ABI version \d+\n$`)
+	shape := regexp.MustCompile(`^fibergen github\.com/fibergen/fibergen \S+, revision \S+.*, go1\.\S+ \w+/\w+\nmanifest fibergen-manifest/\d+, noise \S+ \(secure: \S+\), C ABI version \d+\n$`)
 	for _, arg := range []string{"--version", "version"} {
 		r := runMain(arg)
 		if r.code != 0 || r.stderr != "" || r.stdout != want || !shape.MatchString(r.stdout) {

@@ -41,10 +41,18 @@ var (
 	cInt64    = ctype{"int64_t", i64}
 )
 
-// cfield is a field of a struct of the ABI.
+// cfield is a field of a struct of the ABI; an array's name carries its
+// length, "key[4]", and its type is the element's C type and the array's
+// LLVM type.
 type cfield struct {
 	name string
 	typ  ctype
+}
+
+// ident is the field's name without an array's length.
+func (f cfield) ident() string {
+	name, _, _ := strings.Cut(f.name, "[")
+	return name
 }
 
 // cstruct is a struct that a host function takes a pointer to.
@@ -65,12 +73,12 @@ func newStruct(tag string, fields ...cfield) cstruct {
 // rangeStruct is the step host function's range: the coordinates [lo, hi)
 // of the buffers, whose coordinate 0 has global index offset, and the
 // noise of the step, noise its rng.Mode (0 none; 2 the secure scheme's
-// draw under key0..key3, snapped; otherwise sqrt(sigma_w2)·z added to g, z
+// draw under key, snapped; otherwise sqrt(sigma_w2)·z added to g, z
 // Philox's Gaussian of (seed, step, global index)).
 var rangeStruct = newStruct("fibergen_range",
 	cfield{"lo", cInt64}, cfield{"hi", cInt64}, cfield{"offset", cInt64},
 	cfield{"seed", ctype{"uint64_t", i64}}, cfield{"step", ctype{"uint32_t", i32}}, cfield{"noise", ctype{"uint32_t", i32}},
-	cfield{"key0", ctype{"uint64_t", i64}}, cfield{"key1", ctype{"uint64_t", i64}}, cfield{"key2", ctype{"uint64_t", i64}}, cfield{"key3", ctype{"uint64_t", i64}})
+	cfield{"key[4]", ctype{"uint64_t", types.NewArray(4, i64)}})
 
 // privatizeStruct is the privatize host functions' only argument: the
 // per-example rows cur and look ([batch][n]; look is read in mode 1 only,
@@ -92,7 +100,7 @@ func (s cstruct) decl() string {
 	b.WriteString("struct " + s.tag + " {")
 	for i, f := range s.fields {
 		switch {
-		case i > 0 && f.typ.c == s.fields[i-1].typ.c:
+		case i > 0 && f.typ == s.fields[i-1].typ:
 			b.WriteString(", " + pointerStars(f.typ.c) + f.name)
 		default:
 			if i > 0 {
@@ -111,7 +119,7 @@ func (s cstruct) ptr() ctype {
 
 // load emits the load of the named field of the struct at p.
 func (s cstruct) load(b *llvm.Block, p *llvm.Param, name string) *llvm.InstLoad {
-	i := slices.IndexFunc(s.fields, func(f cfield) bool { return f.name == name })
+	i := slices.IndexFunc(s.fields, func(f cfield) bool { return f.ident() == name })
 	t := s.ll.Fields[i]
 	ld := b.NewLoad(t, b.NewGetElementPtr(s.ll, p, i32c(0), i32c(uint32(i))))
 	ld.Align = llvm.Align(sizeOf(t))

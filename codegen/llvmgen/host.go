@@ -45,7 +45,8 @@ func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	a.scalars = a.scalars[:ir.SigmaWScalar(len(a.scalars))]
 	field := func(name string) value.Value { return rangeStruct.load(b, ps[2], name) }
 	lo, hi, offset, seed, step, mode := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
-	key := []value.Value{field("key0"), field("key1"), field("key2"), field("key3")}
+	keys := field("key")
+	key := []value.Value{b.NewExtractValue(keys, 0), b.NewExtractValue(keys, 1), b.NewExtractValue(keys, 2), b.NewExtractValue(keys, 3)}
 	philox, secure := newDraw(seed, step, offset, sigma, nil), newDraw(seed, step, offset, sigma, key)
 	k.modeSwitch(f, b, mode, func(b *llvm.Block, d *draw) {
 		k.hostLoops(f, b, a, splitRange(b, lo, hi, offset, d.block()), lo, d, w)

@@ -47,7 +47,7 @@ func (tc *Toolchain) HostStructLayout(tag string) ([]Field, int64, error) {
 	num := func(i int) int64 { n, _ := strconv.ParseInt(string(vals[i][1]), 10, 64); return n }
 	out := make([]Field, len(s.fields))
 	for i, f := range s.fields {
-		out[i] = Field{Name: f.name, Offset: num(2 * i), Size: num(2*i + 1)}
+		out[i] = Field{Name: f.ident(), Offset: num(2 * i), Size: num(2*i + 1)}
 	}
 	return out, num(2 * len(s.fields)), nil
 }

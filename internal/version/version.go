@@ -31,6 +31,7 @@ type Identity struct {
 	Platform string // GOOS/GOARCH it was built for
 	Manifest string // manifest.Format
 	Noise    string // rng.Version
+	Secure   string // rng.SecureVersion
 	CABI     int
 }
 
@@ -44,7 +45,7 @@ func Read() Identity {
 // built without module support).
 func FromBuildInfo(bi *debug.BuildInfo) Identity {
 	id := Identity{Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
-		Manifest: manifest.Format, Noise: rng.Version, CABI: CABI}
+		Manifest: manifest.Format, Noise: rng.Version, Secure: rng.SecureVersion, CABI: CABI}
 	if bi == nil {
 		return id
 	}
@@ -78,6 +79,6 @@ func (id Identity) String() string {
 			rev += ", modified"
 		}
 	}
-	return fmt.Sprintf("fibergen %s, %s, %s %s\nmanifest %s, noise %s, C ABI version %d\n",
-		module, rev, id.Go, id.Platform, id.Manifest, id.Noise, id.CABI)
+	return fmt.Sprintf("fibergen %s, %s, %s %s\nmanifest %s, noise %s (secure: %s), C ABI version %d\n",
+		module, rev, id.Go, id.Platform, id.Manifest, id.Noise, id.Secure, id.CABI)
 }

@@ -15,7 +15,7 @@ import (
 // the build info, and says when there is no stamp.
 func TestFromBuildInfo(t *testing.T) {
 	platform := runtime.GOOS + "/" + runtime.GOARCH
-	formats := fmt.Sprintf("manifest %s, noise %s, C ABI version %d\n", manifest.Format, rng.Version, CABI)
+	formats := fmt.Sprintf("manifest %s, noise %s (secure: %s), C ABI version %d\n", manifest.Format, rng.Version, rng.SecureVersion, CABI)
 	main := debug.Module{Path: "github.com/fibergen/fibergen", Version: "(devel)"}
 	for _, c := range []struct {
 		name string
