@@ -135,7 +135,7 @@ var qualityKey = Key{qualitySeed, ^uint64(qualitySeed), 0x243f6a8885a308d3, 0x13
 // TestSecureQualityDistribution is TestQualityDistribution for the secure scheme's draws,
 // before snapping: 4e6 draws, 5e5 octets spread over the element space and steps.
 func TestSecureQualityDistribution(t *testing.T) {
-	checkNormal(t, 4_000_000, math.Sqrt(130*math.Ln2), func(add func(float32)) {
+	checkNormal(t, 4_000_000, math.Sqrt(194*math.Ln2), func(add func(float32)) {
 		for o := uint64(0); o < 500_000; o++ {
 			octet := o * 0x9e3779b97f4a7c15 & (1<<61 - 1)
 			for _, z := range SecureNormal8(qualityKey, uint32(o%1000), 0, octet) {

@@ -7,13 +7,12 @@
 //
 //	state = ["expand 32-byte k", k[0..7], uint32(e>>3), uint32(e>>35), step, site]
 //	x     = ChaCha20 block (20 rounds, the input added back)
-//	pair p = e&3 (of the octet):  u = (float32(x[4+p]<<32 | x[p]) + 0.5) * 2^-64
+//	pair p = e&3 (of the octet):  u from the 96 bits x[12+p]:x[4+p]:x[p] (secureUniform)
 //	                              r = sqrt(-2 log u),  θ from x[8+p] as in the default scheme
 //	coordinate 8(e>>3)+p takes r·cos θ, coordinate 8(e>>3)+4+p takes r·sin θ
 //
-// u comes from 64 bits, converted once to float32 (round to nearest even), so it has 24
-// significant bits at every scale down to 2^-65: the radius is as finely resolved in the tail
-// (up to sqrt(130 ln 2) ≈ 9.49) as near the mode. x[12..15] are not used.
+// u has 24 significant bits at every scale down to 2^-72, so the radius is as finely resolved
+// far in the tail as near the mode; the smallest u is 2^-97 (radius sqrt(194 ln 2) ≈ 11.6).
 //
 // The noise a secure step adds is snapped (snapNoise): g = γ·round((x + σz)/γ), γ the power of
 // two with σ/512 < γ ≤ σ/256, the quotient clamped to ±2^22 first, so that every output is
@@ -89,12 +88,27 @@ func octetCounter(step, site uint32, octet uint64) [4]uint32 {
 	return [4]uint32{uint32(octet), uint32(octet >> 32), step, site}
 }
 
-// twoPowM64 is 2^-64, exact in float32.
-const twoPowM64 float32 = 1.0 / (1 << 64)
+// twoPowM64 and twoPowM96 are 2^-64 and 2^-96, exact in float32.
+const (
+	twoPowM64 float32 = 1.0 / (1 << 64)
+	twoPowM96 float32 = twoPowM64 / (1 << 32)
+)
 
-// secureRadius is sqrt(-2 log u) with u = (float32(hi·2^32 + lo) + 0.5)·2^-64 in [2^-65, 1].
-func secureRadius(lo, hi uint32) float32 {
-	u := (float32(uint64(hi)<<32|uint64(lo)) + 0.5) * twoPowM64
+// secureUniform is the uniform of the 96-bit integer X = w2·2^64 + w1·2^32 + w0: its top 64
+// bits hi = X>>32 converted to float32 (round to nearest even) times 2^-64 where hi ≥ 2^32, else
+// (float32(X) + 0.5)·2^-96 (X < 2^64 then). Either way u in [2^-97, 1] has 24 significant bits
+// wherever X ≥ 2^24, that is for u ≥ 2^-72.
+func secureUniform(w0, w1, w2 uint32) float32 {
+	hi := uint64(w2)<<32 | uint64(w1)
+	if hi >= 1<<32 {
+		return float32(hi) * twoPowM64
+	}
+	return (float32(hi<<32|uint64(w0)) + 0.5) * twoPowM96
+}
+
+// secureRadius is sqrt(-2 log u), u = secureUniform(w0, w1, w2).
+func secureRadius(w0, w1, w2 uint32) float32 {
+	u := secureUniform(w0, w1, w2)
 	l := log32(u)
 	t := float32(-2 * l)
 	return float32(math.Sqrt(float64(t)))
@@ -106,7 +120,7 @@ func secureGaussian8(key [4]uint64, step, site uint32, octet uint64) [8]float32 
 	x := chacha20Block(keyWords(key), octetCounter(step, site, octet))
 	var out [8]float32
 	for p := 0; p < 4; p++ {
-		r := secureRadius(x[p], x[4+p])
+		r := secureRadius(x[p], x[4+p], x[12+p])
 		q, a := angle(x[8+p])
 		sn, cs := sin32(a), cos32(a)
 		out[p] = r * cosQuadrant(q, sn, cs)

@@ -90,7 +90,7 @@ func TestSecureGolden(t *testing.T) {
 	for i, z := range got {
 		bits[i] = math.Float32bits(z)
 	}
-	want := [8]uint32{0x3f8881ae, 0xbea847fb, 0xbfaa7bff, 0xbf53a0ba, 0xbf386444, 0xbf15b5ee, 0x3f4d1f55, 0x3f2961f4}
+	want := [8]uint32{0x3eb2f8fe, 0xbf68ed1b, 0xbf5423ea, 0xbff66103, 0xbe71c11f, 0xbfcf38cb, 0x3eff3de3, 0x3fc5325c}
 	if bits != want {
 		t.Errorf("SecureNormal8(RFC key, 0, 0, 0) = %08x, want %08x", bits, want)
 	}
@@ -163,7 +163,7 @@ func TestSecureMatchesFloat64(t *testing.T) {
 		x := ChaCha20Block(keyWords(key), octetCounter(5, 0, octet))
 		got := SecureNormal8(key, 5, 0, octet)
 		for p := 0; p < 4; p++ {
-			u := (float64(uint64(x[4+p])<<32|uint64(x[p])) + 0.5) * 0x1p-64
+			u := (float64(x[12+p])*0x1p64 + float64(x[4+p])*0x1p32 + float64(x[p]) + 0.5) * 0x1p-96
 			r := math.Sqrt(-2 * math.Log(u))
 			th := 2 * math.Pi * (float64(x[8+p]) + 0.5) / (1 << 32)
 			for i, want := range []float64{r * math.Cos(th), r * math.Sin(th)} {
@@ -171,6 +171,26 @@ func TestSecureMatchesFloat64(t *testing.T) {
 					t.Fatalf("octet %d pair %d: %g, want %g (float64)", octet, p, got[p+4*i], want)
 				}
 			}
+		}
+	}
+}
+
+// TestSecureUniformEnds pins the uniform's ends and its two branches' seam.
+func TestSecureUniformEnds(t *testing.T) {
+	ones := ^uint32(0)
+	for _, c := range []struct {
+		w0, w1, w2 uint32
+		want       float32
+	}{
+		{0, 0, 0, 0x1p-97},                  // the smallest u: radius sqrt(194 ln 2)
+		{1, 0, 0, 1.5 * 0x1p-96},            // exact below 2^24
+		{ones, ones, 0, 0x1p-32},            // X = 2^64-1 rounds up to 2^64
+		{0, 0, 1, 0x1p-32},                  // X = 2^64: the other branch, the same u
+		{ones, ones, ones, 1},               // rounds up to 1: radius -0, as in the default scheme
+		{0, 1, 1<<31 | 1<<7, 0x1.000002p-1}, // hi = 2^63 + 2^39 + 1: above the tie, rounded up
+	} {
+		if got := secureUniform(c.w0, c.w1, c.w2); got != c.want {
+			t.Errorf("secureUniform(%#x, %#x, %#x) = %g, want %g", c.w0, c.w1, c.w2, got, c.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ var ptxMutants = []ptxMutant{
 	{"step: tail one long", in("fiber_step", rewrite(`(// %edges\.\d+\n(?:.*\n)*?\tsub\.s64 \t(%rd\d+), .*\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
 	{"step: two states' stores swapped", in("fiber_step", rewrite(`(st\.global\.v4\.f32 \t\[)(%rd\d+)(\], \{[^}]*\};\n\tst\.global\.v4\.f32 \t\[)(%rd\d+)\]`, "${1}${4}${3}${2}]"))},
 	{"step: vector path on 8-byte alignment", in("fiber_step", rewrite(`(// %with_noise\n(?:.*\n)*?\tand\.b64 +\t%rd\d+, %rd\d+, )15;`, "${1}7;"))},
-	{"step: grid stride halved", in("fiber_step", rewrite(`(shl\.b64 \t%rd\d+, %rd9, )4;`, "${1}3;"))},
+	{"step: grid stride halved", in("fiber_step", withRegs([]string{gridStride}, `(shl\.b64 \t%rd\d+, $0, )4;`, "${1}3;"))},
 	{"step: hypers swapped", swap("[fiber_step_param_8]", "[fiber_step_param_9]")}, // omega and beta1, both 0.9 by default
 	{"step: scalar off by one", swap("[fiber_step_param_19]", "[fiber_step_param_20]")},
 	{"step: state read through .nc", in("fiber_step", rewrite(`(// %group\.8\n(?:.*\n)*?\t)ld\.global\.f32`, "${1}ld.global.nc.f32"))},
@@ -46,9 +47,9 @@ var ptxMutants = []ptxMutant{
 	// The noise: Philox, its counter and key, Box-Muller.
 	{"noise: Philox multiplier", in("fiber_step", rewrite(`3528531795`, "3528531797"))},
 	{"noise: Philox key increment", in("fiber_step", rewrite(`2654435769`, "2654435761"))},
-	{"noise: wrong key register in a round", in("fiber_step", rewrite(`(xor\.b64 +\t%rd\d+, %rd\d+, )%rd36;`, "${1}%rd38;"))},
-	{"noise: counter off by one", in("fiber_step", rewrite(`(\tadd\.s64 \t(%rd\d+), %rd33, %rd\d+;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
-	{"noise: group offset off by one", in("fiber_step", rewrite(`(\tshr\.u64 \t(%rd33), %rd\d+, 2;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
+	{"noise: wrong key register in a round", in("fiber_step", withRegs([]string{philoxKey1, philoxKey0}, `(xor\.b64 +\t%rd\d+, %rd\d+, )$0;`, "${1}$1;"))},
+	{"noise: counter off by one", in("fiber_step", withRegs([]string{philoxGroups}, `(\tadd\.s64 \t(%rd\d+), $0, %rd\d+;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
+	{"noise: group offset off by one", in("fiber_step", rewrite(`(// %with_noise\n(?:.*\n)*?\tshr\.u64 \t(%rd\d+), %rd\d+, 2;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
 	{"noise: step ignored", in("fiber_step", rewrite(`ld\.param\.u32 \t(%r\d+), \[fiber_step_param_25\];`, "mov.u32 \t$1, 0;"))},
 	{"noise: uniform from a signed integer", in("fiber_step", rewrite(`cvt\.rn\.f32\.u32`, "cvt.rn.f32.s32"))},
 	{"noise: uniform's scale one ulp off", in("fiber_step", rewrite(`0f2F800000`, "0f2F800001"))},
@@ -110,6 +111,35 @@ func rewrite(pattern, replace string) func(string) (string, bool) {
 			return "", false
 		}
 		return ptx[:loc[0]] + string(re.ExpandString(nil, replace, ptx, loc)) + ptx[loc[1]:], true
+	}
+}
+
+// gridStride's group 1 is the register of the grid's thread count.
+const gridStride = `mov\.u32 \t%r\d+, %nctaid\.x;\n\tmul\.wide\.u32 \t(%rd\d+), `
+
+// Patterns whose group 1 is a register of the Philox loops: the first group's
+// index, the key's high word after its first bump (k1 + 0xBB67AE85) and
+// its low word after two (k0 + 2·0x9E3779B9).
+const (
+	philoxGroups = `// %with_noise\n(?:.*\n)*?\tshr\.u64 \t(%rd\d+), %rd\d+, 2;`
+	philoxKey1   = `// %with_noise\n(?:.*\n)*?\tadd\.s64 \t(%rd\d+), %rd\d+, 3144134277;`
+	philoxKey0   = `// %with_noise\n(?:.*\n)*?\tadd\.s64 \t(%rd\d+), %rd\d+, 1013904242;`
+)
+
+// withRegs is rewrite with the registers that finds' patterns capture put
+// in for $0, $1, ... of pattern and of replace (the registers a code
+// generator numbers differently from one build to the next).
+func withRegs(finds []string, pattern, replace string) func(string) (string, bool) {
+	return func(ptx string) (string, bool) {
+		for i, f := range finds {
+			m := regexp.MustCompile(f).FindStringSubmatch(ptx)
+			if m == nil {
+				return "", false
+			}
+			arg := "$" + strconv.Itoa(i)
+			pattern, replace = strings.ReplaceAll(pattern, arg, m[1]), strings.ReplaceAll(replace, arg, m[1])
+		}
+		return rewrite(pattern, replace)(ptx)
 	}
 }
 

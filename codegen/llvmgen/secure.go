@@ -94,15 +94,21 @@ func emitChaCha(m *llvm.Module, w lanes) *llvm.Func {
 	return f
 }
 
-// emitSecurePair emits fg_secure_pair(lo, hi, xa) {float, float}: r·cos θ
-// and r·sin θ with r = sqrt(-2 log u), u = (float(hi·2^32 + lo) + 0.5)·2^-64
-// and θ from xa as in the default scheme.
+// emitSecurePair emits fg_secure_pair(w0, w1, w2, xa) {float, float}: r·cos
+// θ and r·sin θ with r = sqrt(-2 log u), u the uniform of the 96 bits
+// w2:w1:w0 (rng's secureUniform), and θ from xa as in the default scheme.
 func emitSecurePair(m *llvm.Module, w lanes, trig [3]*llvm.Func) *llvm.Func {
-	lo, hi, xa := llvm.NewParam("lo", w.i32()), llvm.NewParam("hi", w.i32()), llvm.NewParam("xa", w.i32())
+	w0, w1, w2 := llvm.NewParam("w0", w.i32()), llvm.NewParam("w1", w.i32()), llvm.NewParam("w2", w.i32())
+	xa := llvm.NewParam("xa", w.i32())
 	out := types.NewStruct(w.f32(), w.f32())
-	f, b := newHelper(m, "fg_secure_pair"+w.suffix(), out, lo, hi, xa)
-	x64 := b.NewOr(b.NewShl(b.NewZExt(hi, w.i64()), w.u64(32)), b.NewZExt(lo, w.i64()))
-	u := b.NewFMul(b.NewFAdd(b.NewUIToFP(x64, w.f32()), w.f(0.5)), w.f(0x1p-64))
+	f, b := newHelper(m, "fg_secure_pair"+w.suffix(), out, w0, w1, w2, xa)
+	join := func(h, l value.Value) value.Value {
+		return b.NewOr(b.NewShl(b.NewZExt(h, w.i64()), w.u64(32)), b.NewZExt(l, w.i64()))
+	}
+	hi := join(w2, w1)
+	high := b.NewFMul(b.NewUIToFP(hi, w.f32()), w.f(0x1p-64))
+	low := b.NewFMul(b.NewFAdd(b.NewUIToFP(join(w1, w0), w.f32()), w.f(0.5)), w.f(0x1p-96))
+	u := b.NewSelect(b.NewICmp(enum.IPredNE, w2, w.u32(0)), high, low)
 	r := b.NewCall(w.sqrt(m), b.NewFMul(w.f(-2), b.NewCall(trig[0], u)))
 	zc, zs := rotate(b, w, r, xa, trig[1], trig[2])
 	var res value.Value = constantUndef(out)
@@ -126,7 +132,8 @@ func chachaCall(b *llvm.Block, chacha *llvm.Func, key []*llvm.Param, lo, hi, ste
 func securePairs(b *llvm.Block, pair *llvm.Func, x value.Value) [8]value.Value {
 	var z [8]value.Value
 	for p := 0; p < 4; p++ {
-		zs := b.NewCall(pair, b.NewExtractValue(x, uint64(p)), b.NewExtractValue(x, uint64(4+p)), b.NewExtractValue(x, uint64(8+p)))
+		word := func(i int) value.Value { return b.NewExtractValue(x, uint64(i)) }
+		zs := b.NewCall(pair, word(p), word(4+p), word(12+p), word(8+p))
 		z[p], z[4+p] = b.NewExtractValue(zs, 0), b.NewExtractValue(zs, 1)
 	}
 	return z

@@ -591,12 +591,27 @@ func octetCounter(step, site uint32, octet uint64) [4]uint32 {
 	return [4]uint32{uint32(octet), uint32(octet >> 32), step, site}
 }
 
-// twoPowM64 is 2^-64, exact in float32.
-const twoPowM64 float32 = 1.0 / (1 << 64)
+// twoPowM64 and twoPowM96 are 2^-64 and 2^-96, exact in float32.
+const (
+	twoPowM64 float32 = 1.0 / (1 << 64)
+	twoPowM96 float32 = twoPowM64 / (1 << 32)
+)
 
-// secureRadius is sqrt(-2 log u) with u = (float32(hi·2^32 + lo) + 0.5)·2^-64 in [2^-65, 1].
-func secureRadius(lo, hi uint32) float32 {
-	u := (float32(uint64(hi)<<32|uint64(lo)) + 0.5) * twoPowM64
+// secureUniform is the uniform of the 96-bit integer X = w2·2^64 + w1·2^32 + w0: its top 64
+// bits hi = X>>32 converted to float32 (round to nearest even) times 2^-64 where hi ≥ 2^32, else
+// (float32(X) + 0.5)·2^-96 (X < 2^64 then). Either way u in [2^-97, 1] has 24 significant bits
+// wherever X ≥ 2^24, that is for u ≥ 2^-72.
+func secureUniform(w0, w1, w2 uint32) float32 {
+	hi := uint64(w2)<<32 | uint64(w1)
+	if hi >= 1<<32 {
+		return float32(hi) * twoPowM64
+	}
+	return (float32(hi<<32|uint64(w0)) + 0.5) * twoPowM96
+}
+
+// secureRadius is sqrt(-2 log u), u = secureUniform(w0, w1, w2).
+func secureRadius(w0, w1, w2 uint32) float32 {
+	u := secureUniform(w0, w1, w2)
 	l := log32(u)
 	t := float32(-2 * l)
 	return float32(math.Sqrt(float64(t)))
@@ -608,7 +623,7 @@ func secureGaussian8(key [4]uint64, step, site uint32, octet uint64) [8]float32 
 	x := chacha20Block(keyWords(key), octetCounter(step, site, octet))
 	var out [8]float32
 	for p := 0; p < 4; p++ {
-		r := secureRadius(x[p], x[4+p])
+		r := secureRadius(x[p], x[4+p], x[12+p])
 		q, a := angle(x[8+p])
 		sn, cs := sin32(a), cos32(a)
 		out[p] = r * cosQuadrant(q, sn, cs)
