@@ -76,8 +76,7 @@ func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo val
 		return b
 	}
 	b = k.forLoop(f, b, "head", lo, l.groupStart, one, elements)
-	blk := d.block()
-	per := 4 * int64(w) / blk // groups a wide iteration steps
+	blk, per := d.block(), int64(w) // a wide iteration steps w groups, one a lane
 	wide := b.NewSDiv(l.groups, i64c(per))
 	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *llvm.Block, q value.Value) *llvm.Block {
 		j := b.NewMul(q, i64c(per))
@@ -99,7 +98,7 @@ func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo val
 // operations k.step would apply lane by lane — so that no pass breaks the
 // noise vectors into single elements to rebuild them in another order.
 func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw, w lanes) {
-	vt, n := w.f32(), int(w)
+	vt, n, nv := w.f32(), int(w), int(d.block()) // nv vectors of w floats a buffer
 	vecAt := func(p value.Value, v int) value.Value {
 		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v*n)))), types.NewPointer(vt))
 	}
@@ -110,9 +109,9 @@ func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw
 	case d != nil:
 		z = d.call(b, k.noise.gaussianC[w], gi)
 	}
-	coords := make([][]value.Value, 4*n) // coords[c][buffer]
+	coords := make([][]value.Value, nv*n) // coords[c][buffer]
 	for i, p := range a.ptrs {
-		for v := 0; v < 4; v++ {
+		for v := 0; v < nv; v++ {
 			x := load(b, vt, vecAt(p, v), 4)
 			if z != nil && i == k.bufferIndex(ir.GradName) {
 				x = d.add(b, w, x, b.NewExtractValue(z, uint64(v)))
@@ -128,7 +127,7 @@ func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw
 	}
 	for j, name := range k.stored {
 		p := a.ptrs[k.bufferIndex(name)]
-		for v := 0; v < 4; v++ {
+		for v := 0; v < nv; v++ {
 			var x value.Value = constantUndef(vt)
 			for l := 0; l < n; l++ {
 				x = b.NewInsertElement(x, outs[v*n+l][j], i32c(uint32(l)))

@@ -34,11 +34,7 @@ func emitSecure(m *llvm.Module, trig map[lanes][3]*llvm.Func) secureFuncs {
 	sf.octet = emitSecureOctet(m, chacha, emitSecurePair(m, 1, one))
 	sf.elem = emitSecureElem(m, sf.octet)
 	for _, w := range hostWidths() {
-		h := w / 2
-		if _, ok := trig[h]; !ok {
-			trig[h] = [3]*llvm.Func{emitLog32(m, h), emitSin32(m, h), emitCos32(m, h)}
-		}
-		sf.wide[w] = emitSecureWide(m, w, emitChaCha(m, h), emitSecurePair(m, h, trig[h]))
+		sf.wide[w] = emitSecureWide(m, w, emitChaCha(m, w), emitSecurePair(m, w, trig[w]))
 	}
 	return sf
 }
@@ -178,23 +174,21 @@ func emitSecureElem(m *llvm.Module, octet *llvm.Func) *llvm.Func {
 }
 
 // emitSecureWide emits fg_secure_c<w>(key, step, site, octet): the draws
-// of the w/2 octets from octet, one octet per lane of chacha's w/2-lane
-// vectors, rearranged to coordinate order: element v, lane l of the result
-// is coordinate 8·octet + w·v + l.
+// of the w octets from octet, one octet per lane, rearranged to coordinate
+// order: element v, lane l of the result is coordinate 8·octet + w·v + l.
 func emitSecureWide(m *llvm.Module, w lanes, chacha, pair *llvm.Func) *llvm.Func {
-	h := w / 2
 	ps := keyParams("octet")
-	out := types.NewArray(4, w.f32())
+	out := types.NewArray(8, w.f32())
 	f, b := newHelper(m, "fg_secure_c"+w.suffix()[2:], out, ps...)
-	iota := make([]constant.Constant, h)
+	iota := make([]constant.Constant, w)
 	for j := range iota {
 		iota[j] = i64c(int64(j))
 	}
-	octets := b.NewAdd(h.splat(b, ps[6]), constant.NewVector(h.i64().(*types.VectorType), iota...))
-	lo, hi := b.NewTrunc(octets, h.i32()), b.NewTrunc(b.NewLShr(octets, h.u64(32)), h.i32())
+	octets := b.NewAdd(w.splat(b, ps[6]), constant.NewVector(w.i64().(*types.VectorType), iota...))
+	lo, hi := b.NewTrunc(octets, w.i32()), b.NewTrunc(b.NewLShr(octets, w.u64(32)), w.i32())
 	z := securePairs(b, pair, chachaCall(b, chacha, ps[:4], lo, hi, ps[4], ps[5]))
 	var res value.Value = constantUndef(out)
-	for v := 0; v < 4; v++ {
+	for v := 0; v < 8; v++ {
 		var vec value.Value = constantUndef(w.f32())
 		for l := 0; l < int(w); l++ {
 			c := int(w)*v + l
