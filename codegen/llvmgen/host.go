@@ -47,7 +47,7 @@ func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	lo, hi, offset, seed, step, mode := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
 	keys := field("key")
 	key := []value.Value{b.NewExtractValue(keys, 0), b.NewExtractValue(keys, 1), b.NewExtractValue(keys, 2), b.NewExtractValue(keys, 3)}
-	philox, secure := newDraw(seed, step, offset, sigma, nil), newDraw(seed, step, offset, sigma, key)
+	philox, secure := newDraw(seed, step, offset, sigma, nil, nil), newDraw(seed, step, offset, sigma, key, k.noise.secure.called)
 	k.modeSwitch(f, b, mode, func(b *llvm.Block, d *draw) {
 		k.hostLoops(f, b, a, splitRange(b, lo, hi, offset, d.block()), lo, d, w)
 	}, philox, secure)
@@ -80,7 +80,11 @@ func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo val
 	wide := b.NewSDiv(l.groups, i64c(per))
 	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *llvm.Block, q value.Value) *llvm.Block {
 		j := b.NewMul(q, i64c(per))
-		k.wideGroups(b, a, b.NewAdd(l.groupStart, b.NewMul(j, i64c(blk))), b.NewAdd(l.firstGroup, j), d, w)
+		base, gi := b.NewAdd(l.groupStart, b.NewMul(j, i64c(blk))), b.NewAdd(l.firstGroup, j)
+		if blk == 8 {
+			return k.wideOctets(f, b, a, base, gi, d, w)
+		}
+		k.wideGroups(b, a, base, gi, d, w)
 		return b
 	})
 	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(per)), l.groups, one, func(b *llvm.Block, j value.Value) *llvm.Block {
@@ -98,23 +102,51 @@ func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo val
 // operations k.step would apply lane by lane — so that no pass breaks the
 // noise vectors into single elements to rebuild them in another order.
 func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw, w lanes) {
-	vt, n, nv := w.f32(), int(w), int(d.block()) // nv vectors of w floats a buffer
+	zs := make([]value.Value, 4)
+	if d != nil {
+		z := d.call(b, k.noise.gaussianC[w], gi)
+		for v := range zs {
+			zs[v] = b.NewExtractValue(z, uint64(v))
+		}
+	}
+	k.wideVectors(b, a, base, zs, d, w)
+}
+
+// wideOctets emits the steps of the 8·w coordinates from index base, the
+// global octets gi..: the secure draws of w octets, one a lane, then a
+// loop over the two halves of their eight vectors in coordinate order, each
+// stepped as wideGroups steps its four — not eight copies of the body,
+// which would double what opt and llc compile for every variant.
+func (k *kernel) wideOctets(f *llvm.Func, b *llvm.Block, a args, base, gi value.Value, d *draw, w lanes) *llvm.Block {
+	zt := types.NewArray(8, w.f32())
+	slot := llvm.NewAlloca(zt)
+	entry := f.Blocks[0]
+	entry.Insts = append([]llvm.Instruction{slot}, entry.Insts...)
+	b.NewStore(d.call(b, k.noise.secure.wide[w], gi), slot)
+	return k.forLoop(f, b, "octets", i64c(0), i64c(2), i64c(1), func(b *llvm.Block, h value.Value) *llvm.Block {
+		zs := make([]value.Value, 4)
+		for v := range zs {
+			at := b.NewAdd(b.NewMul(h, i64c(4)), i64c(int64(v)))
+			zs[v] = load(b, w.f32(), b.NewGetElementPtr(zt, slot, i64c(0), at), 4)
+		}
+		k.wideVectors(b, a, b.NewAdd(base, b.NewMul(h, i64c(4*int64(w)))), zs, d, w)
+		return b
+	})
+}
+
+// wideVectors emits the steps of len(zs) vectors of w coordinates from
+// index base, zs their noise in coordinate order (nil entries: none).
+func (k *kernel) wideVectors(b *llvm.Block, a args, base value.Value, zs []value.Value, d *draw, w lanes) {
+	vt, n, nv := w.f32(), int(w), len(zs) // nv vectors of w floats a buffer
 	vecAt := func(p value.Value, v int) value.Value {
 		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v*n)))), types.NewPointer(vt))
-	}
-	var z value.Value
-	switch {
-	case d.block() == 8:
-		z = d.call(b, k.noise.secure.wide[w], gi)
-	case d != nil:
-		z = d.call(b, k.noise.gaussianC[w], gi)
 	}
 	coords := make([][]value.Value, nv*n) // coords[c][buffer]
 	for i, p := range a.ptrs {
 		for v := 0; v < nv; v++ {
 			x := load(b, vt, vecAt(p, v), 4)
-			if z != nil && i == k.bufferIndex(ir.GradName) {
-				x = d.add(b, w, x, b.NewExtractValue(z, uint64(v)))
+			if zs[v] != nil && i == k.bufferIndex(ir.GradName) {
+				x = d.add(b, w, x, zs[v])
 			}
 			for l := 0; l < n; l++ {
 				coords[v*n+l] = append(coords[v*n+l], b.NewExtractElement(x, i32c(uint32(l))))

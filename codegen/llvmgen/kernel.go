@@ -65,7 +65,7 @@ func (k *kernel) emitStepKernel() {
 	n, offset, seed, step, mode := rest[0], rest[1], rest[2], rest[3], rest[4]
 	tid, stride := k.threadIndex(b)
 	key := []value.Value{rest[5], rest[6], rest[7], rest[8]}
-	philox, secure := newDraw(seed, step, offset, sigma, nil), newDraw(seed, step, offset, sigma, key)
+	philox, secure := newDraw(seed, step, offset, sigma, nil, nil), newDraw(seed, step, offset, sigma, key, k.noise.secure.octet)
 	k.modeSwitch(f, b, mode, func(b *llvm.Block, d *draw) {
 		l := splitRange(b, i64c(0), n, offset, d.block())
 		k.gridLoops(f, b, a, l, k.aligned(b, a.ptrs, l.groupStart), tid, stride, d)

@@ -138,15 +138,17 @@ type draw struct {
 	seed, step, offset value.Value // i64, i32, i64
 	sigma              value.Value // f32: sqrt(sigma_w2)
 	// key, where set, is the secure scheme's key (four i64); gamma and
-	// inv are then its grid and the grid's reciprocal (grid).
+	// inv are then its grid and the grid's reciprocal (grid), octet the
+	// function that draws one octet.
 	key        []value.Value
 	gamma, inv value.Value
+	octet      *llvm.Func
 }
 
 // newDraw is the draw of a launch: Philox under seed, or the secure
 // scheme where key (four i64) is given.
-func newDraw(seed, step, offset, sigma value.Value, key []value.Value) *draw {
-	return &draw{seed: seed, step: step, offset: offset, sigma: sigma, key: key}
+func newDraw(seed, step, offset, sigma value.Value, key []value.Value, octet *llvm.Func) *draw {
+	return &draw{seed: seed, step: step, offset: offset, sigma: sigma, key: key, octet: octet}
 }
 
 // grid emits the secure draw's grid into b, where its loops begin.
@@ -211,7 +213,7 @@ func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 	var z value.Value
 	switch {
 	case d.block() == 8:
-		z = d.call(b, k.noise.secure.elem, b.NewAdd(d.offset, i))
+		z = secureElem(b, d, b.NewAdd(d.offset, i))
 	case d != nil:
 		z = d.call(b, k.noise.gaussian, b.NewAdd(d.offset, i))
 	}
@@ -288,11 +290,11 @@ func (k *kernel) drawGroup(b *llvm.Block, gi value.Value, d *draw) func(c int) v
 	if d == nil {
 		return func(int) value.Value { return nil }
 	}
-	f := k.noise.gaussian4
 	if d.block() == 8 {
-		f = k.noise.secure.octet
+		z := d.call(b, d.octet, gi)
+		return func(c int) value.Value { return b.NewExtractValue(z, uint64(c)) }
 	}
-	z := d.call(b, f, gi)
+	z := d.call(b, k.noise.gaussian4, gi)
 	return func(c int) value.Value { return b.NewExtractElement(z, i32c(uint32(c))) }
 }
 

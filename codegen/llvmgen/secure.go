@@ -16,23 +16,28 @@ import (
 
 // secureFuncs holds the module's secure noise functions.
 type secureFuncs struct {
-	octet *llvm.Func // (key0..3 i64, step i32, site i32, octet i64) <8 x float>
-	elem  *llvm.Func // (key0..3 i64, step i32, site i32, elem i64) float
+	// octet is (key0..3 i64, step i32, site i32, octet i64) <8 x float>,
+	// always inlined (the PTX kernels: ptxsim has no calls); called is the
+	// same function never inlined, which the host functions call for their
+	// few octets outside the wide loop, so that each variant compiles the
+	// twenty unrolled rounds once there rather than at every call.
+	octet, called *llvm.Func
 	// wide, by host width w: the Gaussians of w/2 octets in coordinate
 	// order, element v holding coordinates w·v..w·v+w-1.
 	wide map[lanes]*llvm.Func
 }
 
-var vec8 = types.NewVector(8, f32)
+var arr8 = types.NewArray(8, f32)
 
 // emitSecure adds the secure noise functions to m, sharing the log, sine
 // and cosine of the default scheme's width w functions.
 func emitSecure(m *llvm.Module, trig map[lanes][3]*llvm.Func) secureFuncs {
 	sf := secureFuncs{wide: map[lanes]*llvm.Func{}}
 	one := trig[1]
-	chacha := emitChaCha(m, 1)
-	sf.octet = emitSecureOctet(m, chacha, emitSecurePair(m, 1, one))
-	sf.elem = emitSecureElem(m, sf.octet)
+	chacha, pair := emitChaCha(m, 1), emitSecurePair(m, 1, one)
+	sf.octet = emitSecureOctet(m, "fg_secure8", chacha, pair)
+	sf.called = emitSecureOctet(m, "fg_secure8_call", chacha, pair)
+	sf.called.FuncAttrs = []llvm.FuncAttribute{enum.FuncAttrNoInline, enum.FuncAttrNoUnwind}
 	for _, w := range hostWidths() {
 		sf.wide[w] = emitSecureWide(m, w, emitChaCha(m, w), emitSecurePair(m, w, trig[w]))
 	}
@@ -60,34 +65,50 @@ func emitChaCha(m *llvm.Module, w lanes) *llvm.Func {
 		in = append(in, w.splat(b, k))
 	}
 	in = append(in, ps[8], ps[9], w.splat(b, ps[10]), w.splat(b, ps[11]))
-	x := append([]value.Value(nil), in...)
+	loop, done := f.NewBlock("rounds"), f.NewBlock("done")
+	b.NewBr(loop)
+	// The ten double rounds as a loop, not unrolled: a tenth of the code
+	// for opt and llc to work through in every variant, for the same bits.
+	x := make([]value.Value, 16)
+	phis := make([]*llvm.InstPhi, 16)
+	for i := range x {
+		phis[i] = loop.NewPhi(llvm.NewIncoming(in[i], b))
+		x[i] = phis[i]
+	}
+	round := loop.NewPhi(llvm.NewIncoming(i32c(0), b))
+	doubleRound(loop, w, x)
+	next := loop.NewAdd(round, i32c(1))
+	for i, p := range phis {
+		p.Incs = append(p.Incs, llvm.NewIncoming(x[i], loop))
+	}
+	round.Incs = append(round.Incs, llvm.NewIncoming(next, loop))
+	loop.NewCondBr(loop.NewICmp(enum.IPredULT, next, i32c(10)), loop, done)
+	var res value.Value = constantUndef(out)
+	for i := range x {
+		res = done.NewInsertValue(res, done.NewAdd(x[i], in[i]), uint64(i))
+	}
+	done.NewRet(res)
+	return f
+}
+
+// doubleRound emits ChaCha's column round and diagonal round on the state x
+// (w lanes), replacing its words by the results.
+func doubleRound(b *llvm.Block, w lanes, x []value.Value) {
 	rotl := func(v value.Value, n uint32) value.Value {
 		return b.NewOr(b.NewShl(v, w.u32(n)), b.NewLShr(v, w.u32(32-n)))
 	}
 	quarter := func(a, bb, c, d int) {
-		for _, s := range [][3]uint32{{16, 12, 0}, {8, 7, 0}} {
+		for _, s := range [][2]uint32{{16, 12}, {8, 7}} {
 			x[a] = b.NewAdd(x[a], x[bb])
 			x[d] = rotl(b.NewXor(x[d], x[a]), s[0])
 			x[c] = b.NewAdd(x[c], x[d])
 			x[bb] = rotl(b.NewXor(x[bb], x[c]), s[1])
 		}
 	}
-	for round := 0; round < 10; round++ {
-		quarter(0, 4, 8, 12)
-		quarter(1, 5, 9, 13)
-		quarter(2, 6, 10, 14)
-		quarter(3, 7, 11, 15)
-		quarter(0, 5, 10, 15)
-		quarter(1, 6, 11, 12)
-		quarter(2, 7, 8, 13)
-		quarter(3, 4, 9, 14)
+	for _, q := range [8][4]int{{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15},
+		{0, 5, 10, 15}, {1, 6, 11, 12}, {2, 7, 8, 13}, {3, 4, 9, 14}} {
+		quarter(q[0], q[1], q[2], q[3])
 	}
-	var res value.Value = constantUndef(out)
-	for i := range x {
-		res = b.NewInsertValue(res, b.NewAdd(x[i], in[i]), uint64(i))
-	}
-	b.NewRet(res)
-	return f
 }
 
 // emitSecurePair emits fg_secure_pair(w0, w1, w2, xa) {float, float}: r·cos
@@ -135,42 +156,41 @@ func securePairs(b *llvm.Block, pair *llvm.Func, x value.Value) [8]value.Value {
 	return z
 }
 
-// emitSecureOctet emits fg_secure8(key, step, site, octet): the eight
-// Gaussians of an octet from one ChaCha20 block.
-func emitSecureOctet(m *llvm.Module, chacha, pair *llvm.Func) *llvm.Func {
+// emitSecureOctet emits name(key, step, site, octet): the eight Gaussians
+// of an octet from one ChaCha20 block, as an array — not a vector, whose
+// registers differ between a caller compiled for AVX and a callee compiled
+// without it (the called copy has no variant's target features).
+func emitSecureOctet(m *llvm.Module, name string, chacha, pair *llvm.Func) *llvm.Func {
 	ps := keyParams("octet")
-	f, b := newHelper(m, "fg_secure8", vec8, ps...)
+	f, b := newHelper(m, name, arr8, ps...)
 	lo, hi := b.NewTrunc(ps[6], i32), b.NewTrunc(b.NewLShr(ps[6], i64c(32)), i32)
 	z := securePairs(b, pair, chachaCall(b, chacha, ps[:4], lo, hi, ps[4], ps[5]))
-	var out value.Value = constantUndef(vec8)
+	var out value.Value = constantUndef(arr8)
 	for i, v := range z {
-		out = b.NewInsertElement(out, v, i32c(uint32(i)))
+		out = b.NewInsertValue(out, v, uint64(i))
 	}
 	b.NewRet(out)
 	return f
 }
 
-// emitSecureElem emits fg_secure(key, step, site, elem): element elem&7 of
-// its octet's draws, chosen by a tree of selects on the index's bits (a
+// secureElem emits the secure draw of global element e: element e&7 of its
+// octet's draws, chosen by a tree of selects on the index's bits (a
 // variable extractelement would put the vector in NVPTX's local memory).
-func emitSecureElem(m *llvm.Module, octet *llvm.Func) *llvm.Func {
-	ps := keyParams("elem")
-	f, b := newHelper(m, "fg_secure", f32, ps...)
-	z := b.NewCall(octet, ps[0], ps[1], ps[2], ps[3], ps[4], ps[5], b.NewLShr(ps[6], i64c(3)))
+func secureElem(b *llvm.Block, d *draw, e value.Value) value.Value {
+	z := d.call(b, d.octet, b.NewLShr(e, i64c(3)))
 	vals := make([]value.Value, 8)
 	for i := range vals {
-		vals[i] = b.NewExtractElement(z, i32c(uint32(i)))
+		vals[i] = b.NewExtractValue(z, uint64(i))
 	}
 	for bit := int64(0); len(vals) > 1; bit++ {
-		set := b.NewICmp(enum.IPredNE, b.NewAnd(ps[6], i64c(1<<bit)), i64c(0))
+		set := b.NewICmp(enum.IPredNE, b.NewAnd(e, i64c(1<<bit)), i64c(0))
 		next := make([]value.Value, len(vals)/2)
 		for i := range next {
 			next[i] = b.NewSelect(set, vals[2*i+1], vals[2*i])
 		}
 		vals = next
 	}
-	b.NewRet(vals[0])
-	return f
+	return vals[0]
 }
 
 // emitSecureWide emits fg_secure_c<w>(key, step, site, octet): the draws
