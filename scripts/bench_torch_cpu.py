@@ -3,7 +3,7 @@
 instead, in one process (docs/benchmarks.md).
 
 Usage: FIBERGEN_GENERATED=_build/generated python3 scripts/bench_torch_cpu.py
-           [--optimizers dp_sgd,dp_adamw,fiber] [--n 16M] [--threads T] [--steps 20] [--json]
+           [--optimizers dp_sgd,dp_adamw,fiber] [--n 16M] [--threads T] [--steps 20] [--secure] [--json]
 
 Over n float32 coordinates in one tensor, both sides on T threads (default:
 every core), each optimizer's pair timed as the medians of `steps` steps
@@ -16,6 +16,12 @@ of each, run in alternating blocks of five, each block after one untimed step:
   peer dp_adamw    the same noise, then torch.optim.AdamW(foreach=True).step()
   peer fiber       the same noise, then FiBeR's step written with torch tensor ops
                    (in place where torch allows), look-ahead point included
+
+With --secure, fibergen draws in its secure mode (docs/noise.md) and every peer
+draws its noise by Opacus's secure-mode recipe: four draws summed and halved
+(Holohan and Braghin 2021). Opacus takes the four from torchcsprng's AES-CTR
+generator, which Debian does not package; torch's own generator stands in for
+it, so the peer's cost of a cryptographic generator is not counted.
 
 The ratio is peer / fibergen (how many times faster fibergen's step is).
 Also measured once: the Python side's overhead on a model of 100 tensors,
@@ -92,12 +98,13 @@ def interleaved(a: Callable[[], None], b: Callable[[], None], steps: int, block:
     return statistics.median(ta), statistics.median(tb)
 
 
-def fibergen_opt(gen: Path, name: str, n: int, threads: int, tensors: int = 1):
+def fibergen_opt(gen: Path, name: str, n: int, threads: int, tensors: int = 1, secure: bool = False):
     import fibergen.torch as ft
     sizes = [n // tensors] * tensors
     sizes[-1] += n - sum(sizes)
     ps = [torch.nn.Parameter(torch.randn(k)) for k in sizes]
-    opt = ft.Optimizer(ps, gen / name, seed=1, threads=threads, allow_gradient_reuse=True)  # every step on one gradient
+    noise = {"secure": True} if secure else {"seed": 1}
+    opt = ft.Optimizer(ps, gen / name, threads=threads, allow_gradient_reuse=True, **noise)  # every step on one gradient
     opt.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=256)
     for p in ps:
         p.grad.normal_(0, 0.01)
@@ -105,7 +112,16 @@ def fibergen_opt(gen: Path, name: str, n: int, threads: int, tensors: int = 1):
     return opt
 
 
-def torch_optim(name: str, n: int) -> Callable[[], None]:
+def draw_noise(out: torch.Tensor, secure: bool) -> None:
+    """The peer's N(0, 1) draw into out: torch.randn, or Opacus's secure recipe (four, summed, halved)."""
+    torch.randn(out.shape, out=out)
+    if secure:
+        for _ in range(3):
+            out.add_(torch.randn(out.shape))
+        out.mul_(0.5)
+
+
+def torch_optim(name: str, n: int, secure: bool) -> Callable[[], None]:
     """The peer of dp_sgd, dp_adam or dp_adamw: torch.optim on a gradient re-noised every step."""
     p = torch.nn.Parameter(torch.randn(n))
     p.grad = torch.randn(n) * 0.01
@@ -116,20 +132,20 @@ def torch_optim(name: str, n: int) -> Callable[[], None]:
     noisy, g0 = torch.empty(n), p.grad.clone()
 
     def step():
-        torch.randn(n, out=noisy)
+        draw_noise(noisy, secure)
         p.grad.copy_(g0).add_(noisy, alpha=SIGMA_W)  # the clipped mean is re-privatized every step
         opt.step()
     return step
 
 
-def torch_fiber(n: int, atten: float) -> Callable[[], None]:
+def torch_fiber(n: int, atten: float, secure: bool) -> Callable[[], None]:
     theta, g0 = torch.randn(n), torch.randn(n) * 0.01
     g, gt, r, m, v, look, noise = (torch.zeros(n) for _ in range(7))
     lr, b1, b2, eps, gamma, omega, eps_v = 1e-3, 0.9, 0.999, 1e-8, 0.7, 0.9, 1e-8
     t = [0]
 
     def step():
-        torch.randn(n, out=noise)
+        draw_noise(noise, secure)
         torch.add(g0, noise, alpha=SIGMA_W, out=g)
         g.sub_(gt)                                   # nu
         r.mul_(1 - omega).add_(g, alpha=omega)
@@ -145,10 +161,10 @@ def torch_fiber(n: int, atten: float) -> Callable[[], None]:
     return step
 
 
-def peer(name: str, n: int) -> Callable[[], None]:
+def peer(name: str, n: int, secure: bool) -> Callable[[], None]:
     if name == "fiber":
-        return torch_fiber(n, (2 - 0.9) / (4 - 3 * 0.9))
-    return torch_optim(name, n)
+        return torch_fiber(n, (2 - 0.9) / (4 - 3 * 0.9), secure)
+    return torch_optim(name, n, secure)
 
 
 def python_side(gen: Path, n: int, threads: int, steps: int) -> dict:
@@ -160,11 +176,11 @@ def python_side(gen: Path, n: int, threads: int, steps: int) -> dict:
             "python_overhead": (step_ms - handle_ms) / runtime_ms}
 
 
-def measure(names: list[str], n: int, threads: int, steps: int, gen: Path) -> dict:
-    out: dict = {"n": n, "threads": threads, "steps": steps, "torch": torch.__version__, "optimizers": {}}
+def measure(names: list[str], n: int, threads: int, steps: int, gen: Path, secure: bool) -> dict:
+    out: dict = {"n": n, "threads": threads, "steps": steps, "torch": torch.__version__, "secure": secure, "optimizers": {}}
     for name in names:
-        fg = fibergen_opt(gen, name, n, threads)
-        fg_ms, peer_ms = interleaved(fg.step, peer(name, n), steps)
+        fg = fibergen_opt(gen, name, n, threads, secure=secure)
+        fg_ms, peer_ms = interleaved(fg.step, peer(name, n, secure), steps)
         out["optimizers"][name] = {"fibergen_ms": fg_ms, "torch_ms": peer_ms, "ratio": peer_ms / fg_ms,
                                    "host_kernel": fg._groups[0].handle.info()["host_kernel"]}
         del fg
@@ -179,6 +195,7 @@ def main() -> int:
     ap.add_argument("--n", type=count, default=16 << 20)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--secure", action="store_true", help="fibergen's secure mode against Opacus's secure recipe")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     names = [s for s in args.optimizers.split(",") if s]
@@ -194,11 +211,12 @@ def main() -> int:
     if gen is None:
         return 2
     torch.set_num_threads(args.threads)
-    r = measure(names, args.n, args.threads, args.steps, gen)
+    r = measure(names, args.n, args.threads, args.steps, gen, args.secure)
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
-    print(f"n={r['n']}  threads={r['threads']}  torch {r['torch']}  medians of {r['steps']} steps each, alternating blocks of 5")
+    mode = "  secure: fibergen's mode, Opacus's recipe" if r["secure"] else ""
+    print(f"n={r['n']}  threads={r['threads']}  torch {r['torch']}  medians of {r['steps']} steps each, alternating blocks of 5{mode}")
     for name, x in r["optimizers"].items():
         print(f"  {name:9s} fibergen {x['fibergen_ms']:7.2f} ms ({x['host_kernel']})   "
               f"torch {x['torch_ms']:7.2f} ms   ratio {x['ratio']:.2f}x")

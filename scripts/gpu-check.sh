@@ -9,8 +9,9 @@
 # It runs, with FIBERGEN_REQUIRE_CUDA=1 so that a missing driver or device fails instead of
 # skipping: the driver binding's tests (runtime/cudadrv), the runtime's CUDA backend against the
 # Go backend (runtime: CUDA, StepDevice, Shard), the PTX kernels against the Go reference bit for bit
-# (tests: GPU), then `fibergen bench generated/NAME --backend cuda` for fiber, dp_adamw and dp_sgd
-# at n = 64M and 256M (JSON: step and device-to-device copy bandwidth of the same run), and, where
+# (tests: GPU, secure noise included), then `fibergen bench generated/NAME --backend cuda` for fiber,
+# dp_adamw and dp_sgd at n = 64M and 256M in both noise modes (JSON: step and device-to-device copy
+# bandwidth of the same run), and, where
 # Python can import torch, scripts/torch_adamw.py at the same sizes and the PyTorch binding's
 # CUDA tests (python/tests/test_cuda.py, on bin/gpu/libfibergen.so and bin/gpu/generated).
 # docs/benchmarks.md says how to record the results.
@@ -44,7 +45,9 @@ check runtime-cuda "$root/runtime" env FIBERGEN_GENERATED="$bin/generated" "$bin
 check kernels-gpu "$root/tests" "$bin/tests.test" -test.run 'GPU' -test.v -test.timeout 60m
 for n in 64M 256M; do
 	for o in fiber dp_adamw dp_sgd; do
-		check "bench-$o-$n" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --json
+		for mode in philox secure; do # issue 37: secure within 1.3x of philox, same run
+			check "bench-$o-$n-$mode" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --noise-mode "$mode" --json
+		done
 	done
 	if python3 -c 'import torch' 2>/dev/null; then
 		check "torch-adamw-$n" "$root" python3 scripts/torch_adamw.py --n "$n" --steps 50 --json

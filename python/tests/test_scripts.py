@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 SCRIPTS = ROOT / "scripts"
@@ -17,12 +19,14 @@ def run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Comple
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_bench_torch_cpu(generated: Path) -> None:
+@pytest.mark.parametrize("secure", [False, True])
+def test_bench_torch_cpu(generated: Path, secure: bool) -> None:
     out = run([str(SCRIPTS / "bench_torch_cpu.py"), "--optimizers", "dp_sgd,fiber", "--n", "4K",
-               "--threads", "1", "--steps", "2", "--json"], env={"FIBERGEN_GENERATED": str(generated), "PATH": "/usr/bin:/bin"})
+               "--threads", "1", "--steps", "2", "--json"] + ["--secure"] * secure,
+              env={"FIBERGEN_GENERATED": str(generated), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
-    assert r["n"] == 4096 and r["threads"] == 1
+    assert r["n"] == 4096 and r["threads"] == 1 and r["secure"] == secure
     for name in ("dp_sgd", "fiber"):
         x = r["optimizers"][name]
         assert x["fibergen_ms"] > 0 and x["torch_ms"] > 0
