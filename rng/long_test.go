@@ -53,7 +53,7 @@ func (s *longStats) add(z float32) {
 }
 
 // longRun draws longDraws values on every core: block(i) yields the draws of block i.
-func longRun(blocks uint64, per int, block func(i uint64, add func(float32))) *longStats {
+func longRun(blocks uint64, block func(i uint64, add func(float32))) *longStats {
 	workers := runtime.NumCPU()
 	parts := make([]*longStats, workers)
 	var wg sync.WaitGroup
@@ -101,22 +101,26 @@ func (s *longStats) report(b *testing.B, n int) {
 }
 
 func BenchmarkDistribution1e9(b *testing.B) {
-	b.Run("philox", func(b *testing.B) {
-		for range b.N {
-			longRun(longDraws/4, 4, func(i uint64, add func(float32)) {
-				for _, z := range Normal4(qualitySeed, uint32(i>>20), 0, i&(1<<20-1)) {
-					add(z)
-				}
-			}).report(b, longDraws)
-		}
-	})
-	b.Run("secure", func(b *testing.B) {
-		for range b.N {
-			longRun(longDraws/8, 8, func(i uint64, add func(float32)) {
-				for _, z := range SecureNormal8(qualityKey, uint32(i>>20), 0, i&(1<<20-1)) {
-					add(z)
-				}
-			}).report(b, longDraws)
-		}
-	})
+	for _, s := range []struct {
+		name  string
+		per   uint64 // draws a block
+		block func(i uint64, add func(float32))
+	}{
+		{"philox", 4, func(i uint64, add func(float32)) {
+			for _, z := range Normal4(qualitySeed, uint32(i>>20), 0, i&(1<<20-1)) {
+				add(z)
+			}
+		}},
+		{"secure", 8, func(i uint64, add func(float32)) {
+			for _, z := range SecureNormal8(qualityKey, uint32(i>>20), 0, i&(1<<20-1)) {
+				add(z)
+			}
+		}},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			for range b.N {
+				longRun(longDraws/s.per, s.block).report(b, longDraws)
+			}
+		})
+	}
 }

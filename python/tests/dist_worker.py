@@ -16,6 +16,19 @@ import torch.nn.functional as F
 import fibergen.torch as ft
 
 
+def step_both(opt, ref, ps: list, rps: list, steps: int) -> None:
+    """Steps opt (sharded) and ref (whole) on the same made-up clipped means, vouched for."""
+    for t in range(steps):
+        g = torch.Generator().manual_seed(t)
+        for p, q in zip(ps, rps):
+            x = 0.1 * torch.randn(p.shape, generator=g)
+            p.grad.copy_(x)
+            q.grad.copy_(x)
+        for o in (opt, ref):
+            o.trust_clipped_grad()
+            o.step()
+
+
 def model() -> torch.nn.Module:
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Conv2d(1, 3, 3), torch.nn.ReLU(), torch.nn.Flatten(),
@@ -37,15 +50,7 @@ def sharded_step(rank: int, out: Path, gen: Path, name: str) -> None:
     ref = ft.Optimizer([{"params": rps[:2]}, {"params": rps[2:], "wd": 0.05}], gen / name, seed=99)
     for o in (opt, ref):
         o.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=16)
-    for t in range(20):
-        g = torch.Generator().manual_seed(t)
-        for p, q in zip(ps, rps):
-            x = 0.1 * torch.randn(p.shape, generator=g)
-            p.grad.copy_(x)
-            q.grad.copy_(x)
-        for o in (opt, ref):  # made-up clipped means, vouched for
-            o.trust_clipped_grad()
-            o.step()
+    step_both(opt, ref, ps, rps, 20)
     same_params = bool((flat(ps).view(np.uint32) == flat(rps).view(np.uint32)).all())
     same_states = all(torch.equal(s, rg.states[k][g.lo - rg.lo:g.hi - rg.lo])
                       for g, rg in zip(opt._groups, ref._groups) for k, s in enumerate(g.states))
@@ -114,15 +119,7 @@ def secure(rank: int, out: Path, gen: Path, name: str) -> None:
     ref._handle.set_key(key)
     for o in (opt, ref):
         o.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=16)
-    for t in range(5):
-        g = torch.Generator().manual_seed(t)
-        for p, q in zip(ps, rps):
-            x = 0.1 * torch.randn(p.shape, generator=g)
-            p.grad.copy_(x)
-            q.grad.copy_(x)
-        for o in (opt, ref):
-            o.trust_clipped_grad()
-            o.step()
+    step_both(opt, ref, ps, rps, 5)
     same_params = bool((flat(ps).view(np.uint32) == flat(rps).view(np.uint32)).all())
     np.save(out / f"secure-{rank}.npy", np.array([len(set(digests)) == 1, same_params, opt.steps], dtype=np.int64))
 
