@@ -65,7 +65,7 @@ func simRun(t testing.TB, cfg cudasim.Config) (ptxRun, *cudasim.Sim) {
 	}
 	for _, n := range []int{3, 4099} { // the extra sizes with offsets and skews
 		cases = append(cases, kernelCase{n: n, skew: 2, offset: 1<<32 - 2, noise: rng.Philox},
-			kernelCase{n: n, skew: 1, offset: 1<<35 - 3, noise: rng.Secure})
+			kernelCase{n: n, skew: 1, offset: 1<<35 - 3, noise: rng.Secure}, kernelCase{n: n, skew: 1, offset: 1<<35 - 3, noise: rng.Secure, raw: true})
 	}
 	return ptxRun{ctx: ctx, cases: cases, steps: 3, privCases: simPrivCases, diagSizes: []int{0, 1, 5, 4096, 4097, 3*4096 + 129}}, sim
 }
@@ -305,11 +305,11 @@ func runGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, step
 	dev := deviceBuffers(t, k.ctx, got, c.skew)
 	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.offset)))
 	for step := range steps {
-		fillGradient(r, want[1], step)
+		c.gradient(r, want[1], step)
 		if err := k.ctx.CopyHtoD(dev[1], want[1]); err != nil {
 			t.Fatal(err)
 		}
-		sigmaW2 := kernelSigmaW2(step)
+		sigmaW2 := c.sigmaW2(step)
 		s, scalars := ref.scalars(step, sigmaW2)
 		rg := c.rangeAt(step)
 		ref.run(s, rg, want)

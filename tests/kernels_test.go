@@ -145,15 +145,41 @@ func kernelSigmaW2(step int) float64 { return [...]float64{1, 1e-4, 0, 2.25, 2e-
 
 // kernelCase is one bit-exactness run: n coordinates starting skew floats
 // into their allocation (so 128-bit alignment differs) at global index
-// offset, with or without noise.
+// offset, with or without noise. A raw case starts from zero buffers and
+// steps on g = 0 with σ_w = 2^-120, below the secure scheme's grid
+// (rng.SnapUnit): the states and θ then carry every bit of the draws
+// (dp_sgd's θ is -lr·σ_w·z), which the other secure cases see only where a
+// draw crosses a grid boundary.
 type kernelCase struct {
 	n, skew int
 	offset  int64
 	noise   rng.Mode
+	raw     bool
 }
 
 func (c kernelCase) String() string {
-	return fmt.Sprintf("n=%d/skew=%d/offset=%d/noise=%v", c.n, c.skew, c.offset, c.noise)
+	s := fmt.Sprintf("n=%d/skew=%d/offset=%d/noise=%v", c.n, c.skew, c.offset, c.noise)
+	if c.raw {
+		s += "/raw"
+	}
+	return s
+}
+
+// sigmaW2 is the case's noise variance at step.
+func (c kernelCase) sigmaW2(step int) float64 {
+	if c.raw {
+		return 0x1p-240
+	}
+	return kernelSigmaW2(step)
+}
+
+// gradient writes the case's gradient of step into g.
+func (c kernelCase) gradient(r *rand.Rand, g []float32, step int) {
+	if c.raw {
+		clear(g)
+		return
+	}
+	fillGradient(r, g, step)
 }
 
 // rangeAt is the case's range at step step: its noise under a seed and a
@@ -178,7 +204,9 @@ func kernelCases() []kernelCase {
 	// The global index crosses 2^32 halfway: the carry into the
 	// counter's high word.
 	return append(cases, kernelCase{n: largeSize + 3, skew: 2, offset: 1<<32 - largeSize/2, noise: rng.Philox},
-		kernelCase{n: largeSize + 3, skew: 2, offset: 1<<35 - largeSize/2, noise: rng.Secure})
+		kernelCase{n: largeSize + 3, skew: 2, offset: 1<<35 - largeSize/2, noise: rng.Secure},
+		kernelCase{n: 1029, skew: 1, offset: 1<<35 + 3, noise: rng.Secure, raw: true},
+		kernelCase{n: 4099, offset: 5, noise: rng.Secure, raw: true})
 }
 
 // TestHostKernelMatchesGo checks that the host kernel of every shipped
@@ -216,9 +244,9 @@ func checkHostKernel(t *testing.T, opt *optimizer, k *hostkernel.Kernel, c kerne
 		steps = largeSteps
 	}
 	for step := range steps {
-		fillGradient(r, want[1], step)
+		c.gradient(r, want[1], step)
 		copy(got[1], want[1])
-		sigmaW2 := kernelSigmaW2(step)
+		sigmaW2 := c.sigmaW2(step)
 		s, scalars := ref.scalars(step, sigmaW2)
 		rg := c.rangeAt(step)
 		ref.run(s, rg, want)
@@ -293,6 +321,9 @@ func kernelBuffers(t testing.TB, opt *optimizer, c kernelCase) (a, b [][]float32
 			if k >= ir.FirstState && nonNeg[k-ir.FirstState] {
 				x[i] = float32(math.Abs(float64(x[i])))
 			}
+		}
+		if c.raw {
+			clear(x)
 		}
 		a = append(a, x)
 		b = append(b, append(make([]float32, c.skew), x...)[c.skew:])

@@ -61,6 +61,7 @@ var ptxMutants = []ptxMutant{
 	{"secure: octet counter off by one", in("fiber_step", rewrite(`(\tshr\.u64 \t(%rd\d+), %rd\d+, 3;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
 	{"secure: grid twice as coarse", in("fiber_step", rewrite(`-67108864;`, "-58720256;"))},
 	{"secure: rounding constant one ulp off", in("fiber_step", rewrite(`0f4B400000`, "0f4B400001"))},
+	{"secure: ln 2's high part one ulp off", in("fiber_step", rewrite(`(// %with_secure_noise\n(?:.*\n)*?.*)0f3F317180`, "${1}0f3F317181"))},
 	// The privatize kernels.
 	{"norms: mix weights", in("fiber_privatize_norms", swap("[fiber_privatize_norms_param_5]", "[fiber_privatize_norms_param_6]"))},
 	{"norms: tail guard off by one", in("fiber_privatize_norms", rewrite(`setp\.lt\.s64 \t(%p\d+), (%rd\d+), %rd54;\n\tselp\.b64`, "setp.le.s64 \t$1, $2, %rd54;\n\tselp.b64"))},
@@ -201,6 +202,7 @@ var mutantKernelCases = []struct {
 	{kernelCase{n: 4099, skew: 2, offset: 1<<33 + 2, noise: rng.Philox}, [2]int{128, 3}},
 	{kernelCase{n: 1029, skew: 1, offset: 1<<33 + 5, noise: rng.Secure}, [2]int{64, 2}},
 	{kernelCase{n: 1030, offset: 2, noise: rng.Secure}, [2]int{32, 1}},
+	{kernelCase{n: 1030, offset: 2, noise: rng.Secure, raw: true}, [2]int{32, 1}},
 }
 
 // mutantPrivCases are the privatize cases of the mutant test: the sharp
