@@ -40,12 +40,16 @@ def bits(ps: list[torch.Tensor]) -> np.ndarray:
     return torch.cat([p.detach().reshape(-1).cpu() for p in ps]).numpy().view(np.uint32)
 
 
+@pytest.mark.parametrize("secure", [False, True])
 @pytest.mark.parametrize("name", ["fiber", "dp_adamw", "dp_sgd", "doppler"])
-def test_cuda_matches_cpu(name, generated):
+def test_cuda_matches_cpu(name, secure, generated):
     got, want = params("cuda"), params("cpu")
     groups = lambda ps: [{"params": ps[:2]}, {"params": ps[2:], "lr": 2e-3}]  # noqa: E731
-    gpu = ft.Optimizer(groups(got), generated / name, seed=11)
-    cpu = ft.Optimizer(groups(want), generated / name, seed=11)
+    noise = {"secure": True} if secure else {"seed": 11}
+    gpu = ft.Optimizer(groups(got), generated / name, **noise)
+    cpu = ft.Optimizer(groups(want), generated / name, **noise)
+    if secure:  # the secure scheme's draws on the GPU and the host, under one key
+        cpu._handle.set_key(gpu._handle.share_key())
     for o in (gpu, cpu):
         o.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=64)
     run(gpu, got, range(50))
