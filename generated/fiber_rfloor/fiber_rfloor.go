@@ -335,7 +335,7 @@ func Init(h Hypers, gt, r, m, v, lookahead []float32) {
 // adds s.SigmaW·z to g[i], z the standard Gaussian of global element Offset+i
 // at step Step under Seed, noise site 0, in fibergen's scheme philox4x32-10/box-muller-f32/v1
 // (docs/noise.md), exactly as the generated kernels do; with Secure too, z is
-// the secure scheme's draw under Key (chacha20/box-muller-f32-u64/snap-2^-8/v1)
+// the secure scheme's draw under Key (chacha20/box-muller-f32-u96/snap-2^-8/v1)
 // and g + s.SigmaW·z is snapped to its grid. Without On, g is taken as
 // privatized already. The same (Seed or Key, Step, element) always gives the
 // same draw, so a shard [Offset, Offset+n) of a larger buffer draws what the
