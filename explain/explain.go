@@ -113,8 +113,8 @@ type NoiseScheme struct {
 
 // noiseSchemes are the schemes of every run.
 var noiseSchemes = []NoiseScheme{
-	{rng.Philox.String(), rng.Version, true, "the default; --seed fixes its seed"},
-	{rng.Secure.String(), rng.SecureVersion, false, "run --noise-mode secure, secure=True in PyTorch: a key from the OS, no seed"},
+	{rng.Philox.String(), rng.Philox.Scheme(), true, "the default; --seed fixes its seed"},
+	{rng.Secure.String(), rng.Secure.Scheme(), false, "run --noise-mode secure, secure=True in PyTorch: a key from the OS, no seed"},
 }
 
 // sampleSteps are the steps at which explain evaluates per-step scalars.

@@ -32,6 +32,18 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", uint32(m))
 }
 
+// Scheme is the version string of the mode's scheme: Version for Philox,
+// SecureVersion for Secure, "" for Off and any other.
+func (m Mode) Scheme() string {
+	switch m {
+	case Philox:
+		return Version
+	case Secure:
+		return SecureVersion
+	}
+	return ""
+}
+
 // ParseMode reads a noise mode's name: "philox" or "secure" (the modes a run can draw in).
 func ParseMode(s string) (Mode, error) {
 	switch s {
@@ -44,7 +56,15 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // Key is the secure scheme's 256-bit key, as four little-endian 64-bit words.
+// It prints as a placeholder (String, GoString), so that no %v of a struct
+// holding one writes the secret.
 type Key [4]uint64
+
+// String hides the key.
+func (Key) String() string { return "rng.Key(secret)" }
+
+// GoString hides the key from %#v.
+func (k Key) GoString() string { return k.String() }
 
 // RandomKey draws a secure key from the operating system's generator (getrandom on Linux),
 // or reports why it could not: a secure run never falls back to a weaker source.
@@ -71,11 +91,16 @@ type Stream struct {
 
 // Privatize writes g[i] plus the noise of global element offset+i into dst[i], exactly as the
 // generated step kernels add it: g + sigmaW·z (Philox), or the same snapped to the grid
-// (Secure); Off copies g.
+// (Secure); Off copies g. Any other mode is a caller's bug: it panics rather than guess a
+// scheme (the kernels, given one, write nothing).
 func (s Stream) Privatize(dst, g []float32, sigmaW float32, offset uint64) {
-	if s.Mode == Off {
+	switch s.Mode {
+	case Off:
 		copy(dst, g)
 		return
+	case Philox, Secure:
+	default:
+		panic(fmt.Sprintf("rng: Stream.Privatize in %v", s.Mode))
 	}
 	var c noiseCache
 	for i := range g {

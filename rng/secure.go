@@ -15,8 +15,7 @@
 // far in the tail as near the mode; the smallest u is 2^-97 (radius sqrt(194 ln 2) ≈ 11.6).
 //
 // The noise a secure step adds is snapped (snapNoise): g = γ·round((x + σz)/γ), γ the power of
-// two with σ/512 < γ ≤ σ/256, the quotient clamped to ±2^22 first, so that every output is
-// on the grid γℤ whatever x is. Like core.go, this file declares only unexported names and
+// two with σ/512 < γ ≤ σ/256, so that every output is on the grid γℤ whatever x is. Like core.go, this file declares only unexported names and
 // imports only "math", and the code generator splices it into generated packages.
 
 package rng
@@ -132,12 +131,9 @@ func secureGaussian8(key [4]uint64, step, site uint32, octet uint64) [8]float32 
 // snapBits is log2 of σ/γ's range: γ is the power of two with σ/2^snapBits < γ ≤ σ/2^(snapBits-1).
 const snapBits = 9
 
-// snapLimit is the largest |x + σz|/γ kept; larger quotients are clamped to ±snapLimit, so that
-// the rounding below is exact (|q| ≤ 2^22 < 2^23).
-const snapLimit float32 = 1 << 22
-
 // snapMagic is 1.5·2^23: (q + snapMagic) - snapMagic rounds q to the nearest integer, ties to
-// even, for |q| ≤ 2^22.
+// even, for |q| ≤ 2^22; for larger |q| the result is still an integer (the float32 spacing there
+// is at least 1, or the sum rounds to an even one), so every output stays on the grid.
 const snapMagic float32 = 12582912
 
 // snapUnit is the grid γ of the noise of standard deviation sigma and its reciprocal: γ =
@@ -154,20 +150,14 @@ func snapUnit(sigma float32) (gamma, inv float32) {
 }
 
 // snapNoise is a secure step's privatized coordinate: x + sigma·z rounded to the grid γℤ of
-// snapUnit(sigma), its quotient by γ clamped to ±2^22; NaN stays NaN. Without a grid (gamma
-// 0) it is x + sigma·z as the default scheme adds it.
+// snapUnit(sigma), to the nearest point (ties to even) where |x + sigma·z| ≤ 2^22·γ; NaN stays
+// NaN. Without a grid (gamma 0) it is x + sigma·z as the default scheme adds it.
 func snapNoise(x, sigma, z, gamma, inv float32) float32 {
 	t := x + float32(sigma*z)
 	if gamma == 0 {
 		return t
 	}
 	q := float32(t * inv)
-	if q > snapLimit {
-		q = snapLimit
-	}
-	if q < -snapLimit {
-		q = -snapLimit
-	}
 	q = float32(q+snapMagic) - snapMagic
 	return q * gamma
 }

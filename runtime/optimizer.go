@@ -389,15 +389,7 @@ var randomKey = rng.RandomKey
 // or rng.Secure (Options.SecureNoise) — and that scheme's version string
 // (rng.Version, rng.SecureVersion).
 func (o *Optimizer) NoiseMode() (rng.Mode, string) {
-	return o.mode, noiseVersion(o.mode) // fixed at Open: no lock
-}
-
-// noiseVersion is the version string of the scheme m.
-func noiseVersion(m rng.Mode) string {
-	if m == rng.Secure {
-		return rng.SecureVersion
-	}
-	return rng.Version
+	return o.mode, o.mode.Scheme() // fixed at Open: no lock
 }
 
 // keyFixed says why the secure key can no longer be shared or set: a step

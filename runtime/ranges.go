@@ -129,7 +129,9 @@ func (t *Tensor) HyperValues() []Hyper {
 // shardAlign is the multiple of coordinates at which every shard starts:
 // a Philox group of four draws (rng.Normal4), so that each shard draws
 // whole groups and the CUDA kernel's vector path, which wants an offset
-// that is a multiple of 4, runs on every shard.
+// that is a multiple of 4, runs on every shard. A secure octet of eight
+// may straddle two shards: both compute its block, the same bits, and
+// keep their halves.
 const shardAlign = 4
 
 // ShardLayout is where one worker's shard lies in a flat buffer sharded

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/fibergen/fibergen/rng"
 )
 
 // A checkpoint is resumed once. Its step counter fixes the noise of the
@@ -90,9 +92,19 @@ func (o *Optimizer) checkResumed(name string, data []byte) error {
 	if !found {
 		return nil
 	}
-	return &loadError{name, ErrResumed, fmt.Sprintf("this checkpoint was resumed before (%s): a second resume would draw the noise "+
-		"of the steps after it again, on other gradients. If the first resume released nothing, delete %s or open with "+
-		"Options.AllowResumeAgain", note, path)}
+	return &loadError{name, ErrResumed, fmt.Sprintf("this checkpoint was resumed before (%s): %s. If the first resume released "+
+		"nothing, delete %s or open with Options.AllowResumeAgain", note, o.againWould(), path)}
+}
+
+// againWould says what a second resume of one checkpoint would do: in the
+// default mode draw the noise of the steps after it again, on other
+// gradients; in secure mode (a load re-keys) release a second run of
+// those steps, which the budget counted once.
+func (o *Optimizer) againWould() string {
+	if o.mode == rng.Secure {
+		return "a second resume would release a second run of the steps after it, which the privacy budget counts once"
+	}
+	return "a second resume would draw the noise of the steps after it again, on other gradients"
 }
 
 // recordAdvice says what to do where the resume record cannot be used.

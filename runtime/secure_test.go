@@ -39,9 +39,9 @@ var secureBackends = []secureBackend{
 	{"go (generated package)", func(_ *testing.T, opts runtime.Options) (*runtime.Optimizer, error) {
 		return runtime.OpenPackage(runtime.Package{Manifest: dp_sgd.Manifest(), Step: dp_sgd.StepKernel}, opts)
 	}},
-	{"cpu (host kernel)", func(_ *testing.T, opts runtime.Options) (*runtime.Optimizer, error) {
+	{"cpu (host kernel)", func(t *testing.T, opts runtime.Options) (*runtime.Optimizer, error) {
 		opts.Backend = runtime.CPU
-		return runtime.Open("../generated/dp_sgd", opts)
+		return runtime.Open(kernelDir(t, "dp_sgd"), opts)
 	}},
 	{"ptxsim", func(t *testing.T, opts runtime.Options) (*runtime.Optimizer, error) {
 		opts.Backend = runtime.PTXSim

@@ -103,7 +103,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "bench", "want exactly one .dsl file or built directory, got %d", len(files))
 	case o.backend != "cpu" && o.backend != "go" && o.backend != "cuda":
 		return usageError(stderr, "bench", "--backend %q: want cpu, go or cuda", o.backend)
-	case o.noiseMode != "philox" && o.noiseMode != "secure":
+	case !knownMode(o.noiseMode):
 		return usageError(stderr, "bench", "--noise-mode %q: want philox or secure", o.noiseMode)
 	case o.backend == "cuda" && o.threadsSet:
 		return usageError(stderr, "bench", "--threads applies to the cpu and go backends, not cuda")
@@ -507,4 +507,11 @@ func formatBytes(b int64) string {
 		}
 	}
 	return strconv.FormatInt(b, 10) + " bytes"
+}
+
+// knownMode says whether --noise-mode names a mode a run draws in
+// (rng.ParseMode: philox or secure).
+func knownMode(s string) bool {
+	_, err := rng.ParseMode(s)
+	return err == nil
 }

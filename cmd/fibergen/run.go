@@ -95,7 +95,7 @@ func (o *runOptions) validate(files []string, given map[string]bool) string {
 		return "--grads (or --example-grads), --theta and --out are required"
 	case math.IsNaN(float64(o.sigmaW2)) || math.IsInf(float64(o.sigmaW2), 0) || o.sigmaW2 < 0:
 		return fmt.Sprintf("--sigma-w2 %v: want a finite value >= 0", float64(o.sigmaW2))
-	case o.noiseMode != "philox" && o.noiseMode != "secure":
+	case !knownMode(o.noiseMode):
 		return fmt.Sprintf("--noise-mode %q: want philox or secure", o.noiseMode)
 	case o.noiseMode == "secure" && given["seed"]:
 		return "--seed with --noise-mode secure: secure noise takes its key from the operating system and no seed, since a known seed makes the noise subtractable"

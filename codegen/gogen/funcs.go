@@ -78,7 +78,7 @@ func (g *generator) genStep() {
 	for _, v := range g.fn.Step.Values {
 		switch {
 		case v.Op == ir.OpLoad && v.Name == ir.GradName:
-			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On")).Block(
+			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On").Op("||").Id("nz").Dot("Secure")).Block(
 				e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("add").Call(jen.Add(e.names[v]), jen.Id("s").Dot("SigmaW"), jen.Id("i"), jen.Op("&").Id("cache"))))
 		case v.Op == ir.OpStore:
 			loop = append(loop, jen.Id(bufName(v.Name)).Index(jen.Id("i")).Op("=").Add(e.ref(v.Args[0])))
@@ -88,7 +88,7 @@ func (g *generator) genStep() {
 	}
 	params := append([]jen.Code{jen.Id("theta"), jen.Id("g")}, g.stateParams()...)
 	g.file.Comment("Step updates theta and the states in place, one coordinate at a time, with")
-	g.file.Comment("the host scalars s of the current step and, if nz.On, the DP noise nz")
+	g.file.Comment("the host scalars s of the current step and, if nz.On or nz.Secure, the DP noise nz")
 	g.file.Comment("added to g. All buffers must have the same length.")
 	g.file.Func().Id("Step").Params(jen.Id("s").Id("Scalars"), jen.Id("nz").Id("Noise"), jen.List(params...).Index().Float32()).Block(
 		jen.Id("n").Op(":=").Len(jen.Id("theta")),

@@ -37,11 +37,13 @@ func (g *generator) genKernelABI() {
 	g.file.Comment("coordinates [lo, hi) of bufs (theta, g, then the states), the kernel's")
 	g.file.Comment("scalars (the fields of Scalars in order), the global index of bufs[*][0]")
 	g.file.Comment("and the noise (mode: 0 none, 1 Philox under seed, 2 the secure scheme")
-	g.file.Comment("under key); runtime.OpenPackage calls it on every core.")
+	g.file.Comment("under key; any other: nothing is written, as the kernels do);")
+	g.file.Comment("runtime.OpenPackage calls it on every core.")
 	g.file.Func().Id("StepKernel").Params(
 		jen.Id("bufs").Index().Index().Float32(), jen.Id("scalars").Index().Float32(), jen.List(jen.Id("lo"), jen.Id("hi")).Int(),
 		jen.Id("offset").Uint64(), jen.Id("mode").Uint32(), jen.Id("seed").Uint64(), jen.Id("key").Index(jen.Lit(4)).Uint64(), jen.Id("step").Uint32(),
 	).Block(
+		jen.If(jen.Id("mode").Op(">").Lit(int(rng.Secure))).Block(jen.Return()),
 		jen.Id("s").Op(":=").Id("Scalars").Values(append(fields, jen.Line())...),
 		jen.Id("nz").Op(":=").Add(nz),
 		jen.Id("Step").Call(args...),

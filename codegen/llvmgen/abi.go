@@ -126,7 +126,8 @@ func (s cstruct) load(b *llvm.Block, p *llvm.Param, name string) *llvm.InstLoad 
 	return ld
 }
 
-// sizeOf is the size in bytes of a field's type, which is its alignment.
+// sizeOf is the alignment in bytes of a field's type: its size for a
+// scalar or pointer, 8 for the 64-bit words of an array (key[4]).
 func sizeOf(t types.Type) int {
 	switch t {
 	case i32, f32:

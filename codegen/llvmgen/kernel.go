@@ -73,11 +73,14 @@ func (k *kernel) emitStepKernel() {
 }
 
 // modeSwitch branches from b on the noise mode (rng.Mode) to a copy of the
-// loops emit emits for each draw: 0 none (nil), 2 secure, any other
-// Philox — a mode the kernel does not know never skips the noise.
+// loops emit emits for each draw: 0 none (nil), 1 Philox, 2 secure; any
+// other mode writes nothing — it neither skips the noise nor guesses a
+// scheme (Philox under a secure run's seed 0 would be noise anyone can
+// compute).
 func (k *kernel) modeSwitch(f *llvm.Func, b *llvm.Block, mode value.Value, emit func(*llvm.Block, *draw), philox, secure *draw) {
-	none, ph, sec := f.NewBlock("without_noise"), f.NewBlock("with_noise"), f.NewBlock("with_secure_noise")
-	b.NewSwitch(mode, ph, llvm.NewCase(i32c(uint32(rng.Off)), none), llvm.NewCase(i32c(uint32(rng.Secure)), sec))
+	none, ph, sec, bad := f.NewBlock("without_noise"), f.NewBlock("with_noise"), f.NewBlock("with_secure_noise"), f.NewBlock("unknown_mode")
+	b.NewSwitch(mode, bad, llvm.NewCase(i32c(uint32(rng.Off)), none), llvm.NewCase(i32c(uint32(rng.Philox)), ph), llvm.NewCase(i32c(uint32(rng.Secure)), sec))
+	bad.NewRet(nil)
 	secure.grid(sec)
 	emit(none, nil)
 	emit(ph, philox)

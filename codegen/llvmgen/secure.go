@@ -234,16 +234,13 @@ func snapGrid(b *llvm.Block, sigma value.Value) (gamma, inv value.Value) {
 }
 
 // snap emits rng's snapNoise on w lanes: x + sigma·z, its quotient by γ
-// clamped to ±2^22 and rounded to the nearest integer (ties to even) by
-// adding and subtracting 1.5·2^23, times γ; x + sigma·z where γ is 0.
+// rounded to an integer (the nearest, ties to even, up to 2^22) by adding
+// and subtracting 1.5·2^23, times γ; x + sigma·z where γ is 0.
 func snap(b *llvm.Block, w lanes, x, z value.Value, d *draw) value.Value {
 	t := b.NewFAdd(x, b.NewFMul(w.splat(b, d.sigma), z))
-	var q value.Value = b.NewFMul(t, w.splat(b, d.inv))
-	limit := float32(1 << 22)
-	q = b.NewSelect(b.NewFCmp(enum.FPredOGT, q, w.f(limit)), w.f(limit), q)
-	q = b.NewSelect(b.NewFCmp(enum.FPredOLT, q, w.f(-limit)), w.f(-limit), q)
-	q = b.NewFSub(b.NewFAdd(q, w.f(12582912)), w.f(12582912))
-	y := b.NewFMul(q, w.splat(b, d.gamma))
+	q := b.NewFMul(t, w.splat(b, d.inv))
+	r := b.NewFSub(b.NewFAdd(q, w.f(12582912)), w.f(12582912))
+	y := b.NewFMul(r, w.splat(b, d.gamma))
 	none := b.NewFCmp(enum.FPredOEQ, d.gamma, f32c(0))
 	return b.NewSelect(none, t, y)
 }

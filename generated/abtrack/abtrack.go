@@ -298,9 +298,9 @@ func Init(h Hypers, gt, s_, m, v []float32) {
 // Noise says whether Step draws the DP noise itself, and which: with On, Step
 // adds s.SigmaW·z to g[i], z the standard Gaussian of global element Offset+i
 // at step Step under Seed, noise site 0, in fibergen's scheme philox4x32-10/box-muller-f32/v1
-// (docs/noise.md), exactly as the generated kernels do; with Secure too, z is
-// the secure scheme's draw under Key (chacha20/box-muller-f32-u96/snap-2^-8/v1)
-// and g + s.SigmaW·z is snapped to its grid. Without On, g is taken as
+// (docs/noise.md), exactly as the generated kernels do; with Secure (On or not),
+// z is the secure scheme's draw under Key (chacha20/box-muller-f32-u96/snap-2^-8/v1)
+// and g + s.SigmaW·z is snapped to its grid. With neither, g is taken as
 // privatized already. The same (Seed or Key, Step, element) always gives the
 // same draw, so a shard [Offset, Offset+n) of a larger buffer draws what the
 // whole buffer would there. Never run two steps with the same key and Step.
@@ -620,12 +620,9 @@ func secureGaussian8(key [4]uint64, step, site uint32, octet uint64) [8]float32 
 // snapBits is log2 of σ/γ's range: γ is the power of two with σ/2^snapBits < γ ≤ σ/2^(snapBits-1).
 const snapBits = 9
 
-// snapLimit is the largest |x + σz|/γ kept; larger quotients are clamped to ±snapLimit, so that
-// the rounding below is exact (|q| ≤ 2^22 < 2^23).
-const snapLimit float32 = 1 << 22
-
 // snapMagic is 1.5·2^23: (q + snapMagic) - snapMagic rounds q to the nearest integer, ties to
-// even, for |q| ≤ 2^22.
+// even, for |q| ≤ 2^22; for larger |q| the result is still an integer (the float32 spacing there
+// is at least 1, or the sum rounds to an even one), so every output stays on the grid.
 const snapMagic float32 = 12582912
 
 // snapUnit is the grid γ of the noise of standard deviation sigma and its reciprocal: γ =
@@ -642,20 +639,14 @@ func snapUnit(sigma float32) (gamma, inv float32) {
 }
 
 // snapNoise is a secure step's privatized coordinate: x + sigma·z rounded to the grid γℤ of
-// snapUnit(sigma), its quotient by γ clamped to ±2^22; NaN stays NaN. Without a grid (gamma
-// 0) it is x + sigma·z as the default scheme adds it.
+// snapUnit(sigma), to the nearest point (ties to even) where |x + sigma·z| ≤ 2^22·γ; NaN stays
+// NaN. Without a grid (gamma 0) it is x + sigma·z as the default scheme adds it.
 func snapNoise(x, sigma, z, gamma, inv float32) float32 {
 	t := x + float32(sigma*z)
 	if gamma == 0 {
 		return t
 	}
 	q := float32(t * inv)
-	if q > snapLimit {
-		q = snapLimit
-	}
-	if q < -snapLimit {
-		q = -snapLimit
-	}
 	q = float32(q+snapMagic) - snapMagic
 	return q * gamma
 }
@@ -702,7 +693,7 @@ func addNoise(secure bool, seed uint64, key [4]uint64, step uint32, e uint64, x,
 }
 
 // Step updates theta and the states in place, one coordinate at a time, with
-// the host scalars s of the current step and, if nz.On, the DP noise nz
+// the host scalars s of the current step and, if nz.On or nz.Secure, the DP noise nz
 // added to g. All buffers must have the same length.
 func Step(s Scalars, nz Noise, theta, g, gt, s_, m, v []float32) {
 	n := len(theta)
@@ -715,7 +706,7 @@ func Step(s Scalars, nz Noise, theta, g, gt, s_, m, v []float32) {
 		v1 := s_[i]
 		v2 := float32(v0 + v1)
 		v3 := g[i]
-		if nz.On {
+		if nz.On || nz.Secure {
 			v3 = nz.add(v3, s.SigmaW, i, &cache)
 		}
 		v4 := float32(v3 - v2)
@@ -833,8 +824,12 @@ func Manifest() []byte {
 // coordinates [lo, hi) of bufs (theta, g, then the states), the kernel's
 // scalars (the fields of Scalars in order), the global index of bufs[*][0]
 // and the noise (mode: 0 none, 1 Philox under seed, 2 the secure scheme
-// under key); runtime.OpenPackage calls it on every core.
+// under key; any other: nothing is written, as the kernels do);
+// runtime.OpenPackage calls it on every core.
 func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset uint64, mode uint32, seed uint64, key [4]uint64, step uint32) {
+	if mode > 2 {
+		return
+	}
 	s := Scalars{
 		S0:     scalars[0],
 		S1:     scalars[1],

@@ -127,8 +127,9 @@ func (k *kernels) launchStep(bufs []cudadrv.DevicePtr, n int, scalars []float32,
 		return nil
 	}
 	// The exact parameter types of docs/kernels.md: a .u64 per buffer, a
-	// .f32 per scalar, then i64 n, i64 offset, u64 seed, u32 step, u32 noise.
-	args := make([]any, 0, len(bufs)+len(scalars)+5)
+	// .f32 per scalar, then i64 n, i64 offset, u64 seed, u32 step, u32 noise
+	// (the mode), u64 key0..key3.
+	args := make([]any, 0, len(bufs)+len(scalars)+9)
 	for _, p := range bufs {
 		args = append(args, p)
 	}
@@ -136,7 +137,8 @@ func (k *kernels) launchStep(bufs []cudadrv.DevicePtr, n int, scalars []float32,
 		args = append(args, s)
 	}
 	args = append(args, int64(n), offset, s.Seed, s.Counter, uint32(s.Mode), s.Key[0], s.Key[1], s.Key[2], s.Key[3])
-	// One Philox group of four per thread at most, plus the head and tail.
+	// One Philox group of four per thread at most, plus the head and tail
+	// (a secure octet of eight needs half the threads; the rest find none).
 	return k.launch(k.step, n/4+4, args...)
 }
 
