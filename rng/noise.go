@@ -56,15 +56,15 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // Key is the secure scheme's 256-bit key, as four little-endian 64-bit words.
-// It prints as a placeholder (String, GoString), so that no %v of a struct
-// holding one writes the secret.
+// It prints as a placeholder under every fmt verb (Format), so that no %v or
+// %d of a struct holding one writes the secret.
 type Key [4]uint64
 
 // String hides the key.
 func (Key) String() string { return "rng.Key(secret)" }
 
-// GoString hides the key from %#v.
-func (k Key) GoString() string { return k.String() }
+// Format hides the key from every fmt verb.
+func (k Key) Format(f fmt.State, _ rune) { fmt.Fprint(f, k.String()) }
 
 // RandomKey draws a secure key from the operating system's generator (getrandom on Linux),
 // or reports why it could not: a secure run never falls back to a weaker source.

@@ -3,8 +3,10 @@ package rng
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -196,6 +198,19 @@ func TestSecureUniformEnds(t *testing.T) {
 	} {
 		if got := secureUniform(c.w0, c.w1, c.w2); got != c.want {
 			t.Errorf("secureUniform(%#x, %#x, %#x) = %g, want %g", c.w0, c.w1, c.w2, got, c.want)
+		}
+	}
+}
+
+// TestKeyPrintsNoSecret: no fmt verb writes a key's words, alone or in a struct.
+func TestKeyPrintsNoSecret(t *testing.T) {
+	key := Key{0x1111111111111111, 0x2222222222222222, 0x3333333333333333, 0x4444444444444444}
+	s := Stream{Mode: Secure, Key: key}
+	for _, out := range []string{fmt.Sprint(key), fmt.Sprintf("%v %+v %#v %s", s, s, s, key), fmt.Sprintf("%x %d", key, key)} {
+		for _, w := range key {
+			if strings.Contains(out, strconv.FormatUint(w, 16)) || strings.Contains(out, strconv.FormatUint(w, 10)) {
+				t.Errorf("a key's word shows in %q", out)
+			}
 		}
 	}
 }
