@@ -60,12 +60,9 @@ func Sin32(x float32) float32 { return sin32(x) }
 func Cos32(x float32) float32 { return cos32(x) }
 
 // SecureVersion names the secure noise scheme (secure.go, docs/noise.md "Secure mode"): the
-// ChaCha20 generator, the Box-Muller pair from 64 + 32 bits and the snapping grid. Any change
+// ChaCha20 generator, the Box-Muller pair from 96 + 32 bits and the snapping grid. Any change
 // that alters a single output bit must change it.
 const SecureVersion = "chacha20/box-muller-f32-u96/snap-2^-8/v1"
-
-// SecureCounterLayout says how a secure draw's ChaCha20 input is formed.
-const SecureCounterLayout = "ChaCha20 (RFC 8439), key the run's 256-bit secret, counter words (element/8 lo, element/8 hi, step, site)"
 
 // SecureSource is the text of secure.go, spliced into generated packages beside CoreSource.
 //

@@ -205,25 +205,24 @@ func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
 	if err := b.host(m); err != nil {
 		return err
 	}
-	rg := hostkernel.Range{Offset: s.Offset, Seed: s.Seed, Step: s.Counter, Noise: uint32(s.Mode), Key: s.Key}
 	var work []func() error
 	for _, seg := range s.Segments {
 		for _, c := range segmentChunks(seg.Lo, seg.Hi, b.threads, pieceOf(b.kernel != nil)) {
-			work = append(work, func() error { return b.stepRange(rg, seg, c[0], c[1]) })
+			work = append(work, func() error { return b.stepRange(s, seg, c[0], c[1]) })
 		}
 	}
 	return runLimited(work, max(b.threads, 1))
 }
 
 // segmentChunks splits [lo, hi) as splitSteps splits its length, with the
-// cuts inside moved up to multiples of 4, so that no Philox group of four
-// is drawn by two chunks.
+// cuts inside moved up to multiples of 8, so that no block of draws — a
+// Philox group of four, a secure octet of eight — is drawn by two chunks.
 func segmentChunks(lo, hi, threads, least int) [][2]int {
 	cs := splitSteps(hi-lo, threads, least)
 	for i := range cs {
 		for j := range cs[i] {
 			if x := lo + cs[i][j]; x < hi && x > lo {
-				cs[i][j] = min((x+3)&^3, hi)
+				cs[i][j] = min((x+7)&^7, hi)
 			} else {
 				cs[i][j] = x
 			}
@@ -232,27 +231,27 @@ func segmentChunks(lo, hi, threads, least int) [][2]int {
 	return slices.DeleteFunc(cs, func(c [2]int) bool { return c[0] >= c[1] })
 }
 
-// stepRange steps [lo, hi) of segment s.
-func (b *cpuBackend) stepRange(rg hostkernel.Range, s segment, lo, hi int) error {
+// stepRange steps [lo, hi) of segment seg of step s.
+func (b *cpuBackend) stepRange(s backend.Step, seg segment, lo, hi int) error {
+	nz := s.Noise
 	if b.kernel != nil {
-		rg.Lo, rg.Hi = int64(lo), int64(hi)
-		return b.kernel.Run(b.bufs, s.Scalars, rg)
+		rg := hostkernel.Range{Lo: int64(lo), Hi: int64(hi), Offset: s.Offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(nz.Mode), Key: nz.Key}
+		return b.kernel.Run(b.bufs, seg.Scalars, rg)
 	}
 	if b.goStep != nil {
-		b.goStep(b.bufs, s.Scalars, lo, hi, uint64(rg.Offset), rg.Noise, rg.Seed, rg.Key, rg.Step)
+		b.goStep(b.bufs, seg.Scalars, lo, hi, uint64(s.Offset), uint32(nz.Mode), nz.Seed, nz.Key, nz.Step)
 		return nil
 	}
-	return b.stepReference(rg, s, lo, hi)
+	return b.stepReference(nz, uint64(s.Offset), seg, lo, hi)
 }
 
-// stepReference runs the interpreter on [lo, hi), drawing the noise of
-// those coordinates' global indexes.
-func (b *cpuBackend) stepReference(rg hostkernel.Range, s segment, lo, hi int) error {
+// stepReference runs the interpreter on [lo, hi), drawing the noise nz of
+// those coordinates' global indexes (coordinate 0's is offset).
+func (b *cpuBackend) stepReference(nz rng.Stream, offset uint64, s segment, lo, hi int) error {
 	g := b.bufs[ir.GradBuffer][lo:hi]
-	if rg.Noise != 0 {
+	if nz.Mode != rng.Off {
 		g = make([]float32, hi-lo)
-		nz := rng.Stream{Mode: rng.Mode(rg.Noise), Seed: rg.Seed, Key: rg.Key, Step: rg.Step}
-		nz.Privatize(g, b.bufs[ir.GradBuffer][lo:hi], s.Scalars[ir.SigmaWScalar(len(s.Scalars))], uint64(rg.Offset)+uint64(lo))
+		nz.Privatize(g, b.bufs[ir.GradBuffer][lo:hi], s.Scalars[ir.SigmaWScalar(len(s.Scalars))], offset+uint64(lo))
 	}
 	var states [][]float32
 	for _, st := range b.bufs[ir.FirstState:] {

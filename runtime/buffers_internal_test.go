@@ -44,13 +44,13 @@ func TestNewBufferStaggers(t *testing.T) {
 }
 
 // TestSegmentChunks: the chunks of a segment cover it in order, and every
-// cut inside it is a multiple of 4 (no Philox group drawn twice).
+// cut inside it is a multiple of 8 (no Philox group or secure octet drawn twice).
 func TestSegmentChunks(t *testing.T) {
 	for _, c := range []struct{ lo, hi, threads int }{{0, 10000, 2}, {3, 10003, 2}, {5, 9, 4}, {7, 20001, 3}, {8, 8, 2}} {
 		cs := segmentChunks(c.lo, c.hi, c.threads, goPiece)
 		at := c.lo
 		for _, ch := range cs {
-			if ch[0] != at || ch[1] <= ch[0] || ch[1] != c.hi && ch[1]%4 != 0 {
+			if ch[0] != at || ch[1] <= ch[0] || ch[1] != c.hi && ch[1]%8 != 0 {
 				t.Fatalf("segmentChunks(%d, %d, %d) = %v", c.lo, c.hi, c.threads, cs)
 			}
 			at = ch[1]

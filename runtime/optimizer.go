@@ -393,7 +393,7 @@ func (o *Optimizer) NoiseMode() (rng.Mode, string) {
 }
 
 // keyFixed says why the secure key can no longer be shared or set: a step
-// has drawn with it, or a load derived the next one; "" where it can.
+// has drawn with it, or a load derived the next one; nil where it can.
 func (o *Optimizer) keyFixed(what string) error {
 	switch {
 	case o.mode != rng.Secure:
@@ -701,8 +701,8 @@ func (o *Optimizer) ready() error {
 // noise.
 func (o *Optimizer) args() backend.Step {
 	noise := o.stepNoise()
-	return backend.Step{Segments: o.segments(noise.SigmaW2), Offset: int64(o.opts.Offset), Seed: o.seed,
-		Key: o.key, Counter: uint32(o.t), Mode: o.noiseMode(noise.Draw)}
+	return backend.Step{Segments: o.segments(noise.SigmaW2), Offset: int64(o.opts.Offset),
+		Noise: rng.Stream{Mode: o.noiseMode(noise.Draw), Seed: o.seed, Key: o.key, Step: uint32(o.t)}}
 }
 
 // Step runs one step on the gradients set with Tensor.SetGrad (the clipped

@@ -47,10 +47,10 @@ func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	lo, hi, offset, seed, step, mode := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
 	keys := field("key")
 	key := []value.Value{b.NewExtractValue(keys, 0), b.NewExtractValue(keys, 1), b.NewExtractValue(keys, 2), b.NewExtractValue(keys, 3)}
-	philox, secure := newDraw(seed, step, offset, sigma, nil, nil), newDraw(seed, step, offset, sigma, key, k.noise.secure.called)
-	k.modeSwitch(f, b, mode, func(b *llvm.Block, d *draw) {
+	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma}
+	k.modeSwitch(f, b, mode, d, key, k.noise.secure.called, func(b *llvm.Block, d *draw) {
 		k.hostLoops(f, b, a, splitRange(b, lo, hi, offset, d.block()), lo, d, w)
-	}, philox, secure)
+	})
 	return f
 }
 
@@ -81,7 +81,7 @@ func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo val
 	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *llvm.Block, q value.Value) *llvm.Block {
 		j := b.NewMul(q, i64c(per))
 		base, gi := b.NewAdd(l.groupStart, b.NewMul(j, i64c(blk))), b.NewAdd(l.firstGroup, j)
-		if blk == 8 {
+		if d.secure() {
 			return k.wideOctets(f, b, a, base, gi, d, w)
 		}
 		k.wideGroups(b, a, base, gi, d, w)

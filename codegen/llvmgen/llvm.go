@@ -158,6 +158,16 @@ func (w lanes) splat(b *llvm.Block, x value.Value) value.Value {
 	return v
 }
 
+// from is the i64 x, x+1, ..., x+w-1 in the w lanes: the indexes of the
+// blocks a SIMD noise function draws, one a lane.
+func (w lanes) from(b *llvm.Block, x value.Value) value.Value {
+	iota := make([]constant.Constant, w)
+	for j := range iota {
+		iota[j] = i64c(int64(j))
+	}
+	return b.NewAdd(w.splat(b, x), constant.NewVector(w.i64().(*types.VectorType), iota...))
+}
+
 // sqrt is llvm.sqrt of the width's float type: IEEE square root per lane.
 func (w lanes) sqrt(m *llvm.Module) *llvm.Func {
 	if w == 1 {

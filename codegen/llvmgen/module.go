@@ -138,26 +138,20 @@ type draw struct {
 	seed, step, offset value.Value // i64, i32, i64
 	sigma              value.Value // f32: sqrt(sigma_w2)
 	// key, where set, is the secure scheme's key (four i64); gamma and
-	// inv are then its grid and the grid's reciprocal (grid), octet the
+	// inv are then its grid and the grid's reciprocal (snapGrid), octet the
 	// function that draws one octet.
 	key        []value.Value
 	gamma, inv value.Value
 	octet      *llvm.Func
 }
 
-// newDraw is the draw of a launch: Philox under seed, or the secure
-// scheme where key (four i64) is given.
-func newDraw(seed, step, offset, sigma value.Value, key []value.Value, octet *llvm.Func) *draw {
-	return &draw{seed: seed, step: step, offset: offset, sigma: sigma, key: key, octet: octet}
-}
-
-// grid emits the secure draw's grid into b, where its loops begin.
-func (d *draw) grid(b *llvm.Block) { d.gamma, d.inv = snapGrid(b, d.sigma) }
+// secure reports a draw in the secure scheme (nil: no noise).
+func (d *draw) secure() bool { return d != nil && d.key != nil }
 
 // block is the coordinates one draw call gives: a Philox group of four or
 // a secure octet of eight (and the loops' group without noise: four).
 func (d *draw) block() int64 {
-	if d != nil && d.key != nil {
+	if d.secure() {
 		return 8
 	}
 	return 4
@@ -166,7 +160,7 @@ func (d *draw) block() int64 {
 // add returns x plus the noise z (w lanes): x + sigma·z, snapped to the
 // grid in the secure scheme.
 func (d *draw) add(b *llvm.Block, w lanes, x, z value.Value) value.Value {
-	if d.key != nil {
+	if d.secure() {
 		return snap(b, w, x, z, d)
 	}
 	return b.NewFAdd(x, b.NewFMul(w.splat(b, d.sigma), z))
@@ -176,7 +170,7 @@ func (d *draw) add(b *llvm.Block, w lanes, x, z value.Value) value.Value {
 // the gradient noise's site and the index i.
 func (d *draw) call(b *llvm.Block, f *llvm.Func, i value.Value) value.Value {
 	args := []value.Value{d.seed}
-	if d.key != nil {
+	if d.secure() {
 		args = d.key
 	}
 	return b.NewCall(f, append(args, d.step, i32c(rng.GradientSite), i)...)
@@ -212,7 +206,7 @@ func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 	}
 	var z value.Value
 	switch {
-	case d.block() == 8:
+	case d.secure():
 		z = secureElem(b, d, b.NewAdd(d.offset, i))
 	case d != nil:
 		z = d.call(b, k.noise.gaussian, b.NewAdd(d.offset, i))
@@ -290,7 +284,7 @@ func (k *kernel) drawGroup(b *llvm.Block, gi value.Value, d *draw) func(c int) v
 	if d == nil {
 		return func(int) value.Value { return nil }
 	}
-	if d.block() == 8 {
+	if d.secure() {
 		z := d.call(b, d.octet, gi)
 		return func(c int) value.Value { return b.NewExtractValue(z, uint64(c)) }
 	}

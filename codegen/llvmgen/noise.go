@@ -255,11 +255,7 @@ func emitGaussianW(m *llvm.Module, w lanes, philox, pairFn *llvm.Func) *llvm.Fun
 	ps := noiseParams("group")
 	out := types.NewArray(4, w.f32())
 	f, b := newHelper(m, "fg_gaussian"+w.suffix(), out, ps...)
-	iota := make([]constant.Constant, w)
-	for j := range iota {
-		iota[j] = i64c(int64(j))
-	}
-	groups := b.NewAdd(w.splat(b, ps[3]), constant.NewVector(w.i64().(*types.VectorType), iota...))
+	groups := w.from(b, ps[3])
 	hiGroups := b.NewLShr(groups, w.u64(32))
 	lo := func(x value.Value) value.Value { return b.NewTrunc(x, i32) }
 	x := b.NewCall(philox, b.NewTrunc(groups, w.i32()), b.NewTrunc(hiGroups, w.i32()),

@@ -2,7 +2,6 @@ package llvmgen
 
 import (
 	llvm "github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
@@ -200,11 +199,7 @@ func emitSecureWide(m *llvm.Module, w lanes, chacha, pair *llvm.Func) *llvm.Func
 	ps := keyParams("octet")
 	out := types.NewArray(8, w.f32())
 	f, b := newHelper(m, "fg_secure_c"+w.suffix()[2:], out, ps...)
-	iota := make([]constant.Constant, w)
-	for j := range iota {
-		iota[j] = i64c(int64(j))
-	}
-	octets := b.NewAdd(w.splat(b, ps[6]), constant.NewVector(w.i64().(*types.VectorType), iota...))
+	octets := w.from(b, ps[6])
 	lo, hi := b.NewTrunc(octets, w.i32()), b.NewTrunc(b.NewLShr(octets, w.u64(32)), w.i32())
 	z := securePairs(b, pair, chachaCall(b, chacha, ps[:4], lo, hi, ps[4], ps[5]))
 	var res value.Value = constantUndef(out)

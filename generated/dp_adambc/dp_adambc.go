@@ -620,23 +620,26 @@ func deriveKey(key [4]uint64, label uint64) [4]uint64 {
 const GradientSite = 0
 
 // noiseCache keeps the draws of the last block of elements drawn together: a Philox group of
-// four or a secure octet of eight.
+// four or a secure octet of eight, and the secure grid (snapUnit) of the sigma they were
+// drawn for.
 type noiseCache struct {
-	block uint64
-	z     [8]float32
-	ok    bool
+	block      uint64
+	z          [8]float32
+	gamma, inv float32
+	ok         bool
 }
 
 // addNoise returns x plus the noise of element e at step under the scheme secure says:
 // x + sigma·z with z Philox's draw under seed, or the secure draw under key snapped to its
-// grid (snapNoise). c keeps the block's draws between calls on consecutive elements.
+// grid (snapNoise). c keeps the block's draws and grid between calls on consecutive elements
+// of one step, whose sigma is one.
 func addNoise(secure bool, seed uint64, key [4]uint64, step uint32, e uint64, x, sigma float32, c *noiseCache) float32 {
 	if secure {
 		if !c.ok || c.block != e>>3 {
 			c.block, c.z, c.ok = e>>3, secureGaussian8(key, step, GradientSite, e>>3), true
+			c.gamma, c.inv = snapUnit(sigma)
 		}
-		gamma, inv := snapUnit(sigma)
-		return snapNoise(x, sigma, c.z[e&7], gamma, inv)
+		return snapNoise(x, sigma, c.z[e&7], c.gamma, c.inv)
 	}
 	if !c.ok || c.block != e>>2 {
 		z := gaussian4(seed, step, GradientSite, e>>2)

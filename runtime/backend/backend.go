@@ -129,12 +129,10 @@ type Segment struct {
 type Step struct {
 	Segments []Segment // in order; they cover the coordinates stepped
 	Offset   int64     // the global index of the memory's coordinate 0
-	Seed     uint64    // the Philox seed (Mode rng.Philox)
-	Key      rng.Key   // the secure key (Mode rng.Secure)
-	Counter  uint32    // the step counter t
-	// Mode is the noise the kernel draws into the gradient, N(0, σ_w²) in the
-	// scheme it names; rng.Off: none, the gradient is privatized already.
-	Mode rng.Mode
+	// Noise is what the kernel draws into the gradient, N(0, σ_w²) in the
+	// scheme its Mode names (rng.Off: none, the gradient is privatized
+	// already), and the step counter t (Noise.Step).
+	Noise rng.Stream
 }
 
 // Privatize is one privatization: k rows of n floats (per-example

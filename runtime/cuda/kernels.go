@@ -136,7 +136,8 @@ func (k *kernels) launchStep(bufs []cudadrv.DevicePtr, n int, scalars []float32,
 	for _, s := range scalars {
 		args = append(args, s)
 	}
-	args = append(args, int64(n), offset, s.Seed, s.Counter, uint32(s.Mode), s.Key[0], s.Key[1], s.Key[2], s.Key[3])
+	nz := s.Noise
+	args = append(args, int64(n), offset, nz.Seed, nz.Step, uint32(nz.Mode), nz.Key[0], nz.Key[1], nz.Key[2], nz.Key[3])
 	// One Philox group of four per thread at most, plus the head and tail
 	// (a secure octet of eight needs half the threads; the rest find none).
 	return k.launch(k.step, n/4+4, args...)
