@@ -47,8 +47,8 @@ func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	lo, hi, offset, seed, step, mode := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
 	keys := field("key")
 	key := []value.Value{b.NewExtractValue(keys, 0), b.NewExtractValue(keys, 1), b.NewExtractValue(keys, 2), b.NewExtractValue(keys, 3)}
-	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma}
-	k.modeSwitch(f, b, mode, d, key, k.noise.secure.called, func(b *llvm.Block, d *draw) {
+	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma, drawFuncs: k.noise.host}
+	k.modeSwitch(f, b, mode, d, key, func(b *llvm.Block, d *draw) {
 		k.hostLoops(f, b, a, splitRange(b, lo, hi, offset, d.block()), lo, d, w)
 	})
 	return f
@@ -135,36 +135,25 @@ func (k *kernel) wideOctets(f *llvm.Func, b *llvm.Block, a args, base, gi value.
 }
 
 // wideVectors emits the steps of len(zs) vectors of w coordinates from
-// index base, zs their noise in coordinate order (nil entries: none).
+// index base, zs their noise in coordinate order (nil entries: none): every
+// buffer is loaded as whole vectors, and the body on w lanes steps each.
 func (k *kernel) wideVectors(b *llvm.Block, a args, base value.Value, zs []value.Value, d *draw, w lanes) {
-	vt, n, nv := w.f32(), int(w), len(zs) // nv vectors of w floats a buffer
+	vt := w.f32()
 	vecAt := func(p value.Value, v int) value.Value {
-		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v*n)))), types.NewPointer(vt))
+		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v)*int64(w)))), types.NewPointer(vt))
 	}
-	coords := make([][]value.Value, nv*n) // coords[c][buffer]
-	for i, p := range a.ptrs {
-		for v := 0; v < nv; v++ {
+	for v, z := range zs {
+		var vals []value.Value
+		for i, p := range a.ptrs {
 			x := load(b, vt, vecAt(p, v), 4)
-			if zs[v] != nil && i == k.bufferIndex(ir.GradName) {
-				x = d.add(b, w, x, zs[v])
+			if z != nil && i == k.bufferIndex(ir.GradName) {
+				x = d.add(b, w, x, z)
 			}
-			for l := 0; l < n; l++ {
-				coords[v*n+l] = append(coords[v*n+l], b.NewExtractElement(x, i32c(uint32(l))))
-			}
+			vals = append(vals, x)
 		}
-	}
-	outs := make([][]value.Value, len(coords))
-	for c := range coords {
-		outs[c] = k.step(b, a, coords[c], nil, nil)
-	}
-	for j, name := range k.stored {
-		p := a.ptrs[k.bufferIndex(name)]
-		for v := 0; v < nv; v++ {
-			var x value.Value = constantUndef(vt)
-			for l := 0; l < n; l++ {
-				x = b.NewInsertElement(x, outs[v*n+l][j], i32c(uint32(l)))
-			}
-			store(b, x, vecAt(p, v), 4)
+		res := b.NewCall(k.bodies[w], append(vals, a.scalars...)...)
+		for j, name := range k.stored {
+			store(b, b.NewExtractValue(res, uint64(j)), vecAt(a.ptrs[k.bufferIndex(name)], v), 4)
 		}
 	}
 }

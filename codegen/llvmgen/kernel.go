@@ -65,8 +65,8 @@ func (k *kernel) emitStepKernel() {
 	n, offset, seed, step, mode := rest[0], rest[1], rest[2], rest[3], rest[4]
 	tid, stride := k.threadIndex(b)
 	key := []value.Value{rest[5], rest[6], rest[7], rest[8]}
-	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma}
-	k.modeSwitch(f, b, mode, d, key, k.noise.secure.octet, func(b *llvm.Block, d *draw) {
+	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma, drawFuncs: k.noise.device}
+	k.modeSwitch(f, b, mode, d, key, func(b *llvm.Block, d *draw) {
 		l := splitRange(b, i64c(0), n, offset, d.block())
 		k.gridLoops(f, b, a, l, k.aligned(b, a.ptrs, l.groupStart), tid, stride, d)
 	})
@@ -74,16 +74,16 @@ func (k *kernel) emitStepKernel() {
 
 // modeSwitch branches from b on the noise mode (rng.Mode) to a copy of the
 // loops emit emits for each draw: 0 none (nil), 1 Philox (philox), 2 the
-// secure scheme (philox's launch under key, its octets drawn by octet); any
+// secure scheme (philox's launch and draw functions under key); any
 // other mode writes nothing — it neither skips the noise nor guesses a
 // scheme (Philox under a secure run's seed 0 would be noise anyone can
 // compute).
-func (k *kernel) modeSwitch(f *llvm.Func, b *llvm.Block, mode value.Value, philox *draw, key []value.Value, octet *llvm.Func, emit func(*llvm.Block, *draw)) {
+func (k *kernel) modeSwitch(f *llvm.Func, b *llvm.Block, mode value.Value, philox *draw, key []value.Value, emit func(*llvm.Block, *draw)) {
 	none, ph, sec, bad := f.NewBlock("without_noise"), f.NewBlock("with_noise"), f.NewBlock("with_secure_noise"), f.NewBlock("unknown_mode")
 	b.NewSwitch(mode, bad, llvm.NewCase(i32c(uint32(rng.Off)), none), llvm.NewCase(i32c(uint32(rng.Philox)), ph), llvm.NewCase(i32c(uint32(rng.Secure)), sec))
 	bad.NewRet(nil)
 	secure := *philox
-	secure.key, secure.octet = key, octet
+	secure.key = key
 	secure.gamma, secure.inv = snapGrid(sec, secure.sigma)
 	emit(none, nil)
 	emit(ph, philox)

@@ -79,9 +79,9 @@ type kernel struct {
 	Module
 	fn      *ir.Func
 	m       *llvm.Module
-	scalars []*ir.Value // the step's host scalars
-	stored  []string    // the buffers the step stores, in store order
-	body    *llvm.Func
+	scalars []*ir.Value          // the step's host scalars
+	stored  []string             // the buffers the step stores, in store order
+	bodies  map[lanes]*llvm.Func // the body by width: 1, and each host width
 	noise   noise
 	labels  int
 }
@@ -106,7 +106,7 @@ func Generate(fn *ir.Func) (*Module, error) {
 	k.m.TargetTriple = "nvptx64-nvidia-cuda"
 	k.m.DataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 	k.noise = emitNoise(k.m)
-	if err := k.emitBody(); err != nil {
+	if err := k.emitBodies(); err != nil {
 		return nil, err
 	}
 	k.emitStepKernel()
@@ -138,11 +138,10 @@ type draw struct {
 	seed, step, offset value.Value // i64, i32, i64
 	sigma              value.Value // f32: sqrt(sigma_w2)
 	// key, where set, is the secure scheme's key (four i64); gamma and
-	// inv are then its grid and the grid's reciprocal (snapGrid), octet the
-	// function that draws one octet.
+	// inv are then its grid and the grid's reciprocal (snapGrid).
 	key        []value.Value
 	gamma, inv value.Value
-	octet      *llvm.Func
+	drawFuncs  // the scalar draws the loops call (noise.device or noise.host)
 }
 
 // secure reports a draw in the secure scheme (nil: no noise).
@@ -189,7 +188,7 @@ func (k *kernel) step(b *llvm.Block, a args, vals []value.Value, d *draw, z valu
 		g := k.bufferIndex(ir.GradName)
 		vals[g] = d.add(b, 1, vals[g], z)
 	}
-	res := b.NewCall(k.body, append(vals, a.scalars...)...)
+	res := b.NewCall(k.bodies[1], append(vals, a.scalars...)...)
 	out := make([]value.Value, len(k.stored))
 	for i := range out {
 		out[i] = b.NewExtractValue(res, uint64(i))
@@ -209,7 +208,7 @@ func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 	case d.secure():
 		z = secureElem(b, d, b.NewAdd(d.offset, i))
 	case d != nil:
-		z = d.call(b, k.noise.gaussian, b.NewAdd(d.offset, i))
+		z = d.call(b, d.elem, b.NewAdd(d.offset, i))
 	}
 	for j, x := range k.step(b, a, vals, d, z) {
 		store(b, x, b.NewGetElementPtr(f32, a.ptrs[k.bufferIndex(k.stored[j])], i), 4)
@@ -288,7 +287,7 @@ func (k *kernel) drawGroup(b *llvm.Block, gi value.Value, d *draw) func(c int) v
 		z := d.call(b, d.octet, gi)
 		return func(c int) value.Value { return b.NewExtractValue(z, uint64(c)) }
 	}
-	z := d.call(b, k.noise.gaussian4, gi)
+	z := d.call(b, d.group, gi)
 	return func(c int) value.Value { return b.NewExtractElement(z, i32c(uint32(c))) }
 }
 

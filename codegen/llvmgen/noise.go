@@ -22,8 +22,14 @@ import (
 
 // noise holds the module's noise functions.
 type noise struct {
-	gaussian  *llvm.Func // (seed i64, step i32, site i32, elem i64) float
-	gaussian4 *llvm.Func // (seed i64, step i32, site i32, group i64) <4 x float>
+	// device and host are the scalar draws the kernels' loops call: one
+	// element, one Philox group, one secure octet. The host's are never
+	// inlined: its head, group and tail loops step a few coordinates a
+	// range, and each variant compiles one copy of the draws instead of
+	// one a loop (the copy has no variant's target features, so its results
+	// are scalars, 128-bit vectors or arrays: the same registers whatever
+	// the caller's features). The device's are inlined: ptxsim has no calls.
+	device, host drawFuncs
 	// gaussianC, by width w (hostWidths): the Gaussians of w groups in
 	// coordinate order, element v holding coordinates w·v..w·v+w-1.
 	gaussianC map[lanes]*llvm.Func
@@ -64,13 +70,25 @@ func emitNoise(m *llvm.Module) noise {
 		trig[w] = [3]*llvm.Func{emitLog32(m, w), emitSin32(m, w), emitCos32(m, w)}
 		pair := emitPair(m, w, trig[w])
 		if w == 1 {
-			ns.gaussian, ns.gaussian4 = emitGaussian(m, philox, pair), emitGaussian4(m, philox, pair)
+			ns.device = drawFuncs{elem: emitGaussian(m, "fg_gaussian", philox, pair), group: emitGaussian4(m, "fg_gaussian4", philox, pair)}
+			ns.host = drawFuncs{elem: emitGaussian(m, "fg_gaussian_call", philox, pair), group: emitGaussian4(m, "fg_gaussian4_call", philox, pair)}
 			continue
 		}
 		ns.gaussianC[w] = emitGaussianC(m, w, emitGaussianW(m, w, philox, pair))
 	}
 	ns.secure = emitSecure(m, trig)
+	ns.device.octet, ns.host.octet = ns.secure.octet, ns.secure.called
+	for _, f := range []*llvm.Func{ns.host.elem, ns.host.group} {
+		f.FuncAttrs = []llvm.FuncAttribute{enum.FuncAttrNoInline, enum.FuncAttrNoUnwind}
+	}
 	return ns
+}
+
+// drawFuncs are the scalar draws a kernel's loops call.
+type drawFuncs struct {
+	elem  *llvm.Func // (seed i64, step i32, site i32, elem i64) float
+	group *llvm.Func // (seed i64, step i32, site i32, group i64) <4 x float>
+	octet *llvm.Func // (key0..3 i64, step i32, site i32, octet i64) [8 x float]
 }
 
 // emitPhilox emits fg_philox(c0, c1, c2, c3, k0, k1) [4 x i32] (w lanes of
@@ -277,9 +295,9 @@ func noiseParams(last string) []*llvm.Param {
 
 // emitGaussian emits fg_gaussian(seed, step, site, elem): the Gaussian of
 // one element, lane elem&3 of group elem>>2.
-func emitGaussian(m *llvm.Module, philox, pairFn *llvm.Func) *llvm.Func {
+func emitGaussian(m *llvm.Module, name string, philox, pairFn *llvm.Func) *llvm.Func {
 	ps := noiseParams("elem")
-	f, b := newHelper(m, "fg_gaussian", f32, ps...)
+	f, b := newHelper(m, name, f32, ps...)
 	group, lane := b.NewLShr(ps[3], i64c(2)), b.NewTrunc(b.NewAnd(ps[3], i64c(3)), i32)
 	x := philoxCall(b, philox, ps[0], ps[1], ps[2], group)
 	low := b.NewICmp(enum.IPredULT, lane, i32c(2))
@@ -293,9 +311,9 @@ func emitGaussian(m *llvm.Module, philox, pairFn *llvm.Func) *llvm.Func {
 
 // emitGaussian4 emits fg_gaussian4(seed, step, site, group): the Gaussians
 // of the four elements of a group from one Philox call.
-func emitGaussian4(m *llvm.Module, philox, pairFn *llvm.Func) *llvm.Func {
+func emitGaussian4(m *llvm.Module, name string, philox, pairFn *llvm.Func) *llvm.Func {
 	ps := noiseParams("group")
-	f, b := newHelper(m, "fg_gaussian4", vec4, ps...)
+	f, b := newHelper(m, name, vec4, ps...)
 	x := philoxCall(b, philox, ps[0], ps[1], ps[2], ps[3])
 	var out value.Value = constantUndef(vec4)
 	for p := 0; p < 2; p++ {

@@ -15,11 +15,9 @@ import (
 
 // secureFuncs holds the module's secure noise functions.
 type secureFuncs struct {
-	// octet is (key0..3 i64, step i32, site i32, octet i64) <8 x float>,
-	// always inlined (the PTX kernels: ptxsim has no calls); called is the
-	// same function never inlined, which the host functions call for their
-	// few octets outside the wide loop, so that each variant compiles the
-	// twenty unrolled rounds once there rather than at every call.
+	// octet is (key0..3 i64, step i32, site i32, octet i64) [8 x float],
+	// inlined (the device's draw); called is the same function never
+	// inlined (the host's: noise.host).
 	octet, called *llvm.Func
 	// wide, by host width w: the Gaussians of w/2 octets in coordinate
 	// order, element v holding coordinates w·v..w·v+w-1.
@@ -203,17 +201,48 @@ func emitSecureWide(m *llvm.Module, w lanes, chacha, pair *llvm.Func) *llvm.Func
 	lo, hi := b.NewTrunc(octets, w.i32()), b.NewTrunc(b.NewLShr(octets, w.u64(32)), w.i32())
 	z := securePairs(b, pair, chachaCall(b, chacha, ps[:4], lo, hi, ps[4], ps[5]))
 	var res value.Value = constantUndef(out)
-	for v := 0; v < 8; v++ {
-		var vec value.Value = constantUndef(w.f32())
-		for l := 0; l < int(w); l++ {
-			c := int(w)*v + l
-			x := b.NewExtractElement(z[c%8], i32c(uint32(c/8)))
-			vec = b.NewInsertElement(vec, x, i32c(uint32(l)))
-		}
+	for v, vec := range octetOrder(b, w, z) {
 		res = b.NewInsertValue(res, vec, uint64(v))
 	}
 	b.NewRet(res)
 	return f
+}
+
+// octetOrder transposes z, draw p of the octet in lane l being z[p] lane l,
+// to coordinate order — the sequence z[0][0], z[1][0], …, z[7][0],
+// z[0][1], … in vectors of w lanes — by three rounds of interleaving,
+// 24 two-operand shuffles: interleaving z[p] with z[p+4], then those with
+// each other two apart, then one apart, puts the eight in order. Only lanes
+// move: the bits are z's.
+func octetOrder(b *llvm.Block, w lanes, z [8]value.Value) []value.Value {
+	seqs := make([][]value.Value, 8)
+	for p := range seqs {
+		seqs[p] = []value.Value{z[p]}
+	}
+	for half := 4; half >= 1; half /= 2 {
+		next := make([][]value.Value, half)
+		for p := range next {
+			next[p] = interleave(b, w, seqs[p], seqs[p+half])
+		}
+		seqs = next
+	}
+	return seqs[0]
+}
+
+// interleave returns the sequence x[0], y[0], x[1], y[1], … of the
+// sequences x and y, each held in vectors of w lanes.
+func interleave(b *llvm.Block, w lanes, x, y []value.Value) []value.Value {
+	var out []value.Value
+	for i := range x {
+		for _, from := range []int{0, int(w) / 2} {
+			mask := make([]int, w)
+			for j := range mask {
+				mask[j] = from + j/2 + j%2*int(w)
+			}
+			out = append(out, shuffle(b, w, x[i], y[i], mask))
+		}
+	}
+	return out
 }
 
 // snapGrid emits the grid of the noise of standard deviation sigma
