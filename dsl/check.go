@@ -340,6 +340,6 @@ func (c *checker) declareStates() {
 		if c.declare(d.Name, obj) {
 			c.info.States = append(c.info.States, obj)
 		}
-		c.expr(d.Init, &scope{where: "the initial value of state " + d.Name.Name, initOnly: true})
+		c.expr(d.Init, &scope{where: "the initial value of state " + d.Name.Name, initOnly: true, coords: true})
 	}
 }

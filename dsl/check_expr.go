@@ -13,6 +13,7 @@ import (
 type scope struct {
 	where     string // "the initial value of state m", for messages
 	initOnly  bool   // literals and hypers only
+	coords    bool   // with initOnly: a state's initial value, which may also read theta and g
 	observe   bool   // the observation's weights
 	host      bool   // the step's host block
 	bound     map[string]bool
@@ -101,8 +102,13 @@ func (c *checker) lookup(id *Ident, s *scope) *Object {
 // the privacy rule.
 func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 	switch {
+	case s.coords && isCoordinate(obj):
+		// A state's initial value at step 0: theta before the step, and
+		// the privatized g of step 0.
 	case obj.Name == "g" && obj.Kind == BuiltinObj && (s.initOnly || s.observe):
 		c.errorf(id.NamePos, "privacy: %s cannot read g; gradient information enters only through g, the privatized gradient, and only inside step", s.where)
+	case s.coords && obj.Kind != HyperObj:
+		c.errorf(id.NamePos, "%s may use only numbers, hypers, theta and g, not %s %s", s.where, kindName(obj.Kind), id.Name)
 	case s.initOnly && obj.Kind != HyperObj:
 		c.errorf(id.NamePos, "%s may use only numbers and hypers, not %s %s", s.where, kindName(obj.Kind), id.Name)
 	case s.observe && obj.Varying:
@@ -119,6 +125,12 @@ func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 		// The runtime computes the observation from the hypers and t.
 		c.errorf(id.NamePos, "%s may use only numbers, hypers and t, not built-in sigma_w2", s.where)
 	}
+}
+
+// isCoordinate reports whether obj is theta or g, the per-coordinate
+// values a state's initial value may read.
+func isCoordinate(obj *Object) bool {
+	return obj.Kind == BuiltinObj && (obj.Name == "theta" || obj.Name == "g")
 }
 
 func (c *checker) binary(x *BinaryExpr, s *scope) value {

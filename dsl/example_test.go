@@ -51,7 +51,8 @@ func ExampleParseFile() {
 func ExampleParse() {
 	src := []byte(`optimizer leaky
 observe two_point(a = g, lookahead = 1)
-state m = 0.5 * g
+hyper c = 0.5 * g
+state m = 0
 step {
 	m = m + g
 	theta = theta - m
@@ -63,7 +64,7 @@ step {
 	}
 	// Output:
 	// leaky.dsl:2:23: privacy: observe argument a cannot read g; gradient information enters only through g, the privatized gradient, and only inside step
-	// leaky.dsl:3:17: privacy: the initial value of state m cannot read g; gradient information enters only through g, the privatized gradient, and only inside step
+	// leaky.dsl:3:17: privacy: the default of hyper c cannot read g; gradient information enters only through g, the privatized gradient, and only inside step
 }
 
 // Print shows each error with its source line and a caret under the

@@ -53,10 +53,12 @@ type Hyper struct {
 	Alias *ir.Alias `json:"alias,omitempty"`
 }
 
-// State is a state with its initial value at the setting.
+// State is a state with its initial value at the setting, and what the
+// step reads for it at step 0 where that is not its buffer (`state m = g`).
 type State struct {
-	Name string  `json:"name"`
-	Init float32 `json:"init"`
+	Name  string  `json:"name"`
+	Init  float32 `json:"init"`
+	Start string  `json:"start,omitempty"`
 }
 
 // Observe is the observation and its arguments at step 0.
@@ -177,7 +179,11 @@ func describeStates(p *interp.Program, h []float64) []State {
 	p.Init(h, bufs) // h comes from ApplySettings, bufs from NumStates: cannot fail
 	out := []State{}
 	for i, name := range p.Func.States {
-		out = append(out, State{name, bufs[i][0]})
+		st := State{Name: name, Init: bufs[i][0]}
+		if start := ir.StartOf(p.Func, name); start != nil {
+			st.Start = ir.ExprString(start)
+		}
+		out = append(out, st)
 	}
 	return out
 }
@@ -285,6 +291,10 @@ func (x *Explanation) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nstates (per coordinate, float32):\n")
 	for _, s := range x.States {
+		if s.Start != "" {
+			fmt.Fprintf(w, "  %-10s initial %s, read at step 0 (the buffer holds %g until the step writes it)\n", s.Name, s.Start, s.Init)
+			continue
+		}
 		fmt.Fprintf(w, "  %-10s initial %g\n", s.Name, s.Init)
 	}
 	if o := x.Observe; o != nil {

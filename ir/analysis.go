@@ -46,6 +46,50 @@ func dependsOnStep(v *Value, seen map[*Value]bool) bool {
 	return false
 }
 
+// IsFirstStep reports whether the uniform value v is 1 at step 0 and 0 at
+// every later step: a comparison of t with a constant that only t = 0
+// passes (t == 0, t < 1, t <= 0.5, 1 > t, …), converted to float32 or not.
+// A select on it starts a state from another value (docs/dsl.md, "Initial
+// values from theta and g"), which the noise analysis sees through.
+func IsFirstStep(v *Value) bool {
+	if v.Op == OpF32 {
+		v = v.Args[0]
+	}
+	if len(v.Args) != 2 {
+		return false
+	}
+	x, y, op := v.Args[0], v.Args[1], v.Op
+	if y.Op == OpStepIndex { // c op t: t mirror(op) c
+		x, y = y, x
+		op = map[Op]Op{OpLt: OpGt, OpLe: OpGe, OpGt: OpLt, OpGe: OpLe, OpEq: OpEq}[op]
+	}
+	if x.Op != OpStepIndex || !y.IsConst() {
+		return false
+	}
+	c := y.Const
+	switch op {
+	case OpEq:
+		return c == 0
+	case OpLt:
+		return c > 0 && c <= 1
+	case OpLe:
+		return c >= 0 && c < 1
+	}
+	return false
+}
+
+// StartOf returns the value state starts from at step 0 — the second
+// operand of a select on the first step whose third is the state's buffer
+// (`state m = g` lowers to one) — or nil if it starts from its buffer.
+func StartOf(f *Func, state string) *Value {
+	for _, v := range f.Step.Values {
+		if v.Op == OpSelect && IsFirstStep(v.Args[0]) && v.Args[2].Op == OpLoad && v.Args[2].Name == state {
+			return v.Args[1]
+		}
+	}
+	return nil
+}
+
 // Buffer is one float32 array of the kernels, in ABI order (Buffers).
 type Buffer struct {
 	Name      string

@@ -227,3 +227,35 @@ func TestExprStringSharedOperands(t *testing.T) {
 		t.Errorf("ExprString took %v", d)
 	}
 }
+
+// TestIsFirstStep checks which comparisons of t with a constant are 1 at
+// step 0 and 0 at every later step.
+func TestIsFirstStep(t *testing.T) {
+	tests := []struct {
+		op    Op
+		c     float64
+		tLeft bool
+		want  bool
+	}{
+		{OpEq, 0, true, true}, {OpEq, 0, false, true}, {OpEq, 1, true, false},
+		{OpLt, 1, true, true}, {OpLt, 0.5, true, true}, {OpLt, 0, true, false}, {OpLt, 2, true, false},
+		{OpLe, 0, true, true}, {OpLe, 0.9, true, true}, {OpLe, 1, true, false}, {OpLe, -0.5, true, false},
+		{OpGt, 1, false, true}, {OpGe, 0, false, true}, {OpGe, 1, false, false},
+		{OpGt, 0, true, false}, {OpNe, 0, true, false}, {OpAdd, 0, true, false},
+	}
+	for _, tt := range tests {
+		b := &Block{Kind: StepBlock}
+		step, c := b.NewValue(OpStepIndex, F64, true), b.NewValue(OpConst, F64, true)
+		c.Const = tt.c
+		args := []*Value{step, c}
+		if !tt.tLeft {
+			args = []*Value{c, step}
+		}
+		cmp := b.NewValue(tt.op, F64, true, args...)
+		for _, v := range []*Value{cmp, b.NewValue(OpF32, F32, true, cmp)} {
+			if got := IsFirstStep(v); got != tt.want {
+				t.Errorf("IsFirstStep(%s) = %v, want %v", ExprString(v), got, tt.want)
+			}
+		}
+	}
+}

@@ -63,6 +63,11 @@ func (l *lowerer) filter(fn *ir.Func, s string, call *dsl.CallExpr) (*ir.Filter,
 		l.errs.Addf(call.Pos(), "%s(%s): %v", call.Fun.Name, s, err)
 		return nil, nil
 	}
+	if start := l.start(s); call.Fun.Name == "attenuation_t" && start != "" {
+		l.errs.Addf(call.Pos(), "attenuation_t(%s): the filter starts otherwise at step 0, at %s; the finite-time gain is derived "+
+			"for filters that start from their buffers, and attenuation(%s), the steady value, is unaffected", s, start, s)
+		return nil, nil
+	}
 	closed := ClosedForm(gain)
 	if k := len(gain.Model.States); call.Fun.Name == "attenuation" && closed == nil && k > MaxNumericFilterStates {
 		l.errs.Addf(call.Pos(), "%s(%s): its filter has %d states and no closed form; the host solves it exactly, at a cost that grows as the "+
@@ -77,6 +82,16 @@ func (l *lowerer) filter(fn *ir.Func, s string, call *dsl.CallExpr) (*ir.Filter,
 		}
 	}
 	return fl, closed
+}
+
+// start is the noise analysis's StateNoise.Start of state s.
+func (l *lowerer) start(s string) string {
+	for _, sn := range l.noise.States {
+		if sn.State == s {
+			return sn.Start
+		}
+	}
+	return ""
 }
 
 // MaxNumericFilterStates bounds the filter of attenuation(s) without a

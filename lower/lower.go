@@ -63,6 +63,7 @@ type lowerer struct {
 	src    map[*ir.Value]string        // the source of each step value, quoted, for messages
 	attens map[*ir.Value]*dsl.CallExpr // attenuation and attenuation_t calls, to resolve
 	solved map[string]solved           // the solved noise model of each state they name
+	starts []*dsl.StateDecl            // the states whose initial value reads theta or g (startFrom)
 }
 
 func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *ir.Value {
@@ -98,12 +99,45 @@ func (l *lowerer) lowerHypers(fn *ir.Func, hypers []*dsl.HyperDecl) {
 	}
 }
 
+// lowerInit lowers the states' initial values; one that reads theta or g
+// is 0 in the buffer, and the step starts the state from it (startFrom).
 func (l *lowerer) lowerInit(states []*dsl.StateDecl) *ir.Block {
 	l.b, l.env = &ir.Block{Name: "init", Kind: ir.InitBlock}, map[string]*ir.Value{}
 	for _, s := range states {
+		if l.readsCoordinates(s.Init) {
+			l.starts = append(l.starts, s)
+			l.store(s.Name.Name, l.toF32(l.constant(0)))
+			continue
+		}
 		l.store(s.Name.Name, l.toF32(l.expr(s.Init)))
 	}
 	return l.b
+}
+
+// readsCoordinates reports whether x reads theta or g.
+func (l *lowerer) readsCoordinates(x dsl.Expr) bool {
+	found := false
+	dsl.Inspect(x, func(e dsl.Expr) bool {
+		if id, ok := e.(*dsl.Ident); ok {
+			obj := l.info.Uses[id]
+			found = found || obj != nil && obj.Kind == dsl.BuiltinObj && (obj.Name == "theta" || obj.Name == "g")
+		}
+		return !found
+	})
+	return found
+}
+
+// startFrom makes the step read state d as select(t == 0, INIT, d): its
+// initial value, of theta and g before the step, at step 0, and its
+// buffer after — the select the noise analysis sees through.
+func (l *lowerer) startFrom(d *dsl.StateDecl) {
+	x0 := l.toF32(l.expr(d.Init))
+	first := l.op(ir.OpEq, l.b.NewValue(ir.OpStepIndex, ir.F64, true), l.constant(0))
+	prev := l.b.NewValue(ir.OpLoad, ir.F32, false)
+	prev.Name = d.Name.Name
+	v := l.op(ir.OpSelect, first, x0, prev)
+	l.src[v] = fmt.Sprintf("`state %s = %s` (line %d)", d.Name.Name, dsl.ExprString(d.Init), d.Name.NamePos.Line)
+	l.env[d.Name.Name] = v
 }
 
 // lowerScalars lowers the scalars' initial values and the host block,
@@ -141,6 +175,9 @@ func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*ir.Block, *ir.Observation) 
 func (l *lowerer) lowerStep(d *dsl.StepDecl) *ir.Block {
 	l.b, l.env = &ir.Block{Name: "step", Kind: ir.StepBlock}, map[string]*ir.Value{}
 	l.src, l.attens = map[*ir.Value]string{}, map[*ir.Value]*dsl.CallExpr{}
+	for _, s := range l.starts {
+		l.startFrom(s)
+	}
 	for _, a := range d.Body {
 		v := l.expr(a.RHS)
 		obj := l.info.Defs[a]

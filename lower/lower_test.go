@@ -363,3 +363,52 @@ func TestBuildFloat32Overflow(t *testing.T) {
 		t.Errorf("1e39 * g: %v", err)
 	}
 }
+
+// TestLowerStartFromThetaAndG checks a state whose initial value reads
+// theta or g: 0 in its buffer, and every read of it in the step is
+// select(t == 0, INIT, buffer), INIT of theta and g before the step.
+func TestLowerStartFromThetaAndG(t *testing.T) {
+	src := irtest.Program("hyper lr = 0.5\nstate m = 2 * g\nstate z = theta", "m = 0.5 * m + g\nz = z + m\ntheta = theta - lr * z")
+	fn := irtest.Lower(t, src)
+	if err := ir.Optimize(fn); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+init:
+  u %0:f32 = const 0
+  u store m, %0
+  u store z, %0
+step:
+  u %0:f32 = const 2
+  u %1:f64 = t
+  u %2:f64 = const 0
+  u %3:f64 = eq %1, %2
+  u %4:f32 = f32 %3
+  u %5:f32 = const 0.5
+  u %6:f64 = hyper lr
+  u %7:f32 = f32 %6
+  v %8:f32 = load g
+  v %9:f32 = mul %0, %8
+  v %10:f32 = load m
+  v %11:f32 = select %4, %9, %10
+  v %12:f32 = load theta
+  v %13:f32 = load z
+  v %14:f32 = select %4, %12, %13
+  v %15:f32 = mul %5, %11
+  v %16:f32 = add %15, %8
+  v store m, %16
+  v %18:f32 = add %14, %16
+  v store z, %18
+  v %20:f32 = mul %7, %18
+  v %21:f32 = sub %12, %20
+  v store theta, %21
+`
+	if got := fn.Init.String() + fn.Step.String(); !irtest.SameDump(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	for state, start := range map[string]string{"m": "2 * g", "z": "theta"} {
+		if v := ir.StartOf(fn, state); v == nil || ir.ExprString(v) != start {
+			t.Errorf("StartOf(%s) = %v, want %s", state, v, start)
+		}
+	}
+}

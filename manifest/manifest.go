@@ -44,6 +44,9 @@ type Buffer struct {
 	DType  string `json:"dtype"`
 	Access string `json:"access"` // "read", "write" (the look-ahead point) or "read-write"
 	Init   string `json:"init,omitempty"`
+	// Start is what the step reads for the state at step 0 instead of its
+	// buffer (`state m = g`: "g"); the buffer holds Init until then.
+	Start string `json:"start,omitempty"`
 }
 
 // Scalar is one float32 kernel argument after the buffers.

@@ -42,6 +42,9 @@ func buffers(fn *ir.Func) []Buffer {
 	var out []Buffer
 	for _, b := range ir.Buffers(fn) {
 		mb := Buffer{Name: b.Name, Role: "state", DType: "float32", Access: "read-write", Init: inits[b.Name]}
+		if start := ir.StartOf(fn, b.Name); start != nil {
+			mb.Start = ir.ExprString(start)
+		}
 		switch b.Name {
 		case ir.ThetaName:
 			mb.Role = "parameters"

@@ -37,6 +37,7 @@ type runOptions struct {
 	stderr            io.Writer
 	stdoutClosed      bool // a --diagnostics line met a closed pipe: print no more
 	ex                exampleOptions
+	stateOuts         stateOutsFlag // --state-out NAME=FILE.npy
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -62,6 +63,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.ex.multiplier, "noise-multiplier", "with --example-grads: σ_DP, so that σ_w = σ_DP·C/B (required unless --noise off)")
 	fs.StringVar(&o.ex.clippedOut, "clipped-out", "", "with --example-grads: write the clipped means of every step, float32 [T, n] .npy")
 	fs.StringVar(&o.ex.lookaheadOut, "lookahead-out", "", "two_point: write the look-ahead point after the last step, float32 [n] .npy")
+	fs.Var(&o.stateOuts, "state-out", "write a state after the last step: NAME=FILE.npy, float32 [n] (repeatable)")
 	o.stdout, o.stderr = stdout, stderr
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
@@ -151,6 +153,9 @@ func (o *runOptions) check(u *pipeline.Unit, stderr io.Writer) (in runArrays, er
 	}
 	if o.ex.lookaheadOut != "" && u.Func.MixingWeight() < 0 {
 		return in, fmt.Errorf("--lookahead-out: %s has no two_point observation, so no look-ahead point", u.Func.Name)
+	}
+	if err := o.stateOuts.checkNames(u.Func); err != nil {
+		return in, err
 	}
 	in, steps, err := o.read()
 	if err != nil {
@@ -312,7 +317,7 @@ type file struct{ flag, path string }
 func (o *runOptions) checkOutputs() error {
 	ins := []file{{"--grads", o.grads}, {"--theta", o.theta}, {"--example-grads", o.ex.examples}, {"--lookahead-grads", o.ex.lookahead}}
 	var outs []file
-	for _, out := range []file{{"--out", o.out}, {"--clipped-out", o.ex.clippedOut}, {"--lookahead-out", o.ex.lookaheadOut}} {
+	for _, out := range append([]file{{"--out", o.out}, {"--clipped-out", o.ex.clippedOut}, {"--lookahead-out", o.ex.lookaheadOut}}, o.stateOuts.files()...) {
 		if out.path == "" {
 			continue
 		}
@@ -329,20 +334,24 @@ func (o *runOptions) checkOutputs() error {
 	return nil
 }
 
-// writeOutputs writes theta, the look-ahead point and the clipped means
-// (--example-grads; clipped holds them as [T, n]), each where its flag
-// says. The clipped means come before the noise, so they are not private:
+// writeOutputs writes theta, the look-ahead point, the states asked for
+// and the clipped means (--example-grads; clipped holds them as [T, n]),
+// each where its flag says. The clipped means come before the noise, so they are not private:
 // their file is made readable by its owner alone. Every output keeps the
 // mode of a file it replaces where that is narrower (fileout.Write).
 func (o *runOptions) writeOutputs(tn tensors, clipped *npy.Array) error {
-	outs := []struct {
+	type output struct {
 		flag, path string
 		perm       fs.FileMode
 		a          func() (npy.Array, error)
-	}{
+	}
+	outs := []output{
 		{"--out", o.out, 0o644, func() (npy.Array, error) { return vector(tn.Params()) }},
 		{"--clipped-out", o.ex.clippedOut, 0o600, func() (npy.Array, error) { return *clipped, nil }},
 		{"--lookahead-out", o.ex.lookaheadOut, 0o644, func() (npy.Array, error) { return vector(tn.Lookahead()) }},
+	}
+	for _, s := range o.stateOuts {
+		outs = append(outs, output{"--state-out " + s.name, s.path, 0o644, func() (npy.Array, error) { return vector(tn.State(s.name)) }})
 	}
 	for _, out := range outs {
 		if out.path == "" {

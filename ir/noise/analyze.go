@@ -31,6 +31,10 @@ type StateNoise struct {
 	State string
 	Model *Model // nil when the noise does not reach the state linearly
 	Why   string // why Model is nil
+	// Start, where set, says how step 0 departs from Model: a state of
+	// the model starts from another value (a select on the first step),
+	// which the steady attenuation does not see but attenuation_t would.
+	Start string
 }
 
 // Model is the linear model by which the noise w reaches State:
@@ -79,6 +83,7 @@ type noiseAnalyzer struct {
 	forms    map[*ir.Value]form
 	updates  map[string]form      // the form of each state's new value
 	stores   map[string]*ir.Value // the store of each state's new value
+	first    map[*ir.Value]bool   // the selects on the first step (ir.IsFirstStep), seen through
 }
 
 // Analyze runs the noise analysis over fn's step block. describe
@@ -95,6 +100,7 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 		forms:    map[*ir.Value]form{},
 		updates:  map[string]form{},
 		stores:   map[string]*ir.Value{},
+		first:    map[*ir.Value]bool{},
 	}
 	a.findNoisy(fn.Step)
 	for _, v := range fn.Step.Values {
@@ -106,9 +112,41 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 	n := &Analysis{Symbols: a.symbols}
 	for _, s := range fn.States {
 		m, why := a.model(s)
-		n.States = append(n.States, StateNoise{State: s, Model: m, Why: why})
+		sn := StateNoise{State: s, Model: m, Why: why}
+		if m != nil {
+			sn.Start = a.start(m.States)
+		}
+		n.States = append(n.States, sn)
 	}
 	return n
+}
+
+// start quotes the select by which a state of z starts from another value
+// at step 0, or is "" if none does.
+func (a *noiseAnalyzer) start(z []string) string {
+	for _, x := range z {
+		if sel := a.firstSelect(a.stores[x], map[*ir.Value]bool{}); sel != nil {
+			return a.describe(sel)
+		}
+	}
+	return ""
+}
+
+// firstSelect returns a select on the first step that v reads, or nil.
+func (a *noiseAnalyzer) firstSelect(v *ir.Value, seen map[*ir.Value]bool) *ir.Value {
+	if v == nil || seen[v] {
+		return nil
+	}
+	seen[v] = true
+	if a.first[v] {
+		return v
+	}
+	for _, x := range v.Args {
+		if sel := a.firstSelect(x, seen); sel != nil {
+			return sel
+		}
+	}
+	return nil
 }
 
 // findNoisy finds the states the noise reaches at all: g, and every state
@@ -162,6 +200,11 @@ func (a *noiseAnalyzer) formOf(v *ir.Value) form {
 		return a.product(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
 	case ir.OpDiv:
 		return a.quotient(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
+	case ir.OpSelect:
+		if ir.IsFirstStep(v.Args[0]) { // from step 1 on, the select is its third operand
+			a.first[v] = true
+			return a.forms[v.Args[2]]
+		}
 	}
 	return a.nonlinear(v, nonlinearVerb(v.Op), v.Args...)
 }

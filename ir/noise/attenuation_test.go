@@ -55,6 +55,19 @@ hyper kappa = 0.6 in (0, 1]
 state gt = 0`, `gt = (1 - kappa) * gt + kappa * g
 theta = theta - lr * gt / (1 + attenuation(gt) * sigma_w2)`)
 
+	// attEMAFromG is the EMA started from step 0's g: the start is a
+	// transient, and the steady attenuation is the EMA's.
+	attEMAFromG = irtest.Program(`hyper lr = 1e-3 in (0, inf)
+hyper kappa = 0.6 in (0, 1]
+state gt = g`, `gt = (1 - kappa) * gt + kappa * g
+theta = theta - lr * gt / (1 + attenuation(gt) * sigma_w2)`)
+
+	// attEMASelect is the same start written by hand: a select on t < 1.
+	attEMASelect = irtest.Program(`hyper lr = 1e-3 in (0, inf)
+hyper kappa = 0.6 in (0, 1]
+state gt = 0`, `gt = (1 - kappa) * select(t < 1, g, gt) + kappa * g
+theta = theta - lr * gt / (1 + attenuation(gt) * sigma_w2)`)
+
 	// attUnfiltered stores g as it comes.
 	attUnfiltered = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 state x = 0`, `x = g
@@ -322,6 +335,24 @@ func TestAttenuationClosedForms(t *testing.T) {
 		},
 		{
 			name: "ema", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attEMA) }, state: "gt", states: []string{"gt"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
+				k := attSym(t, fn, "kappa")
+				return attFrac(t, k, poly.Int(2).Sub(k))
+			},
+			expr:   "kappa / (2 - kappa)",
+			points: []map[string]float64{{"kappa": 0.6}, {"kappa": 0.05}, {"kappa": 1}},
+		},
+		{
+			name: "ema started from g", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attEMAFromG) }, state: "gt", states: []string{"gt"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
+				k := attSym(t, fn, "kappa")
+				return attFrac(t, k, poly.Int(2).Sub(k))
+			},
+			expr:   "kappa / (2 - kappa)",
+			points: []map[string]float64{{"kappa": 0.6}, {"kappa": 0.05}, {"kappa": 1}},
+		},
+		{
+			name: "ema started by a select on t < 1", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attEMASelect) }, state: "gt", states: []string{"gt"},
 			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				k := attSym(t, fn, "kappa")
 				return attFrac(t, k, poly.Int(2).Sub(k))
@@ -695,6 +726,16 @@ state c = 1`
 			name: "through theta",
 			body: "c = c + 1\nx = 0.5 * x + g - 0.1 * theta\ntheta = theta - lr * sqrt(abs(x)) + attenuation(x)",
 			want: []string{"attenuation(x)", "abs(x)", "noisy value"},
+		},
+		{
+			name: "attenuation_t of a state that starts from g",
+			body: "x = 0.5 * select(t == 0, g, x) + g\nc = c + 1\ntheta = theta - lr * attenuation_t(x)",
+			want: []string{"attenuation_t(x)", "starts otherwise at step 0, at `select(t == 0, g, x)`", "attenuation(x), the steady value"},
+		},
+		{
+			name: "a select on t that is not the first step",
+			body: "x = 0.5 * select(t < 2, g, x) + g\nc = c + 1\ntheta = theta - lr * attenuation(x)",
+			want: []string{"attenuation(x)", "select(t < 2, g, x)", "selects by or from a noisy value"},
 		},
 		{
 			name: "random walk",

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/internal/floatbits"
+)
+
+// startDSL has a state that starts from g and one that starts from theta.
+const startDSL = `optimizer starts
+hyper lr = 0.1 in [0, inf)
+state m = g
+state avg = theta
+step {
+	m = 0.75 * m + 0.25 * g
+	theta = theta - lr * m
+	avg = 0.5 * avg + 0.5 * theta
+}
+`
+
+// TestRunStateOut checks --state-out against the step written in float32,
+// one rounding per operation, with m starting from step 0's g and avg from
+// theta before step 0, on every backend.
+func TestRunStateOut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const steps, n = 4, 6
+	theta, grads := randFloats(rng, n), randFloats(rng, steps*n)
+	wantTheta, wantM, wantAvg := slices.Clone(theta), slices.Clone(grads[:n]), slices.Clone(theta)
+	lr := float32(0.1)
+	for s := range steps {
+		for i := range n {
+			g := grads[s*n+i]
+			// Each product converted: Go may fuse x*y + z otherwise (arm64).
+			wantM[i] = float32(float32(0.75)*wantM[i]) + float32(float32(0.25)*g)
+			wantTheta[i] -= float32(lr * wantM[i])
+			wantAvg[i] = float32(float32(0.5)*wantAvg[i]) + float32(float32(0.5)*wantTheta[i])
+		}
+	}
+	dir := t.TempDir()
+	src := writeFile(t, dir, "starts.dsl", []byte(startDSL))
+	for _, backend := range []string{"go", "cpu", "ptxsim"} {
+		th, g, out := runInputs(t, theta, grads, steps)
+		m, avg := filepath.Join(dir, backend+"_m.npy"), filepath.Join(dir, backend+"_avg.npy")
+		mustRunNoNoise(t, "run", src, "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--backend", backend,
+			"--state-out", "m="+m, "--state-out", "avg="+avg)
+		for _, c := range []struct {
+			what, path string
+			want       []float32
+		}{{"theta", out, wantTheta}, {"m", m, wantM}, {"avg", avg, wantAvg}} {
+			if d := floatbits.Diff(c.want, readNPY(t, c.path).Data); d != "" {
+				t.Errorf("%s: %s %s", backend, c.what, d)
+			}
+		}
+	}
+}
+
+// TestExplainStart checks that explain shows what a state starts from, in
+// text and in JSON.
+func TestExplainStart(t *testing.T) {
+	src := writeFile(t, t.TempDir(), "starts.dsl", []byte(startDSL))
+	text := mustRun(t, "explain", src).stdout
+	for _, want := range []string{"  m          initial g, read at step 0", "  avg        initial theta, read at step 0"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("explain does not say %q:\n%s", want, text)
+		}
+	}
+	js := mustRun(t, "explain", src, "--json").stdout
+	for _, want := range []string{`"name": "m",`, `"start": "g"`, `"start": "theta"`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("explain --json does not hold %s:\n%s", want, js)
+		}
+	}
+}
