@@ -432,12 +432,23 @@ class Optimizer(torch.optim.Optimizer):
         self._state_bufs = [self._buffer(_abi.FIRST_STATE + k, self._n) for k in range(len(self._states))]
         for g in self._groups:
             g.states = [s[g.off:g.off + g.n] for s in self._state_bufs]
+        self._expose_states()
         self._bound = self._ptrs()  # the buffers' addresses, which _sync keeps current
         self._bases = self._base_ptrs()
         if cuda:
             self._handle.init_device_states(self._bound, self._n)
         else:
             self._handle.use_buffers(self._bound, self._n)
+
+    def _expose_states(self) -> None:
+        """Fills torch's ``state``: for every parameter this rank holds whole,
+        each state by name, as a view of the flat buffer shaped like the
+        parameter (``opt.state[p]["m"]``), which the steps update in place."""
+        self.state.clear()
+        for p, off in zip(self._params(), self._offs):
+            lo = off - self._lo
+            if 0 <= lo and lo + p.numel() <= self._n:
+                self.state[p] = {name: buf[lo:lo + p.numel()].view_as(p) for name, buf in zip(self._states, self._state_bufs)}
 
     def _ptrs(self) -> list[int]:
         """The shard's buffers, theta, g, states, as addresses."""

@@ -567,3 +567,45 @@ def test_a_state_is_resumed_once(generated):
     with pytest.warns(RuntimeWarning, match="resumed before"):
         again.load_state_dict(sd)
     assert again.steps == 3
+
+
+STARTS = """optimizer starts
+hyper lr = 0.1 in [0, inf)
+state m = g
+state avg = theta
+step {
+    m = 0.75 * m + 0.25 * g
+    theta = theta - lr * m
+    avg = 0.5 * avg + 0.5 * theta
+}
+"""
+
+
+def test_state_by_name(tmp_path):
+    """opt.state[p] holds each state by name, shaped like p and updated in
+    place by the steps: here an EMA of the weights that starts at theta_0
+    and a momentum that starts at g_0, as the step in float32 computes them."""
+    (tmp_path / "starts.dsl").write_text(STARTS)
+    m = torch.nn.Linear(3, 2)
+    params = list(m.parameters())
+    with pytest.warns(UserWarning, match="state avg is updated but nothing else reads it"):
+        opt = ft.Optimizer(params, tmp_path / "starts.dsl", seed=1)
+    opt.set_noise(0.0)
+    assert [sorted(opt.state[p]) for p in params] == [["avg", "m"]] * 2
+    assert all(opt.state[p]["avg"].shape == p.shape for p in params)
+    theta = [p.detach().clone() for p in params]
+    mom, avg = None, [t.clone() for t in theta]
+    for t in range(3):
+        gs = grads_for(params, t)
+        mom = [g.clone() for g in gs] if mom is None else mom
+        for i, g in enumerate(gs):
+            mom[i] = torch.tensor(0.75) * mom[i] + torch.tensor(0.25) * g
+            theta[i] = theta[i] - torch.tensor(0.1) * mom[i]
+            avg[i] = torch.tensor(0.5) * avg[i] + torch.tensor(0.5) * theta[i]
+        run(opt, params, range(t, t + 1))
+    for i, p in enumerate(params):
+        assert torch.equal(p.detach(), theta[i])
+        assert torch.equal(opt.state[p]["m"], mom[i])
+        assert torch.equal(opt.state[p]["avg"], avg[i])
+    flat = opt.state_dict()["state"][0]["avg"]
+    assert torch.equal(flat[:params[0].numel()], opt.state[params[0]]["avg"].reshape(-1))
