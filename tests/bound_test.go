@@ -345,6 +345,30 @@ func (b lionBound) step(_ int, _ float64, theta ev, g float64, st []ev, _ *float
 	return next
 }
 
+// scheduleFreeBound is Schedule-Free AdamW's step in ev arithmetic: v, z,
+// x, then θ = y, with z and x starting at θ at step 0 (docs/dsl.md). A
+// uniform bound averages with c = 1/(t+1) instead of γ_t²/Σγ_i²
+// (Schedule-Free SGD's weights), for TestOracleDiscriminatesFamily.
+type scheduleFreeBound struct {
+	h       oracle.ScheduleFreeHypers
+	uniform bool
+}
+
+func (b scheduleFreeBound) step(t int, _ float64, theta ev, g float64, st []ev, _ *float64) ev {
+	h, z, x, v := b.h, &st[0], &st[1], &st[2]
+	if t == 0 {
+		*z, *x = theta, theta
+	}
+	gamma, c, gt := host(h.Gamma(t)), h.Weight(t), exact(g)
+	if b.uniform {
+		c = 1 / float64(t+1)
+	}
+	*v = add(mul(host(h.Beta2), *v), mul(host(1-h.Beta2), mul(gt, gt)))
+	*z = sub(*z, mul(gamma, add(div(gt, add(sqrtE(*v), host(h.Eps))), mul(host(h.Wd), theta))))
+	*x = add(mul(host(1-c), *x), mul(host(c), *z))
+	return add(*x, mul(host(1-h.Beta1), sub(*z, *x))) // y as the DSL writes it: x + (1 − β1)(z − x)
+}
+
 type sgdBound struct{ lr float64 }
 
 func (b sgdBound) step(_ int, _ float64, theta ev, g float64, _ []ev, _ *float64) ev {

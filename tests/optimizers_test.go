@@ -21,6 +21,7 @@ import (
 	"github.com/fibergen/fibergen/generated/fiber_nfloor"
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
 	"github.com/fibergen/fibergen/generated/fiber_rfloor"
+	"github.com/fibergen/fibergen/generated/schedule_free"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/tests/oracle"
@@ -85,6 +86,7 @@ var optimizers = []*optimizer{
 	{name: "dp_lion", states: []string{"m"}, newImpl: newLionImpl, newRef: newLionRef, pkg: goPackage{dp_lion.Defaults, dp_lion.NewHost, dp_lion.Step, privRef{dp_lion.PrivatizeNorms, dp_lion.PrivatizeScales, dp_lion.PrivatizeSum}}},
 	{name: "fiber_nfloor", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberNFloorImpl, newRef: newFiberNFloorRef, pkg: goPackage{fiber_nfloor.Defaults, fiber_nfloor.NewHost, fiber_nfloor.Step, privRef{fiber_nfloor.PrivatizeNorms, fiber_nfloor.PrivatizeScales, fiber_nfloor.PrivatizeSum}}},
 	{name: "fiber_rfloor", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberRFloorImpl, newRef: newFiberRFloorRef, pkg: goPackage{fiber_rfloor.Defaults, fiber_rfloor.NewHost, fiber_rfloor.Step, privRef{fiber_rfloor.PrivatizeNorms, fiber_rfloor.PrivatizeScales, fiber_rfloor.PrivatizeSum}}},
+	{name: "schedule_free", states: []string{"z", "x", "v"}, newImpl: newScheduleFreeImpl, newRef: newScheduleFreeRef, pkg: goPackage{schedule_free.Defaults, schedule_free.NewHost, schedule_free.Step, privRef{schedule_free.PrivatizeNorms, schedule_free.PrivatizeScales, schedule_free.PrivatizeSum}}},
 	{name: "fiber_cosine", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberCosineImpl, newRef: newFiberCosineRef, pkg: goPackage{fiber_cosine.Defaults, fiber_cosine.NewHost, fiber_cosine.Step, privRef{fiber_cosine.PrivatizeNorms, fiber_cosine.PrivatizeScales, fiber_cosine.PrivatizeSum}}},
 }
 
@@ -694,4 +696,36 @@ func newDopplerRef(sets []setting, n int) (reference, bounded, error) {
 		return nil, nil, err
 	}
 	return dopplerRef{oracle.NewDoppler(h, n)}, newDopplerBound(h), nil
+}
+
+type scheduleFreeImpl struct{ *schedule_free.Optimizer }
+
+func (o scheduleFreeImpl) States() [][]float32 { return [][]float32{o.Z, o.X, o.V} }
+
+func newScheduleFreeImpl(sets []setting, n int) (implementation, error) {
+	h := schedule_free.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := schedule_free.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return scheduleFreeImpl{o}, nil
+}
+
+type scheduleFreeRef struct{ *oracle.ScheduleFree }
+
+func (o scheduleFreeRef) States() [][]float64 { return [][]float64{o.Z, o.X, o.V} }
+func (o scheduleFreeRef) SetT(t int)          { o.T = t }
+
+func newScheduleFreeRef(sets []setting, n int) (reference, bounded, error) {
+	h := oracle.DefaultScheduleFree()
+	fields := adamWFields(&h.AdamW)
+	fields["warmup"] = &h.Warmup
+	if err := setFields(fields, sets); err != nil {
+		return nil, nil, err
+	}
+	return scheduleFreeRef{oracle.NewScheduleFree(h, n)}, scheduleFreeBound{h: h}, nil
 }

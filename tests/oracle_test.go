@@ -58,6 +58,11 @@ var hyperSets = map[string][][]setting{
 		{{"wd", 0.1}},
 		{{"lr", 1e-3}, {"beta1", 1}, {"beta2", 0.9}, {"wd", 0.01}},
 	},
+	"schedule_free": {
+		nil,
+		{{"wd", 0.01}, {"warmup", 5}},
+		{{"lr", 1e-2}, {"beta1", 0.5}, {"beta2", 0.99}, {"eps", 1e-6}, {"wd", 0.1}, {"warmup", 0.5}},
+	},
 	"dp_adam": {
 		nil,
 		{{"wd", 0.01}},
@@ -560,6 +565,7 @@ func TestOracleDiscriminatesFamily(t *testing.T) {
 	slowFiber := withOmega(fiberH, 0.3)
 	shiftedPole := dop
 	shiftedPole.A2 = 0.26
+	sf := oracle.DefaultScheduleFree()
 	for _, m := range []struct {
 		name, opt   string
 		sets        []setting
@@ -583,6 +589,8 @@ func TestOracleDiscriminatesFamily(t *testing.T) {
 		{"fiber_rfloor", "fiber_rfloor", nil, newFiberFloorBound(fiberH, relativeFloor, 0.25), 0},
 		{"fiber_rfloor: floored at ε_v (FiBeR)", "fiber_rfloor", nil, newFiberBound(fiberH), 0.3},
 		{"fiber_rfloor: the noise floor instead (fiber_nfloor)", "fiber_rfloor", nil, newFiberFloorBound(fiberH, noiseFloor, 0.25), 0.1},
+		{"schedule_free", "schedule_free", nil, scheduleFreeBound{h: sf}, 0},
+		{"schedule_free: uniform weights 1/(t+1) (Schedule-Free SGD's)", "schedule_free", nil, scheduleFreeBound{h: sf, uniform: true}, 0.3},
 		{"doppler", "doppler", nil, newDopplerBound(dop), 0},
 		{"doppler: a2 = 0.26 instead of 0.25", "doppler", nil, newDopplerBound(shiftedPole), 0.3},
 	} {

@@ -4,8 +4,9 @@
 // DiSK (the EMA filter of eq. (4) fed to AdamW) and DiSK-CORR (Appendix
 // B.6), DP-Adam, DP-AdamW, DP-AdamBC (Tang et al. 2024) and DP-SGD
 // (Algorithm 1), a DOPPLER-style second-order low-pass filter (Zhang et al.
-// 2024) with the noise gain of an ARMA(2,1) process, and an alpha-beta
-// tracker with the attenuation of its level from the tracking literature.
+// 2024) with the noise gain of an ARMA(2,1) process, an alpha-beta
+// tracker with the attenuation of its level from the tracking literature,
+// DP-Lion (Chen et al. 2023) and Schedule-Free AdamW (Defazio et al. 2024).
 //
 // The code is transcribed from the paper's equations and never from
 // fibergen's DSL, IR or generated code, so that a bug shared by every
@@ -619,6 +620,83 @@ func (o *DPLion) Step(theta, g []float64, sigmaW2 float64) {
 		}
 		theta[i] -= h.Lr * (s + h.Wd*theta[i])
 		o.M[i] = h.Beta2*o.M[i] + (1-h.Beta2)*g[i]
+	}
+	o.T++
+}
+
+// ScheduleFreeHypers are Schedule-Free AdamW's hypers (Defazio et al. 2024,
+// Algorithm 1): AdamW's, where β1 weighs the average in the gradient's
+// point, and Warmup, the steps of linear warm-up of the step size.
+type ScheduleFreeHypers struct {
+	AdamW
+	Warmup float64
+}
+
+// DefaultScheduleFree returns the defaults of the paper's Schedule-Free
+// AdamW: η = 0.0025, β = (0.9, 0.999), ε = 1e-8, λ = 0, no warm-up.
+func DefaultScheduleFree() ScheduleFreeHypers {
+	return ScheduleFreeHypers{AdamW: AdamW{Lr: 0.0025, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}}
+}
+
+// ScheduleFree is Algorithm 1 of "The Road Less Scheduled" on the
+// privatized gradient, 0-based (step t is the paper's t+1): with
+// γ_t = η √(1 − β2^(t+1)) min(1, (t+1)/max(T_w, 1)),
+//
+//	v_t     = β2 v_{t−1} + (1 − β2) g_t²
+//	z_{t+1} = z_t − γ_t (g_t / (√v_t + ε) + λ y_t)
+//	x_{t+1} = (1 − c) x_t + c z_{t+1},  c = γ_t² / Σ_{i≤t} γ_i²
+//	y_{t+1} = (1 − β1) z_{t+1} + β1 x_{t+1}
+//
+// with y (theta) the point where the gradient is taken and x_0 = z_0 = y_0.
+// y is computed as x + (1 − β1)(z − x), the same interpolation (torch's
+// lerp), which keeps y = θ_0 exactly at η = 0; the other order differs by
+// cancellation where z and x nearly agree, which the float64 comparison of
+// the bound's arithmetic with the oracle would take for a disagreement.
+type ScheduleFree struct {
+	H       ScheduleFreeHypers
+	Z, X, V []float64
+	T       int // t, the index of the next step
+}
+
+// NewScheduleFree returns Schedule-Free AdamW over n coordinates; z and x
+// take θ at the first step.
+func NewScheduleFree(h ScheduleFreeHypers, n int) *ScheduleFree {
+	return &ScheduleFree{H: h, Z: make([]float64, n), X: make([]float64, n), V: make([]float64, n)}
+}
+
+// Gamma is the step size γ_t of step t.
+func (h ScheduleFreeHypers) Gamma(t int) float64 {
+	s := float64(t + 1)
+	return h.Lr * math.Sqrt(1-math.Pow(h.Beta2, s)) * math.Min(1, s/math.Max(h.Warmup, 1))
+}
+
+// Weight is c, the weight of z_{t+1} in x_{t+1}: γ_t² / Σ_{i≤t} γ_i², 0
+// where every γ is 0.
+func (h ScheduleFreeHypers) Weight(t int) float64 {
+	sum := 0.0
+	for i := 0; i <= t; i++ {
+		sum += h.Gamma(i) * h.Gamma(i)
+	}
+	if sum == 0 {
+		return 0
+	}
+	return h.Gamma(t) * h.Gamma(t) / sum
+}
+
+// Step runs step t on theta (y_t) with the privatized gradient g; sigmaW2
+// is unused.
+func (o *ScheduleFree) Step(theta, g []float64, sigmaW2 float64) {
+	h := o.H
+	if o.T == 0 {
+		copy(o.Z, theta)
+		copy(o.X, theta)
+	}
+	gamma, c := h.Gamma(o.T), h.Weight(o.T)
+	for i := range theta {
+		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(g[i]*g[i])
+		o.Z[i] -= gamma * (g[i]/(math.Sqrt(o.V[i])+h.Eps) + h.Wd*theta[i])
+		o.X[i] = (1-c)*o.X[i] + c*o.Z[i]
+		theta[i] = o.X[i] + (1-h.Beta1)*(o.Z[i]-o.X[i]) // y = (1 − β1) z + β1 x, as an interpolation from x
 	}
 	o.T++
 }
