@@ -130,6 +130,7 @@ type info struct {
 	HostKernel      string                `json:"host_kernel"` // the host function the cpu backend runs, e.g. fiber_cpu_avx512
 	HostISA         *runtime.ISAChoice    `json:"host_isa"`    // its variant and why, per variant (runtime.Optimizer.HostISA); null off the cpu backend
 	Buffers         []string              `json:"buffers"`
+	Starts          map[string]string     `json:"starts"` // the states the step starts from another value at step 0, and from what (manifest.Buffer.Start)
 	Hypers          []runtime.Hyper       `json:"hypers"`
 	Steps           int                   `json:"steps"`
 	Len             int                   `json:"len"`
@@ -229,8 +230,12 @@ func infoOf(o *runtime.Optimizer) info {
 		ClampWarning: o.ClampWarning()}
 	mode, scheme := o.NoiseMode()
 	x.NoiseMode, x.NoiseScheme = mode.String(), scheme
+	x.Starts = map[string]string{}
 	for _, b := range o.Manifest().Buffers {
 		x.Buffers = append(x.Buffers, b.Name)
+		if b.Start != "" {
+			x.Starts[b.Name] = b.Start
+		}
 	}
 	if d, ok := o.DP(); ok {
 		x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2()}

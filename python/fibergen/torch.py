@@ -334,7 +334,7 @@ class Optimizer(torch.optim.Optimizer):
         self.found_inf = False  # the last step was skipped for a NaN or ±Inf gradient
         self.skipped_steps = 0
         self.last_nonfinite: Optional[NonFiniteGradient] = None
-        self._in_lookahead = False
+        self._in_block: Optional[tuple[str, str]] = None  # inside lookahead() or at_state(): (the block, what θ is there)
         self._lookahead_at: Optional[int] = None  # _lookahead_buffer's answer, once it is a state's
         self._saved_theta: Optional[torch.Tensor] = None  # lookahead()'s copy of θ, reused
         self._grad_invalid = ""  # why step must not read the gradient (a privatize failed on some rank)
@@ -870,20 +870,46 @@ class Optimizer(torch.optim.Optimizer):
         b = self._lookahead_buffer()
         if b == -1:
             raise FibergenError(f"fibergen: {self._info['name']} has no two_point observation, so no look-ahead point")
-        saved = None  # θ_0 itself is the look-ahead point before the first step
+        with self._theta_at(b, "opt.lookahead()", "the look-ahead point"):  # θ_0 itself before the first step
+            yield
+
+    @contextlib.contextmanager
+    def at_state(self, name: str) -> Iterator[None]:
+        """Puts the parameters at the state ``name`` — Schedule-Free's average
+        ``x``, an EMA of the weights — to evaluate the model there, and back,
+        bit for bit, on exit; ``step`` is refused inside. A state that starts
+        from theta is theta before the first step; one that starts from g
+        has no value until then."""
+        if name not in self._states:
+            raise ValueError(f"fibergen: {self._info['name']} has no state {name!r} (its states: {', '.join(self._states)})")
+        self._sync()
+        b, start = _abi.FIRST_STATE + self._states.index(name), self._info["starts"].get(name)
+        if start and self.steps == 0:
+            if start != "theta":
+                raise FibergenError(f"fibergen: state {name} starts from `{start}` at the first step, and has no value before it")
+            b = _abi.THETA_BUFFER
+        with self._theta_at(b, f"opt.at_state({name!r})", f"state {name}"):
+            yield
+
+    @contextlib.contextmanager
+    def _theta_at(self, b: int, block: str, what: str) -> Iterator[None]:
+        """Copies buffer b (a state's; theta itself: nothing) into the
+        parameters, and θ back on exit; ``step`` inside raises, naming
+        block and what the parameters are there."""
+        saved = None
         if b != _abi.THETA_BUFFER:
-            if self._saved_theta is None or self._in_lookahead:  # a block inside another keeps its own copy
+            if self._saved_theta is None or self._in_block:  # a block inside another keeps its own copy
                 self._saved_theta = torch.empty_like(self._theta)
             saved = self._saved_theta
             with torch.no_grad():
                 saved.copy_(self._theta)
                 self._theta[self._lo:self._lo + self._n].copy_(self._state_bufs[b - _abi.FIRST_STATE])
                 self._gather()
-        self._in_lookahead = True
+        outer, self._in_block = self._in_block, (block, what)
         try:
             yield
         finally:
-            self._in_lookahead = False
+            self._in_block = outer
             if saved is not None:
                 with torch.no_grad():
                     self._theta.copy_(saved)
@@ -909,9 +935,10 @@ class Optimizer(torch.optim.Optimizer):
         kernel. A NaN or ±Inf gradient entry skips the step — parameters,
         states, step counter and noise position unchanged — sets
         ``found_inf`` and warns, as torch.cuda.amp.GradScaler skips."""
-        if self._in_lookahead:
-            raise FibergenError("fibergen: step inside 'with opt.lookahead()': the parameters there are the look-ahead "
-                                "point, not θ_t; step after the block")
+        if self._in_block:
+            block, what = self._in_block
+            raise FibergenError(f"fibergen: step inside 'with {block}': the parameters there are {what}, "
+                                "not θ_t; step after the block")
         if self._grad_invalid:
             raise FibergenError(f"fibergen: the gradient is not a privatized one: {self._grad_invalid}; "
                                 "privatize the next batch (or zero_grad) before stepping")

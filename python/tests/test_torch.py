@@ -609,3 +609,38 @@ def test_state_by_name(tmp_path):
         assert torch.equal(opt.state[p]["avg"], avg[i])
     flat = opt.state_dict()["state"][0]["avg"]
     assert torch.equal(flat[:params[0].numel()], opt.state[params[0]]["avg"].reshape(-1))
+
+
+def test_at_state_evaluates_at_the_average(generated):
+    """at_state("x") puts Schedule-Free's average into the parameters, with
+    theta back bit for bit after; before the first step x is theta itself,
+    step is refused inside, and an unknown state is a ValueError."""
+    m = model()
+    params = list(m.parameters())
+    opt = ft.Optimizer(params, generated / "schedule_free", seed=3)
+    opt.set_noise(1e-4)
+    with opt.at_state("x"):
+        assert bits(params).tobytes() == bits(list(model().parameters())).tobytes()
+    run(opt, params, range(3))
+    before = bits(params)
+    with opt.at_state("x"):
+        at_x = bits(params)
+        with pytest.raises(FibergenError, match=r"step inside 'with opt.at_state\('x'\)': the parameters there are state x"):
+            opt.step()
+    assert np.array_equal(at_x, torch.cat([opt.state[p]["x"].reshape(-1) for p in params]).numpy().view(np.uint32))
+    assert not np.array_equal(at_x, before) and np.array_equal(bits(params), before)
+    with pytest.raises(ValueError, match="has no state 'avg'"):
+        with opt.at_state("avg"):
+            pass
+
+
+def test_at_state_refuses_a_start_from_g_before_the_first_step(tmp_path):
+    (tmp_path / "starts.dsl").write_text(STARTS)
+    p = torch.nn.Parameter(torch.ones(3))
+    with pytest.warns(UserWarning):
+        opt = ft.Optimizer([p], tmp_path / "starts.dsl", seed=1)
+    with pytest.raises(FibergenError, match=r"state m starts from `g` at the first step, and has no value before it"):
+        with opt.at_state("m"):
+            pass
+    with opt.at_state("avg"):
+        assert torch.equal(p.detach(), torch.ones(3))
