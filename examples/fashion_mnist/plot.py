@@ -6,7 +6,7 @@ Usage: python3 examples/fashion_mnist/plot.py [--out docs/reproduction]
 Reads OUT/summary.json, the runs under OUT/runs/ and OUT/attenuation.json;
 writes per regime accuracy_<regime>.png (test accuracy vs ε, mean and 95%
 interval over the seeds), curves_<regime>.png (test accuracy over training
-at ε = 1), clamp_mass_<regime>.png (the corrected optimizers), then
+at ε = 1), clamp_mass_<regime>.png (the corrected optimizers, where a regime has one), then
 attenuation.png and OUT/tables.md (the numbers behind the figures).
 """
 
@@ -25,7 +25,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 LABELS = {"dp_adam": "DP-Adam", "disk": "DiSK", "disk_corr": "DiSK-CORR", "fiber": "FiBeR",
           "fiber_nocorr": "FiBeR-NO-CORR (A = 0)", "fiber_bccorr": "FiBeR-BC-CORR (A = 1)",
-          "fiber_nfloor": "FiBeR, noise floor (κ_v = 1)", "fiber_rfloor": "FiBeR, relative floor (ρ = 0.25)"}
+          "fiber_nfloor": "FiBeR, noise floor (κ_v = 1)", "fiber_rfloor": "FiBeR, relative floor (ρ = 0.25)",
+          "dp_adamw": "DP-AdamW", "schedule_free": "Schedule-Free AdamW (at x)"}
 
 
 def label(opt: str) -> str:
@@ -150,12 +151,13 @@ def tables(summary: dict, att: dict | None) -> str:
                   "|---|" + "---|" * len(eps)]
         for opt, cells in res.items():
             lines.append(f"| {label(opt)} | " + " | ".join(cell(cells[e], r["lrs"]) for e in eps) + " |")
-        lines += ["", "Mean clamp_mass over training at the chosen rate:", "",
-                  "| optimizer | " + " | ".join(f"ε = {e}" for e in eps) + " |", "|---|" + "---|" * len(eps)]
-        for opt, cells in res.items():
-            if any(cells[e]["clamp_mass"] is not None for e in eps):
-                lines.append(f"| {label(opt)} | " + " | ".join(
-                    "–" if cells[e]["clamp_mass"] is None else f"{cells[e]['clamp_mass']:.3f}" for e in eps) + " |")
+        clamped = [(opt, cells) for opt, cells in res.items() if any(cells[e]["clamp_mass"] is not None for e in eps)]
+        if clamped:  # none where no optimizer declares clamp_mass
+            lines += ["", "Mean clamp_mass over training at the chosen rate:", "",
+                      "| optimizer | " + " | ".join(f"ε = {e}" for e in eps) + " |", "|---|" + "---|" * len(eps)]
+        for opt, cells in clamped:
+            lines.append(f"| {label(opt)} | " + " | ".join(
+                "–" if cells[e]["clamp_mass"] is None else f"{cells[e]['clamp_mass']:.3f}" for e in eps) + " |")
         lines.append("")
     if att:
         tail = att["steps"][-200:]
@@ -183,8 +185,9 @@ def main() -> int:
     made = []
     for regime, res in summary["results"].items():
         eps = "1" if all("1" in c for c in res.values()) else sorted(next(iter(res.values())), key=float)[0]
-        made += [accuracy_plot(args.out, regime, res), curves_plot(args.out, regime, res, eps),
-                 clamp_plot(args.out, regime, res, eps)]
+        made += [accuracy_plot(args.out, regime, res), curves_plot(args.out, regime, res, eps)]
+        if any(c["clamp_mass"] is not None for cells in res.values() for c in cells.values()):
+            made.append(clamp_plot(args.out, regime, res, eps))  # none where no optimizer declares it
     att = None
     if (args.out / "attenuation.json").exists():
         att = json.loads((args.out / "attenuation.json").read_text())

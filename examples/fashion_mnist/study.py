@@ -65,6 +65,10 @@ REGIMES: dict[str, dict[str, Any]] = {
     # regime: does the floor explain what the correction does there?
     **{name: {"batch": 256, "epochs": 2, "evals_per_epoch": 4, "epsilons": [1], "hypers": {"eps_v": v},
                        "optimizers": ["disk_corr", "fiber"], "lrs": LRS} for name, v in (("floor_1e-6", 1e-6), ("floor_1e-4", 1e-4))},
+    # Schedule-Free AdamW (evaluated at its average x) against DP-AdamW, in the small regime at
+    # two ε: does averaging the noisy iterates pay under DP?
+    "schedule_free": {"batch": 256, "epochs": 2, "evals_per_epoch": 4, "epsilons": [1, 4],
+                      "optimizers": ["dp_adamw", "schedule_free"], "lrs": LRS, "eval_state": {"schedule_free": "x"}},
     # The CI smoke run: a subset, one epoch, two optimizers.
     "smoke": {"batch": 128, "epochs": 1, "evals_per_epoch": 2, "epsilons": [2], "train_subset": 6000,
               "optimizers": ["dp_adam", "fiber"], "lrs": [1e-4, 3e-3], "seeds": [1, 2]},
@@ -92,7 +96,8 @@ def config(regime: str, opt: str, eps: float, lr: float, seed: int, dirs: dict[s
     return train.Config(optimizer=str(dirs[opt]), epsilon=eps, epochs=r["epochs"], batch=r["batch"], lr=lr,
                         seed=seed, noise_seed=noise_seed(run_name(regime, opt, eps, lr, seed)), hypers=r.get("hypers", {}),
                         train_subset=r.get("train_subset", 0), evals_per_epoch=r["evals_per_epoch"], threads=1,
-                        accountant=ACCOUNTANT, warmup_cosine=r.get("warmup_cosine", 0.0))
+                        accountant=ACCOUNTANT, warmup_cosine=r.get("warmup_cosine", 0.0),
+                        eval_state=r.get("eval_state", {}).get(opt, ""))
 
 
 def worker(job: tuple[str, train.Config, Path]) -> tuple[str, dict]:
@@ -126,8 +131,9 @@ def finished(name: str, cfg: train.Config, out: Path) -> dict:
     """The result of a run done before, which must be of the same settings;
     a checkpoint left beside it (killed between the two writes) goes."""
     res = json.loads(out.read_text())
-    # Results from before PLD are RDP's, and from before schedules at a constant rate.
-    if {"accountant": "rdp", "warmup_cosine": 0.0, **res["config"]} != dataclasses.asdict(cfg):
+    # Results from before PLD are RDP's, from before schedules at a constant rate, and from
+    # before eval_state evaluated at theta.
+    if {"accountant": "rdp", "warmup_cosine": 0.0, "eval_state": "", **res["config"]} != dataclasses.asdict(cfg):
         raise SystemExit(f"study.py: {out} is of other settings than run {name} has now ({res['config']}); "
                          "remove it to run it again")
     out.with_name(out.name + ".ckpt").unlink(missing_ok=True)
@@ -263,7 +269,7 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
     ap.add_argument("--also", action="append", default=[], metavar="DIR",
                     help="another optimizer directory (fibergen build -o DIR your.dsl) to join every regime")
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
-    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4",
+    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free",
                     help=f"comma-separated, of {', '.join(REGIMES)}")
     args = ap.parse_args()
     regimes = args.regimes.split(",")

@@ -34,6 +34,7 @@ privatized: they are for the researcher, as in every DP study.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gzip
 import json
@@ -76,6 +77,8 @@ class Config:
     # 0: a constant learning rate; w > 0: linear warmup over the share w of the steps, then half a
     # cosine down to lr / 100 at the last step (fiber_cosine's schedule, set before each step).
     warmup_cosine: float = 0.0
+    # The optimizer's state the model is evaluated at ("x": Schedule-Free's average); "": theta.
+    eval_state: str = ""
 
 
 Split = tuple[torch.Tensor, torch.Tensor]
@@ -201,11 +204,12 @@ class Run:
     def evaluate(self) -> dict:
         s = self.since
         eps = self.opt.spent()[0]
+        with self.opt.at_state(self.cfg.eval_state) if self.cfg.eval_state else contextlib.nullcontext():
+            val, test = accuracy(self.model, self.val), accuracy(self.model, self.test)
         point = {"step": self.step, "epoch": self.step * self.cfg.batch / len(self.train[0]),
                  "loss": s["loss"] / s["steps"] if s["steps"] else None,
                  "clamp_mass": s["clamp"] / s["steps"] if s["steps"] and self.diagnostics else None,
-                 "val_acc": accuracy(self.model, self.val), "test_acc": accuracy(self.model, self.test),
-                 "epsilon": eps}
+                 "val_acc": val, "test_acc": test, "epsilon": eps}
         self.history.append(point)
         self.since = {"loss": 0.0, "clamp": 0.0, "steps": 0}
         return point
@@ -338,6 +342,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--accountant", choices=["pld", "rdp"], default=d.accountant,
                     help="the privacy accountant that calibrates σ (default: %(default)s)")
+    ap.add_argument("--eval-state", default="", help="evaluate at this state of the optimizer (schedule_free: x; default: theta)")
     ap.add_argument("--out", type=Path, help="the result as JSON (and a checkpoint beside it to resume from)")
     args = ap.parse_args()
     if not DATA.exists():
@@ -346,7 +351,8 @@ def main() -> int:
     cfg = Config(optimizer=args.optimizer, epsilon=args.epsilon, epochs=args.epochs, batch=args.batch,
                  lr=args.lr, clip=args.clip, seed=args.seed, noise_seed=args.noise_seed,
                  hypers=parse_hypers(args.hyper), train_subset=args.train_subset,
-                 evals_per_epoch=args.evals_per_epoch, threads=args.threads, accountant=args.accountant)
+                 evals_per_epoch=args.evals_per_epoch, threads=args.threads, accountant=args.accountant,
+                 eval_state=args.eval_state)
     try:
         res = run(cfg, args.out)
     except (ft.FibergenError, ValueError) as e:
