@@ -32,6 +32,7 @@ var probeSets = map[string][]setting{
 	"gains":        {{"k1", 0.7}, {"k3", 0.2}},
 	"nostate":      {{"kappa", 0.25}},
 	"under_scores": {{"learning_rate_", 1e-2}, {"init_scale", 0.5}},
+	"starts":       {{"lr", 0.25}},
 }
 
 // probe is one generated package in the temporary module.

@@ -10,17 +10,8 @@ import (
 	"github.com/fibergen/fibergen/internal/floatbits"
 )
 
-// startDSL has a state that starts from g and one that starts from theta.
-const startDSL = `optimizer starts
-hyper lr = 0.1 in [0, inf)
-state m = g
-state avg = theta
-step {
-	m = 0.75 * m + 0.25 * g
-	theta = theta - lr * m
-	avg = 0.5 * avg + 0.5 * theta
-}
-`
+// startsDSL has a state that starts from g and one that starts from theta.
+var startsDSL = filepath.Join("..", "..", "tests", "testdata", "dsl", "starts.dsl")
 
 // TestRunStateOut checks --state-out against the step written in float32,
 // one rounding per operation, with m starting from step 0's g and avg from
@@ -40,8 +31,7 @@ func TestRunStateOut(t *testing.T) {
 			wantAvg[i] = float32(float32(0.5)*wantAvg[i]) + float32(float32(0.5)*wantTheta[i])
 		}
 	}
-	dir := t.TempDir()
-	src := writeFile(t, dir, "starts.dsl", []byte(startDSL))
+	dir, src := t.TempDir(), startsDSL
 	for _, backend := range []string{"go", "cpu", "ptxsim"} {
 		th, g, out := runInputs(t, theta, grads, steps)
 		m, avg := filepath.Join(dir, backend+"_m.npy"), filepath.Join(dir, backend+"_avg.npy")
@@ -61,7 +51,7 @@ func TestRunStateOut(t *testing.T) {
 // TestExplainStart checks that explain shows what a state starts from, in
 // text and in JSON.
 func TestExplainStart(t *testing.T) {
-	src := writeFile(t, t.TempDir(), "starts.dsl", []byte(startDSL))
+	src := startsDSL
 	text := mustRun(t, "explain", src).stdout
 	for _, want := range []string{"  m          initial g, read at step 0", "  avg        initial theta, read at step 0"} {
 		if !strings.Contains(text, want) {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import io
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -569,16 +570,7 @@ def test_a_state_is_resumed_once(generated):
     assert again.steps == 3
 
 
-STARTS = """optimizer starts
-hyper lr = 0.1 in [0, inf)
-state m = g
-state avg = theta
-step {
-    m = 0.75 * m + 0.25 * g
-    theta = theta - lr * m
-    avg = 0.5 * avg + 0.5 * theta
-}
-"""
+STARTS = (Path(__file__).resolve().parents[2] / "tests" / "testdata" / "dsl" / "starts.dsl").read_text()
 
 
 def test_state_by_name(tmp_path):
