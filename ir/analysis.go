@@ -78,12 +78,14 @@ func IsFirstStep(v *Value) bool {
 	return false
 }
 
-// StartOf returns the value state starts from at step 0 — the second
-// operand of a select on the first step whose third is the state's buffer
-// (`state m = g` lowers to one) — or nil if it starts from its buffer.
+// StartOf returns the value a state declared with a start (`state m = g`)
+// takes at step 0 — the second operand of the select on the first step
+// that lowering names after the state, through which the step reads it —
+// or nil for a state that starts from its buffer. A select written in the
+// step is no declaration, whatever it selects.
 func StartOf(f *Func, state string) *Value {
 	for _, v := range f.Step.Values {
-		if v.Op == OpSelect && IsFirstStep(v.Args[0]) && v.Args[2].Op == OpLoad && v.Args[2].Name == state {
+		if v.Op == OpSelect && v.Name == state {
 			return v.Args[1]
 		}
 	}

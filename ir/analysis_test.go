@@ -242,6 +242,7 @@ func TestIsFirstStep(t *testing.T) {
 		{OpLe, 0, true, true}, {OpLe, 0.9, true, true}, {OpLe, 1, true, false}, {OpLe, -0.5, true, false},
 		{OpGt, 1, false, true}, {OpGe, 0, false, true}, {OpGe, 1, false, false},
 		{OpGt, 0, true, false}, {OpNe, 0, true, false}, {OpAdd, 0, true, false},
+		{OpLt, 1, false, false}, {OpLe, 0, false, false}, {OpEq, 1, false, false}, {OpGt, 0.5, false, true}, {OpGe, 0.5, false, true},
 	}
 	for _, tt := range tests {
 		b := &Block{Kind: StepBlock}

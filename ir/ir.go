@@ -103,7 +103,7 @@ type Value struct {
 	Uniform bool
 	Args    []*Value
 	Const   float64 // for OpConst
-	Name    string  // for OpHyper, OpLoad, OpStore
+	Name    string  // for OpHyper, OpLoad, OpStore; for OpSelect, the state it starts (StartOf)
 }
 
 // IsConst reports whether v is a constant.
@@ -233,6 +233,10 @@ type Filter struct {
 	// Stability holds the conditions, "… > 0", under which M is stable,
 	// where fibergen could derive them (see Gain.Stability).
 	Stability []string
+	// Start, where set, quotes how the filter starts otherwise at step 0
+	// (noise.StateNoise.Start): its finite-time gain, which assumes every
+	// state starts from its buffer, is not derived.
+	Start string
 	// Bounded marks the filter of a state that no attenuation names: it is
 	// checked only for growth, so a spectral radius of exactly 1 (an
 	// accumulator s = s + g, θ's own update) stays legal (Filter.Stable).

@@ -74,6 +74,7 @@ type filterJSON struct {
 	Expr      string     `json:"expr,omitempty"`
 	Stability []string   `json:"stability,omitempty"`
 	Bounded   bool       `json:"bounded,omitempty"`
+	Start     string     `json:"start,omitempty"`
 }
 
 // jsonFloat is a float64 that JSON carries as a number when finite and as
@@ -110,7 +111,7 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 	}
 	for _, fl := range f.Filters {
 		j.Filters = append(j.Filters, filterJSON{State: fl.State, States: fl.States, Target: fl.Target,
-			Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability, Bounded: fl.Bounded})
+			Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability, Bounded: fl.Bounded, Start: fl.Start})
 	}
 	for _, d := range f.Diags {
 		j.Diags = append(j.Diags, diagJSON{Kind: d.Kind, Args: d.Args, Block: encodeBlock(d.Block)})
@@ -227,7 +228,7 @@ func (f *Func) decodeFilters(filters []filterJSON) error {
 			return fmt.Errorf("ir: filter of %s: target %d out of range", fj.State, fj.Target)
 		}
 		f.Filters = append(f.Filters, &Filter{State: fj.State, States: fj.States, Target: fj.Target,
-			Model: model, Expr: fj.Expr, Stability: fj.Stability, Bounded: fj.Bounded})
+			Model: model, Expr: fj.Expr, Stability: fj.Stability, Bounded: fj.Bounded, Start: fj.Start})
 	}
 	return nil
 }

@@ -127,6 +127,7 @@ func (l *lowerer) gain(fn *ir.Func, s string) (*noise.Gain, error) {
 // newFilter adds the Filter of a solved model to fn.
 func (l *lowerer) newFilter(fn *ir.Func, g *noise.Gain) *ir.Filter {
 	fl := l.addFilter(fn, g.Model, g.Symbols)
+	fl.Start = l.start(g.Model.State)
 	fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
 	if x := ClosedForm(g); x != nil {
 		fl.Expr = dsl.ExprString(x)

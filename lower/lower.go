@@ -136,6 +136,7 @@ func (l *lowerer) startFrom(d *dsl.StateDecl) {
 	prev := l.b.NewValue(ir.OpLoad, ir.F32, false)
 	prev.Name = d.Name.Name
 	v := l.op(ir.OpSelect, first, x0, prev)
+	v.Name = d.Name.Name // ir.StartOf
 	l.src[v] = fmt.Sprintf("`state %s = %s` (line %d)", d.Name.Name, dsl.ExprString(d.Init), d.Name.NamePos.Line)
 	l.env[d.Name.Name] = v
 }

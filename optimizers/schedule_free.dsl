@@ -12,7 +12,10 @@
 // bias correction of v, and the average weighs step t by gamma_t^2
 // (c_{t+1} = gamma_t^2 / sum of gamma_i^2 over i <= t), as in the paper. The
 // second moment reads g * g, and z integrates g: no linear filter carries
-// the noise, so no noise correction applies (docs/optimizers.md).
+// the noise, so no noise correction applies (docs/optimizers.md). A warm-up
+// belongs in the warmup hyper, not in an outside schedule of lr: the host
+// scalars are recomputed as if a changed lr had always held, and the
+// weights c of a constant lr do not depend on it.
 optimizer schedule_free
 
 hyper lr = 0.0025 in [0, inf)
@@ -36,7 +39,7 @@ step {
 		total = sum2 + gamma ** 2
 		lr_t = gamma
 		sum2 = total
-		c_t = gamma ** 2 / max(total, 1e-300) // 0 at lr = 0, where x stays theta_0
+		c_t = select(total > 0, gamma ** 2 / total, 0) // 0 at lr = 0, where x stays theta_0
 	}
 	v = beta2 * v + (1 - beta2) * (g * g)
 	z = z - lr_t * (g / (sqrt(v) + eps) + wd * theta)

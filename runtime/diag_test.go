@@ -2,9 +2,12 @@ package runtime_test
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -95,16 +98,43 @@ func TestAttenuations(t *testing.T) {
 	if err := o.SetHypers(map[string]float64{"omega": 0.5}); err != nil {
 		t.Fatal(err)
 	}
-	want := []runtime.Attenuation{{State: "gt", Steady: 1.5 / 2.5, Finite: 0}}
-	if got := o.Attenuations(); len(got) != 1 || got[0] != want[0] {
-		t.Errorf("before a step: %+v, want %+v", got, want)
+	if got := o.Attenuations(); len(got) != 1 || got[0].State != "gt" || got[0].Steady != 1.5/2.5 || got[0].Finite == nil || *got[0].Finite != 0 {
+		t.Errorf("before a step: %+v, want gt, steady 0.6, finite 0", got)
 	}
 	for i, finite := range []float64{0.25, 0.25 + 0.25} { // ω = 0.5: h_0 = h_1 = 0.5
 		if err := stepAll(o, ts, grads[i]); err != nil {
 			t.Fatal(err)
 		}
-		if got := o.Attenuations()[0]; math.Abs(got.Finite-finite) > 1e-15 || math.Abs(got.Steady-0.6) > 1e-15 {
+		if got := o.Attenuations()[0]; got.Finite == nil || math.Abs(*got.Finite-finite) > 1e-15 || math.Abs(got.Steady-0.6) > 1e-15 {
 			t.Errorf("after step %d: %+v, want finite %v, steady 0.6", i, got, finite)
 		}
+	}
+}
+
+// TestAttenuationsOfAStart checks that a filter started from g reports its
+// steady attenuation and no finite-time one, which assumes a start from
+// the buffer.
+func TestAttenuationsOfAStart(t *testing.T) {
+	src := []byte("optimizer started\nhyper k = 0.6 in (0, 1]\nstate gt = g\n" +
+		"step {\n\tgt = (1 - k) * gt + k * g\n\ttheta = theta - 0.1 * gt * (1 + 0 * attenuation(gt))\n}\n")
+	u, errs, err := pipeline.Compile("started.dsl", src)
+	if len(errs) > 0 || err != nil {
+		t.Fatalf("%v %v", errs, err)
+	}
+	dir := filepath.Join(t.TempDir(), "started") // the go backend reads the manifest alone
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "started.json"), u.Manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := runtime.Open(dir, runtime.Options{Backend: runtime.Go})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	got := o.Attenuations()
+	if len(got) != 1 || got[0].State != "gt" || math.Abs(got[0].Steady-0.6/1.4) > 1e-15 || got[0].Finite != nil {
+		t.Errorf("got %+v, want gt, steady 0.6/1.4, no finite", got)
 	}
 }

@@ -514,7 +514,10 @@ func (o *Optimizer) Hypers() []Hyper {
 type Attenuation struct {
 	State  string  `json:"state"`
 	Steady float64 `json:"steady"` // attenuation(state) at the current hypers
-	Finite float64 `json:"finite"` // attenuation_t(state) after the steps taken: 0 before the first
+	// Finite is attenuation_t(state) after the steps taken, 0 before the
+	// first; nil for a filter that starts otherwise at step 0 (a state
+	// declared `= g`: ir.Filter.Start), whose finite-time gain is not derived.
+	Finite *float64 `json:"finite"`
 }
 
 // Attenuations returns the attenuation of every state the optimizer's step
@@ -528,7 +531,11 @@ func (o *Optimizer) Attenuations() []Attenuation {
 			continue
 		}
 		steady, finite, _ := o.prog.Attenuation(fl.State, o.hypers, o.t-1)
-		out = append(out, Attenuation{State: fl.State, Steady: steady, Finite: finite})
+		a := Attenuation{State: fl.State, Steady: steady, Finite: &finite}
+		if fl.Start != "" {
+			a.Finite = nil
+		}
+		out = append(out, a)
 	}
 	return out
 }

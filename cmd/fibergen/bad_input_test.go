@@ -150,7 +150,7 @@ var badCases = []badCase{
 	{name: "theta -Inf", args: "$RUN --theta $D/theta_inf.npy", code: 1, msg: `^fibergen run: --theta \S*/theta_inf\.npy: theta\[0\] is -Inf; the parameters must be finite\n`},
 	{name: "theta NaN, per-example gradients", args: "run $D/dp_sgd.dsl --example-grads $D/examples.npy --clip 1 --noise-multiplier 1 --theta $D/theta_nan.npy --out $OUT", code: 1, msg: `^fibergen run: --theta \S*/theta_nan\.npy: theta\[2\] is NaN`},
 	{name: "lookahead-out without two_point", args: "$RUN --lookahead-out $D/ahead.npy", code: 1, msg: `^fibergen run: --lookahead-out: dp_sgd has no two_point observation, so no look-ahead point`},
-	{name: "state-out unknown state", args: "$RUN --state-out m=$D/m.npy", code: 1, msg: `^fibergen run: --state-out m=\S*/m\.npy: dp_sgd has no state m \(its states: \)`},
+	{name: "state-out unknown state", args: "$RUN --state-out m=$D/m.npy", code: 1, msg: `^fibergen run: --state-out m=\S*/m\.npy: dp_sgd has no state m \(it has no states\)`},
 	{name: "state-out without a file", args: "$RUN --state-out m", code: 2, msg: `^fibergen run: --state-out "m": want NAME=FILE\.npy, NAME a state of the optimizer\n$`},
 	{name: "state-out onto --out", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off --state-out m=$OUT", code: 1, msg: `^fibergen run: --state-out m \S+ is the file of --out: give each output a file of its own`},
 	{name: "grads fortran order", args: "$RUN --grads $D/fortran.npy", code: 1, msg: `--grads \S*/fortran\.npy: Fortran-ordered arrays are not supported`},

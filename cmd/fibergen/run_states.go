@@ -38,9 +38,14 @@ func (l *stateOutsFlag) Set(s string) error {
 // checkNames checks that every state named is one of fn's.
 func (l stateOutsFlag) checkNames(fn *ir.Func) error {
 	for _, s := range l {
-		if !slices.Contains(fn.States, s.name) {
-			return fmt.Errorf("--state-out %s=%s: %s has no state %s (its states: %s)", s.name, s.path, fn.Name, s.name, strings.Join(fn.States, ", "))
+		if slices.Contains(fn.States, s.name) {
+			continue
 		}
+		states := "it has no states"
+		if len(fn.States) > 0 {
+			states = "its states: " + strings.Join(fn.States, ", ")
+		}
+		return fmt.Errorf("--state-out %s=%s: %s has no state %s (%s)", s.name, s.path, fn.Name, s.name, states)
 	}
 	return nil
 }

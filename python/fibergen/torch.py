@@ -652,12 +652,13 @@ class Optimizer(torch.optim.Optimizer):
         self._sync()
         return self._handle.info()["observation"]
 
-    def attenuations(self) -> dict[str, dict[str, float]]:
+    def attenuations(self) -> dict[str, dict[str, Optional[float]]]:
         """The DP-noise attenuation of each filtered state (those the
         optimizer's step names in attenuation or attenuation_t), as the
         runtime derives it for the optimizer's hypers, the first group's: {state: {"steady":
         A, "finite": A_t after the steps taken}} — the share of σ_w² that
-        reaches the state."""
+        reaches the state; "finite" is None for a filter that starts from
+        another value at step 0 (``state m = g``), whose A_t is not derived."""
         self._sync()
         return {a["state"]: {"steady": a["steady"], "finite": a["finite"]}
                 for a in self._handle.info()["attenuations"]}
@@ -878,15 +879,20 @@ class Optimizer(torch.optim.Optimizer):
         """Puts the parameters at the state ``name`` — Schedule-Free's average
         ``x``, an EMA of the weights — to evaluate the model there, and back,
         bit for bit, on exit; ``step`` is refused inside. A state that starts
-        from theta is theta before the first step; one that starts from g
-        has no value until then."""
+        from theta is theta before the first step; one that starts from
+        another value (g) has none the binding can give until then. With a
+        ``process_group`` every rank enters the block, as for ``lookahead``:
+        the parameters are gathered."""
         if name not in self._states:
             raise ValueError(f"fibergen: {self._info['name']} has no state {name!r} (its states: {', '.join(self._states)})")
+        if name == "lookahead":
+            raise ValueError("fibergen: the look-ahead point is θ_0 before the first step, not its buffer: use 'with opt.lookahead()'")
         self._sync()
         b, start = _abi.FIRST_STATE + self._states.index(name), self._info["starts"].get(name)
         if start and self.steps == 0:
             if start != "theta":
-                raise FibergenError(f"fibergen: state {name} starts from `{start}` at the first step, and has no value before it")
+                raise FibergenError(f"fibergen: state {name} starts from `{start}` at the first step; before it the "
+                                    "binding gives only a start from theta itself")
             b = _abi.THETA_BUFFER
         with self._theta_at(b, f"opt.at_state({name!r})", f"state {name}"):
             yield

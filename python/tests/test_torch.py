@@ -631,7 +631,7 @@ def test_at_state_refuses_a_start_from_g_before_the_first_step(tmp_path):
     p = torch.nn.Parameter(torch.ones(3))
     with pytest.warns(UserWarning):
         opt = ft.Optimizer([p], tmp_path / "starts.dsl", seed=1)
-    with pytest.raises(FibergenError, match=r"state m starts from `g` at the first step, and has no value before it"):
+    with pytest.raises(FibergenError, match=r"state m starts from `g` at the first step; before it the binding gives only"):
         with opt.at_state("m"):
             pass
     with opt.at_state("avg"):
