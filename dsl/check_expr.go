@@ -102,7 +102,7 @@ func (c *checker) lookup(id *Ident, s *scope) *Object {
 // the privacy rule.
 func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 	switch {
-	case s.coords && isCoordinate(obj):
+	case s.coords && IsCoordinate(obj):
 		// A state's initial value at step 0: theta before the step, and
 		// the privatized g of step 0.
 	case obj.Name == "g" && obj.Kind == BuiltinObj && (s.initOnly || s.observe):
@@ -127,9 +127,9 @@ func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 	}
 }
 
-// isCoordinate reports whether obj is theta or g, the per-coordinate
-// values a state's initial value may read.
-func isCoordinate(obj *Object) bool {
+// IsCoordinate reports whether obj is theta or g, the per-coordinate
+// values a state's initial value may read (which make it a start: docs/dsl.md).
+func IsCoordinate(obj *Object) bool {
 	return obj.Kind == BuiltinObj && (obj.Name == "theta" || obj.Name == "g")
 }
 

@@ -120,7 +120,7 @@ func (l *lowerer) readsCoordinates(x dsl.Expr) bool {
 	dsl.Inspect(x, func(e dsl.Expr) bool {
 		if id, ok := e.(*dsl.Ident); ok {
 			obj := l.info.Uses[id]
-			found = found || obj != nil && obj.Kind == dsl.BuiltinObj && (obj.Name == "theta" || obj.Name == "g")
+			found = found || obj != nil && dsl.IsCoordinate(obj)
 		}
 		return !found
 	})
