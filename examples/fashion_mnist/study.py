@@ -69,6 +69,10 @@ REGIMES: dict[str, dict[str, Any]] = {
     # two ε: does averaging the noisy iterates pay under DP?
     "schedule_free": {"batch": 256, "epochs": 2, "evals_per_epoch": 4, "epsilons": [1, 4],
                       "optimizers": ["dp_adamw", "schedule_free"], "lrs": LRS, "eval_state": {"schedule_free": "x"}},
+    # The same in the paper's regime: a longer run, where an average has more steps to pay.
+    "schedule_free_paper": {"batch": 2000, "epochs": 20, "evals_per_epoch": 1, "epsilons": [1, 4],
+                            "optimizers": ["dp_adamw", "schedule_free"], "lrs": LRS[2:],
+                            "eval_state": {"schedule_free": "x"}},
     # The CI smoke run: a subset, one epoch, two optimizers.
     "smoke": {"batch": 128, "epochs": 1, "evals_per_epoch": 2, "epsilons": [2], "train_subset": 6000,
               "optimizers": ["dp_adam", "fiber"], "lrs": [1e-4, 3e-3], "seeds": [1, 2]},
@@ -269,7 +273,7 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
     ap.add_argument("--also", action="append", default=[], metavar="DIR",
                     help="another optimizer directory (fibergen build -o DIR your.dsl) to join every regime")
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
-    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free",
+    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper",
                     help=f"comma-separated, of {', '.join(REGIMES)}")
     args = ap.parse_args()
     regimes = args.regimes.split(",")
