@@ -69,6 +69,10 @@ func formatValue(v *Value, num map[*Value]int) string {
 		operand = v.Name
 	case OpStore:
 		return fmt.Sprintf("%s store %s, %s", class, v.Name, operand)
+	case OpSelect:
+		if v.Name != "" { // the start of a state (StartOf)
+			operand += " start " + v.Name
+		}
 	}
 	return strings.TrimSpace(fmt.Sprintf("%s %%%d:%s = %s %s", class, num[v], v.Type, v.Op, operand))
 }

@@ -390,10 +390,10 @@ step:
   v %8:f32 = load g
   v %9:f32 = mul %0, %8
   v %10:f32 = load m
-  v %11:f32 = select %4, %9, %10
+  v %11:f32 = select %4, %9, %10 start m
   v %12:f32 = load theta
   v %13:f32 = load z
-  v %14:f32 = select %4, %12, %13
+  v %14:f32 = select %4, %12, %13 start z
   v %15:f32 = mul %5, %11
   v %16:f32 = add %15, %8
   v store m, %16
