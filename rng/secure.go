@@ -15,8 +15,9 @@
 // far in the tail as near the mode; the smallest u is 2^-97 (radius sqrt(194 ln 2) ≈ 11.6).
 //
 // The noise a secure step adds is snapped (snapNoise): g = γ·round((x + σz)/γ), γ the power of
-// two with σ/512 < γ ≤ σ/256, so that every output is on the grid γℤ whatever x is. Like core.go, this file declares only unexported names and
-// imports only "math", and the code generator splices it into generated packages.
+// two with σ/512 < γ ≤ σ/256, so that every output is on the grid γℤ whatever x is. Like
+// core.go, this file declares only unexported names and imports only "math", and the code
+// generator splices it into generated packages.
 
 package rng
 

@@ -570,7 +570,7 @@ func (o *Optimizer) CheckpointInfo(r io.Reader) (CheckpointInfo, error) {
 	}
 	h := c.h
 	info := CheckpointInfo{Optimizer: h.Optimizer, ManifestSHA256: h.ManifestSHA256, Step: h.Step, Seed: h.Seed,
-		NoiseMode: cmp.Or(h.NoiseMode, rng.Philox.String()), Offset: h.Offset, StatesDigest: h.States != nil}
+		NoiseMode: h.noiseMode(), Offset: h.Offset, StatesDigest: h.States != nil}
 	if _, note, found, err := o.resumeRecord(data); err == nil && found {
 		info.Resumed = cmp.Or(note, "resumed")
 	}
@@ -936,12 +936,16 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 	return o.matchBudget(c)
 }
 
+// noiseMode is the checkpoint's noise mode's name: philox where the header
+// names none (a checkpoint of the default mode, or from before secure mode).
+func (h *checkpointHeader) noiseMode() string { return cmp.Or(h.NoiseMode, rng.Philox.String()) }
+
 // matchMode checks the checkpoint's noise mode against the optimizer's: a
 // run resumes in the mode it drew in, since a philox run resumed in secure
 // mode would have released noise an adversary may recompute, and a secure
 // run resumed in philox mode would draw its remaining noise from a seed.
 func (o *Optimizer) matchMode(h *checkpointHeader) *loadError {
-	mode, err := rng.ParseMode(cmp.Or(h.NoiseMode, rng.Philox.String()))
+	mode, err := rng.ParseMode(h.noiseMode())
 	if err != nil {
 		return mismatch("checkpoint's noise mode %q is not one this fibergen knows (philox or secure)", h.NoiseMode)
 	}

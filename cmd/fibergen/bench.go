@@ -40,7 +40,7 @@ var benchDP = runtime.DP{ClipNorm: 1, NoiseMultiplier: 1, BatchSize: 256}
 type benchOptions struct {
 	n, steps, threads countFlag
 	backend           string
-	noiseMode         string // --noise-mode: philox or secure
+	noiseMode         modeFlag // --noise-mode: philox or secure
 	asJSON            bool
 	threadsSet        bool
 }
@@ -91,7 +91,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.steps, "steps", "timed steps")
 	fs.Var(&o.threads, "threads", "cpu and go: goroutines per step and per copy (default GOMAXPROCS)")
 	fs.StringVar(&o.backend, "backend", "cpu", "cpu (the host kernel, built with LLVM), go (the reference) or cuda (the PTX kernel)")
-	fs.StringVar(&o.noiseMode, "noise-mode", "philox", "the noise's scheme: philox or secure (run bench once in each mode to compare them)")
+	o.noiseMode = philoxMode
+	fs.Var(&o.noiseMode, "noise-mode", "the noise's scheme: philox or secure (run bench once in each mode to compare them)")
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON")
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
@@ -103,8 +104,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "bench", "want exactly one .dsl file or built directory, got %d", len(files))
 	case o.backend != "cpu" && o.backend != "go" && o.backend != "cuda":
 		return usageError(stderr, "bench", "--backend %q: want cpu, go or cuda", o.backend)
-	case !knownMode(o.noiseMode):
-		return usageError(stderr, "bench", "--noise-mode %q: want philox or secure", o.noiseMode)
 	case o.backend == "cuda" && o.threadsSet:
 		return usageError(stderr, "bench", "--threads applies to the cpu and go backends, not cuda")
 	}
@@ -202,7 +201,7 @@ func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
 // options are the runtime's options for the backend and threads.
 func (o *benchOptions) options() runtime.Options {
 	// The timed steps reuse one gradient: a benchmark releases nothing.
-	opts := runtime.Options{Backend: runtime.Backend(o.backend), AllowGradientReuse: true, SecureNoise: o.noiseMode == "secure"}
+	opts := runtime.Options{Backend: runtime.Backend(o.backend), AllowGradientReuse: true, SecureNoise: o.noiseMode.secure()}
 	if o.backend != "cuda" {
 		opts.Threads = int(o.threads.v)
 	}
@@ -222,7 +221,7 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 	if err != nil {
 		return nil, err
 	}
-	r.Backend, r.NoiseMode = o.backend, o.noiseMode
+	r.Backend, r.NoiseMode = o.backend, o.noiseMode.String()
 	if o.backend != "cuda" {
 		r.Threads = opts.Threads
 	}
@@ -507,11 +506,4 @@ func formatBytes(b int64) string {
 		}
 	}
 	return strconv.FormatInt(b, 10) + " bytes"
-}
-
-// knownMode says whether --noise-mode names a mode a run draws in
-// (rng.ParseMode: philox or secure).
-func knownMode(s string) bool {
-	_, err := rng.ParseMode(s)
-	return err == nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/rng"
 )
 
 // repeatable marks the flag values that may be given more than once.
@@ -30,6 +31,26 @@ func (l *setsFlag) Set(s string) error {
 	*l = append(*l, s)
 	return nil
 }
+
+// modeFlag is --noise-mode: a mode a run draws in (rng.ParseMode), philox
+// by default.
+type modeFlag rng.Mode
+
+func (m *modeFlag) String() string { return rng.Mode(*m).String() }
+func (m *modeFlag) Set(s string) error {
+	x, err := rng.ParseMode(s)
+	if err != nil {
+		return errors.New("want philox or secure")
+	}
+	*m = modeFlag(x)
+	return nil
+}
+
+// philoxMode is --noise-mode's default.
+const philoxMode = modeFlag(rng.Philox)
+
+// secure says whether the run draws secure noise (runtime.Options.SecureNoise).
+func (m modeFlag) secure() bool { return rng.Mode(m) == rng.Secure }
 
 // floatFlag is a float64 flag whose parse error says what it wants (the
 // flag package's own says only "parse error").

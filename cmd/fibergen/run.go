@@ -26,7 +26,7 @@ type runOptions struct {
 	groups            groupsFlag
 	sigmaW2           floatFlag
 	noise, backend    string
-	noiseMode         string // --noise-mode: philox or secure
+	noiseMode         modeFlag // --noise-mode: philox or secure
 	seed              uintFlag
 	seedSet           bool
 	extrapolate       bool
@@ -51,7 +51,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate (with --grads and --noise on: required)")
 	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized; with --example-grads: no noise, not private)")
 	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed); philox mode only")
-	fs.StringVar(&o.noiseMode, "noise-mode", "philox", "the drawn noise's scheme: philox (reproducible with --seed) or secure (ChaCha20 keyed from the OS, on a grid; no --seed, never reproducible)")
+	o.noiseMode = philoxMode
+	fs.Var(&o.noiseMode, "noise-mode", "the drawn noise's scheme: philox (reproducible with --seed) or secure (ChaCha20 keyed from the OS, on a grid; no --seed, never reproducible)")
 	fs.StringVar(&o.backend, "backend", "go", "go (the reference), cpu (the host kernel, built with LLVM) or ptxsim (the PTX kernel on the PTX simulator)")
 	fs.BoolVar(&o.extrapolate, "allow-extrapolation", false, "allow a two_point weight a outside [0, 1]")
 	fs.BoolVar(&o.unstable, "allow-unstable", false, "allow hypers at which a state grows without bound (a filter of spectral radius above 1)")
@@ -97,9 +98,7 @@ func (o *runOptions) validate(files []string, given map[string]bool) string {
 		return "--grads (or --example-grads), --theta and --out are required"
 	case math.IsNaN(float64(o.sigmaW2)) || math.IsInf(float64(o.sigmaW2), 0) || o.sigmaW2 < 0:
 		return fmt.Sprintf("--sigma-w2 %v: want a finite value >= 0", float64(o.sigmaW2))
-	case !knownMode(o.noiseMode):
-		return fmt.Sprintf("--noise-mode %q: want philox or secure", o.noiseMode)
-	case o.noiseMode == "secure" && given["seed"]:
+	case o.noiseMode.secure() && given["seed"]:
 		return "--seed with --noise-mode secure: secure noise takes its key from the operating system and no seed, since a known seed makes the noise subtractable"
 	case o.noise != "on" && o.noise != "off":
 		return fmt.Sprintf("--noise %q: want on or off", o.noise)
@@ -130,7 +129,7 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 	}
 	// The run checked the observation of every step, naming its own flag.
 	opt, err := openUnit(u, runtime.Options{Backend: runtime.Backend(o.backend), AllowExtrapolation: true, AllowUnstable: o.unstable,
-		NoClampWarning: o.noClampWarning, SecureNoise: o.noiseMode == "secure"})
+		NoClampWarning: o.noClampWarning, SecureNoise: o.noiseMode.secure()})
 	if err != nil {
 		return err
 	}
@@ -240,7 +239,7 @@ func (o *runOptions) start(opt *runtime.Optimizer, theta npy.Array, drawn bool, 
 			return nil, fmt.Errorf("--diagnostics: %w", cause(err))
 		}
 	}
-	if o.noiseMode == "secure" {
+	if o.noiseMode.secure() {
 		if drawn {
 			fmt.Fprintf(stderr, "fibergen run: secure noise under a key from the operating system, not shown: this run's noise cannot be drawn again\n")
 		}
