@@ -1,0 +1,180 @@
+package corrnoise
+
+import (
+	"fmt"
+	"math"
+)
+
+// DenseSteps is the most steps OptimalDense takes: each of its iterations
+// is an n×n symmetric eigendecomposition.
+const DenseSteps = 200
+
+// Dense is the optimal dense factorization of the prefix sums under one
+// participation and its mean loss (sens² × mean error).
+type Dense struct {
+	Steps      int     `json:"steps"`
+	MeanLoss   float64 `json:"mean_loss"`
+	Iterations int     `json:"iterations"`
+}
+
+// OptimalDense returns the factorization A = B C over n steps with one
+// participation that minimises the mean error at unit sensitivity, over
+// every C (not only Toeplitz): Denisov, McMahan, Rush, Smith & Thakurta
+// 2022, "Improved Differential Privacy for SGD via Optimal Private Linear
+// Operators on Adaptive Streams", the fixed point for X = CᵀC with
+// diag(X) = 1. Writing G = AᵀA and Λ = diag(λ), the optimum is
+// X = Λ^{-1/2} M Λ^{-1/2} with M = (Λ^{1/2} G Λ^{1/2})^{1/2}, at the λ with
+// λ_i = M_ii; then tr(G X⁻¹) = tr M. The iteration λ ← diag(M) runs until
+// diag(X) is within 1e-9 of 1; the loss reported is max_i X_ii · tr M / n,
+// that of the X reached, so it never understates the optimum's loss.
+func OptimalDense(n int) (Dense, error) {
+	if n < 1 || n > DenseSteps {
+		return Dense{}, fmt.Errorf("corrnoise: the dense optimum takes 1 to %d steps, got %d", DenseSteps, n)
+	}
+	lambda := make([]float64, n)
+	for i := range lambda {
+		lambda[i] = 1
+	}
+	var diag []float64
+	var trace float64
+	it := 0
+	for it < 2000 {
+		it++
+		diag, trace = sqrtDiag(scaledGram(lambda))
+		if converged(diag, lambda) {
+			break
+		}
+		copy(lambda, diag)
+	}
+	worst := 0.0
+	for i := range diag {
+		worst = math.Max(worst, diag[i]/lambda[i])
+	}
+	return Dense{Steps: n, MeanLoss: worst * trace / float64(n), Iterations: it}, nil
+}
+
+// converged says whether diag(X)_i = M_ii/λ_i is within 1e-9 of 1.
+func converged(m, lambda []float64) bool {
+	for i := range m {
+		if math.Abs(m[i]/lambda[i]-1) > 1e-9 {
+			return false
+		}
+	}
+	return true
+}
+
+// scaledGram returns Λ^{1/2} AᵀA Λ^{1/2}: (AᵀA)_ij = n − max(i, j).
+func scaledGram(lambda []float64) [][]float64 {
+	n := len(lambda)
+	s := make([][]float64, n)
+	for i := range s {
+		s[i] = make([]float64, n)
+		for j := range s[i] {
+			s[i][j] = float64(n-max(i, j)) * math.Sqrt(lambda[i]*lambda[j])
+		}
+	}
+	return s
+}
+
+// sqrtDiag returns the diagonal and the trace of the square root of the
+// symmetric positive semi-definite s (destroyed).
+func sqrtDiag(s [][]float64) (diag []float64, trace float64) {
+	q := jacobiEigen(s)
+	n := len(s)
+	diag = make([]float64, n)
+	for k := range n {
+		r := math.Sqrt(math.Max(s[k][k], 0))
+		trace += r
+		for i := range n {
+			diag[i] += q[i][k] * q[i][k] * r
+		}
+	}
+	return diag, trace
+}
+
+// jacobiEigen diagonalises the symmetric a in place by cyclic Jacobi
+// rotations (Golub & Van Loan, Algorithm 8.5.3): a's diagonal ends as the
+// eigenvalues, and the columns of the matrix returned are the
+// eigenvectors.
+func jacobiEigen(a [][]float64) [][]float64 {
+	n := len(a)
+	q := make([][]float64, n)
+	for i := range q {
+		q[i] = make([]float64, n)
+		q[i][i] = 1
+	}
+	for range 100 {
+		if offDiagonal(a) <= 1e-26*frobenius(a) {
+			break
+		}
+		for p := 0; p < n-1; p++ {
+			for r := p + 1; r < n; r++ {
+				rotate(a, q, p, r)
+			}
+		}
+	}
+	return q
+}
+
+// rotate zeroes a[p][r] by a Jacobi rotation, applied to a on both sides
+// and to the columns of q.
+func rotate(a, q [][]float64, p, r int) {
+	if a[p][r] == 0 {
+		return
+	}
+	tau := (a[r][r] - a[p][p]) / (2 * a[p][r])
+	t := 1 / (math.Abs(tau) + math.Sqrt(1+tau*tau))
+	if tau < 0 {
+		t = -t
+	}
+	c := 1 / math.Sqrt(1+t*t)
+	s := t * c
+	for k := range a {
+		akp, akr := a[k][p], a[k][r]
+		a[k][p], a[k][r] = c*akp-s*akr, s*akp+c*akr
+	}
+	for k := range a {
+		apk, ark := a[p][k], a[r][k]
+		a[p][k], a[r][k] = c*apk-s*ark, s*apk+c*ark
+	}
+	for k := range q {
+		qkp, qkr := q[k][p], q[k][r]
+		q[k][p], q[k][r] = c*qkp-s*qkr, s*qkp+c*qkr
+	}
+}
+
+// offDiagonal returns the sum of the squares of a's off-diagonal entries.
+func offDiagonal(a [][]float64) float64 {
+	var s float64
+	for i := range a {
+		for j := range a[i] {
+			if i != j {
+				s += a[i][j] * a[i][j]
+			}
+		}
+	}
+	return s
+}
+
+// frobenius returns the sum of the squares of a's entries.
+func frobenius(a [][]float64) float64 {
+	var s float64
+	for _, row := range a {
+		s += sumSquares(row)
+	}
+	return s
+}
+
+// denseFor returns the dense optimum Design reports next to a design: for
+// the mean objective under one participation and at most DenseSteps
+// steps, else nil.
+func denseFor(n, k int, o Objective) *Dense {
+	if k != 1 || o != Mean || n > DenseSteps {
+		return nil
+	}
+	d, err := OptimalDense(n)
+	if err != nil {
+		return nil
+	}
+	return &d
+}
