@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/cmplx"
 	"slices"
+	"strings"
 )
 
 // BLT is a buffered linear Toeplitz matrix (Dvijotham et al. 2024,
@@ -79,7 +80,10 @@ func (b BLT) Inverse() (BLT, error) {
 		return BLT{}, err
 	}
 	_, inv, err := PairFromDecays(b.Decay, roots)
-	return inv, err
+	if err != nil {
+		return BLT{}, errors.New("corrnoise: the inverse of the BLT: " + strings.TrimPrefix(err.Error(), "corrnoise: "))
+	}
+	return inv, nil
 }
 
 // PairFromDecays returns the strategy C(x) = Π(1 − θ̂_j x)/Π(1 − θ_j x)

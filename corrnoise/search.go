@@ -70,8 +70,13 @@ func stridedSquares(r []float64, b int) float64 {
 // with it; a design at 1 − 1e-6 stays below 1 once rounded.
 const maxDecay = 1 - 1e-6
 
-// decode maps x ∈ R^{2d} to interlaced decays v_k = maxDecay·σ(l_k), l_0 =
-// x_0 and l_k = l_{k−1} − e^{x_k}, so maxDecay > v_0 > v_1 > … > 0, and
+// minDecay is the least decay of a design: a decay must be positive
+// (BLT.Validate), and one the search drives to 0 stays a float32 above it.
+const minDecay = 1e-6
+
+// decode maps x ∈ R^{2d} to interlaced decays v_k = minDecay + (maxDecay −
+// minDecay)·σ(l_k), l_0 = x_0 and l_k = l_{k−1} − e^{x_k}, so maxDecay >
+// v_0 > v_1 > … > minDecay, and
 // θ_i = v_{2i}, θ̂_i = v_{2i+1}.
 func decode(x []float64) (theta, thetaHat []float64) {
 	d := len(x) / 2
@@ -81,7 +86,7 @@ func decode(x []float64) (theta, thetaHat []float64) {
 		if k > 0 {
 			logit -= math.Exp(x[k])
 		}
-		v := maxDecay / (1 + math.Exp(-logit))
+		v := minDecay + (maxDecay-minDecay)/(1+math.Exp(-logit))
 		if k%2 == 0 {
 			theta[k/2] = v
 		} else {
@@ -91,12 +96,12 @@ func decode(x []float64) (theta, thetaHat []float64) {
 	return theta, thetaHat
 }
 
-// encode is decode's inverse for strictly decreasing v in (0, maxDecay).
+// encode is decode's inverse for strictly decreasing v in (minDecay, maxDecay).
 func encode(v []float64) []float64 {
 	x := make([]float64, len(v))
 	prev := 0.0
 	for k, vk := range v {
-		u := vk / maxDecay
+		u := (vk - minDecay) / (maxDecay - minDecay)
 		l := math.Log(u / (1 - u))
 		if k == 0 {
 			x[0] = l
