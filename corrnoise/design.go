@@ -81,11 +81,13 @@ func Design(n, b, d int, o Objective) (Mechanism, error) {
 	if err := checkDesign(d, o); err != nil {
 		return Mechanism{}, err
 	}
-	x, f := search(newProblem(n, b, o), d)
+	p := newProblem(n, b, o)
+	x, f := search(p, d)
 	if math.IsInf(f, 1) || math.IsNaN(f) {
 		return Mechanism{}, fmt.Errorf("corrnoise: no BLT with %d buffers meets the constraint over %d steps", d, n)
 	}
-	theta, thetaHat := prune(decode(x))
+	theta, thetaHat := decode(x)
+	theta, thetaHat = prune(p, theta, thetaHat)
 	_, noise, err := PairFromDecays(theta, thetaHat)
 	if err != nil {
 		return Mechanism{}, err
@@ -94,25 +96,51 @@ func Design(n, b, d int, o Objective) (Mechanism, error) {
 	return m, m.finish(noise)
 }
 
-// pruneMass is the total weight Σ_L |ω| θ^L = |ω|/(1 − θ) below which a
-// buffer of a design adds nothing.
-const pruneMass = 1e-9
+// pruneLoss is the relative change of the loss below which a buffer of a
+// design adds nothing.
+const pruneLoss = 1e-6
 
-// prune drops the pairs (θ_i, θ̂_i) whose strategy or noise buffer weighs
-// less than pruneMass: a pole that its zero cancels, where the search
-// found fewer buffers better. The rest still interlace.
-func prune(theta, thetaHat []float64) ([]float64, []float64) {
-	strategy, noise, err := PairFromDecays(theta, thetaHat)
-	if err != nil {
-		return theta, thetaHat
-	}
-	var t, th []float64
-	for i := range theta {
-		if math.Abs(strategy.Weight[i])/(1-theta[i]) > pruneMass && math.Abs(noise.Weight[i])/(1-thetaHat[i]) > pruneMass {
-			t, th = append(t, theta[i]), append(th, thetaHat[i])
+// prune drops, one at a time, the adjacent decays of the interlaced
+// sequence θ_1 > θ̂_1 > θ_2 > … (a pair (θ_i, θ̂_i) or (θ̂_i, θ_{i+1})) without
+// which the loss grows by less than pruneLoss: a pole its zero all but
+// cancels, where the search found fewer buffers as good (at b = 1, none:
+// DP-SGD). Such a pair would only cost a buffer, and its near-equal decays
+// do not survive float32 rounding. What is left still interlaces.
+func prune(p *problem, theta, thetaHat []float64) ([]float64, []float64) {
+	v := interleave(theta, thetaHat)
+	for dropped := true; dropped && len(v) > 0; {
+		dropped = false
+		base := p.lossOf(split(v))
+		for k := 0; k+1 < len(v); k++ {
+			w := append(append([]float64(nil), v[:k]...), v[k+2:]...)
+			if p.lossOf(split(w)) <= base+pruneLoss {
+				v, dropped = w, true
+				break
+			}
 		}
 	}
-	return t, th
+	return split(v)
+}
+
+// interleave returns θ_1, θ̂_1, θ_2, θ̂_2, ….
+func interleave(theta, thetaHat []float64) []float64 {
+	v := make([]float64, 0, 2*len(theta))
+	for i := range theta {
+		v = append(v, theta[i], thetaHat[i])
+	}
+	return v
+}
+
+// split is interleave's inverse.
+func split(v []float64) (theta, thetaHat []float64) {
+	for k, x := range v {
+		if k%2 == 0 {
+			theta = append(theta, x)
+		} else {
+			thetaHat = append(thetaHat, x)
+		}
+	}
+	return theta, thetaHat
 }
 
 // checkDesign checks the number of buffers and the objective.

@@ -18,8 +18,11 @@ func newProblem(n, b int, o Objective) *problem {
 
 // loss returns log(sens² × error) of the pair x decodes to, +Inf where
 // the decays do not give a pair (two too close).
-func (p *problem) loss(x []float64) float64 {
-	strategy, noise, err := PairFromDecays(decode(x))
+func (p *problem) loss(x []float64) float64 { return p.lossOf(decode(x)) }
+
+// lossOf returns log(sens² × error) of the pair of the decays θ and θ̂.
+func (p *problem) lossOf(theta, thetaHat []float64) float64 {
+	strategy, noise, err := PairFromDecays(theta, thetaHat)
 	if err != nil {
 		return math.Inf(1)
 	}
