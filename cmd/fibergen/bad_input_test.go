@@ -38,8 +38,8 @@ const runLine = "run $D/dp_sgd.dsl --grads $D/grads.npy --theta $D/theta.npy --o
 
 var badCases = []badCase{
 	// Usage errors.
-	{name: "no command", args: "", code: 2, msg: `^fibergen: no command \(want bench, build, cache, check, explain, privacy or run`},
-	{name: "unknown command", args: "frobnicate $D/fiber.dsl", code: 2, msg: `unknown command "frobnicate" \(want bench, build, cache, check, explain, privacy or run\)`},
+	{name: "no command", args: "", code: 2, msg: `^fibergen: no command \(want bench, build, cache, check, explain, mechanism, privacy or run`},
+	{name: "unknown command", args: "frobnicate $D/fiber.dsl", code: 2, msg: `unknown command "frobnicate" \(want bench, build, cache, check, explain, mechanism, privacy or run\)`},
 	{name: "unknown flag build", args: "build --zzz $D/fiber.dsl -o $OUT", code: 2, msg: `^fibergen build: unknown flag --zzz \(fibergen help lists the flags of every command\)\n$`},
 	{name: "unknown flag run", args: "$RUN --lr 0.1", code: 2, msg: `^fibergen run: unknown flag --lr `},
 	{name: "unknown flag explain", args: "explain $D/fiber.dsl -o $OUT", code: 2, msg: `^fibergen explain: unknown flag -o `},

@@ -4,7 +4,9 @@
 // in .npy files, drawing the DP noise inside the step, benchmarks the step
 // against the machine's copy bandwidth, and accounts for
 // privacy: the ε a run spends, and the noise multiplier that meets a
-// target ε (docs/privacy.md).
+// target ε (docs/privacy.md), and designs correlated noise: a BLT noise
+// filter for a number of steps and a participation pattern
+// (docs/correlated-noise.md).
 //
 // Usage:
 //
@@ -24,6 +26,7 @@
 //	        RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
 //	        OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
 //	                 pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
+//	fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--json]
 //	fibergen cache dir|clean
 //
 // SOURCE is a .dsl file or the name of an optimizer fibergen ships (fiber,
@@ -69,6 +72,9 @@ const usage = `usage:
                (steps = E × ceil(N/B), rounded up; delta defaults to 1/N^1.1)
           OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
                    pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
+  fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--json]
+                                         design a BLT correlated-noise filter (docs/correlated-noise.md);
+                                         --out writes its noise { ... } block
   fibergen cache dir|clean               print or empty the per-user cache of what LLVM compiled
   SOURCE: a .dsl file, or the name of an optimizer fibergen ships (fiber, dp_adamw, ...: optimizers/);
           LLVM compiles it once per user into the cache ($FIBERGEN_CACHE, else ~/.cache/fibergen)
@@ -93,11 +99,11 @@ func main() {
 // Main runs the command line args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "fibergen: no command (want bench, build, cache, check, explain, privacy or run; fibergen help prints the usage)")
+		fmt.Fprintln(stderr, "fibergen: no command (want bench, build, cache, check, explain, mechanism, privacy or run; fibergen help prints the usage)")
 		return 2
 	}
 	commands := map[string]func([]string, io.Writer, io.Writer) int{
-		"bench": cmdBench, "build": cmdBuild, "cache": cmdCache, "check": cmdCheck, "explain": cmdExplain, "privacy": cmdPrivacy, "run": cmdRun,
+		"bench": cmdBench, "build": cmdBuild, "cache": cmdCache, "check": cmdCheck, "explain": cmdExplain, "mechanism": cmdMechanism, "privacy": cmdPrivacy, "run": cmdRun,
 	}
 	cmd, ok := commands[args[0]]
 	switch {
@@ -107,7 +113,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case args[0] == "version" || args[0] == "--version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case !ok:
-		fmt.Fprintf(stderr, "fibergen: unknown command %q (want bench, build, cache, check, explain, privacy or run)\n", args[0])
+		fmt.Fprintf(stderr, "fibergen: unknown command %q (want bench, build, cache, check, explain, mechanism, privacy or run)\n", args[0])
 		return 2
 	}
 	return cmd(args[1:], stdout, stderr)

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/fibergen/fibergen/corrnoise"
+	"github.com/fibergen/fibergen/internal/fileout"
+)
+
+// mechanismOptions are the flags of fibergen mechanism.
+type mechanismOptions struct {
+	steps, minSep, buffers uintFlag
+	objective, out         string
+	json                   bool
+	given                  map[string]bool
+}
+
+// cmdMechanism designs a BLT noise filter (package corrnoise), prints its
+// figures and writes its DSL noise block to --out.
+func cmdMechanism(args []string, stdout, stderr io.Writer) int {
+	o := mechanismOptions{given: map[string]bool{}}
+	fs := flag.NewFlagSet("mechanism", flag.ContinueOnError)
+	o.define(fs)
+	pos, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return 2
+	}
+	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
+	obj, msg := o.check(pos)
+	if msg != "" {
+		return usageError(stderr, "mechanism", "%s", msg)
+	}
+	m, err := corrnoise.Design(int(o.steps), int(o.minSep), int(o.buffers), obj)
+	if err != nil {
+		return fail(stderr, "mechanism", fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "corrnoise: ")))
+	}
+	if o.out != "" {
+		if err := fileout.Write(o.out, 0o644, func(w io.Writer) error { return writeNoiseBlock(w, m) }); err != nil {
+			return fail(stderr, "mechanism", fmt.Errorf("--out %s: %w", o.out, err))
+		}
+	}
+	if o.json {
+		return printMechanismJSON(stdout, stderr, m)
+	}
+	printMechanism(stdout, m)
+	return 0
+}
+
+func (o *mechanismOptions) define(fs *flag.FlagSet) {
+	fs.Var(&o.steps, "steps", "number of steps n")
+	fs.Var(&o.minSep, "min-sep", "minimum separation b of an example's steps, in [1, n] (n: one participation)")
+	fs.Var(&o.buffers, "buffers", "number of noise buffers d, 1 to 8")
+	fs.StringVar(&o.objective, "objective", "max", "max or mean: the error at unit sensitivity to minimise")
+	fs.StringVar(&o.out, "out", "", "write the noise { … } block to FILE.dsl")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+}
+
+// check checks the flags, which need no file, and returns the objective or
+// a usage message naming the flag.
+func (o *mechanismOptions) check(pos []string) (corrnoise.Objective, string) {
+	if len(pos) > 0 {
+		return 0, fmt.Sprintf("unexpected argument %q", pos[0])
+	}
+	for _, f := range []string{"steps", "min-sep", "buffers"} {
+		if !o.given[f] {
+			return 0, fmt.Sprintf("--%s is required", f)
+		}
+	}
+	switch {
+	case o.steps < 1 || o.steps > 1<<24:
+		return 0, fmt.Sprintf("--steps %d: want 1 to %d", o.steps, 1<<24)
+	case o.minSep < 1 || o.minSep > o.steps:
+		return 0, fmt.Sprintf("--min-sep %d: want 1 to --steps (%d)", o.minSep, o.steps)
+	case o.buffers < 1 || o.buffers > corrnoise.MaxBuffers:
+		return 0, fmt.Sprintf("--buffers %d: want 1 to %d", o.buffers, corrnoise.MaxBuffers)
+	}
+	obj, err := corrnoise.ParseObjective(o.objective)
+	if err != nil {
+		return 0, fmt.Sprintf("--objective %q: want max or mean", o.objective)
+	}
+	return obj, ""
+}
+
+// writeNoiseBlock writes the DSL noise block of m's filter, after a
+// comment line with the setting and the figures.
+func writeNoiseBlock(w io.Writer, m corrnoise.Mechanism) error {
+	_, err := fmt.Fprintf(w, "// BLT noise: n = %d, b = %d, d = %d (%d used); %s error at unit sensitivity %.6g (DP-SGD %.6g, ratio %.4g), sensitivity %.6g\n%s",
+		m.Steps, m.MinSep, m.BuffersAsked, m.Buffers, m.Objective, m.Loss.Of(m.Objective), m.DPSGD.Of(m.Objective), m.Ratio(), m.Loss.Sensitivity, noiseBlock(m.Noise))
+	return err
+}
+
+// noiseBlock returns the DSL noise block of the filter 1 + Σ ω̂_i x/(1 − θ̂_i x):
+// w reads the buffers' old values, then each buffer decays and takes z.
+// The literals are float32 values, written to read back exactly.
+func noiseBlock(b corrnoise.BLT) string {
+	var s strings.Builder
+	s.WriteString("noise {\n")
+	for i := range b.Decay {
+		fmt.Fprintf(&s, "\tbuffer s%d\n", i+1)
+	}
+	s.WriteString("\tw = z")
+	for i, wt := range b.Weight {
+		op := "+"
+		if wt < 0 {
+			op, wt = "-", -wt
+		}
+		fmt.Fprintf(&s, " %s %s * s%d", op, literal(wt), i+1)
+	}
+	s.WriteString("\n")
+	for i, t := range b.Decay {
+		fmt.Fprintf(&s, "\ts%d = %s * s%d + z\n", i+1, literal(t), i+1)
+	}
+	s.WriteString("}\n")
+	return s.String()
+}
+
+// literal spells a float32 value with the nine significant digits that
+// read back as the same float32.
+func literal(x float64) string { return fmt.Sprintf("%.9g", float32(x)) }
+
+// printMechanism prints the design as text.
+func printMechanism(w io.Writer, m corrnoise.Mechanism) {
+	fmt.Fprintf(w, "steps %d, min separation %d (at most %d participation(s)), buffers %d (%d used), objective %s\n",
+		m.Steps, m.MinSep, m.Participations, m.BuffersAsked, m.Buffers, m.Objective)
+	fmt.Fprintf(w, "noise filter C⁻¹ (1 + Σ ω̂ x/(1 − θ̂ x), float32): decays %s, weights %s\n", floats(m.Noise.Decay), floats(m.Noise.Weight))
+	fmt.Fprintf(w, "strategy C (1 + Σ ω x/(1 − θ x)): decays %s, weights %s\n", floats(m.Strategy.Decay), floats(m.Strategy.Weight))
+	fmt.Fprintf(w, "sensitivity %.6g (exact)\n", m.Loss.Sensitivity)
+	fmt.Fprintf(w, "error at unit sensitivity: max %.6g, mean %.6g\n", m.Loss.Max(), m.Loss.Mean())
+	fmt.Fprintf(w, "DP-SGD:                    max %.6g, mean %.6g\n", m.DPSGD.Max(), m.DPSGD.Mean())
+	fmt.Fprintf(w, "ratio to DP-SGD (%s): %.4g\n", m.Objective, m.Ratio())
+	if m.Dense != nil {
+		fmt.Fprintf(w, "optimal dense factorization (one participation, Denisov et al. 2022): mean %.6g, ratio %.4g\n",
+			m.Dense.MeanLoss, m.Loss.Mean()/m.Dense.MeanLoss)
+	}
+}
+
+// floats spells xs as [a b c] with %.9g.
+func floats(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.9g", x)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// mechanismReport is the JSON of fibergen mechanism --json.
+type mechanismReport struct {
+	corrnoise.Mechanism
+	Objective  string  `json:"objective"`
+	MaxLoss    float64 `json:"max_loss"`
+	MeanLoss   float64 `json:"mean_loss"`
+	DPSGDMax   float64 `json:"dp_sgd_max_loss"`
+	DPSGDMean  float64 `json:"dp_sgd_mean_loss"`
+	Ratio      float64 `json:"ratio"`
+	NoiseBlock string  `json:"noise_block"`
+}
+
+// printMechanismJSON prints the design as JSON.
+func printMechanismJSON(stdout, stderr io.Writer, m corrnoise.Mechanism) int {
+	r := mechanismReport{Mechanism: m, Objective: m.Objective.String(), MaxLoss: m.Loss.Max(), MeanLoss: m.Loss.Mean(),
+		DPSGDMax: m.DPSGD.Max(), DPSGDMean: m.DPSGD.Mean(), Ratio: m.Ratio(), NoiseBlock: noiseBlock(m.Noise)}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fail(stderr, "mechanism", err)
+	}
+	fmt.Fprintf(stdout, "%s\n", data)
+	return 0
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/corrnoise"
+	"github.com/google/go-cmp/cmp"
+)
+
+// The command reports what corrnoise.Design computes and writes its noise
+// block, the literals reading back as the filter's float32 values.
+func TestMechanismMatchesPackage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "noise.dsl")
+	r := mustRun(t, "mechanism", "--steps", "200", "--min-sep", "20", "--buffers", "2", "--objective=mean", "--out", out, "--json")
+	var got mechanismReport
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	want, err := corrnoise.Design(200, 20, 2, corrnoise.Mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Mechanism.Objective = corrnoise.Mean // not in the JSON: the "objective" string is
+	if d := cmp.Diff(want, got.Mechanism); d != "" || got.Objective != "mean" || got.Ratio != want.Ratio() {
+		t.Errorf("JSON against corrnoise.Design (-want +got):\n%s\nobjective %q ratio %v", d, got.Objective, got.Ratio)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoiseBlock(t, string(data), want.Noise)
+}
+
+// checkNoiseBlock checks the comment line and that the block's literals
+// are the filter's decays and weights, in the order the DSL runs them.
+func checkNoiseBlock(t *testing.T, text string, b corrnoise.BLT) {
+	t.Helper()
+	comment, block, _ := strings.Cut(text, "\n")
+	if !strings.HasPrefix(comment, "// BLT noise: n = 200, b = 20, d = 2") {
+		t.Errorf("comment line %q", comment)
+	}
+	w, updates := "\tw = z", ""
+	want := "noise {\n"
+	for i := range b.Decay {
+		s := "s" + strconv.Itoa(i+1)
+		want += "\tbuffer " + s + "\n"
+		w += " - " + strconv.FormatFloat(-b.Weight[i], 'g', -1, 32) + " * " + s // the shortest float32 spelling reads back alike
+		updates += "\t" + s + " = " + strconv.FormatFloat(b.Decay[i], 'g', -1, 32) + " * " + s + " + z\n"
+	}
+	want += w + "\n" + updates + "}\n"
+	if normalize(block) != want {
+		t.Errorf("block:\n%s\nwant:\n%s", block, want)
+	}
+}
+
+// normalize respells every number of a block as the shortest float32
+// that reads back alike (the block has nine digits).
+func normalize(block string) string {
+	return regexp.MustCompile(`[0-9][0-9.e+-]*[0-9]`).ReplaceAllStringFunc(block, func(x string) string {
+		v, err := strconv.ParseFloat(x, 32)
+		if err != nil {
+			return x
+		}
+		return strconv.FormatFloat(v, 'g', -1, 32)
+	})
+}
+
+func TestMechanismText(t *testing.T) {
+	r := mustRun(t, "mechanism", "--steps=60", "--min-sep=60", "--buffers=1", "--objective", "mean")
+	for _, want := range []string{"noise filter C⁻¹", "strategy C", "sensitivity", "DP-SGD:", "ratio to DP-SGD (mean)", "optimal dense factorization"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// A usage error is one line naming the flag, exit status 2; nothing is
+// written, an old --out file stays as it was.
+func TestMechanismBadInput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "old.dsl")
+	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args string
+		code int
+		msg  string
+	}{
+		{"--min-sep 1 --buffers 1", 2, `--steps is required`},
+		{"--steps 10 --buffers 1", 2, `--min-sep is required`},
+		{"--steps 10 --min-sep 1", 2, `--buffers is required`},
+		{"--steps 0 --min-sep 1 --buffers 1", 2, `--steps 0: want 1 to`},
+		{"--steps ten --min-sep 1 --buffers 1", 2, `--steps "ten": want an integer`},
+		{"--steps 10 --min-sep 0 --buffers 1", 2, `--min-sep 0: want 1 to --steps \(10\)`},
+		{"--steps 10 --min-sep 11 --buffers 1", 2, `--min-sep 11: want 1 to --steps \(10\)`},
+		{"--steps 10 --min-sep 5 --buffers 0", 2, `--buffers 0: want 1 to 8`},
+		{"--steps 10 --min-sep 5 --buffers 9", 2, `--buffers 9: want 1 to 8`},
+		{"--steps 10 --min-sep 5 --buffers 1 --objective median", 2, `--objective "median": want max or mean`},
+		{"--steps 10 --min-sep 5 --buffers 1 extra", 2, `unexpected argument "extra"`},
+		{"--steps 10 --min-sep 5 --buffers 1 --frob", 2, `unknown flag --frob`},
+		{"--steps 10 --min-sep 5 --buffers 1 --out " + filepath.Join(out, "x.dsl"), 1, `--out .*x\.dsl: `},
+	} {
+		args := append([]string{"mechanism"}, strings.Fields(c.args)...)
+		if !strings.Contains(c.args, "--out") {
+			args = append(args, "--out", out)
+		}
+		r := runMain(args...)
+		checkOneLine(t, r.stderr)
+		if r.code != c.code || !regexp.MustCompile(`^fibergen mechanism: .*`+c.msg).MatchString(r.stderr) || r.stdout != "" {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit %d matching %q", c.args, r.code, r.stderr, r.stdout, c.code, c.msg)
+		}
+		if data, _ := os.ReadFile(out); string(data) != "old" {
+			t.Errorf("%s: --out was written: %q", c.args, data)
+		}
+	}
+}
