@@ -7,7 +7,7 @@ import (
 
 // DenseSteps is the most steps OptimalDense takes: each of its iterations
 // is an n×n symmetric eigendecomposition.
-const DenseSteps = 200
+const DenseSteps = 120
 
 // Dense is the optimal dense factorization of the prefix sums under one
 // participation and its mean loss (sens² × mean error).
