@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -130,7 +131,8 @@ type info struct {
 	HostKernel      string                `json:"host_kernel"` // the host function the cpu backend runs, e.g. fiber_cpu_avx512
 	HostISA         *runtime.ISAChoice    `json:"host_isa"`    // its variant and why, per variant (runtime.Optimizer.HostISA); null off the cpu backend
 	Buffers         []string              `json:"buffers"`
-	Starts          map[string]string     `json:"starts"` // the states the step starts from another value at step 0, and from what (manifest.Buffer.Start)
+	Starts          map[string]string     `json:"starts"`        // the states the step starts from another value at step 0, and from what (manifest.Buffer.Start)
+	NoiseBuffers    []string              `json:"noise_buffers"` // the noise block's buffers, which hold past noise: a binding never shows them
 	Hypers          []runtime.Hyper       `json:"hypers"`
 	Steps           int                   `json:"steps"`
 	Len             int                   `json:"len"`
@@ -230,11 +232,14 @@ func infoOf(o *runtime.Optimizer) info {
 		ClampWarning: o.ClampWarning()}
 	mode, scheme := o.NoiseMode()
 	x.NoiseMode, x.NoiseScheme = mode.String(), scheme
-	x.Starts = map[string]string{}
+	x.Starts, x.NoiseBuffers = map[string]string{}, []string{}
 	for _, b := range o.Manifest().Buffers {
 		x.Buffers = append(x.Buffers, b.Name)
 		if b.Start != "" {
 			x.Starts[b.Name] = b.Start
+		}
+		if b.Role == manifest.NoiseBufferRole {
+			x.NoiseBuffers = append(x.NoiseBuffers, b.Name)
 		}
 	}
 	if d, ok := o.DP(); ok {

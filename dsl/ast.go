@@ -14,6 +14,7 @@ type File struct {
 	States    []*StateDecl
 	Scalars   []*ScalarDecl
 	Observe   *ObserveDecl // nil if absent
+	Noise     *NoiseDecl   // nil if absent: the noise is white
 	Step      *StepDecl    // nil if missing
 	Diags     []*DiagnosticDecl
 }
@@ -106,6 +107,24 @@ type StepDecl struct {
 	Rbrace  Pos
 }
 
+// NoiseDecl is the `noise { ... }` block (docs/dsl.md, "Correlated
+// noise"): the noise buffers it declares, `buffer NAME` (per coordinate,
+// starting at 0), then the statements that compute w, the noise that
+// enters g as σ_w·w, from z, the step's fresh standard normal draw, and
+// the buffers, and update the buffers.
+type NoiseDecl struct {
+	Keyword Pos
+	Buffers []*BufferDecl
+	Body    []*AssignStmt
+	Rbrace  Pos
+}
+
+// BufferDecl is `buffer NAME` in the noise block.
+type BufferDecl struct {
+	Keyword Pos
+	Name    *Ident
+}
+
 // DiagnosticDecl is `diagnostic KIND(name, ...)`: a per-step statistic of
 // the step's values (for now only clamp_mass) that the runtime computes
 // after a step when asked to.
@@ -129,6 +148,7 @@ func (d *ScalarDecl) Pos() Pos     { return d.Keyword }
 func (d *ObserveDecl) Pos() Pos    { return d.Keyword }
 func (d *StepDecl) Pos() Pos       { return d.Keyword }
 func (d *DiagnosticDecl) Pos() Pos { return d.Keyword }
+func (d *NoiseDecl) Pos() Pos      { return d.Keyword }
 func (*OptimizerDecl) declNode()   {}
 func (*HyperDecl) declNode()       {}
 func (*StateDecl) declNode()       {}
@@ -136,6 +156,7 @@ func (*ScalarDecl) declNode()      {}
 func (*ObserveDecl) declNode()     {}
 func (*StepDecl) declNode()        {}
 func (*DiagnosticDecl) declNode()  {}
+func (*NoiseDecl) declNode()       {}
 
 // An Expr is an expression node.
 type Expr interface {

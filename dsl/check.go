@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"math"
+	"strings"
 
 	"github.com/fibergen/fibergen/lang"
 )
@@ -18,6 +19,7 @@ const (
 	BuiltinObj         // g, theta, t, sigma_w2
 	FuncObj            // sqrt, abs, sign, min, max, attenuation, attenuation_t
 	ScalarObj          // scalar c = 0
+	BufferObj          // buffer s inside noise { ... }
 )
 
 // Object is what an identifier denotes.
@@ -27,6 +29,7 @@ type Object struct {
 	Pos     Pos  // where it is declared or bound; invalid for built-ins
 	Varying bool // per-coordinate (true) or per-step uniform (false)
 	Host    bool // a local of the step's host block
+	Noise   bool // a buffer or a local of the noise block, which only the noise block reads
 	Arity   int  // for FuncObj
 
 	uses int
@@ -55,11 +58,12 @@ func Builtin(name string) *Object { return universe[name] }
 // Info is what Check learns about a file.
 type Info struct {
 	Uses    map[*Ident]*Object      // every identifier that is read
-	Defs    map[*AssignStmt]*Object // what each step statement assigns
+	Defs    map[*AssignStmt]*Object // what each statement of step or noise assigns
 	Consts  map[Expr]float64        // expressions made of literals only
 	Hypers  []*Object               // in declaration order
 	States  []*Object               // in declaration order
 	Scalars []*Object               // in declaration order
+	Buffers []*Object               // the noise block's buffers, in declaration order
 	Locals  []*Object               // in binding order
 	// Warnings are what is legal but likely a mistake (an unused hyper, a
 	// state nothing reads), "warning: ..." at its position, for a file
@@ -90,6 +94,7 @@ func check(f *File, partial bool) (*Info, ErrorList) {
 	c.declareStates()
 	c.declareScalars()
 	c.checkObserve()
+	c.checkNoise()
 	c.checkHost()
 	c.checkStep()
 	if !partial && len(c.errs) == 0 {
@@ -102,6 +107,12 @@ func check(f *File, partial bool) (*Info, ErrorList) {
 func (c *checker) checkLimits() {
 	if len(c.f.States) > MaxStates {
 		c.errorf(c.f.States[MaxStates].Keyword, "more than %d states: each is a parameter of the kernels, and CUDA limits a kernel's parameters to 4 KiB", MaxStates)
+	}
+	if d := c.f.Noise; d != nil && len(c.f.States) <= MaxStates && len(c.f.States)+len(d.Buffers) > MaxStates {
+		c.errorf(d.Buffers[MaxStates-len(c.f.States)].Keyword, "more than %d states and noise buffers: each is a parameter of the kernels, and CUDA limits a kernel's parameters to 4 KiB", MaxStates)
+	}
+	if d := c.f.Noise; d != nil && len(d.Body) > MaxStatements {
+		c.errorf(d.Body[MaxStatements].LHS.NamePos, "more than %d statements in the noise block", MaxStatements)
 	}
 	if c.f.Step != nil && len(c.f.Step.Body) > MaxStatements {
 		c.errorf(c.f.Step.Body[MaxStatements].LHS.NamePos, "more than %d statements in step", MaxStatements)
@@ -158,6 +169,8 @@ func (c *checker) checkOptimizer() {
 	switch name := d.Name.Name; {
 	case name == "main" || name == "init" || goKeywords[name]:
 		c.errorf(d.Name.NamePos, "optimizer name %s is reserved in Go (it names the generated Go package); choose another", name)
+	case strings.HasSuffix(name, "_test"):
+		c.errorf(d.Name.NamePos, "optimizer name %s ends in _test: Go would take the generated %s.go for a test file; choose another", name, name)
 	case len(name) > MaxNameLen:
 		c.errorf(d.Name.NamePos, "optimizer name is %d characters long; at most %d (it names a Go package, a directory and its files)", len(name), MaxNameLen)
 	case !isPackageName(name):
@@ -217,6 +230,8 @@ func kindName(k ObjKind) string {
 		return "function"
 	case ScalarObj:
 		return "scalar"
+	case BufferObj:
+		return "noise buffer"
 	}
 	return "name"
 }

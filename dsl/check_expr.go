@@ -16,6 +16,7 @@ type scope struct {
 	coords    bool   // with initOnly: a state's initial value, which may also read theta and g
 	observe   bool   // the observation's weights
 	host      bool   // the step's host block
+	noise     bool   // the noise block
 	bound     map[string]bool
 	later     map[string]*AssignStmt // step locals not bound yet
 	usedEarly map[string]bool        // locals read before being bound
@@ -83,10 +84,13 @@ func (c *checker) lookup(id *Ident, s *scope) *Object {
 		c.errorf(id.NamePos, "cannot use _ as a value")
 		return nil
 	}
+	if obj := noiseName(id.Name, s); obj != nil {
+		return obj
+	}
 	if obj := universe[id.Name]; obj != nil {
 		return obj
 	}
-	if obj := c.names[id.Name]; obj != nil && (obj.Kind != LocalObj || s.bound[id.Name] || obj.Host && !s.host) {
+	if obj := c.names[id.Name]; obj != nil && (obj.Kind != LocalObj || s.bound[id.Name] || obj.Host && !s.host || obj.Noise && !s.noise) {
 		return obj
 	}
 	if a := s.later[id.Name]; a != nil {
@@ -102,6 +106,10 @@ func (c *checker) lookup(id *Ident, s *scope) *Object {
 // the privacy rule.
 func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 	switch {
+	case s.noise:
+		c.checkNoiseReadable(id, obj)
+	case obj.Noise:
+		c.errorf(id.NamePos, "privacy: %s cannot read %s, a %s of the noise block: the noise must stay secret, and reaches the step only inside g", s.where, id.Name, kindName(obj.Kind))
 	case s.coords && IsCoordinate(obj):
 		// A state's initial value at step 0: theta before the step, and
 		// the privatized g of step 0.

@@ -117,7 +117,10 @@ func (c *checker) checkHost() {
 // assign checks the target of one statement and binds a new local.
 func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignStmt) {
 	id := a.LHS
-	obj := universe[id.Name]
+	obj := noiseName(id.Name, s)
+	if obj == nil {
+		obj = universe[id.Name]
+	}
 	if obj == nil {
 		obj = c.names[id.Name]
 	}
@@ -126,7 +129,7 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 		c.errorf(id.NamePos, "cannot assign to _: the blank name names nothing (bind a local and use it)")
 		return
 	case obj == nil:
-		obj = &Object{Kind: LocalObj, Name: id.Name, Pos: id.NamePos, Varying: c.isVarying(a.RHS), Host: s.host}
+		obj = &Object{Kind: LocalObj, Name: id.Name, Pos: id.NamePos, Varying: c.isVarying(a.RHS), Host: s.host, Noise: s.noise}
 		c.names[id.Name] = obj
 		if s.usedEarly[id.Name] {
 			obj.uses++
@@ -137,16 +140,28 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 	case !c.assignable(id, obj, s):
 		return
 	case assigned[obj] != nil:
-		c.errorf(id.NamePos, "%s %s is assigned twice in step (first at %s)", kindName(obj.Kind), id.Name, assigned[obj].LHS.NamePos.LineCol())
+		c.errorf(id.NamePos, "%s %s is assigned twice in %s (first at %s)", kindName(obj.Kind), id.Name, blockName(s), assigned[obj].LHS.NamePos.LineCol())
 		return
 	}
 	assigned[obj] = a
 	c.info.Defs[a] = obj
 }
 
+// blockName names the block of scope s in a message.
+func blockName(s *scope) string {
+	if s.noise {
+		return "the noise block"
+	}
+	return "step"
+}
+
 // assignable reports whether obj may be the target of an assignment.
 func (c *checker) assignable(id *Ident, obj *Object, s *scope) bool {
 	switch {
+	case s.noise:
+		return c.noiseAssignable(id, obj)
+	case obj.Kind == BufferObj:
+		c.errorf(id.NamePos, "noise buffer %s is updated in the noise block, not in %s", id.Name, s.where)
 	case s.host && obj.Kind == ScalarObj:
 		return true
 	case obj.Kind == ScalarObj:

@@ -54,7 +54,11 @@ func (c *checker) readObjects() map[*Object]bool {
 			mark(a, nil)
 		}
 	}
-	for _, s := range append(slices.Clone(c.f.Step.Host), c.f.Step.Body...) {
+	stmts := append(slices.Clone(c.f.Step.Host), c.f.Step.Body...)
+	if c.f.Noise != nil {
+		stmts = append(stmts, c.f.Noise.Body...)
+	}
+	for _, s := range stmts {
 		mark(s.RHS, c.info.Defs[s])
 	}
 	return read

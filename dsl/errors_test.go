@@ -122,6 +122,7 @@ var errorSources = []struct{ name, src string }{
 	{"Go keyword name type", `optimizer type // ERROR col=11 "optimizer name type is reserved in Go"` + oneStep},
 	{"long name", `optimizer ` + strings.Repeat("a", 65) + ` // ERROR col=11 "optimizer name is 65 characters long; at most 64"` + oneStep},
 	{"package main", `optimizer main // ERROR col=11 "optimizer name main is reserved in Go"` + oneStep},
+	{"test file", `optimizer blt_test // ERROR col=11 "optimizer name blt_test ends in _test: Go would take the generated blt_test.go for a test file"` + oneStep},
 	{"package init", `optimizer init // ERROR col=11 "optimizer name init is reserved in Go"` + oneStep},
 	{"underscore name", `optimizer _x // ERROR col=11 "optimizer name _x must be"` + oneStep},
 	{"blank name", `optimizer _ // ERROR col=11 "optimizer name _ must be"` + oneStep},

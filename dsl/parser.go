@@ -143,8 +143,10 @@ func (p *parser) parseDecl() {
 		p.parseStep()
 	case DIAGNOSTIC:
 		p.parseDiagnostic()
+	case NOISE:
+		p.parseNoise()
 	default:
-		p.errorExpected("declaration (optimizer, hyper, state, scalar, observe, step or diagnostic)")
+		p.errorExpected("declaration (optimizer, hyper, state, scalar, observe, noise, step or diagnostic)")
 	}
 }
 
@@ -248,6 +250,47 @@ func (p *parser) parseStep() {
 	}
 	p.f.Step = d
 	p.add(d)
+}
+
+// parseNoise parses `noise { buffer NAME ... statements }`, its buffer
+// declarations first.
+func (p *parser) parseNoise() {
+	d := &NoiseDecl{Keyword: p.pos}
+	p.next()
+	p.expect(LBRACE, "'{' to open the noise block")
+	for p.tok != RBRACE && p.tok != EOF {
+		switch p.tok {
+		case SEMI:
+			p.next()
+		case BUFFER:
+			p.parseBuffer(d)
+		default:
+			d.Body = append(d.Body, p.parseStmt()...)
+		}
+	}
+	d.Rbrace = p.expect(RBRACE, "'}' to close the noise block")
+	if p.f.Noise != nil {
+		p.errorf(d.Keyword, "duplicate noise block (first at %s)", p.f.Noise.Keyword.LineCol())
+		return
+	}
+	p.f.Noise = d
+	p.add(d)
+}
+
+// parseBuffer parses `buffer NAME`, which must come before the noise
+// block's statements.
+func (p *parser) parseBuffer(d *NoiseDecl) {
+	b := &BufferDecl{Keyword: p.pos}
+	if len(d.Body) > 0 {
+		p.errorf(b.Keyword, "buffer declarations come first in the noise block, before its statements")
+	}
+	p.next()
+	b.Name = p.parseIdent()
+	if p.tok != SEMI && p.tok != RBRACE {
+		p.errorExpected("newline after the buffer's name (a buffer starts at 0: no noise was drawn before step 0)")
+		p.skipToEnd()
+	}
+	d.Buffers = append(d.Buffers, b)
 }
 
 func (p *parser) parseDiagnostic() {

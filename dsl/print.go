@@ -72,6 +72,15 @@ func Format(f *File) []byte {
 			b.WriteString("}\n")
 		case *DiagnosticDecl:
 			fmt.Fprintf(&b, "diagnostic %s(%s)\n", d.Kind.Name, identsString(d.Args))
+		case *NoiseDecl:
+			b.WriteString("noise {\n")
+			for _, buf := range d.Buffers {
+				fmt.Fprintf(&b, "\tbuffer %s\n", buf.Name.Name)
+			}
+			for _, a := range d.Body {
+				fmt.Fprintf(&b, "\t%s = %s\n", a.LHS.Name, ExprString(a.RHS))
+			}
+			b.WriteString("}\n")
 		}
 	}
 	return b.Bytes()

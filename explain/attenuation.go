@@ -5,6 +5,7 @@ import (
 	"github.com/fibergen/fibergen/gain"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/dsl"
@@ -43,6 +44,8 @@ func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[stri
 	out, notLinear := map[string]*Attenuation{}, map[string]string{}
 	for _, sn := range an.States {
 		switch {
+		case slices.Contains(fn.NoiseBuffers(), sn.State):
+			continue // the noise filter's own (NoiseFilter)
 		case sn.State == lang.LookaheadState && sn.Model == nil:
 			notLinear[sn.State] = "the look-ahead point that two_point adds for the trainer: a function of theta, not a filter of the noise"
 			continue

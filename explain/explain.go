@@ -9,6 +9,7 @@ package explain
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/ir"
@@ -29,6 +30,9 @@ type Explanation struct {
 	HostScalars []Scalar                `json:"host_scalars"`
 	Kernel      Kernel                  `json:"kernel"`
 	Attenuation map[string]*Attenuation `json:"attenuation"`
+	// NoiseFilter is the noise block's filter and the figures of its
+	// factorization; nil without a noise block.
+	NoiseFilter *NoiseFilter `json:"noise_filter,omitempty"`
 	// Noise are the noise schemes a run can draw its noise in, the default
 	// first (docs/noise.md).
 	Noise   []NoiseScheme `json:"noise"`
@@ -59,6 +63,9 @@ type State struct {
 	Name  string  `json:"name"`
 	Init  float32 `json:"init"`
 	Start string  `json:"start,omitempty"`
+	// NoiseBuffer marks a buffer of the noise block (docs/dsl.md,
+	// "Correlated noise"): past noise, never written out.
+	NoiseBuffer bool `json:"noise_buffer,omitempty"`
 }
 
 // Observe is the observation and its arguments at step 0.
@@ -130,8 +137,9 @@ type Kernel struct {
 }
 
 // Describe explains u at its default hypers overridden by "name=value"
-// settings, which must keep every filter stable.
-func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
+// settings, which must keep every filter stable, and a noise block's
+// factorization under participation part.
+func Describe(u *pipeline.Unit, settings []string, part Participation) (*Explanation, error) {
 	h, err := u.Func.ApplySettings(settings)
 	if err != nil {
 		return nil, err
@@ -157,6 +165,9 @@ func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
 	x.HostScalars = describeScalars(u.Func, p, h)
 	x.Kernel = describeKernel(u.Func.Step)
 	x.Attenuation, x.notLinear = describeAttenuation(u.Func, u.Noise, h)
+	if x.NoiseFilter, err = describeNoise(u.Func, h, part); err != nil {
+		return nil, err
+	}
 	return x, nil
 }
 
@@ -183,6 +194,7 @@ func describeStates(p *interp.Program, h []float64) []State {
 		if start := ir.StartOf(p.Func, name); start != nil {
 			st.Start = ir.ExprString(start)
 		}
+		st.NoiseBuffer = slices.Contains(p.Func.NoiseBuffers(), name)
 		out = append(out, st)
 	}
 	return out
@@ -295,6 +307,10 @@ func (x *Explanation) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  %-10s initial %s, read at step 0 (the buffer holds %g until the step writes it)\n", s.Name, s.Start, s.Init)
 			continue
 		}
+		if s.NoiseBuffer {
+			fmt.Fprintf(w, "  %-10s noise buffer, initial %g (past noise: checkpointed, never shown or written out)\n", s.Name, s.Init)
+			continue
+		}
 		fmt.Fprintf(w, "  %-10s initial %g\n", s.Name, s.Init)
 	}
 	if o := x.Observe; o != nil {
@@ -320,6 +336,7 @@ func (x *Explanation) WriteText(w io.Writer) {
 		writeSteps(w, s.Steps)
 	}
 	printAttenuation(w, x)
+	printNoise(w, x.NoiseFilter)
 	fmt.Fprintf(w, "\nnoise (N(0, sigma_w2) per coordinate, drawn in the kernel in the run's mode; docs/noise.md):\n")
 	for _, s := range x.Noise {
 		fmt.Fprintf(w, "  %-7s %s (%s)\n", s.Mode, s.Version, s.How)

@@ -24,6 +24,9 @@ func (f *Func) String() string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "states %s\n", strings.Join(f.States, " "))
+	if f.Noise != nil {
+		fmt.Fprintf(&b, "noise buffers %s\n", strings.Join(f.Noise.States, " "))
+	}
 	if len(f.Scalars) > 0 {
 		fmt.Fprintf(&b, "scalars %s\n", strings.Join(f.Scalars, " "))
 	}

@@ -61,8 +61,8 @@ func TestFormatConstRoundTrips(t *testing.T) {
 
 func TestDumpOfUnknownOpDoesNotPanic(t *testing.T) {
 	b := &Block{Name: "step"}
-	b.NewValue(OpStore+3, Type(9), false)
-	if s := b.String(); !strings.Contains(s, fmt.Sprintf("op(%d)", OpStore+3)) || !strings.Contains(s, "type(9)") {
+	b.NewValue(OpPrivatize+1, Type(9), false)
+	if s := b.String(); !strings.Contains(s, fmt.Sprintf("op(%d)", OpPrivatize+1)) || !strings.Contains(s, "type(9)") {
 		t.Errorf("dump = %q", s)
 	}
 }

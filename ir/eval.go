@@ -48,6 +48,8 @@ func (o Op) Arity() int {
 	switch o {
 	case OpF32, OpAttenT, OpStore:
 		return 1
+	case OpPrivatize:
+		return 2
 	}
 	if o.lang() == 0 {
 		return 0

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -26,6 +27,71 @@ func (f *Func) CheckStability(h []float64) error {
 		if err := f.CheckFilter(fl, h); err != nil {
 			return err
 		}
+	}
+	if f.Noise != nil {
+		return f.CheckNoise(h)
+	}
+	return nil
+}
+
+// NoiseModel evaluates the noise filter at hypers h: the buffers'
+// transition M (row major) and input b, and the output's h and d
+// (Filter.Noise).
+func (f *Func) NoiseModel(h []float64) (m, b, out []float64, d float64) {
+	var e []float64
+	for _, s := range f.Noise.Model.Stores() {
+		e = append(e, f.EvalUniform(s.Args[0], h, math.NaN()))
+	}
+	k := len(f.Noise.States)
+	return e[:k*k], e[k*k : k*k+k], e[k*k+k : k*k+2*k], e[k*k+2*k]
+}
+
+// NoiseCoefficients returns the first n Toeplitz coefficients of the noise
+// filter at hypers h: w_t = Σ_s c_{t−s} z_s with c_0 = d and c_k = h·M^(k−1)·b.
+func (f *Func) NoiseCoefficients(h []float64, n int) []float64 {
+	m, b, out, d := f.NoiseModel(h)
+	k := len(b)
+	c := make([]float64, n)
+	x := slices.Clone(b) // M^(j-1)·b
+	for j := range c {
+		if j == 0 {
+			c[0] = d
+			continue
+		}
+		for i := range k {
+			c[j] += out[i] * x[i]
+		}
+		x = matVec(m, x, k)
+	}
+	return c
+}
+
+func matVec(m, x []float64, k int) []float64 {
+	y := make([]float64, k)
+	for i := range k {
+		for j := range k {
+			y[i] += m[i*k+j] * x[j]
+		}
+	}
+	return y
+}
+
+// CheckNoise reports a noise filter that does not decay at hypers h (the
+// spectral radius of its buffers' transition is not below 1), or whose w
+// does not read z (d = 0: no fresh noise enters the step, and the
+// filter has no inverse, so no sensitivity).
+func (f *Func) CheckNoise(h []float64) error {
+	m, _, _, d := f.NoiseModel(h)
+	setting := f.settingOf(f.Noise.Model, h)
+	if rho := gain.SpectralRadius(m, len(f.Noise.States)); !(rho < 1) {
+		msg := fmt.Sprintf("the noise filter is unstable at %s: the spectral radius of its buffers is %.6g, not below 1, so the noise it correlates never decays", setting, rho)
+		if len(f.Noise.Stability) > 0 {
+			msg += " (it is stable where " + strings.Join(f.Noise.Stability, " and ") + ")"
+		}
+		return errors.New(msg)
+	}
+	if d == 0 || math.IsNaN(d) || math.IsInf(d, 0) {
+		return fmt.Errorf("the noise filter at %s gives w a coefficient of %v on z: w must read the fresh draw z with a finite, non-zero coefficient, or no fresh noise enters the step", setting, d)
 	}
 	return nil
 }

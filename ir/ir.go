@@ -69,15 +69,17 @@ const (
 	OpAttenT                                    // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
 	OpStore                                     // Name is theta, a state, a scalar, an observation output or a model entry; no result
 	OpScalar                                    // Name is a scalar: its value at this step (in the scalar step block: at the step before)
+	OpDraw                                      // z, the coordinate's fresh standard normal draw of the noise block (0 when the step draws no noise)
+	OpPrivatize                                 // the privatized gradient of a noise block: Args[0], the clipped mean, plus σ_w·Args[1], the noise w, in the step's noise scheme
 
-	lastOp = OpScalar
+	lastOp = OpPrivatize
 )
 
 // ownOps are the IR's own operations, by name.
 var ownOps = map[Op]string{
 	OpInvalid: "invalid", OpConst: "const", OpHyper: "hyper", OpStepIndex: "t",
 	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpAtten: "attenuation",
-	OpAttenT: "attenuation_t", OpStore: "store", OpScalar: "scalar",
+	OpAttenT: "attenuation_t", OpStore: "store", OpScalar: "scalar", OpDraw: "draw", OpPrivatize: "privatize",
 }
 
 // String is the operation's name in dumps and in the JSON form.
@@ -218,6 +220,12 @@ type Func struct {
 	// HyperDefaults stores, in declaration order, the default of every
 	// Derived hyper from the hypers before it; nil without one.
 	HyperDefaults *Block
+	// Noise is the noise filter of a noise block (docs/dsl.md,
+	// "Correlated noise"), nil without one, when the noise is white and
+	// the kernels add it to g before the step. With one, the step reads
+	// OpDraw, stores the noise buffers (the last len(Noise.States)
+	// States) and privatizes g itself (OpPrivatize).
+	Noise *Filter
 }
 
 // Filter is the linear model z_t = M z_{t-1} + b w_t by which the DP noise
@@ -241,6 +249,11 @@ type Filter struct {
 	// checked only for growth, so a spectral radius of exactly 1 (an
 	// accumulator s = s + g, θ's own update) stays legal (Filter.Stable).
 	Bounded bool
+	// Noise marks the noise filter (Func.Noise): States are the noise
+	// buffers s, with s_{t+1} = M s_t + b z_t, and Model stores after M
+	// and b the output w_t = h·s_t + d z_t: h_i, then d. Its Toeplitz
+	// coefficients are d, h·b, h·M·b, ... (NoiseCoefficients).
+	Noise bool
 }
 
 // Blocks returns the function's blocks.
@@ -254,6 +267,9 @@ func (f *Func) Blocks() []*Block {
 	}
 	for _, fl := range f.Filters {
 		bs = append(bs, fl.Model)
+	}
+	if f.Noise != nil {
+		bs = append(bs, f.Noise.Model)
 	}
 	for _, d := range f.Diags {
 		bs = append(bs, d.Block)
@@ -269,6 +285,15 @@ func (f *Func) Filter(state string) *Filter {
 		}
 	}
 	return nil
+}
+
+// NoiseBuffers lists the noise block's buffers: the last States; nil
+// without a noise block.
+func (f *Func) NoiseBuffers() []string {
+	if f.Noise == nil {
+		return nil
+	}
+	return f.Noise.States
 }
 
 // HyperIndex returns the index of the named hyper, or -1.

@@ -28,6 +28,7 @@ type funcJSON struct {
 	ScalarInit    *blockJSON   `json:"scalar_init,omitempty"`
 	ScalarStep    *blockJSON   `json:"scalar_step,omitempty"`
 	HyperDefaults *blockJSON   `json:"hyper_defaults,omitempty"`
+	Noise         *filterJSON  `json:"noise,omitempty"`
 }
 
 type diagJSON struct {
@@ -110,8 +111,11 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 		j.Hypers = append(j.Hypers, encodeHyper(h))
 	}
 	for _, fl := range f.Filters {
-		j.Filters = append(j.Filters, filterJSON{State: fl.State, States: fl.States, Target: fl.Target,
-			Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability, Bounded: fl.Bounded, Start: fl.Start})
+		j.Filters = append(j.Filters, encodeFilter(fl))
+	}
+	if f.Noise != nil {
+		nj := encodeFilter(f.Noise)
+		j.Noise = &nj
 	}
 	for _, d := range f.Diags {
 		j.Diags = append(j.Diags, diagJSON{Kind: d.Kind, Args: d.Args, Block: encodeBlock(d.Block)})
@@ -123,6 +127,11 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 		j.HyperDefaults = encodeBlock(f.HyperDefaults)
 	}
 	return json.Marshal(j)
+}
+
+func encodeFilter(fl *Filter) filterJSON {
+	return filterJSON{State: fl.State, States: fl.States, Target: fl.Target,
+		Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability, Bounded: fl.Bounded, Start: fl.Start}
 }
 
 func encodeHyper(h Hyper) hyperJSON {
@@ -178,6 +187,13 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 	if err := f.decodeFilters(j.Filters); err != nil {
 		return nil, err
 	}
+	if j.Noise != nil {
+		fl, err := decodeFilter(*j.Noise)
+		if err != nil {
+			return nil, err
+		}
+		f.Noise, fl.Noise = fl, true
+	}
 	if j.HyperDefaults != nil {
 		if f.HyperDefaults, err = decodeBlock(j.HyperDefaults, HyperDefaultBlock); err != nil {
 			return nil, err
@@ -220,17 +236,25 @@ func decodeHyper(h hyperJSON) (Hyper, error) {
 
 func (f *Func) decodeFilters(filters []filterJSON) error {
 	for _, fj := range filters {
-		model, err := decodeBlock(fj.Model, ModelBlock)
+		fl, err := decodeFilter(fj)
 		if err != nil {
 			return err
 		}
 		if fj.Target < 0 || fj.Target >= len(fj.States) {
 			return fmt.Errorf("ir: filter of %s: target %d out of range", fj.State, fj.Target)
 		}
-		f.Filters = append(f.Filters, &Filter{State: fj.State, States: fj.States, Target: fj.Target,
-			Model: model, Expr: fj.Expr, Stability: fj.Stability, Bounded: fj.Bounded, Start: fj.Start})
+		f.Filters = append(f.Filters, fl)
 	}
 	return nil
+}
+
+func decodeFilter(fj filterJSON) (*Filter, error) {
+	model, err := decodeBlock(fj.Model, ModelBlock)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{State: fj.State, States: fj.States, Target: fj.Target,
+		Model: model, Expr: fj.Expr, Stability: fj.Stability, Bounded: fj.Bounded, Start: fj.Start}, nil
 }
 
 // decodeBlock rebuilds a block; operands must refer to earlier values.

@@ -41,7 +41,7 @@ func Optimize(f *Func) error {
 // (Eval64 or Eval32), so that folding never changes a result bit.
 func FoldConstants(b *Block) {
 	for _, v := range b.Values {
-		if v.Op == OpStore || v.Op.Arity() == 0 || !allConst(v.Args) {
+		if v.Op == OpStore || v.Op == OpPrivatize || v.Op.Arity() == 0 || !allConst(v.Args) {
 			continue
 		}
 		v.Const = foldValue(v)

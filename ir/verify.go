@@ -43,6 +43,12 @@ func verifyKinds(f *Func) error {
 	for _, fl := range f.Filters {
 		want[fl.Model] = ModelBlock
 	}
+	if f.Noise != nil {
+		want[f.Noise.Model] = ModelBlock
+		if !f.Noise.Noise || !slices.Equal(f.Noise.States, f.States[len(f.States)-len(f.Noise.States):]) {
+			return fmt.Errorf("noise filter of buffers %v is not marked Noise or its buffers are not the last states", f.Noise.States)
+		}
+	}
 	for _, d := range f.Diags {
 		want[d.Block] = DiagBlock
 	}
@@ -82,7 +88,7 @@ func verifyValue(v *Value) error {
 		uniform = uniform && a.Uniform
 	}
 	switch {
-	case v.Op == OpLoad:
+	case v.Op == OpLoad || v.Op == OpDraw:
 		uniform = false
 	case v.Op.Arity() == 0:
 		uniform = true
@@ -101,7 +107,7 @@ func expectedType(v *Value) Type {
 	switch v.Op {
 	case OpStore:
 		return None
-	case OpF32, OpLoad:
+	case OpF32, OpLoad, OpDraw:
 		return F32
 	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT, OpScalar:
 		return F64
@@ -148,6 +154,8 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
 			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
+		case (v.Op == OpDraw || v.Op == OpPrivatize) && (b.Kind != StepBlock || f.Noise == nil):
+			return fmt.Errorf("v%d: %s in block %s of an optimizer without a noise block", v.ID, v.Op, b.Name)
 		case v.Op != OpStore:
 			continue
 		case !slices.Contains(targets, v.Name) || stored[v.Name]:
@@ -184,8 +192,8 @@ func blockTargets(f *Func, b *Block) []string {
 	case HyperDefaultBlock:
 		return f.DerivedHypers()
 	case ModelBlock:
-		for _, fl := range f.Filters {
-			if b == fl.Model {
+		for _, fl := range append(slices.Clone(f.Filters), f.Noise) {
+			if fl != nil && b == fl.Model {
 				return fl.EntryNames()
 			}
 		}
@@ -204,7 +212,13 @@ func (fl *Filter) EntryNames() []string {
 	for i := range fl.States {
 		names = append(names, fmt.Sprintf("b_%d", i))
 	}
-	return names
+	if !fl.Noise {
+		return names
+	}
+	for i := range fl.States {
+		names = append(names, fmt.Sprintf("h_%d", i))
+	}
+	return append(names, "d")
 }
 
 // scalarReader says whether a block of kind k may read the scalars: the

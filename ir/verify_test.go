@@ -136,7 +136,7 @@ func TestVerifyRejects(t *testing.T) {
 			h.fn.Step.NewValue(OpScalar, F64, true).Name = "c"
 		}, "scalar c in block step"},
 		{"op out of range", func(h *handFunc) {
-			h.fn.Step.NewValue(OpScalar+1, F32, true)
+			h.fn.Step.NewValue(lastOp+1, F32, true)
 		}, "unknown op"},
 		{"const without type", func(h *handFunc) {
 			h.fn.Init.Values[0].Type = None

@@ -158,7 +158,8 @@ func (l *lowerer) addFilter(fn *ir.Func, m *noise.Model, symbols []*ir.Value) *i
 // stability region comes from solving the model where that is cheap.
 func (l *lowerer) boundFilters(fn *ir.Func, f *dsl.File) {
 	for _, sn := range l.noise.States {
-		if sn.Model == nil || slices.ContainsFunc(fn.Filters, func(fl *ir.Filter) bool { return slices.Equal(fl.States, sn.Model.States) }) {
+		if sn.Model == nil || slices.Contains(fn.NoiseBuffers(), sn.State) ||
+			slices.ContainsFunc(fn.Filters, func(fl *ir.Filter) bool { return slices.Equal(fl.States, sn.Model.States) }) {
 			continue
 		}
 		fl := l.addFilter(fn, sn.Model, l.noise.Symbols)

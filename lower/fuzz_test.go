@@ -90,7 +90,7 @@ func runFuzzStep(t *testing.T, p *interp.Program) {
 		}
 	}
 	for step := range 2 {
-		if err := p.Step(p.HostScalars(h, step, 0.25), theta, g, states); err != nil {
+		if err := p.Step(p.HostScalars(h, step, 0.25), nil, theta, g, states); err != nil {
 			t.Fatalf("Step %d: %v", step, err)
 		}
 	}

@@ -23,7 +23,11 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 	for _, s := range f.States {
 		fn.States = append(fn.States, s.Name.Name)
 	}
-	fn.Init = l.lowerInit(f.States)
+	if f.Noise != nil {
+		fn.Noise = &ir.Filter{State: dsl.NoiseOut, States: f.NoiseBufferNames(), Noise: true}
+		fn.States = append(fn.States, fn.Noise.States...)
+	}
+	fn.Init = l.lowerInit(f.States, fn.NoiseBuffers())
 	if len(f.Scalars) > 0 && f.Step != nil {
 		for _, s := range f.Scalars {
 			fn.Scalars = append(fn.Scalars, s.Name.Name)
@@ -34,12 +38,13 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 	if f.Step == nil {
 		return nil, nil, fmt.Errorf("lower: %s has no step block", fn.Name)
 	}
-	fn.Step = l.lowerStep(f.Step)
+	fn.Step = l.lowerStep(f.Step, f.Noise)
 	if la := lookaheadArg(f.Observe); la != nil {
 		l.lowerLookahead(fn, la)
 	}
 	if l.err == nil {
 		l.resolveAttenuation(fn)
+		l.addNoiseFilter(fn, f.Noise)
 		l.boundFilters(fn, f)
 		fn.Diags = l.lowerDiagnostics(f, fn)
 	}
@@ -101,7 +106,8 @@ func (l *lowerer) lowerHypers(fn *ir.Func, hypers []*dsl.HyperDecl) {
 
 // lowerInit lowers the states' initial values; one that reads theta or g
 // is 0 in the buffer, and the step starts the state from it (startFrom).
-func (l *lowerer) lowerInit(states []*dsl.StateDecl) *ir.Block {
+// The noise buffers start at 0: no noise was drawn before step 0.
+func (l *lowerer) lowerInit(states []*dsl.StateDecl, buffers []string) *ir.Block {
 	l.b, l.env = &ir.Block{Name: "init", Kind: ir.InitBlock}, map[string]*ir.Value{}
 	for _, s := range states {
 		if l.readsCoordinates(s.Init) {
@@ -110,6 +116,9 @@ func (l *lowerer) lowerInit(states []*dsl.StateDecl) *ir.Block {
 			continue
 		}
 		l.store(s.Name.Name, l.toF32(l.expr(s.Init)))
+	}
+	for _, b := range buffers {
+		l.store(b, l.toF32(l.constant(0)))
 	}
 	return l.b
 }
@@ -173,9 +182,10 @@ func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*ir.Block, *ir.Observation) 
 	return l.b, obs
 }
 
-func (l *lowerer) lowerStep(d *dsl.StepDecl) *ir.Block {
+func (l *lowerer) lowerStep(d *dsl.StepDecl, nd *dsl.NoiseDecl) *ir.Block {
 	l.b, l.env = &ir.Block{Name: "step", Kind: ir.StepBlock}, map[string]*ir.Value{}
 	l.src, l.attens = map[*ir.Value]string{}, map[*ir.Value]*dsl.CallExpr{}
+	l.lowerNoise(nd)
 	for _, s := range l.starts {
 		l.startFrom(s)
 	}
@@ -250,7 +260,9 @@ func (l *lowerer) ident(id *dsl.Ident) *ir.Value {
 	switch {
 	case obj.Kind == dsl.HyperObj:
 		v = l.b.NewValue(ir.OpHyper, ir.F64, true)
-	case obj.Kind == dsl.StateObj, obj.Name == "g", obj.Name == "theta":
+	case dsl.IsNoiseDraw(obj):
+		return l.b.NewValue(ir.OpDraw, ir.F32, false)
+	case obj.Kind == dsl.StateObj, obj.Kind == dsl.BufferObj, obj.Name == "g", obj.Name == "theta":
 		v = l.b.NewValue(ir.OpLoad, ir.F32, false)
 	case obj.Kind == dsl.ScalarObj:
 		v = l.b.NewValue(ir.OpScalar, ir.F64, true)

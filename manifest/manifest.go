@@ -40,7 +40,7 @@ type Manifest struct {
 // Buffer is one float32 array of the kernels, in ABI order.
 type Buffer struct {
 	Name   string `json:"name"`
-	Role   string `json:"role"` // "parameters", "gradient" or "state"
+	Role   string `json:"role"` // "parameters", "gradient", "state" or NoiseBufferRole
 	DType  string `json:"dtype"`
 	Access string `json:"access"` // "read", "write" (the look-ahead point) or "read-write"
 	Init   string `json:"init,omitempty"`
@@ -48,6 +48,11 @@ type Buffer struct {
 	// buffer (`state m = g`: "g"); the buffer holds Init until then.
 	Start string `json:"start,omitempty"`
 }
+
+// NoiseBufferRole is the role of a noise block's buffer (docs/dsl.md,
+// "Correlated noise"): a state of the kernels, checkpointed and sharded as
+// the others are, which a binding never shows (it holds past noise).
+const NoiseBufferRole = "noise buffer"
 
 // Scalar is one float32 kernel argument after the buffers.
 type Scalar struct {

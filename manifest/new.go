@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/rng"
@@ -45,11 +46,13 @@ func buffers(fn *ir.Func) []Buffer {
 		if start := ir.StartOf(fn, b.Name); start != nil {
 			mb.Start = ir.ExprString(start)
 		}
-		switch b.Name {
-		case ir.ThetaName:
+		switch {
+		case b.Name == ir.ThetaName:
 			mb.Role = "parameters"
-		case ir.GradName:
+		case b.Name == ir.GradName:
 			mb.Role = "gradient"
+		case slices.Contains(fn.NoiseBuffers(), b.Name):
+			mb.Role = NoiseBufferRole
 		}
 		switch {
 		case b.ReadOnly:

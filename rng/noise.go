@@ -107,3 +107,43 @@ func (s Stream) Privatize(dst, g []float32, sigmaW float32, offset uint64) {
 		dst[i] = addNoise(s.Mode == Secure, s.Seed, s.Key, s.Step, offset+uint64(i), g[i], sigmaW, &c)
 	}
 }
+
+// Draw writes z, the standard normal draw of global element offset+i, into dst[i], as the
+// step of a noise block draws it (docs/dsl.md, "Correlated noise"); Off writes 0. sigmaW
+// sets the secure grid only.
+func (s Stream) Draw(dst []float32, sigmaW float32, offset uint64) {
+	if !s.drawing("Draw") {
+		clear(dst)
+		return
+	}
+	var c noiseCache
+	for i := range dst {
+		dst[i] = drawNoise(s.Mode == Secure, s.Seed, s.Key, s.Step, offset+uint64(i), sigmaW, &c)
+	}
+}
+
+// Add writes x[i] + sigmaW·w[i] into dst[i], w the noise of a noise block in units of
+// sigmaW, as its step privatizes g: snapped to the grid in the secure scheme; Off copies x.
+func (s Stream) Add(dst, x, w []float32, sigmaW float32) {
+	if !s.drawing("Add") {
+		copy(dst, x)
+		return
+	}
+	var c noiseCache
+	for i := range dst {
+		dst[i] = privatizeNoise(s.Mode == Secure, x[i], sigmaW, w[i], &c)
+		c.ok = true // the grid is computed once
+	}
+}
+
+// drawing reports whether s draws noise: false for Off, true for Philox and Secure; any
+// other mode panics (a caller's bug, as in Privatize).
+func (s Stream) drawing(what string) bool {
+	switch s.Mode {
+	case Off:
+		return false
+	case Philox, Secure:
+		return true
+	}
+	panic(fmt.Sprintf("rng: Stream.%s in %v", what, s.Mode))
+}

@@ -246,18 +246,21 @@ func (b *cpuBackend) stepRange(s backend.Step, seg segment, lo, hi int) error {
 }
 
 // stepReference runs the interpreter on [lo, hi), drawing the noise nz of
-// those coordinates' global indexes (coordinate 0's is offset).
+// those coordinates' global indexes (coordinate 0's is offset): into g
+// first, or, for a noise block, in the step.
 func (b *cpuBackend) stepReference(nz rng.Stream, offset uint64, s segment, lo, hi int) error {
 	g := b.bufs[ir.GradBuffer][lo:hi]
-	if nz.Mode != rng.Off {
+	sigma := s.Scalars[ir.SigmaWScalar(len(s.Scalars))]
+	in := &interp.Noise{Stream: nz, SigmaW: sigma, Offset: offset + uint64(lo)}
+	if nz.Mode != rng.Off && b.prog.Func.Noise == nil {
 		g = make([]float32, hi-lo)
-		nz.Privatize(g, b.bufs[ir.GradBuffer][lo:hi], s.Scalars[ir.SigmaWScalar(len(s.Scalars))], offset+uint64(lo))
+		nz.Privatize(g, b.bufs[ir.GradBuffer][lo:hi], sigma, offset+uint64(lo))
 	}
 	var states [][]float32
 	for _, st := range b.bufs[ir.FirstState:] {
 		states = append(states, st[lo:hi])
 	}
-	return b.prog.Step(s.Host, b.bufs[ir.ThetaBuffer][lo:hi], g, states)
+	return b.prog.Step(s.Host, in, b.bufs[ir.ThetaBuffer][lo:hi], g, states)
 }
 
 // runLimited runs the functions, at most limit at once, and returns their

@@ -379,7 +379,7 @@ type interpStepper struct {
 }
 
 func (s *interpStepper) step(g []float32) error {
-	err := s.p.Step(s.p.HostScalars(s.h, s.t, s.sigmaW2), s.theta, g, s.states)
+	err := s.p.Step(s.p.HostScalars(s.h, s.t, s.sigmaW2), nil, s.theta, g, s.states)
 	s.t++
 	return err
 }

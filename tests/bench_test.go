@@ -84,7 +84,7 @@ func BenchmarkFiberStep(b *testing.B) {
 		}
 		b.SetBytes(fiberBytes)
 		for b.Loop() {
-			p.Step(p.HostScalars(h, 0, 1e-4), theta, g, states)
+			p.Step(p.HostScalars(h, 0, 1e-4), nil, theta, g, states)
 		}
 		b.ReportMetric(rate(b)/copyRate, "of-memcpy")
 	})

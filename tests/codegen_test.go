@@ -33,6 +33,7 @@ var probeSets = map[string][]setting{
 	"nostate":      {{"kappa", 0.25}},
 	"under_scores": {{"learning_rate_", 1e-2}, {"init_scale", 0.5}},
 	"starts":       {{"lr", 0.25}},
+	"blt_probe":    {{"decay", 0.8}, {"mu", 0.3}},
 }
 
 // probe is one generated package in the temporary module.

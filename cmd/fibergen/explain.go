@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	goruntime "runtime"
 
@@ -21,6 +22,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	unstable := fs.Bool("allow-unstable", false, "allow hypers at which a state grows without bound")
 	extrapolate := fs.Bool("allow-extrapolation", false, "allow a two_point weight a outside [0, 1], as run does")
 	hostISA := fs.Bool("host-isa", false, "include the host kernel's instruction-set variants and which this CPU runs (cpu backend)")
+	var steps, minSep uintFlag
+	fs.Var(&steps, "steps", "a noise block's factorization over this many steps (default 1000)")
+	fs.Var(&minSep, "min-sep", "a noise block's factorization with each example at most once every this many steps (default: --steps, one participation)")
 	files, ok := parseFlags(fs, args, stderr)
 	switch {
 	case !ok:
@@ -39,12 +43,18 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	if *unstable {
 		u.Func.DropBoundedFilters()
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	part, msg := participation(u, given, uint64(steps), uint64(minSep))
+	if msg != "" {
+		return usageError(stderr, "explain", "%s", msg)
+	}
 	// The settings as run checks them, at step 0, the step explain shows.
 	warnings, err := checkSettings(u.Func, sets, 1, *extrapolate)
 	if err != nil {
 		return fail(stderr, "explain", err)
 	}
-	x, err := explain.Describe(u, sets)
+	x, err := explain.Describe(u, sets, part)
 	if err != nil {
 		return fail(stderr, "explain", err)
 	}
@@ -81,4 +91,29 @@ func jsonErrors(stdout, stderr io.Writer, errs []string) int {
 		return fail(stderr, "explain", err)
 	}
 	return 1
+}
+
+// maxExplainSteps bounds explain --steps: the sensitivity of a schema
+// costs O(steps²/min-sep).
+const maxExplainSteps = 100000
+
+// participation is the schema of explain --steps and --min-sep, those
+// given, or a message naming the flag that is wrong.
+func participation(u *pipeline.Unit, given map[string]bool, steps, minSep uint64) (explain.Participation, string) {
+	p := explain.DefaultParticipation
+	switch {
+	case (given["steps"] || given["min-sep"]) && u.Func.Noise == nil:
+		return p, fmt.Sprintf("--steps and --min-sep describe the participation of a noise block's factorization; %s has no noise block", u.Func.Name)
+	case given["steps"] && (steps < 1 || steps > maxExplainSteps):
+		return p, fmt.Sprintf("--steps %d: want from 1 to %d", steps, maxExplainSteps)
+	case given["steps"]:
+		p = explain.Participation{Steps: int(steps), MinSep: int(steps)}
+	}
+	switch {
+	case given["min-sep"] && (minSep < 1 || minSep > uint64(p.Steps)):
+		return p, fmt.Sprintf("--min-sep %d: want from 1 to --steps (%d)", minSep, p.Steps)
+	case given["min-sep"]:
+		p.MinSep = int(minSep)
+	}
+	return p, ""
 }

@@ -38,6 +38,9 @@ func (l *stateOutsFlag) Set(s string) error {
 // checkNames checks that every state named is one of fn's.
 func (l stateOutsFlag) checkNames(fn *ir.Func) error {
 	for _, s := range l {
+		if slices.Contains(fn.NoiseBuffers(), s.name) {
+			return fmt.Errorf("--state-out %s=%s: %s is a noise buffer of %s: it holds past noise, which with the outputs would reveal the gradients, so fibergen never writes it out", s.name, s.path, s.name, fn.Name)
+		}
 		if slices.Contains(fn.States, s.name) {
 			continue
 		}

@@ -42,6 +42,13 @@ func (e *env) define(v *ir.Value, prefix string) jen.Code {
 	return jen.Id(name).Op(":=").Add(e.expr(v))
 }
 
+// defineAs emits `name := x` for v and records its name.
+func (e *env) defineAs(v *ir.Value, prefix string, x jen.Code) jen.Code {
+	name := fmt.Sprintf("%s%d", prefix, v.ID)
+	e.names[v] = jen.Id(name)
+	return jen.Id(name).Op(":=").Add(x)
+}
+
 // expr is the Go expression computing v from its operands.
 func (e *env) expr(v *ir.Value) jen.Code {
 	switch v.Op {

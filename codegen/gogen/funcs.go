@@ -75,8 +75,17 @@ func (g *generator) genStep() {
 		e.names[v] = jen.Id("s").Dot(g.names[v])
 	}
 	loop := []jen.Code{}
+	noiseOn := jen.If(jen.Id("nz").Dot("On").Op("||").Id("nz").Dot("Secure"))
 	for _, v := range g.fn.Step.Values {
 		switch {
+		case v.Op == ir.OpDraw:
+			loop = append(loop, e.defineAs(v, "v", jen.Float32().Call(jen.Lit(0))), noiseOn.Clone().Block(
+				e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("draw").Call(jen.Id("s").Dot("SigmaW"), jen.Id("i"), jen.Op("&").Id("cache"))))
+		case v.Op == ir.OpPrivatize:
+			loop = append(loop, e.defineAs(v, "v", e.ref(v.Args[0])), noiseOn.Clone().Block(
+				e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("privatize").Call(e.ref(v.Args[0]), jen.Id("s").Dot("SigmaW"), e.ref(v.Args[1]), jen.Op("&").Id("cache"))))
+		case v.Op == ir.OpLoad && v.Name == ir.GradName && g.fn.Noise != nil:
+			loop = append(loop, e.define(v, "v"))
 		case v.Op == ir.OpLoad && v.Name == ir.GradName:
 			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On").Op("||").Id("nz").Dot("Secure")).Block(
 				e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("add").Call(jen.Add(e.names[v]), jen.Id("s").Dot("SigmaW"), jen.Id("i"), jen.Op("&").Id("cache"))))

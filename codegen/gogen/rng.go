@@ -33,6 +33,9 @@ func (g *generator) genNoise() {
 		jen.Id("Offset").Uint64().Comment("the global index of the buffers' first element"),
 	)
 	g.genNoiseAdd()
+	if g.fn.Noise != nil {
+		g.genNoiseDraw()
+	}
 	g.splice(rngCore)
 	g.splice(rngSecure)
 	g.splice(rngDraw)
@@ -45,5 +48,20 @@ func (g *generator) genNoiseAdd() {
 	g.file.Func().Params(nz.Clone().Id("Noise")).Id("add").Params(jen.List(jen.Id("x"), jen.Id("sigma")).Float32(), jen.Id("i").Int(), jen.Id("c").Op("*").Id("noiseCache")).Float32().Block(
 		jen.Return(jen.Id("addNoise").Call(nz.Clone().Dot("Secure"), nz.Clone().Dot("Seed"), nz.Clone().Dot("Key"), nz.Clone().Dot("Step"),
 			nz.Clone().Dot("Offset").Op("+").Uint64().Call(jen.Id("i")), jen.Id("x"), jen.Id("sigma"), jen.Id("c"))),
+	)
+}
+
+// genNoiseDraw emits Noise.draw and Noise.privatize, the glue around rng's drawNoise and
+// privatizeNoise that the step of a noise block calls: z drawn, then g + sigma·w.
+func (g *generator) genNoiseDraw() {
+	nz := jen.Id("nz")
+	g.file.Comment("draw returns z, the standard normal draw of element i of the buffers.")
+	g.file.Func().Params(nz.Clone().Id("Noise")).Id("draw").Params(jen.Id("sigma").Float32(), jen.Id("i").Int(), jen.Id("c").Op("*").Id("noiseCache")).Float32().Block(
+		jen.Return(jen.Id("drawNoise").Call(nz.Clone().Dot("Secure"), nz.Clone().Dot("Seed"), nz.Clone().Dot("Key"), nz.Clone().Dot("Step"),
+			nz.Clone().Dot("Offset").Op("+").Uint64().Call(jen.Id("i")), jen.Id("sigma"), jen.Id("c"))),
+	)
+	g.file.Comment("privatize returns x + sigma·w in the scheme of nz (snapped when secure).")
+	g.file.Func().Params(nz.Clone().Id("Noise")).Id("privatize").Params(jen.List(jen.Id("x"), jen.Id("sigma"), jen.Id("w")).Float32(), jen.Id("c").Op("*").Id("noiseCache")).Float32().Block(
+		jen.Return(jen.Id("privatizeNoise").Call(nz.Clone().Dot("Secure"), jen.Id("x"), jen.Id("sigma"), jen.Id("w"), jen.Id("c"))),
 	)
 }

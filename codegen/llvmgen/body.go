@@ -8,6 +8,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/rng"
 )
 
 // emitBodies emits <name>_body, the per-coordinate step, and, for every
@@ -15,24 +16,47 @@ import (
 // on w lanes, so the same bits lane by lane (docs/kernels.md). The wide
 // loops call the vector body once a vector, not the scalar body once a
 // lane: the same machine code after SLP (decision 113), and a sixteenth
-// of the code for opt and llc to work through.
+// of the code for opt and llc to work through. The step of a noise block
+// privatizes g itself, in the launch's noise scheme: it has a body per
+// scheme (bodyKey).
 func (k *kernel) emitBodies() error {
-	k.bodies = map[lanes]*llvm.Func{}
-	for _, w := range append([]lanes{1}, hostWidths()...) {
-		f, err := k.emitBody(w)
-		if err != nil {
-			return err
+	k.bodies, k.stores = map[bodyKey]*llvm.Func{}, map[lanes]types.Type{}
+	modes := []rng.Mode{rng.Off}
+	if k.fn.Noise != nil {
+		modes = append(modes, rng.Philox, rng.Secure)
+	}
+	for _, mode := range modes {
+		for _, w := range append([]lanes{1}, hostWidths()...) {
+			f, err := k.emitBody(bodyKey{w, mode})
+			if err != nil {
+				return err
+			}
+			k.bodies[bodyKey{w, mode}] = f
 		}
-		k.bodies[w] = f
 	}
 	return nil
 }
 
+// bodyKey names a body: its lanes, and the noise scheme in which the step
+// of a noise block privatizes g (rng.Off for every body without one).
+type bodyKey struct {
+	w    lanes
+	mode rng.Mode
+}
+
+// name is the body's symbol.
+func (key bodyKey) name(opt string) string {
+	scheme := map[rng.Mode]string{rng.Philox: "_philox", rng.Secure: "_secure"}[key.mode]
+	return opt + "_body" + scheme + key.w.suffix()
+}
+
 // emitBody emits the body on w lanes. Its parameters are the value of every
-// buffer before the step (g privatized already), then the host scalars (one
-// float each, the same in every lane); it returns the value of every stored
-// buffer after it.
-func (k *kernel) emitBody(w lanes) (*llvm.Func, error) {
+// buffer before the step (g privatized already, but for a noise block),
+// then the host scalars (one float each, the same in every lane), and for
+// a noise block z, σ_w and the secure grid γ and 1/γ; it returns the value
+// of every stored buffer after it.
+func (k *kernel) emitBody(key bodyKey) (*llvm.Func, error) {
+	w := key.w
 	var params []*llvm.Param
 	for _, b := range k.Buffers {
 		params = append(params, llvm.NewParam("v."+b.Name, w.f32()))
@@ -40,11 +64,18 @@ func (k *kernel) emitBody(w lanes) (*llvm.Func, error) {
 	for i := range k.scalars {
 		params = append(params, llvm.NewParam(fmt.Sprintf("s.%d", i), f32))
 	}
-	f, b := newHelper(k.m, k.Name+"_body"+w.suffix(), k.storedType(w), params...)
+	if k.fn.Noise != nil {
+		params = append(params, llvm.NewParam("z", w.f32()), llvm.NewParam("sigma", f32), llvm.NewParam("gamma", f32), llvm.NewParam("inv", f32))
+	}
+	if key.mode == rng.Off {
+		k.stores[w] = k.storedType(w)
+	}
+	f, b := newHelper(k.m, key.name(k.Name), k.stores[w], params...)
 	e := bodyEmitter{k: k, w: w, b: b, params: params, vals: map[*ir.Value]value.Value{}}
 	for i, s := range k.scalars {
 		e.vals[s] = w.splat(b, params[len(k.Buffers)+i])
 	}
+	e.privatize(key.mode)
 	var out value.Value = constantUndef(f.Sig.RetType)
 	for _, v := range k.fn.Step.Values {
 		if v.Uniform && v.Op != ir.OpStore {
@@ -62,6 +93,19 @@ func (k *kernel) emitBody(w lanes) (*llvm.Func, error) {
 	}
 	b.NewRet(out)
 	return f, nil
+}
+
+// privatize sets what OpPrivatize adds in scheme mode: σ_w·w from the
+// body's parameters (snapped when secure), or nothing without noise.
+func (e *bodyEmitter) privatize(mode rng.Mode) {
+	if e.k.fn.Noise == nil || mode == rng.Off {
+		return
+	}
+	n := len(e.params)
+	e.noise = &draw{sigma: e.params[n-3]}
+	if mode == rng.Secure {
+		e.noise.key, e.noise.gamma, e.noise.inv = []value.Value{}, e.params[n-2], e.params[n-1]
+	}
 }
 
 // storedType is the named struct of the stored buffers' values on w lanes:
@@ -83,6 +127,7 @@ type bodyEmitter struct {
 	b      *llvm.Block
 	params []*llvm.Param
 	vals   map[*ir.Value]value.Value
+	noise  *draw // what OpPrivatize adds: nil, none (Off)
 }
 
 // operand is the LLVM value of an IR operand: an immediate for a constant.
@@ -103,6 +148,13 @@ func (e *bodyEmitter) instr(v *ir.Value) (value.Value, error) {
 	switch v.Op {
 	case ir.OpLoad:
 		return e.params[k.bufferIndex(v.Name)], nil
+	case ir.OpDraw:
+		return e.params[len(e.params)-4], nil
+	case ir.OpPrivatize:
+		if e.noise == nil {
+			return arg(0), nil
+		}
+		return e.noise.add(b, w, arg(0), arg(1)), nil
 	case ir.OpAdd:
 		return b.NewFAdd(arg(0), arg(1)), nil
 	case ir.OpSub:

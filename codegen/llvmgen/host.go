@@ -146,12 +146,12 @@ func (k *kernel) wideVectors(b *llvm.Block, a args, base value.Value, zs []value
 		var vals []value.Value
 		for i, p := range a.ptrs {
 			x := load(b, vt, vecAt(p, v), 4)
-			if z != nil && i == k.bufferIndex(ir.GradName) {
+			if z != nil && k.fn.Noise == nil && i == k.bufferIndex(ir.GradName) {
 				x = d.add(b, w, x, z)
 			}
 			vals = append(vals, x)
 		}
-		res := b.NewCall(k.bodies[w], append(vals, a.scalars...)...)
+		res := k.callBody(b, w, a, vals, d, z)
 		for j, name := range k.stored {
 			store(b, b.NewExtractValue(res, uint64(j)), vecAt(a.ptrs[k.bufferIndex(name)], v), 4)
 		}

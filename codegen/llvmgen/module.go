@@ -81,7 +81,8 @@ type kernel struct {
 	m       *llvm.Module
 	scalars []*ir.Value          // the step's host scalars
 	stored  []string             // the buffers the step stores, in store order
-	bodies  map[lanes]*llvm.Func // the body by width: 1, and each host width
+	bodies  map[bodyKey]*llvm.Func // the body by width (1, and each host width) and, for a noise block, scheme
+	stores  map[lanes]types.Type   // the bodies' result on w lanes (storedType)
 	noise   noise
 	labels  int
 }
@@ -181,19 +182,40 @@ type args struct {
 	scalars []value.Value // the step's host scalars
 }
 
-// step calls the body on the values of one coordinate, adding sigma·z to g
-// when z is not nil, and returns the values of the stored buffers.
+// step calls the body on the values of one coordinate, with the noise z
+// (nil: none), and returns the values of the stored buffers.
 func (k *kernel) step(b *llvm.Block, a args, vals []value.Value, d *draw, z value.Value) []value.Value {
-	if d != nil {
+	if d != nil && k.fn.Noise == nil {
 		g := k.bufferIndex(ir.GradName)
 		vals[g] = d.add(b, 1, vals[g], z)
 	}
-	res := b.NewCall(k.bodies[1], append(vals, a.scalars...)...)
+	res := k.callBody(b, 1, a, vals, d, z)
 	out := make([]value.Value, len(k.stored))
 	for i := range out {
 		out[i] = b.NewExtractValue(res, uint64(i))
 	}
 	return out
+}
+
+// callBody calls the body on w lanes with the buffers' values vals and
+// the noise z of draw d (nil: none). Without a noise block the caller has
+// added σ·z to g (snapped when secure); with one, z goes to the body of
+// d's scheme, which privatizes g itself.
+func (k *kernel) callBody(b *llvm.Block, w lanes, a args, vals []value.Value, d *draw, z value.Value) value.Value {
+	args := append(vals, a.scalars...)
+	if k.fn.Noise == nil {
+		return b.NewCall(k.bodies[bodyKey{w, rng.Off}], args...)
+	}
+	mode, sigma, gamma, inv := rng.Off, value.Value(f32c(0)), value.Value(f32c(0)), value.Value(f32c(0))
+	switch {
+	case d.secure():
+		mode, sigma, gamma, inv = rng.Secure, d.sigma, d.gamma, d.inv
+	case d != nil:
+		mode, sigma = rng.Philox, d.sigma
+	default:
+		z = w.f(0)
+	}
+	return b.NewCall(k.bodies[bodyKey{w, mode}], append(args, z, sigma, gamma, inv)...)
 }
 
 // element emits the step of the coordinate at index i of the buffers, with

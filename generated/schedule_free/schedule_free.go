@@ -666,18 +666,37 @@ type noiseCache struct {
 // grid (snapNoise). c keeps the block's draws and grid between calls on consecutive elements
 // of one step, whose sigma is one.
 func addNoise(secure bool, seed uint64, key [4]uint64, step uint32, e uint64, x, sigma float32, c *noiseCache) float32 {
+	return privatizeNoise(secure, x, sigma, drawNoise(secure, seed, key, step, e, sigma, c), c)
+}
+
+// drawNoise returns z, the standard normal draw of element e at step in the scheme secure
+// says, keeping its block's draws (and, secure, the grid of sigma) in c.
+func drawNoise(secure bool, seed uint64, key [4]uint64, step uint32, e uint64, sigma float32, c *noiseCache) float32 {
 	if secure {
 		if !c.ok || c.block != e>>3 {
 			c.block, c.z, c.ok = e>>3, secureGaussian8(key, step, GradientSite, e>>3), true
 			c.gamma, c.inv = snapUnit(sigma)
 		}
-		return snapNoise(x, sigma, c.z[e&7], c.gamma, c.inv)
+		return c.z[e&7]
 	}
 	if !c.ok || c.block != e>>2 {
 		z := gaussian4(seed, step, GradientSite, e>>2)
 		c.block, c.z, c.ok = e>>2, [8]float32{z[0], z[1], z[2], z[3]}, true
 	}
-	return x + float32(sigma*c.z[e&3])
+	return c.z[e&3]
+}
+
+// privatizeNoise returns x + sigma·w, the noise w in units of sigma (a draw, or a
+// correlated combination of draws: docs/dsl.md, "Correlated noise"), snapped to the grid of
+// sigma in the secure scheme. A secure c holds that grid once drawNoise has run.
+func privatizeNoise(secure bool, x, sigma, w float32, c *noiseCache) float32 {
+	if secure {
+		if !c.ok {
+			c.gamma, c.inv = snapUnit(sigma)
+		}
+		return snapNoise(x, sigma, w, c.gamma, c.inv)
+	}
+	return x + float32(sigma*w)
 }
 
 // Step updates theta and the states in place, one coordinate at a time, with

@@ -39,7 +39,7 @@ step {
 	p.Init(h, states)
 	for t, g := range [][]float32{{1, -1}, {1, -1}} {
 		s := p.HostScalars(h, t, 0) // once per step
-		if err := p.Step(s, theta, g, states); err != nil {
+		if err := p.Step(s, nil, theta, g, states); err != nil {
 			fmt.Println(err)
 			return
 		}

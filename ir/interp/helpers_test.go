@@ -42,7 +42,7 @@ func invalidNaN() float32 { return zero / zero }
 func step(t *testing.T, p *interp.Program, h []float64, theta, g []float32, states [][]float32) []float32 {
 	t.Helper()
 	th := append([]float32(nil), theta...)
-	if err := p.Step(p.HostScalars(h, 0, 0), th, append([]float32(nil), g...), states); err != nil {
+	if err := p.Step(p.HostScalars(h, 0, 0), nil, th, append([]float32(nil), g...), states); err != nil {
 		t.Fatalf("Step: %v", err)
 	}
 	return th

@@ -159,8 +159,10 @@ func (p *Program) HostScalars(h []float64, t int, sigmaW2 float64) Scalars {
 }
 
 // Step runs the kernel over every coordinate: theta, g and each state
-// (in Func.States order) must have the same length.
-func (p *Program) Step(s Scalars, theta, g []float32, states [][]float32) error {
+// (in Func.States order) must have the same length. g is privatized
+// already, or, for a noise block, the clipped mean, which the step
+// privatizes with the noise nz (nil: none, z = 0).
+func (p *Program) Step(s Scalars, nz *Noise, theta, g []float32, states [][]float32) error {
 	bufs := append([][]float32{ir.ThetaBuffer: theta, ir.GradBuffer: g}, states...)
 	if len(states) != p.NumStates() {
 		return fmt.Errorf("%s: Step needs %d states, got %d", p.Func.Name, p.NumStates(), len(states))
@@ -170,8 +172,40 @@ func (p *Program) Step(s Scalars, theta, g []float32, states [][]float32) error 
 			return fmt.Errorf("%s: buffer %s has length %d, theta %d", p.Func.Name, ir.Buffers(p.Func)[i].Name, len(b), len(theta))
 		}
 	}
-	p.step.run(s.regs, bufs)
+	p.step.run(s.regs, bufs, nz)
 	return nil
+}
+
+// Noise is the noise the step of a noise block draws (docs/dsl.md,
+// "Correlated noise"): the scheme and counter, σ_w, and the global index
+// of the buffers' first coordinate. Without a noise block the step takes
+// g privatized already, and Noise is unused.
+type Noise struct {
+	Stream rng.Stream
+	SigmaW float32
+	Offset uint64
+}
+
+// stream, sigma and offset read a *Noise; nil draws nothing (rng.Off).
+func (nz *Noise) stream() rng.Stream {
+	if nz == nil {
+		return rng.Stream{Mode: rng.Off}
+	}
+	return nz.Stream
+}
+
+func (nz *Noise) sigma() float32 {
+	if nz == nil {
+		return 0
+	}
+	return nz.SigmaW
+}
+
+func (nz *Noise) offset() uint64 {
+	if nz == nil {
+		return 0
+	}
+	return nz.Offset
 }
 
 // Engine binds a Program to hyper values: the reference of a whole run,
@@ -200,15 +234,19 @@ func (e Engine) Init(states [][]float32) error {
 
 // Step runs step t; it does not change g.
 func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]float32) error {
+	var nz *Noise
 	if e.Noise {
 		if err := rng.CheckStep(t); err != nil {
 			return err
 		}
-		noisy := make([]float32, len(g))
-		rng.Privatize(noisy, g, rng.SigmaW(sigmaW2), e.Seed, uint32(t), 0)
-		g = noisy
+		nz = &Noise{Stream: rng.Stream{Mode: rng.Philox, Seed: e.Seed, Step: uint32(t)}, SigmaW: rng.SigmaW(sigmaW2)}
 	}
-	return e.P.Step(e.P.HostScalars(e.Hypers, t, sigmaW2), theta, g, states)
+	if nz != nil && e.P.Func.Noise == nil {
+		noisy := make([]float32, len(g))
+		nz.Stream.Privatize(noisy, g, nz.SigmaW, 0)
+		g, nz = noisy, nil
+	}
+	return e.P.Step(e.P.HostScalars(e.Hypers, t, sigmaW2), nz, theta, g, states)
 }
 
 // Run applies len(grads)/len(theta) steps to theta from freshly initialized

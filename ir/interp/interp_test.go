@@ -87,20 +87,20 @@ func TestStepRejectsBadBuffers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := noPanic(t, "Step", func() error { return p.Step(s, tt.theta, tt.g, tt.states) })
+			err := noPanic(t, "Step", func() error { return p.Step(s, nil, tt.theta, tt.g, tt.states) })
 			if err == nil || !strings.Contains(err.Error(), tt.wantError) {
 				t.Errorf("Step: err = %v, want it to mention %q", err, tt.wantError)
 			}
 		})
 	}
 	t.Run("all empty", func(t *testing.T) {
-		if err := noPanic(t, "Step", func() error { return p.Step(s, nil, nil, [][]float32{nil, nil}) }); err != nil {
+		if err := noPanic(t, "Step", func() error { return p.Step(s, nil, nil, nil, [][]float32{nil, nil}) }); err != nil {
 			t.Errorf("Step on empty buffers: %v", err)
 		}
 	})
 	t.Run("buffers untouched on error", func(t *testing.T) {
 		theta, g := []float32{1, 2}, []float32{3}
-		_ = p.Step(s, theta, g, [][]float32{{5, 6}, {7, 8}})
+		_ = p.Step(s, nil, theta, g, [][]float32{{5, 6}, {7, 8}})
 		if theta[0] != 1 || theta[1] != 2 {
 			t.Errorf("theta changed to %v by a rejected step", theta)
 		}

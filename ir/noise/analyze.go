@@ -24,6 +24,19 @@ type Analysis struct {
 	// such as sqrt(kappa), which stand for themselves.
 	Symbols []*ir.Value
 	States  []StateNoise // one per declared state, in declaration order
+	Noise   *NoiseModel  // the noise block's filter; nil without one
+}
+
+// NoiseModel is the noise block's filter over its buffers s (docs/dsl.md,
+// "Correlated noise"): s_{t+1} = M s_t + B z_t and w_t = H·s_t + D z_t,
+// z_t the step's fresh draw. With a noise block the analysis's input is z
+// (keyed GradName in the linear forms), and g is the clean clipped mean
+// plus w: the states' models are those of the joint system.
+type NoiseModel struct {
+	Buffers []string
+	M       [][]poly.Frac
+	B, H    []poly.Frac
+	D       poly.Frac
 }
 
 // StateNoise says how the noise reaches one state.
@@ -109,7 +122,11 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 			a.updates[v.Name], a.stores[v.Name] = a.forms[v.Args[0]], v
 		}
 	}
-	n := &Analysis{Symbols: a.symbols}
+	n := &Analysis{}
+	if p := privatizeOf(fn.Step); p != nil {
+		n.Noise = a.noiseModel(fn.NoiseBuffers(), a.forms[p.Args[1]])
+	}
+	n.Symbols = a.symbols
 	for _, s := range fn.States {
 		m, why := a.model(s)
 		sn := StateNoise{State: s, Model: m, Why: why}
@@ -149,10 +166,40 @@ func (a *noiseAnalyzer) firstSelect(v *ir.Value, seen map[*ir.Value]bool) *ir.Va
 	return nil
 }
 
-// findNoisy finds the states the noise reaches at all: g, and every state
-// (or theta) whose update reads g or a noisy state, to a fixed point.
+// privatizeOf returns the step's OpPrivatize, the sum of the clipped mean
+// and the noise block's w, or nil without a noise block.
+func privatizeOf(b *ir.Block) *ir.Value {
+	for _, v := range b.Values {
+		if v.Op == ir.OpPrivatize {
+			return v
+		}
+	}
+	return nil
+}
+
+// noiseModel builds the noise block's model from the forms of the
+// buffers' updates and of w, which the checker has made linear in z and
+// the buffers with fixed coefficients.
+func (a *noiseAnalyzer) noiseModel(buffers []string, w form) *NoiseModel {
+	nm := &NoiseModel{Buffers: buffers, D: coefAt(w.lin, ir.GradName).f}
+	for _, s := range buffers {
+		u := a.updates[s]
+		row := make([]poly.Frac, len(buffers))
+		for j, x := range buffers {
+			row[j] = coefAt(u.lin, x).f
+		}
+		nm.M = append(nm.M, row)
+		nm.B = append(nm.B, coefAt(u.lin, ir.GradName).f)
+		nm.H = append(nm.H, coefAt(w.lin, s).f)
+	}
+	return nm
+}
+
+// findNoisy finds the states the noise reaches at all: g (z, with a noise
+// block), and every state (or theta) whose update reads it or a noisy
+// state, to a fixed point.
 func (a *noiseAnalyzer) findNoisy(b *ir.Block) {
-	a.noisy = map[string]bool{ir.GradName: true}
+	a.noisy = map[string]bool{ir.GradName: privatizeOf(b) == nil}
 	for changed := true; changed; {
 		changed = false
 		for _, s := range b.Stores() {
@@ -164,6 +211,9 @@ func (a *noiseAnalyzer) findNoisy(b *ir.Block) {
 }
 
 func (a *noiseAnalyzer) readsNoise(v *ir.Value, seen map[*ir.Value]bool) bool {
+	if v.Op == ir.OpDraw {
+		return true
+	}
 	if v.Op == ir.OpLoad {
 		return a.noisy[v.Name]
 	}
@@ -190,6 +240,10 @@ func (a *noiseAnalyzer) formOf(v *ir.Value) form {
 			return form{kind: cleanForm}
 		}
 		return form{kind: linearForm, lin: map[string]coef{v.Name: constCoef(1)}}
+	case ir.OpDraw: // the input of the joint system (NoiseModel)
+		return form{kind: linearForm, lin: map[string]coef{ir.GradName: constCoef(1)}}
+	case ir.OpPrivatize: // the clean clipped mean plus w: σ_w scales the input
+		return a.sum(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
 	case ir.OpStore:
 		return a.forms[v.Args[0]]
 	case ir.OpNeg:

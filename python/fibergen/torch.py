@@ -443,12 +443,14 @@ class Optimizer(torch.optim.Optimizer):
     def _expose_states(self) -> None:
         """Fills torch's ``state``: for every parameter this rank holds whole,
         each state by name, as a view of the flat buffer shaped like the
-        parameter (``opt.state[p]["m"]``), which the steps update in place."""
+        parameter (``opt.state[p]["m"]``), which the steps update in place;
+        not a noise block's buffers, which hold past noise (docs/dsl.md)."""
         self.state.clear()
         for p, off in zip(self._params(), self._offs):
             lo = off - self._lo
             if 0 <= lo and lo + p.numel() <= self._n:
-                self.state[p] = {name: buf[lo:lo + p.numel()].view_as(p) for name, buf in zip(self._states, self._state_bufs)}
+                self.state[p] = {name: buf[lo:lo + p.numel()].view_as(p) for name, buf in zip(self._states, self._state_bufs)
+                                 if name not in self._info["noise_buffers"]}
 
     def _ptrs(self) -> list[int]:
         """The shard's buffers, theta, g, states, as addresses."""

@@ -9,7 +9,7 @@ hyper k3 = 1 in (0 1)          // ERROR col=20 "^expected ',' between the range'
 hyper k4 = 1 in (0, x)         // ERROR col=21 "^expected number or inf as a range bound, found name x$"
 hyper in = 1                   // ERROR col=7 "^expected name, found keyword in$"
 state m 0                      // ERROR col=9 "^expected '=' and the state's initial value, found number 0$"
-lr = 2                         // ERROR col=1 "^expected declaration \(optimizer, hyper, state, scalar, observe, step or diagnostic\), found name lr$"
+lr = 2                         // ERROR col=1 "^expected declaration \(optimizer, hyper, state, scalar, observe, noise, step or diagnostic\), found name lr$"
 }                              // ERROR col=1 "^unexpected '}' outside step block$"
 
 step {

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// bltDSL is a correlated-noise optimizer: a noise block of two buffers and
+// a momentum whose attenuation is the joint system's.
+var bltDSL = filepath.Join("..", "..", "tests", "testdata", "dsl", "blt.dsl")
+
+// TestCorrelatedBackendsIdentical checks that the go, cpu and ptxsim
+// backends agree bit for bit on θ, the state and the noise buffers of a
+// correlated-noise optimizer, in each noise mode (secure with one key for
+// all three), at sizes around the groups of four and the octets the noise
+// is drawn in, and past the host's wide loops.
+func TestCorrelatedBackendsIdentical(t *testing.T) {
+	u := compileFile(bltDSL, &strings.Builder{})
+	if u == nil {
+		t.Fatal("blt.dsl does not compile")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const steps = 5
+	key, err := rng.RandomKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 3, 7, 9, 1029} {
+		theta, grads := randFloats(r, n), randFloats(r, steps*n)
+		for _, mode := range []rng.Mode{rng.Off, rng.Philox, rng.Secure} {
+			want := runCorrelated(t, u, runtime.Go, mode, key, theta, grads)
+			for _, b := range []runtime.Backend{runtime.CPU, runtime.PTXSim} {
+				got := runCorrelated(t, u, b, mode, key, theta, grads)
+				for k, name := range append([]string{"theta"}, u.Func.States...) {
+					if d := floatbits.Diff(want[k], got[k]); d != "" {
+						t.Errorf("n=%d %v: the %s backend's %s differs from the go backend's: %s", n, mode, b, name, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// runCorrelated runs u on backend in noise mode (secure: under key) with
+// σ_w² = 0.3 over copies of theta and the steps of grads, and returns θ
+// and every state, the noise buffers included.
+func runCorrelated(t *testing.T, u *pipeline.Unit, backend runtime.Backend, mode rng.Mode, key rng.Key, theta, grads []float32) [][]float32 {
+	t.Helper()
+	opt, err := openUnit(u, runtime.Options{Backend: backend, SecureNoise: mode == rng.Secure})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	tn, err := opt.Register("theta", theta)
+	if err == nil {
+		err = opt.SetNoise(runtime.Noise{SigmaW2: 0.3, Draw: mode != rng.Off})
+	}
+	if err == nil && mode == rng.Secure {
+		err = opt.SetKey(key)
+	}
+	if err == nil && mode == rng.Philox {
+		err = opt.SetSeed(11)
+	}
+	for n, step := len(theta), 0; err == nil && (step+1)*n <= len(grads); step++ {
+		if err = tn.SetGrad(grads[step*n : (step+1)*n]); err == nil {
+			err = opt.Step()
+		}
+	}
+	out := [][]float32{}
+	for _, s := range append([]string{""}, u.Func.States...) {
+		buf, berr := tn.Params()
+		if s != "" {
+			buf, berr = tn.State(s)
+		}
+		out, err = append(out, buf), errors.Join(err, berr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// exists reports whether a file is at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// TestCorrelatedRefusals checks what a correlated-noise optimizer refuses:
+// writing out a noise buffer, and a privacy budget, whose accountant
+// assumes independent noise.
+func TestCorrelatedRefusals(t *testing.T) {
+	dir := t.TempDir()
+	th, g, out := runInputs(t, []float32{1, 2}, []float32{0.5, 0.5}, 1)
+	s1 := filepath.Join(dir, "s1.npy")
+	res := runMain("run", bltDSL, "--grads", g, "--theta", th, "--out", out, "--sigma-w2", "0.1", "--state-out", "s1="+s1)
+	if res.code != 1 || !strings.Contains(res.stderr, "s1 is a noise buffer of blt_probe") || exists(out) || exists(s1) {
+		t.Errorf("run --state-out s1=…: exit %d, stderr %q, want 1 and the buffer refused, nothing written", res.code, res.stderr)
+	}
+	u := compileFile(bltDSL, &strings.Builder{})
+	opt, err := openUnit(u, runtime.Options{Backend: runtime.Go})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	if _, err := opt.Register("theta", []float32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = opt.SetBudget(runtime.Budget{Epsilon: 4, ClipNorm: 1})
+	if err == nil || !strings.Contains(err.Error(), "correlates its noise") {
+		t.Errorf("SetBudget on a correlated-noise optimizer: %v, want a refusal that says why", err)
+	}
+}

@@ -1,0 +1,94 @@
+package tests
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/rng"
+)
+
+// noiseProbe steps θ by −g, so that from θ = 0 and a zero clipped mean a
+// step leaves θ = −σ_w·w_t exactly: the noise the kernel drew.
+const noiseProbe = `optimizer noise_probe
+hyper decay = 0.9 in [0, 1)
+noise {
+	buffer s1
+	buffer s2
+	mix = 0.3 * s1 + 0.1 * s2
+	w = z - mix
+	s1 = decay * s1 + z
+	s2 = 0.5 * s2 + z
+}
+step {
+	theta = theta - g
+}
+`
+
+// TestNoiseCoefficientsMatchKernel checks the Toeplitz coefficients the
+// compiler derives (ir.Func.NoiseCoefficients) against the noise the step
+// draws: w_t from the interpreter, which the kernels match bit for bit
+// (TestCorrelatedBackendsIdentical), against Σ_s c_{t−s} z_s in float64,
+// z_s the draws of rng.Normal, at two settings of the filter's hyper.
+func TestNoiseCoefficientsMatchKernel(t *testing.T) {
+	u := mustCompile(t, "noise_probe.dsl", []byte(noiseProbe))
+	p, err := interp.New(u.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, steps, seed = 16, 40, 77
+	for _, decay := range []float64{0.9, 0.25} {
+		h := []float64{decay}
+		c := u.Func.NoiseCoefficients(h, steps)
+		if c[0] != 1 || math.Abs(c[1]+0.4) > 1e-15 {
+			t.Errorf("decay %v: c_0, c_1 = %v, %v, want 1 and h·b = -0.3 - 0.1", decay, c[0], c[1])
+		}
+		states := [][]float32{make([]float32, n), make([]float32, n)}
+		for step := range steps {
+			theta := make([]float32, n)
+			nz := &interp.Noise{Stream: rng.Stream{Mode: rng.Philox, Seed: seed, Step: uint32(step)}, SigmaW: 1}
+			if err := p.Step(p.HostScalars(h, step, 1), nz, theta, make([]float32, n), states); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				want, scale := 0.0, 0.0
+				for s := 0; s <= step; s++ {
+					term := c[step-s] * float64(rng.Normal(seed, uint32(s), rng.GradientSite, uint64(i)))
+					want, scale = want+term, scale+math.Abs(term)
+				}
+				if got := -float64(theta[i]); math.Abs(got-want) > 1e-5*(1+scale) {
+					t.Fatalf("decay %v, step %d, coordinate %d: w = %v, want Σ c_k z_(t-k) = %v", decay, step, i, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestCorrelatedAttenuation checks attenuation(m) of a momentum fed by
+// correlated noise — the joint system of the noise filter and the step —
+// against an independent computation: the impulse response of m to z is
+// the convolution of the noise filter's coefficients with the momentum's,
+// and the attenuation the sum of its squares.
+func TestCorrelatedAttenuation(t *testing.T) {
+	u := mustCompileFile(t, repoPath("tests", "testdata", "dsl", "blt.dsl"))
+	p, err := interp.New(u.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range [][]float64{{0.1, 0.5, 0.9}, {0.1, 0.8, 0.3}, {0.1, 0, 0.99}} {
+		mu, k := set[1], 3000
+		c := u.Func.NoiseCoefficients(set, k)
+		want := 0.0
+		for j := range k {
+			x := 0.0
+			for i := 0; i <= j; i++ {
+				x += c[i] * (1 - mu) * math.Pow(mu, float64(j-i))
+			}
+			want += x * x
+		}
+		got, _, ok := p.Attenuation("m", set, -1)
+		if !ok || math.Abs(got-want) > 1e-9*want {
+			t.Errorf("hypers %v: attenuation(m) = %v (ok %v), want %v from the coefficients", set, got, ok, want)
+		}
+	}
+}
