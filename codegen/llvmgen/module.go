@@ -79,8 +79,8 @@ type kernel struct {
 	Module
 	fn      *ir.Func
 	m       *llvm.Module
-	scalars []*ir.Value          // the step's host scalars
-	stored  []string             // the buffers the step stores, in store order
+	scalars []*ir.Value            // the step's host scalars
+	stored  []string               // the buffers the step stores, in store order
 	bodies  map[bodyKey]*llvm.Func // the body by width (1, and each host width) and, for a noise block, scheme
 	stores  map[lanes]types.Type   // the bodies' result on w lanes (storedType)
 	noise   noise
