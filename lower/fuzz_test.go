@@ -10,6 +10,7 @@ import (
 	"github.com/fibergen/fibergen/internal/irtest"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	fgrng "github.com/fibergen/fibergen/rng"
 )
 
 // fuzzSeeds are small valid programs that together use every op, every
@@ -29,6 +30,8 @@ var fuzzSeeds = []string{
 	"optimizer a\nhyper lr = 0.1\nstep {\n\ttheta = g / (lr - lr) + sqrt(lr)\n}\n",
 	"optimizer a\nstep {\n\ttheta = g ** 64 - g ** -64\n}\n",
 	"optimizer a\nstate p = 0\nstate q = 1\nstep {\n\tp = q + g\n\tq = p * p\n\ttheta = theta - p / q\n}\n",
+	"optimizer a\nhyper d = 0.5 in [0, 1)\nnoise {\n\tbuffer s\n\tu = 0.25 * s\n\tw = z - u\n\ts = d * s + z\n}\nstep {\n\ttheta = theta - g\n}\n",
+	"optimizer a\nstate m = g\nnoise {\n\tw = 2 * z\n}\nstep {\n\tm = 0.5 * m + g\n\ttheta = theta - m * attenuation(m)\n}\n",
 }
 
 // fuzzValues are the coordinates the fuzz target runs a step on.
@@ -90,7 +93,8 @@ func runFuzzStep(t *testing.T, p *interp.Program) {
 		}
 	}
 	for step := range 2 {
-		if err := p.Step(p.HostScalars(h, step, 0.25), nil, theta, g, states); err != nil {
+		nz := &interp.Noise{Stream: fgrng.Stream{Mode: fgrng.Mode(1 + step), Seed: 3, Step: uint32(step)}, SigmaW: 0.5}
+		if err := p.Step(p.HostScalars(h, step, 0.25), nz, theta, g, states); err != nil {
 			t.Fatalf("Step %d: %v", step, err)
 		}
 	}
