@@ -271,7 +271,7 @@ func IsAttenuation(name string) bool { return name == "attenuation" || name == "
 // carries the noise into the state is written. Whether the noise reaches the
 // state linearly is decided when lowering (package ir).
 func (c *checker) attenuation(x *CallExpr, s *scope) {
-	if s.initOnly || s.observe || s.host {
+	if s.initOnly || s.observe || s.host || s.noise {
 		c.errorf(x.Fun.NamePos, "%s cannot use %s: the noise gain of a state is known only inside step", s.where, x.Fun.Name)
 		return
 	}

@@ -53,10 +53,12 @@ func (c *checker) checkNoise() {
 	for _, a := range d.Body {
 		c.expr(a.RHS, s)
 		c.assign(a, s, assigned)
-		if obj := c.info.Defs[a]; obj != nil && obj.Kind == LocalObj {
-			linear[obj] = c.linearIn(a.RHS, linear)
-		} else {
-			c.linearIn(a.RHS, linear)
+		obj, reads := c.info.Defs[a], c.linearIn(a.RHS, linear)
+		switch {
+		case obj != nil && obj.Kind == LocalObj:
+			linear[obj] = reads
+		case obj != nil && !reads && !c.hasErrorOnLine(a.LHS.NamePos):
+			c.errorf(a.RHS.Pos(), "%s = %s reads neither z nor a buffer: the noise block's w and buffers are linear in them, without a constant term", a.LHS.Name, ExprString(a.RHS))
 		}
 	}
 	if !c.partial {
@@ -155,6 +157,8 @@ func (c *checker) linearBinary(x *BinaryExpr, noisy map[*Object]bool) bool {
 	switch {
 	case !a && !b:
 		return false
+	case (x.Op == ADD || x.Op == SUB) && a != b:
+		why = "adds a term without noise"
 	case x.Op == ADD || x.Op == SUB:
 		return true
 	case x.Op == MUL && !(a && b):

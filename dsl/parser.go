@@ -143,7 +143,11 @@ func (p *parser) parseDecl() {
 		p.parseStep()
 	case DIAGNOSTIC:
 		p.parseDiagnostic()
-	case NOISE:
+	case IDENT:
+		if p.lit != NoiseKeyword {
+			p.errorExpected("declaration (optimizer, hyper, state, scalar, observe, noise, step or diagnostic)")
+			return
+		}
 		p.parseNoise()
 	default:
 		p.errorExpected("declaration (optimizer, hyper, state, scalar, observe, noise, step or diagnostic)")
@@ -252,6 +256,14 @@ func (p *parser) parseStep() {
 	p.add(d)
 }
 
+// The words of the noise block, which are names elsewhere (a hyper noise,
+// a state buffer): noise opens the block where a declaration may start,
+// and buffer declares a buffer inside it where a name follows it.
+const (
+	NoiseKeyword  = "noise"
+	BufferKeyword = "buffer"
+)
+
 // parseNoise parses `noise { buffer NAME ... statements }`, its buffer
 // declarations first.
 func (p *parser) parseNoise() {
@@ -259,11 +271,11 @@ func (p *parser) parseNoise() {
 	p.next()
 	p.expect(LBRACE, "'{' to open the noise block")
 	for p.tok != RBRACE && p.tok != EOF {
-		switch p.tok {
-		case SEMI:
+		switch {
+		case p.tok == SEMI:
 			p.next()
-		case BUFFER:
-			p.parseBuffer(d)
+		case p.tok == IDENT && p.lit == BufferKeyword:
+			p.parseBufferOrStmt(d)
 		default:
 			d.Body = append(d.Body, p.parseStmt()...)
 		}
@@ -277,14 +289,19 @@ func (p *parser) parseNoise() {
 	p.add(d)
 }
 
-// parseBuffer parses `buffer NAME`, which must come before the noise
-// block's statements.
-func (p *parser) parseBuffer(d *NoiseDecl) {
+// parseBufferOrStmt parses `buffer NAME`, which must come before the
+// noise block's statements, or a statement that assigns a local named
+// buffer (`buffer = ...`).
+func (p *parser) parseBufferOrStmt(d *NoiseDecl) {
 	b := &BufferDecl{Keyword: p.pos}
+	p.next()
+	if p.tok == ASSIGN {
+		d.Body = append(d.Body, p.finishStmt(&Ident{NamePos: b.Keyword, Name: BufferKeyword}, len(p.errs))...)
+		return
+	}
 	if len(d.Body) > 0 {
 		p.errorf(b.Keyword, "buffer declarations come first in the noise block, before its statements")
 	}
-	p.next()
 	b.Name = p.parseIdent()
 	if p.tok != SEMI && p.tok != RBRACE {
 		p.errorExpected("newline after the buffer's name (a buffer starts at 0: no noise was drawn before step 0)")
@@ -347,7 +364,13 @@ func (p *parser) parseStmt() []*AssignStmt {
 		p.skipToEnd()
 		return nil
 	}
-	s := &AssignStmt{LHS: p.parseIdent()}
+	return p.finishStmt(p.parseIdent(), n)
+}
+
+// finishStmt parses the rest of an assignment to lhs, from its '=';
+// n is the number of errors before the statement.
+func (p *parser) finishStmt(lhs *Ident, n int) []*AssignStmt {
+	s := &AssignStmt{LHS: lhs}
 	p.expect(ASSIGN, "'=' in assignment")
 	s.RHS = p.parseExpr()
 	if len(p.errs) == n && p.tok != SEMI && p.tok != RBRACE {

@@ -43,8 +43,6 @@ const (
 	OBSERVE    // observe
 	STEP       // step
 	DIAGNOSTIC // diagnostic
-	NOISE      // noise
-	BUFFER     // buffer
 	IN         // in
 	ALIAS      // alias
 	INF        // inf
@@ -58,7 +56,7 @@ var tokens = [...]string{
 	LSS: "<", LEQ: "<=", GTR: ">", GEQ: ">=", EQL: "==", NEQ: "!=",
 	LPAREN: "(", RPAREN: ")", LBRACK: "[", RBRACK: "]", LBRACE: "{", RBRACE: "}",
 	OPTIMIZER: "optimizer", HYPER: "hyper", STATE: "state", SCALAR: "scalar", HOST: "host", OBSERVE: "observe",
-	STEP: "step", DIAGNOSTIC: "diagnostic", NOISE: "noise", BUFFER: "buffer", IN: "in", ALIAS: "alias", INF: "inf",
+	STEP: "step", DIAGNOSTIC: "diagnostic", IN: "in", ALIAS: "alias", INF: "inf",
 }
 
 // String returns the token's spelling, or a description for classes of tokens.

@@ -79,7 +79,9 @@ func printNoise(w io.Writer, nf *NoiseFilter) {
 		exact = "an upper bound"
 	}
 	fmt.Fprintf(w, "\nnoise filter (correlated noise: g = clipped mean + sigma_w * w; docs/correlated-noise.md):\n")
-	fmt.Fprintf(w, "  buffers %s: spectral radius %.6g, below 1\n", strings.Join(nf.Buffers, " "), nf.SpectralRadius)
+	if len(nf.Buffers) > 0 {
+		fmt.Fprintf(w, "  buffers %s: spectral radius %.6g, below 1\n", strings.Join(nf.Buffers, " "), nf.SpectralRadius)
+	}
 	fmt.Fprintf(w, "  w_t = sum_s c_(t-s) z_s, c = %s\n", coefficientsText(nf.Coefficients))
 	fmt.Fprintf(w, "  strategy C = its inverse:  %s\n", coefficientsText(nf.Inverse))
 	fmt.Fprintf(w, "  over %d steps, each example at most once every %d steps (%d participations; explain --steps, --min-sep):\n",

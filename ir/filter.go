@@ -38,12 +38,32 @@ func (f *Func) CheckStability(h []float64) error {
 // transition M (row major) and input b, and the output's h and d
 // (Filter.Noise).
 func (f *Func) NoiseModel(h []float64) (m, b, out []float64, d float64) {
-	var e []float64
-	for _, s := range f.Noise.Model.Stores() {
-		e = append(e, f.EvalUniform(s.Args[0], h, math.NaN()))
-	}
-	k := len(f.Noise.States)
+	e, k := f.noiseEntries(h), len(f.Noise.States)
 	return e[:k*k], e[k*k : k*k+k], e[k*k+k : k*k+2*k], e[k*k+2*k]
+}
+
+// noiseEntries evaluates the noise filter's model at hypers h, in the
+// order of its EntryNames.
+func (f *Func) noiseEntries(h []float64) []float64 {
+	at := map[string]float64{}
+	for _, s := range f.Noise.Model.Stores() {
+		at[s.Name] = f.EvalUniform(s.Args[0], h, math.NaN())
+	}
+	var e []float64
+	for _, name := range f.Noise.EntryNames() { // Verify: each stored once
+		e = append(e, at[name])
+	}
+	return e
+}
+
+// SameNoise reports whether hypers a and b give the noise block the same
+// filter, bit for bit (true without a noise block): a run's filter must
+// not change, nor differ between tensors, as its sensitivity is that of
+// one filter over the whole run.
+func (f *Func) SameNoise(a, b []float64) bool {
+	return f.Noise == nil || slices.EqualFunc(f.noiseEntries(a), f.noiseEntries(b), func(x, y float64) bool {
+		return math.Float64bits(x) == math.Float64bits(y)
+	})
 }
 
 // NoiseCoefficients returns the first n Toeplitz coefficients of the noise
@@ -93,7 +113,24 @@ func (f *Func) CheckNoise(h []float64) error {
 	if d == 0 || math.IsNaN(d) || math.IsInf(d, 0) {
 		return fmt.Errorf("the noise filter at %s gives w a coefficient of %v on z: w must read the fresh draw z with a finite, non-zero coefficient, or no fresh noise enters the step", setting, d)
 	}
+	if rho := gain.SpectralRadius(f.strategyTransition(h), len(f.Noise.States)); !(rho < 1) {
+		return fmt.Errorf("the noise filter's inverse, the strategy matrix, is unstable at %s: the spectral radius of M - b·h/d is %.6g, not below 1, so its coefficients and the sensitivity grow without bound (fibergen mechanism designs filters whose inverse decays)", setting, rho)
+	}
 	return nil
+}
+
+// strategyTransition is the transition of the noise filter's inverse, the
+// strategy C at hypers h: from w_t = h·s_t + d z_t, z_t = (w_t − h·s_t)/d
+// and s_{t+1} = (M − b·hᵀ/d) s_t + (b/d) w_t.
+func (f *Func) strategyTransition(h []float64) []float64 {
+	m, b, out, d := f.NoiseModel(h)
+	k := len(b)
+	for i := range k {
+		for j := range k {
+			m[i*k+j] -= b[i] * out[j] / d
+		}
+	}
+	return m
 }
 
 // CheckFilter reports that filter fl is not stable at hypers h: the

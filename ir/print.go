@@ -53,6 +53,10 @@ func exprText(v *Value) lang.Text {
 		return lang.Atom(v.Name)
 	case OpStepIndex, OpSigmaW2:
 		return lang.Atom(v.Op.String())
+	case OpDraw: // the noise block's z
+		return lang.Atom("z")
+	case OpPrivatize: // g as the step reads it
+		return lang.Atom(GradName)
 	case OpAtten, OpAttenT:
 		return lang.Call(v.Op.String(), lang.Atom(v.Name))
 	case OpF32, OpStore:

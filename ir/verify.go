@@ -22,7 +22,34 @@ func Verify(f *Func) error {
 			return fmt.Errorf("ir: %s: block %s: %w", f.Name, b.Name, err)
 		}
 	}
+	if err := f.verifyPrivatized(); err != nil {
+		return fmt.Errorf("ir: %s: %w", f.Name, err)
+	}
 	return f.verifyDiagnostics()
+}
+
+// verifyPrivatized checks that the step of a noise block reads g only
+// through its privatize, one at most: no other operation takes the clipped
+// mean, which has no noise yet.
+func (f *Func) verifyPrivatized() error {
+	if f.Noise == nil {
+		return nil
+	}
+	privatizes := 0
+	for _, v := range f.Step.Values {
+		for i, a := range v.Args {
+			if a.Op == OpLoad && a.Name == GradName && (v.Op != OpPrivatize || i != 0) {
+				return fmt.Errorf("v%d: %s reads g before its noise is added (only privatize may)", v.ID, v.Op)
+			}
+		}
+		if v.Op == OpPrivatize {
+			privatizes++
+		}
+	}
+	if privatizes > 1 { // none: the step never reads g
+		return fmt.Errorf("the step of a noise block has %d privatize operations, not 1", privatizes)
+	}
+	return nil
 }
 
 // verifyKinds checks that each block's kind is that of its place in f.
@@ -45,7 +72,8 @@ func verifyKinds(f *Func) error {
 	}
 	if f.Noise != nil {
 		want[f.Noise.Model] = ModelBlock
-		if !f.Noise.Noise || !slices.Equal(f.Noise.States, f.States[len(f.States)-len(f.Noise.States):]) {
+		k := len(f.Noise.States)
+		if !f.Noise.Noise || k > len(f.States) || !slices.Equal(f.Noise.States, f.States[len(f.States)-k:]) {
 			return fmt.Errorf("noise filter of buffers %v is not marked Noise or its buffers are not the last states", f.Noise.States)
 		}
 	}

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"slices"
 	"fmt"
 
 	"github.com/fibergen/fibergen/dsl"
@@ -27,7 +28,7 @@ func lookaheadArg(d *dsl.ObserveDecl) dsl.Expr {
 // θ_new + γ·(θ_new − θ_old) in float32, with γ a host scalar of the hypers
 // and t.
 func (l *lowerer) lowerLookahead(fn *ir.Func, gamma dsl.Expr) {
-	fn.States = append(fn.States, lang.LookaheadState)
+	fn.States = slices.Insert(fn.States, len(fn.States)-len(fn.NoiseBuffers()), lang.LookaheadState) // the buffers stay last
 	l.b = fn.Init
 	l.store(lang.LookaheadState, l.toF32(l.constant(0)))
 	l.b = fn.Step

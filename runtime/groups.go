@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -57,6 +58,9 @@ func (o *Optimizer) tensorHypers(base []float64, set map[string]bool, over map[s
 	h, _, err := o.prog.Func.Assign(base, set, over)
 	if err == nil {
 		err = o.prog.Check(h)
+	}
+	if err == nil && !o.prog.Func.SameNoise(base, h) {
+		err = errors.New("the noise filter is one for all tensors: its hypers cannot differ per tensor")
 	}
 	return h, err
 }

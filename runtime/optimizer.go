@@ -580,7 +580,7 @@ func (o *Optimizer) SetHypers(values map[string]float64) error {
 func (o *Optimizer) setHypers(values map[string]float64) error {
 	h, set, err := o.prog.Func.Assign(o.hypers, o.set, values)
 	if err == nil {
-		err = o.prog.Check(h)
+		err = errors.Join(o.prog.Check(h), o.checkNoiseFixed(h))
 	}
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
@@ -593,6 +593,15 @@ func (o *Optimizer) setHypers(values map[string]float64) error {
 	return nil
 }
 
+// checkNoiseFixed refuses hypers h that change a noise block's filter
+// after the first step: the run's sensitivity is that of one filter.
+func (o *Optimizer) checkNoiseFixed(h []float64) error {
+	if o.t == 0 || o.prog.Func.SameNoise(o.hypers, h) {
+		return nil
+	}
+	return fmt.Errorf("the noise filter cannot change after the first step (%d taken): the factorization's sensitivity is that of one filter over the whole run", o.t)
+}
+
 // ApplySettings sets hypers from "name=value" settings as a command line
 // gives them, in order, checking each range and then the new setting as a
 // whole as SetHypers does; the error wraps the setting's own.
@@ -600,7 +609,7 @@ func (o *Optimizer) ApplySettings(settings []string) error {
 	defer o.lock()()
 	h, set, err := o.prog.Func.Settle(o.hypers, settings, o.set)
 	if err == nil {
-		err = o.prog.CheckValues(h)
+		err = errors.Join(o.prog.CheckValues(h), o.checkNoiseFixed(h))
 	}
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)

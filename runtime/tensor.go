@@ -131,6 +131,9 @@ func (t *Tensor) params() ([]float32, error) {
 // State returns a copy of the tensor's part of the named state.
 func (t *Tensor) State(name string) ([]float32, error) {
 	defer t.o.lock()()
+	if slices.Contains(t.o.prog.Func.NoiseBuffers(), name) {
+		return nil, fmt.Errorf("runtime: %s is a noise buffer of %s: it holds past noise, which with the outputs would reveal the gradients, so the runtime never hands it out", name, t.o.Name())
+	}
 	return t.state(name)
 }
 

@@ -19,10 +19,11 @@ import (
 var bltDSL = filepath.Join("..", "..", "tests", "testdata", "dsl", "blt.dsl")
 
 // TestCorrelatedBackendsIdentical checks that the go, cpu and ptxsim
-// backends agree bit for bit on θ, the state and the noise buffers of a
-// correlated-noise optimizer, in each noise mode (secure with one key for
-// all three), at sizes around the groups of four and the octets the noise
-// is drawn in, and past the host's wide loops.
+// backends agree bit for bit on θ and the state of a correlated-noise
+// optimizer — which the noise buffers reach through g at every step — in
+// each noise mode (secure with one key for all three), at sizes around the
+// groups of four and the octets the noise is drawn in, and past the host's
+// wide loops.
 func TestCorrelatedBackendsIdentical(t *testing.T) {
 	u := compileFile(bltDSL, &strings.Builder{})
 	if u == nil {
@@ -40,7 +41,7 @@ func TestCorrelatedBackendsIdentical(t *testing.T) {
 			want := runCorrelated(t, u, runtime.Go, mode, key, theta, grads)
 			for _, b := range []runtime.Backend{runtime.CPU, runtime.PTXSim} {
 				got := runCorrelated(t, u, b, mode, key, theta, grads)
-				for k, name := range append([]string{"theta"}, u.Func.States...) {
+				for k, name := range []string{"theta", "m"} {
 					if d := floatbits.Diff(want[k], got[k]); d != "" {
 						t.Errorf("n=%d %v: the %s backend's %s differs from the go backend's: %s", n, mode, b, name, d)
 					}
@@ -52,7 +53,7 @@ func TestCorrelatedBackendsIdentical(t *testing.T) {
 
 // runCorrelated runs u on backend in noise mode (secure: under key) with
 // σ_w² = 0.3 over copies of theta and the steps of grads, and returns θ
-// and every state, the noise buffers included.
+// and the state m.
 func runCorrelated(t *testing.T, u *pipeline.Unit, backend runtime.Backend, mode rng.Mode, key rng.Key, theta, grads []float32) [][]float32 {
 	t.Helper()
 	opt, err := openUnit(u, runtime.Options{Backend: backend, SecureNoise: mode == rng.Secure})
@@ -75,18 +76,12 @@ func runCorrelated(t *testing.T, u *pipeline.Unit, backend runtime.Backend, mode
 			err = opt.Step()
 		}
 	}
-	out := [][]float32{}
-	for _, s := range append([]string{""}, u.Func.States...) {
-		buf, berr := tn.Params()
-		if s != "" {
-			buf, berr = tn.State(s)
-		}
-		out, err = append(out, buf), errors.Join(err, berr)
-	}
-	if err != nil {
+	theta, terr := tn.Params()
+	m, merr := tn.State("m")
+	if err = errors.Join(err, terr, merr); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return [][]float32{theta, m}
 }
 
 // exists reports whether a file is at path.
@@ -96,8 +91,9 @@ func exists(path string) bool {
 }
 
 // TestCorrelatedRefusals checks what a correlated-noise optimizer refuses:
-// writing out a noise buffer, and a privacy budget, whose accountant
-// assumes independent noise.
+// writing out or handing out a noise buffer, a privacy budget (whose
+// accountant assumes independent noise), a noise filter changed after the
+// first step or differing per tensor.
 func TestCorrelatedRefusals(t *testing.T) {
 	dir := t.TempDir()
 	th, g, out := runInputs(t, []float32{1, 2}, []float32{0.5, 0.5}, 1)
@@ -112,11 +108,28 @@ func TestCorrelatedRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer opt.Close()
-	if _, err := opt.Register("theta", []float32{1, 2}); err != nil {
+	tn, err := opt.Register("theta", []float32{1, 2})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := tn.State("s1"); err == nil || !strings.Contains(err.Error(), "noise buffer") {
+		t.Errorf("Tensor.State(s1): %v, want the noise buffer refused", err)
 	}
 	_, err = opt.SetBudget(runtime.Budget{Epsilon: 4, ClipNorm: 1})
 	if err == nil || !strings.Contains(err.Error(), "correlates its noise") {
 		t.Errorf("SetBudget on a correlated-noise optimizer: %v, want a refusal that says why", err)
+	}
+	if err := tn.SetHypers(map[string]float64{"decay": 0.5}); err == nil || !strings.Contains(err.Error(), "one for all tensors") {
+		t.Errorf("a tensor's decay: %v, want the per-tensor filter refused", err)
+	}
+	err = errors.Join(opt.SetNoise(runtime.Noise{SigmaW2: 0.1, Draw: true}), tn.SetGrad([]float32{0.5, 0.5}), opt.Step())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opt.SetHypers(map[string]float64{"lr": 0.2}); err != nil {
+		t.Errorf("lr after a step: %v, want it taken (the filter does not read it)", err)
+	}
+	if err := opt.SetHypers(map[string]float64{"decay": 0.5}); err == nil || !strings.Contains(err.Error(), "cannot change after the first step") {
+		t.Errorf("decay after a step: %v, want the changed filter refused", err)
 	}
 }

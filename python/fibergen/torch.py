@@ -887,6 +887,9 @@ class Optimizer(torch.optim.Optimizer):
         the parameters are gathered."""
         if name not in self._states:
             raise ValueError(f"fibergen: {self._info['name']} has no state {name!r} (its states: {', '.join(self._states)})")
+        if name in self._info["noise_buffers"]:
+            raise ValueError(f"fibergen: {name} is a noise buffer of {self._info['name']}: it holds past noise, which with the "
+                             "outputs would reveal the gradients, so the optimizer never shows it")
         if name == "lookahead":
             raise ValueError("fibergen: the look-ahead point is θ_0 before the first step, not its buffer: use 'with opt.lookahead()'")
         self._sync()

@@ -15,7 +15,7 @@ noise {
 	d = g               // ERROR col=6 "^privacy: the noise block may read only z, its buffers, its locals, numbers and hypers, not built-in g: the noise must not depend on the data or the model$"
 	e = m + t           // ERROR col=6 "^privacy: the noise block may read only z, its buffers, its locals, numbers and hypers, not state m"
 	z = 1               // ERROR col=2 "^cannot assign to z: it is the step's fresh standard normal draw$"
-	w = z + a + b + c + d + e - lr * s1
+	w = z + a + b + c - lr * s1
 	s1 = 0.5 * s1 + z + w // ERROR col=22 "^the noise block cannot read w, the noise it defines"
 }
 

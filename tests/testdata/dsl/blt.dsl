@@ -7,17 +7,17 @@ optimizer blt_probe
 
 hyper lr = 0.1 in [0, inf)
 hyper mu = 0.5 in [0, 1)
-hyper decay = 0.9 in [0, 1)
+hyper decay = 0.875 in [0, 0.88]
 
 state m = 0
 
 noise {
 	buffer s1
 	buffer s2
-	mix = 0.3 * s1 + 0.1 * s2
+	mix = 0.0434 * s1 + 0.46 * s2
 	w = z - mix
 	s1 = decay * s1 + z
-	s2 = 0.5 * s2 + z
+	s2 = 0.23 * s2 + z
 }
 
 step {
