@@ -1,8 +1,8 @@
 package lower
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
