@@ -38,7 +38,7 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 		return 0, fmt.Errorf("runtime: set the privacy budget before the first step (%d taken at other settings); a checkpoint carries it into a resumed run", o.t)
 	}
 	if o.prog.Func.Noise != nil {
-		return 0, fmt.Errorf("runtime: %s correlates its noise across steps (a noise block): its privacy is that of one Gaussian mechanism with the factorization's sensitivity under the run's participation (fibergen explain), which this accountant does not compute, and no amplification by Poisson sampling is claimed for correlated noise; set the noise with SetDP and account for it with the sensitivity explain derives", o.prog.Func.Name)
+		return 0, fmt.Errorf("runtime: %s correlates its noise across steps (a noise block): its privacy is that of one Gaussian mechanism with the factorization's sensitivity under the run's participation (fibergen explain), which this accountant does not compute, and no amplification by Poisson sampling is claimed for correlated noise; set the DP settings (SetDP) and account for them with the sensitivity explain derives", o.prog.Func.Name)
 	}
 	dp, err := b.calibrate()
 	if err != nil {

@@ -36,11 +36,7 @@ func (e *env) ref(v *ir.Value) jen.Code {
 }
 
 // define emits `name := expr` for a non-constant value and records its name.
-func (e *env) define(v *ir.Value, prefix string) jen.Code {
-	name := fmt.Sprintf("%s%d", prefix, v.ID)
-	e.names[v] = jen.Id(name)
-	return jen.Id(name).Op(":=").Add(e.expr(v))
-}
+func (e *env) define(v *ir.Value, prefix string) jen.Code { return e.defineAs(v, prefix, e.expr(v)) }
 
 // defineAs emits `name := x` for v and records its name.
 func (e *env) defineAs(v *ir.Value, prefix string, x jen.Code) jen.Code {

@@ -603,6 +603,25 @@ def test_state_by_name(tmp_path):
     assert torch.equal(flat[:params[0].numel()], opt.state[params[0]]["avg"].reshape(-1))
 
 
+BLT = (Path(__file__).resolve().parents[2] / "tests" / "testdata" / "dsl" / "blt.dsl").read_text()
+
+
+def test_noise_buffers_stay_hidden(tmp_path):
+    """A noise block's buffers hold past noise: opt.state shows the
+    optimizer's states but not them, at_state refuses them, and only the
+    checkpoint (state_dict, as private as the data) carries them."""
+    (tmp_path / "blt.dsl").write_text(BLT)
+    params = list(torch.nn.Linear(3, 2).parameters())
+    opt = ft.Optimizer(params, tmp_path / "blt.dsl", seed=1)
+    opt.set_noise(1e-2)
+    run(opt, params, range(2))
+    assert [sorted(opt.state[p]) for p in params] == [["m"]] * 2
+    with pytest.raises(ValueError, match="s1 is a noise buffer of blt_probe"):
+        with opt.at_state("s1"):
+            pass
+    assert {"m", "s1", "s2"} <= set(opt.state_dict()["state"][0])
+
+
 def test_at_state_evaluates_at_the_average(generated):
     """at_state("x") puts Schedule-Free's average into the parameters, with
     theta back bit for bit after; before the first step x is theta itself,
