@@ -236,24 +236,33 @@ func (p *parser) parseObserve() {
 func (p *parser) parseStep() {
 	d := &StepDecl{Keyword: p.pos}
 	p.next()
-	p.expect(LBRACE, "'{' to open the step block")
-	for p.tok != RBRACE && p.tok != EOF {
-		switch p.tok {
-		case SEMI:
-			p.next()
-		case HOST:
+	d.Rbrace = p.parseBraces("step", func() {
+		if p.tok == HOST {
 			p.parseHost(d)
-		default:
-			d.Body = append(d.Body, p.parseStmt()...)
+			return
 		}
-	}
-	d.Rbrace = p.expect(RBRACE, "'}' to close the step block")
+		d.Body = append(d.Body, p.parseStmt()...)
+	})
 	if p.f.Step != nil {
 		p.errorf(d.Keyword, "duplicate step block (first at %s)", p.f.Step.Keyword.LineCol())
 		return
 	}
 	p.f.Step = d
 	p.add(d)
+}
+
+// parseBraces parses `{ ... }` around the items of the what block, item
+// parsing each (separators skipped), and returns the position of '}'.
+func (p *parser) parseBraces(what string, item func()) Pos {
+	p.expect(LBRACE, "'{' to open the "+what+" block")
+	for p.tok != RBRACE && p.tok != EOF {
+		if p.tok == SEMI {
+			p.next()
+			continue
+		}
+		item()
+	}
+	return p.expect(RBRACE, "'}' to close the "+what+" block")
 }
 
 // The words of the noise block, which are names elsewhere (a hyper noise,
@@ -269,18 +278,13 @@ const (
 func (p *parser) parseNoise() {
 	d := &NoiseDecl{Keyword: p.pos}
 	p.next()
-	p.expect(LBRACE, "'{' to open the noise block")
-	for p.tok != RBRACE && p.tok != EOF {
-		switch {
-		case p.tok == SEMI:
-			p.next()
-		case p.tok == IDENT && p.lit == BufferKeyword:
+	d.Rbrace = p.parseBraces("noise", func() {
+		if p.tok == IDENT && p.lit == BufferKeyword {
 			p.parseBufferOrStmt(d)
-		default:
-			d.Body = append(d.Body, p.parseStmt()...)
+			return
 		}
-	}
-	d.Rbrace = p.expect(RBRACE, "'}' to close the noise block")
+		d.Body = append(d.Body, p.parseStmt()...)
+	})
 	if p.f.Noise != nil {
 		p.errorf(d.Keyword, "duplicate noise block (first at %s)", p.f.Noise.Keyword.LineCol())
 		return

@@ -184,11 +184,7 @@ func (a *noiseAnalyzer) noiseModel(buffers []string, w form) *NoiseModel {
 	nm := &NoiseModel{Buffers: buffers, D: coefAt(w.lin, ir.GradName).f}
 	for _, s := range buffers {
 		u := a.updates[s]
-		row := make([]poly.Frac, len(buffers))
-		for j, x := range buffers {
-			row[j] = coefAt(u.lin, x).f
-		}
-		nm.M = append(nm.M, row)
+		nm.M = append(nm.M, row(u, buffers))
 		nm.B = append(nm.B, coefAt(u.lin, ir.GradName).f)
 		nm.H = append(nm.H, coefAt(w.lin, s).f)
 	}
@@ -364,14 +360,20 @@ func (a *noiseAnalyzer) model(s string) (*Model, string) {
 	m := &Model{State: s, States: z, Target: slices.Index(z, s)}
 	for _, zi := range z {
 		u := a.updates[zi]
-		row := make([]poly.Frac, len(z))
-		for j, zj := range z {
-			row[j] = coefAt(u.lin, zj).f
-		}
-		m.M = append(m.M, row)
+		m.M = append(m.M, row(u, z))
 		m.B = append(m.B, coefAt(u.lin, ir.GradName).f)
 	}
 	return m, ""
+}
+
+// row is the coefficients of a linear update u on the previous values of
+// the states z: a row of M.
+func row(u form, z []string) []poly.Frac {
+	out := make([]poly.Frac, len(z))
+	for j, x := range z {
+		out[j] = coefAt(u.lin, x).f
+	}
+	return out
 }
 
 // closure lists the states whose noise reaches s through its update (s
