@@ -95,11 +95,11 @@ func printNoise(w io.Writer, nf *NoiseFilter) {
 // coefficientsText prints the first shownCoefficients of c.
 func coefficientsText(c []float64) string {
 	var parts []string
-	for i, x := range c[:min(len(c), shownCoefficients)] {
+	for _, x := range c[:min(len(c), shownCoefficients)] {
 		parts = append(parts, fmt.Sprintf("%.6g", x))
-		if i == shownCoefficients-1 && len(c) > shownCoefficients {
-			parts = append(parts, "...")
-		}
+	}
+	if len(c) > shownCoefficients {
+		parts = append(parts, "...")
 	}
 	return strings.Join(parts, " ")
 }

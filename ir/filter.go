@@ -101,7 +101,7 @@ func matVec(m, x []float64, k int) []float64 {
 // does not read z (d = 0: no fresh noise enters the step, and the
 // filter has no inverse, so no sensitivity).
 func (f *Func) CheckNoise(h []float64) error {
-	m, _, _, d := f.NoiseModel(h)
+	m, b, out, d := f.NoiseModel(h)
 	setting := f.settingOf(f.Noise.Model, h)
 	if rho := gain.SpectralRadius(m, len(f.Noise.States)); !(rho < 1) {
 		msg := fmt.Sprintf("the noise filter is unstable at %s: the spectral radius of its buffers is %.6g, not below 1, so the noise it correlates never decays", setting, rho)
@@ -113,24 +113,24 @@ func (f *Func) CheckNoise(h []float64) error {
 	if d == 0 || math.IsNaN(d) || math.IsInf(d, 0) {
 		return fmt.Errorf("the noise filter at %s gives w a coefficient of %v on z: w must read the fresh draw z with a finite, non-zero coefficient, or no fresh noise enters the step", setting, d)
 	}
-	if rho := gain.SpectralRadius(f.strategyTransition(h), len(f.Noise.States)); !(rho < 1) {
+	if rho := gain.SpectralRadius(strategyTransition(m, b, out, d), len(b)); !(rho < 1) {
 		return fmt.Errorf("the noise filter's inverse, the strategy matrix, is unstable at %s: the spectral radius of M - b·h/d is %.6g, not below 1, so its coefficients and the sensitivity grow without bound (fibergen mechanism designs filters whose inverse decays)", setting, rho)
 	}
 	return nil
 }
 
-// strategyTransition is the transition of the noise filter's inverse, the
-// strategy C at hypers h: from w_t = h·s_t + d z_t, z_t = (w_t − h·s_t)/d
-// and s_{t+1} = (M − b·hᵀ/d) s_t + (b/d) w_t.
-func (f *Func) strategyTransition(h []float64) []float64 {
-	m, b, out, d := f.NoiseModel(h)
+// strategyTransition is the transition of the inverse of the noise filter
+// (m, b, out = h, d), the strategy C: from w_t = h·s_t + d z_t,
+// z_t = (w_t − h·s_t)/d and s_{t+1} = (M − b·hᵀ/d) s_t + (b/d) w_t.
+func strategyTransition(m, b, out []float64, d float64) []float64 {
 	k := len(b)
+	t := slices.Clone(m)
 	for i := range k {
 		for j := range k {
-			m[i*k+j] -= b[i] * out[j] / d
+			t[i*k+j] -= b[i] * out[j] / d
 		}
 	}
-	return m
+	return t
 }
 
 // CheckFilter reports that filter fl is not stable at hypers h: the

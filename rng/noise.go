@@ -94,13 +94,9 @@ type Stream struct {
 // (Secure); Off copies g. Any other mode is a caller's bug: it panics rather than guess a
 // scheme (the kernels, given one, write nothing).
 func (s Stream) Privatize(dst, g []float32, sigmaW float32, offset uint64) {
-	switch s.Mode {
-	case Off:
+	if !s.drawing("Privatize") {
 		copy(dst, g)
 		return
-	case Philox, Secure:
-	default:
-		panic(fmt.Sprintf("rng: Stream.Privatize in %v", s.Mode))
 	}
 	var c noiseCache
 	for i := range g {
@@ -129,10 +125,10 @@ func (s Stream) Add(dst, x, w []float32, sigmaW float32) {
 		copy(dst, x)
 		return
 	}
-	var c noiseCache
+	c := noiseCache{ok: true} // the grid, once: no draw is cached
+	c.gamma, c.inv = snapUnit(sigmaW)
 	for i := range dst {
 		dst[i] = privatizeNoise(s.Mode == Secure, x[i], sigmaW, w[i], &c)
-		c.ok = true // the grid is computed once
 	}
 }
 

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/explain"
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
@@ -131,5 +134,53 @@ func TestCorrelatedRefusals(t *testing.T) {
 	}
 	if err := opt.SetHypers(map[string]float64{"decay": 0.5}); err == nil || !strings.Contains(err.Error(), "cannot change after the first step") {
 		t.Errorf("decay after a step: %v, want the changed filter refused", err)
+	}
+}
+
+// TestExplainAgreesWithDesigner compiles the noise block fibergen
+// mechanism writes into an optimizer and checks that explain derives the
+// designer's figures from it: the compiler's model of the block (its
+// coefficients from the DSL's literals) against the designer's float32
+// filter. The literals read back as the designer's float32 values, and
+// the model holds their shortest decimals, so the two agree to float32's
+// resolution of one literal, relatively.
+func TestExplainAgreesWithDesigner(t *testing.T) {
+	dir := t.TempDir()
+	block := filepath.Join(dir, "block.dsl")
+	r := mustRun(t, "mechanism", "--steps", "300", "--min-sep", "30", "--buffers", "2", "--out", block, "--json")
+	var design mechanismReport
+	if err := json.Unmarshal([]byte(r.stdout), &design); err != nil {
+		t.Fatal(err)
+	}
+	noise, err := os.ReadFile(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := writeFile(t, dir, "designed.dsl", []byte("optimizer designed\nhyper lr = 0.1\n"+string(noise)+"step {\n\ttheta = theta - lr * g\n}\n"))
+	var x struct {
+		NoiseFilter explain.NoiseFilter `json:"noise_filter"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "explain", src, "--steps", "300", "--min-sep", "30", "--json").stdout), &x); err != nil {
+		t.Fatal(err)
+	}
+	got, want := x.NoiseFilter.Loss, design.Loss
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{{"sensitivity", got.Sensitivity, want.Sensitivity}, {"max error", got.MaxError, want.MaxError}, {"mean error", got.MeanError, want.MeanError}} {
+		if math.Abs(c.got-c.want) > 1e-6*c.want {
+			t.Errorf("%s: explain %v, the designer %v", c.what, c.got, c.want)
+		}
+	}
+	if !got.Exact || x.NoiseFilter.Participations != 10 {
+		t.Errorf("explain: exact %v, %d participations; want exact and 10", got.Exact, x.NoiseFilter.Participations)
+	}
+	for _, args := range [][]string{{"--min-sep", "0"}, {"--steps", "0"}, {"--steps", "300", "--min-sep", "301"}} {
+		if res := runMain(append([]string{"explain", src}, args...)...); res.code != 2 || !strings.Contains(res.stderr, args[len(args)-2]+" ") {
+			t.Errorf("explain %v: exit %d, %q; want 2 and the flag named", args, res.code, res.stderr)
+		}
+	}
+	if res := runMain("explain", optPath("dp_sgd"), "--steps", "10"); res.code != 2 || !strings.Contains(res.stderr, "has no noise block") {
+		t.Errorf("explain dp_sgd --steps 10: exit %d, %q", res.code, res.stderr)
 	}
 }

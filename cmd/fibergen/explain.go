@@ -101,19 +101,18 @@ const maxExplainSteps = 100000
 // given, or a message naming the flag that is wrong.
 func participation(u *pipeline.Unit, given map[string]bool, steps, minSep uint64) (explain.Participation, string) {
 	p := explain.DefaultParticipation
-	switch {
-	case (given["steps"] || given["min-sep"]) && u.Func.Noise == nil:
+	if (given["steps"] || given["min-sep"]) && u.Func.Noise == nil {
 		return p, fmt.Sprintf("--steps and --min-sep describe the participation of a noise block's factorization; %s has no noise block", u.Func.Name)
-	case given["steps"] && (steps < 1 || steps > maxExplainSteps):
-		return p, fmt.Sprintf("--steps %d: want from 1 to %d", steps, maxExplainSteps)
-	case given["steps"]:
-		p = explain.Participation{Steps: int(steps), MinSep: int(steps)}
 	}
-	switch {
-	case given["min-sep"] && (minSep < 1 || minSep > uint64(p.Steps)):
-		return p, fmt.Sprintf("--min-sep %d: want from 1 to --steps (%d)", minSep, p.Steps)
-	case given["min-sep"]:
-		p.MinSep = int(minSep)
+	n, b := uint64(p.Steps), uint64(p.MinSep)
+	if given["steps"] {
+		n, b = steps, steps
 	}
-	return p, ""
+	if given["min-sep"] {
+		b = minSep
+	}
+	if msg := checkParticipation(n, b, maxExplainSteps); msg != "" {
+		return p, msg
+	}
+	return explain.Participation{Steps: int(n), MinSep: int(b)}, ""
 }

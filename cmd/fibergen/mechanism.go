@@ -70,12 +70,10 @@ func (o *mechanismOptions) check(pos []string) (corrnoise.Objective, string) {
 			return 0, fmt.Sprintf("--%s is required", f)
 		}
 	}
-	switch {
-	case o.steps < 1 || o.steps > 1<<24:
-		return 0, fmt.Sprintf("--steps %d: want 1 to %d", o.steps, 1<<24)
-	case o.minSep < 1 || o.minSep > o.steps:
-		return 0, fmt.Sprintf("--min-sep %d: want 1 to --steps (%d)", o.minSep, o.steps)
-	case o.buffers < 1 || o.buffers > corrnoise.MaxBuffers:
+	if msg := checkParticipation(uint64(o.steps), uint64(o.minSep), 1<<24); msg != "" {
+		return 0, msg
+	}
+	if o.buffers < 1 || o.buffers > corrnoise.MaxBuffers {
 		return 0, fmt.Sprintf("--buffers %d: want 1 to %d", o.buffers, corrnoise.MaxBuffers)
 	}
 	obj, err := corrnoise.ParseObjective(o.objective)
@@ -83,6 +81,19 @@ func (o *mechanismOptions) check(pos []string) (corrnoise.Objective, string) {
 		return 0, fmt.Sprintf("--objective %q: want max or mean", o.objective)
 	}
 	return obj, ""
+}
+
+// checkParticipation checks --steps (at most maxSteps) and --min-sep,
+// explain's and mechanism's, and returns a message naming the flag that
+// is wrong, or "".
+func checkParticipation(steps, minSep, maxSteps uint64) string {
+	switch {
+	case steps < 1 || steps > maxSteps:
+		return fmt.Sprintf("--steps %d: want 1 to %d", steps, maxSteps)
+	case minSep < 1 || minSep > steps:
+		return fmt.Sprintf("--min-sep %d: want 1 to --steps (%d)", minSep, steps)
+	}
+	return ""
 }
 
 // writeNoiseBlock writes the DSL noise block of m's filter, after a

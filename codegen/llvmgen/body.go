@@ -104,7 +104,7 @@ func (e *bodyEmitter) privatize(mode rng.Mode) {
 	n := len(e.params)
 	e.noise = &draw{sigma: e.params[n-3]}
 	if mode == rng.Secure {
-		e.noise.key, e.noise.gamma, e.noise.inv = []value.Value{}, e.params[n-2], e.params[n-1]
+		e.noise.gamma, e.noise.inv = e.params[n-2], e.params[n-1]
 	}
 }
 

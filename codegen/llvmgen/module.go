@@ -138,15 +138,16 @@ func (k *kernel) label(name string) string {
 type draw struct {
 	seed, step, offset value.Value // i64, i32, i64
 	sigma              value.Value // f32: sqrt(sigma_w2)
-	// key, where set, is the secure scheme's key (four i64); gamma and
-	// inv are then its grid and the grid's reciprocal (snapGrid).
+	// gamma and inv, where set, are the secure scheme's grid and the grid's
+	// reciprocal (snapGrid); key is then its key (four i64), where the
+	// draw is made (the loops, not a body that privatizes).
 	key        []value.Value
 	gamma, inv value.Value
 	drawFuncs  // the scalar draws the loops call (noise.device or noise.host)
 }
 
 // secure reports a draw in the secure scheme (nil: no noise).
-func (d *draw) secure() bool { return d != nil && d.key != nil }
+func (d *draw) secure() bool { return d != nil && d.gamma != nil }
 
 // block is the coordinates one draw call gives: a Philox group of four or
 // a secure octet of eight (and the loops' group without noise: four).

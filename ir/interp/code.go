@@ -158,7 +158,7 @@ const chunk = 512
 // run executes the kernel part for every coordinate, a chunk of coordinates
 // at a time. Each coordinate still sees the same operations in the same
 // order, so the result is the same as one coordinate at a time. nz is the
-// noise of a noise block's draws (nil: none).
+// noise of a noise block's draws (rng.Off: none).
 func (c *code) run(host regs, bufs [][]float32, nz *Noise) {
 	n := len(bufs[0]) // every buffer holds the n coordinates
 	r := c.kernelRegs(host, min(n, chunk))
@@ -176,9 +176,9 @@ func (c *code) run(host regs, bufs [][]float32, nz *Noise) {
 					r[in.dst][i] = lang.SelectOf(x, r[in.b][i], r[in.c][i])
 				}
 			case ir.OpDraw:
-				nz.stream().Draw(r[in.dst][:m], nz.sigma(), nz.offset()+uint64(lo))
+				nz.Stream.Draw(r[in.dst][:m], nz.SigmaW, nz.Offset+uint64(lo))
 			case ir.OpPrivatize:
-				nz.stream().Add(r[in.dst][:m], r[in.a][:m], r[in.b][:m], nz.sigma())
+				nz.Stream.Add(r[in.dst][:m], r[in.a][:m], r[in.b][:m], nz.SigmaW)
 			default:
 				apply(in.op, r[in.dst][:m], r[in.a][:m], r[in.b])
 			}

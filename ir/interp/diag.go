@@ -68,7 +68,7 @@ func (d *Diagnostic) Partials(scalars []float32, states [][]float32, num, den []
 		for _, s := range states {
 			bufs = append(bufs, s[lo:hi])
 		}
-		d.code.run(host, bufs, nil)
+		d.code.run(host, bufs, noNoise)
 		num[c], den[c] = chunkSum(bufs[0]), chunkSum(bufs[1])
 	}
 	return nil

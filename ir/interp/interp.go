@@ -172,9 +172,15 @@ func (p *Program) Step(s Scalars, nz *Noise, theta, g []float32, states [][]floa
 			return fmt.Errorf("%s: buffer %s has length %d, theta %d", p.Func.Name, ir.Buffers(p.Func)[i].Name, len(b), len(theta))
 		}
 	}
+	if nz == nil {
+		nz = noNoise
+	}
 	p.step.run(s.regs, bufs, nz)
 	return nil
 }
+
+// noNoise draws nothing: z = 0, and g as given.
+var noNoise = &Noise{Stream: rng.Stream{Mode: rng.Off}}
 
 // Noise is the noise the step of a noise block draws (docs/dsl.md,
 // "Correlated noise"): the scheme and counter, σ_w, and the global index
@@ -186,27 +192,6 @@ type Noise struct {
 	Offset uint64
 }
 
-// stream, sigma and offset read a *Noise; nil draws nothing (rng.Off).
-func (nz *Noise) stream() rng.Stream {
-	if nz == nil {
-		return rng.Stream{Mode: rng.Off}
-	}
-	return nz.Stream
-}
-
-func (nz *Noise) sigma() float32 {
-	if nz == nil {
-		return 0
-	}
-	return nz.SigmaW
-}
-
-func (nz *Noise) offset() uint64 {
-	if nz == nil {
-		return 0
-	}
-	return nz.Offset
-}
 
 // Engine binds a Program to hyper values: the reference of a whole run,
 // which the differential tests hold the generated code and the kernels to.
