@@ -192,7 +192,6 @@ type Noise struct {
 	Offset uint64
 }
 
-
 // Engine binds a Program to hyper values: the reference of a whole run,
 // which the differential tests hold the generated code and the kernels to.
 // With Noise, Step draws the DP noise of package rng into g, as the
