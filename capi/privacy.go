@@ -20,7 +20,7 @@ type schedule struct {
 	BatchSize   int     `json:"batch_size"`
 	Epochs      float64 `json:"epochs"`
 	Delta       float64 `json:"delta"`      // 0: 1/N^1.1
-	Sampling    string  `json:"sampling"`   // "poisson" (default) or "fixed"
+	Sampling    string  `json:"sampling"`   // "poisson" (default), "fixed" or "cyclic"
 	Accountant  string  `json:"accountant"` // "pld" (default) or "rdp"
 }
 

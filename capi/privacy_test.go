@@ -34,6 +34,10 @@ func TestAnswerQuery(t *testing.T) {
 	if want, _ := p.DeltaAt(1.1, 2); err != nil || d.Delta != want || d.Epsilon != 2 || d.Sigma != 1.1 {
 		t.Errorf("delta query: %+v, %v; want δ = %v", d, err, want)
 	}
+	cyc, err := answerQuery(`{"dataset_size": 6000, "batch_size": 300, "epochs": 2, "sigma": 1.1, "sampling": "cyclic"}`)
+	if want := privacy.GaussianEpsilon(math.Sqrt(2)/1.1, cyc.Delta); err != nil || cyc.Epsilon != want {
+		t.Errorf("cyclic epsilon query: %+v, %v; want the Gaussian mechanism's ε at μ = √2/σ, %v", cyc, err, want)
+	}
 	for _, bad := range []string{`{}`, `{"sigma": -1, "epsilon": 1}`, `{"sigma": 1, "dataset_size": 10, "batch_size": 20, "epochs": 1}`,
 		`{"sigma": 1, "colour": 2}`, `{"sigma": 1, "dataset_size": 10, "batch_size": 2, "epochs": 1, "sampling": "round"}`, `[`,
 		`{"sigma": 1, "dataset_size": 10, "batch_size": 2, "epochs": 1, "accountant": "prv"}`} {

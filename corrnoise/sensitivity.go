@@ -76,9 +76,13 @@ func strided(r []float64, b int) []float64 {
 
 // sensitivityBound is Sensitivity's upper bound where it is not exact.
 func sensitivityBound(r []float64, b, k int) float64 {
+	sq := make([]float64, len(r)+1) // sq[m] = Σ_{t<m} r_t²: ‖C_{:,j}‖² = sq[n−j]
+	for t, x := range r {
+		sq[t+1] = sq[t] + x*x
+	}
 	tri := 0.0
 	for j := 0; j < k; j++ {
-		tri += math.Sqrt(sumSquares(r[:len(r)-j*b])) // ‖C_{:,jb}‖
+		tri += math.Sqrt(sq[len(r)-j*b])
 	}
 	n := float64(len(r))
 	if n*n*float64(k) > boundBudget {

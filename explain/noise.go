@@ -54,15 +54,12 @@ func describeNoise(fn *ir.Func, h []float64, p Participation) (*NoiseFilter, err
 	m, _, _, _ := fn.NoiseModel(h)
 	nf := &NoiseFilter{Buffers: fn.Noise.States, Participation: p, SpectralRadius: gain.SpectralRadius(m, len(fn.Noise.States))}
 	nf.Coefficients = fn.NoiseCoefficients(h, p.Steps)
-	inv, err := corrnoise.Inverse(nf.Coefficients)
-	if err != nil {
-		return nil, err
-	}
-	nf.Inverse = inv
+	nf.Inverse = fn.StrategyCoefficients(h, p.Steps) // what the accountant is told
+	var err error
 	if nf.Participations, err = corrnoise.Participations(p.Steps, p.MinSep); err != nil {
 		return nil, err
 	}
-	if nf.Loss, err = corrnoise.Evaluate(inv, nf.Coefficients, p.Steps, p.MinSep); err != nil {
+	if nf.Loss, err = corrnoise.Evaluate(nf.Inverse, nf.Coefficients, p.Steps, p.MinSep); err != nil {
 		return nil, err
 	}
 	nf.DPSGD, err = corrnoise.DPSGD(p.Steps, p.MinSep)

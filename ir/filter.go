@@ -70,7 +70,27 @@ func (f *Func) SameNoise(a, b []float64) bool {
 // filter at hypers h: w_t = Σ_s c_{t−s} z_s with c_0 = d and c_k = h·M^(k−1)·b.
 func (f *Func) NoiseCoefficients(h []float64, n int) []float64 {
 	m, b, out, d := f.NoiseModel(h)
-	k := len(b)
+	return impulse(m, b, out, d, n)
+}
+
+// StrategyCoefficients returns the first n Toeplitz coefficients of the
+// inverse of the noise filter at hypers h, the strategy C of its
+// factorization (docs/correlated-noise.md): the impulse response of the
+// inverse system (strategyTransition), in O(n) where the power-series
+// inverse of NoiseCoefficients takes O(n²). CheckNoise refuses a filter
+// without one.
+func (f *Func) StrategyCoefficients(h []float64, n int) []float64 {
+	m, b, out, d := f.NoiseModel(h)
+	bi, oi := slices.Clone(b), make([]float64, len(out))
+	for i := range b {
+		bi[i], oi[i] = b[i]/d, -out[i]/d
+	}
+	return impulse(strategyTransition(m, b, out, d), bi, oi, 1/d, n)
+}
+
+// impulse returns the first n coefficients of the impulse response of
+// the system s' = M s + b x, y = out·s + d x: d, then out·M^(k−1)·b.
+func impulse(m, b, out []float64, d float64, n int) []float64 {
 	c := make([]float64, n)
 	x := slices.Clone(b) // M^(j-1)·b
 	for j := range c {
@@ -78,10 +98,10 @@ func (f *Func) NoiseCoefficients(h []float64, n int) []float64 {
 			c[0] = d
 			continue
 		}
-		for i := range k {
-			c[j] += out[i] * x[i]
+		for i := range b {
+			c[j] += float64(out[i] * x[i]) // rounded: no fused multiply-add, the same bits on every GOARCH
 		}
-		x = matVec(m, x, k)
+		x = matVec(m, x, len(b))
 	}
 	return c
 }
@@ -90,7 +110,7 @@ func matVec(m, x []float64, k int) []float64 {
 	y := make([]float64, k)
 	for i := range k {
 		for j := range k {
-			y[i] += m[i*k+j] * x[j]
+			y[i] += float64(m[i*k+j] * x[j])
 		}
 	}
 	return y

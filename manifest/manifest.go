@@ -30,7 +30,9 @@ type Manifest struct {
 	Scalars      []Scalar `json:"scalars"`
 	RNG          RNG      `json:"rng"`
 	Observe      *Observe `json:"observe,omitempty"`
-	Kernels      Kernels  `json:"kernels"`
+	// NoiseFilter is a noise block's filter; absent without one.
+	NoiseFilter *NoiseFilter `json:"noise_filter,omitempty"`
+	Kernels     Kernels      `json:"kernels"`
 	// IR is the optimizer's IR (ir.Func's JSON form): the runtime computes
 	// the host scalars, initializes the states and checks hypers and filter
 	// stability with it, and can interpret the step where no kernel runs.
@@ -68,6 +70,22 @@ type RNG struct {
 	Counter string `json:"counter"`
 	Doc     string `json:"doc"`
 }
+
+// NoiseFilter is a noise block's filter at the default hypers
+// (docs/correlated-noise.md): the first NoiseCoefficients Toeplitz
+// coefficients of the noise w_t = Σ c_{t−s} z_s (ir.Func.NoiseCoefficients)
+// and of its inverse, the strategy C of the factorization
+// (StrategyCoefficients). The sensitivity and the errors depend on the
+// run's participation: explain prints them for any, and the runtime's
+// budget computes its run's (docs/privacy.md).
+type NoiseFilter struct {
+	Buffers      []string  `json:"buffers"`
+	Coefficients []float64 `json:"coefficients"`
+	Strategy     []float64 `json:"strategy"`
+}
+
+// NoiseCoefficients is how many coefficients of each NoiseFilter holds.
+const NoiseCoefficients = 16
 
 // Observe is the two-point observation the trainer forms gradients with.
 type Observe struct {

@@ -29,8 +29,19 @@ func New(fn *ir.Func, path string, src []byte, k Kernels) (*Manifest, error) {
 		Source: filepath.Base(path), SourceSHA256: hex.EncodeToString(sum[:]),
 		Buffers: buffers(fn), Scalars: scalars(fn),
 		RNG:     RNG{Scheme: rng.Version, Site: rng.GradientSite, Counter: rng.CounterLayout, Doc: "docs/noise.md"},
-		Observe: observe(fn), Kernels: k, IR: irJSON,
+		Observe: observe(fn), NoiseFilter: noiseFilter(fn), Kernels: k, IR: irJSON,
 	}, nil
+}
+
+// noiseFilter describes fn's noise filter at its default hypers, nil
+// without a noise block.
+func noiseFilter(fn *ir.Func) *NoiseFilter {
+	if fn.Noise == nil {
+		return nil
+	}
+	h := fn.DefaultHypers()
+	return &NoiseFilter{Buffers: fn.NoiseBuffers(), Coefficients: fn.NoiseCoefficients(h, NoiseCoefficients),
+		Strategy: fn.StrategyCoefficients(h, NoiseCoefficients)}
 }
 
 // buffers describes the arrays of ir.Buffers with their roles and the

@@ -25,6 +25,12 @@ func (p Plan) Sigma(target float64) (float64, Guarantee, error) {
 	if !(target > 0) || math.IsInf(target, 1) {
 		return 0, Guarantee{}, fmt.Errorf("epsilon %v: want a finite value > 0", target)
 	}
+	if p.Sampling == Cyclic {
+		if err := p.check(); err != nil {
+			return 0, Guarantee{}, err
+		}
+		return p.cyclicSigma(target)
+	}
 	lo, hi, g, err := p.bracketSigma(target)
 	if err != nil {
 		return 0, Guarantee{}, err

@@ -24,9 +24,18 @@ const (
 	// over the replace-one sensitivity of the clipped sum, 2C
 	// (dp_accounting's SampledWithoutReplacementDpEvent).
 	Fixed
+	// Cyclic: fixed batches. The dataset is split once into batches of B
+	// (the last may be short) that every epoch takes in the same order,
+	// so an example is in one batch of every ⌈N/B⌉ steps, and no
+	// amplification by sampling is claimed: the run is one Gaussian
+	// mechanism (CyclicAccountant), the accounting of correlated noise
+	// (multi-epoch matrix factorization, Choquette-Choo et al. 2023).
+	// Replace-one adjacency, as Fixed: the noise multiplier is relative
+	// to 2C per participation.
+	Cyclic
 )
 
-var samplingNames = names[Sampling]{"Sampling", "sampling", []string{Poisson: "poisson", Fixed: "fixed"}}
+var samplingNames = names[Sampling]{"Sampling", "sampling", []string{Poisson: "poisson", Fixed: "fixed", Cyclic: "cyclic"}}
 
 func (s Sampling) String() string { return samplingNames.name(s) }
 
@@ -36,10 +45,10 @@ func ParseSampling(name string) (Sampling, error) { return samplingNames.parse(n
 // Sensitivity returns the L2 sensitivity of the clipped gradient sum
 // under s's neighbouring relation when every per-example gradient is
 // clipped to norm clip: clip for add/remove-one (Poisson), 2·clip for
-// replace-one (Fixed). The noise standard deviation on the sum is the
+// replace-one (Fixed, Cyclic). The noise standard deviation on the sum is the
 // noise multiplier times this.
 func (s Sampling) Sensitivity(clip float64) float64 {
-	if s == Fixed {
+	if s == Fixed || s == Cyclic {
 		return 2 * clip
 	}
 	return clip
@@ -86,7 +95,8 @@ func (n names[T]) parse(name string) (T, error) {
 	if i := slices.Index(n.of, name); i >= 0 {
 		return T(i), nil
 	}
-	return 0, fmt.Errorf("%s %q: want %s", n.what, name, strings.Join(n.of, " or "))
+	last := len(n.of) - 1
+	return 0, fmt.Errorf("%s %q: want %s or %s", n.what, name, strings.Join(n.of[:last], ", "), n.of[last])
 }
 
 // MaxOrder is the largest Rényi order accepted; the cost of an order is
@@ -143,6 +153,8 @@ func (m Mechanism) check() error {
 		return fmt.Errorf("sigma %v: want a finite value > 0", m.Sigma)
 	case !(m.SampleRate >= 0 && m.SampleRate <= 1):
 		return fmt.Errorf("sample rate %v: want a value in [0, 1]", m.SampleRate)
+	case m.Sampling == Cyclic:
+		return errors.New("cyclic sampling is accounted over the whole run (Plan), not step by step")
 	case m.Sampling != Poisson && m.Sampling != Fixed:
 		return fmt.Errorf("unknown sampling %v", m.Sampling)
 	case m.Series != ExactSeries && m.Series != MagnitudeSeries:

@@ -31,7 +31,7 @@ func TestMechanismErrors(t *testing.T) {
 }
 
 func TestParseNames(t *testing.T) {
-	for _, s := range []Sampling{Poisson, Fixed} {
+	for _, s := range []Sampling{Poisson, Fixed, Cyclic} {
 		if got, err := ParseSampling(s.String()); got != s || err != nil {
 			t.Errorf("ParseSampling(%q) = %v, %v", s.String(), got, err)
 		}
@@ -41,7 +41,7 @@ func TestParseNames(t *testing.T) {
 			t.Errorf("ParseSeries(%q) = %v, %v", s.String(), got, err)
 		}
 	}
-	if _, err := ParseSampling("shuffle"); err == nil || err.Error() != `sampling "shuffle": want poisson or fixed` {
+	if _, err := ParseSampling("shuffle"); err == nil || err.Error() != `sampling "shuffle": want poisson, fixed or cyclic` {
 		t.Errorf("ParseSampling(shuffle): %v", err)
 	}
 	if _, err := ParseSeries("abs"); err == nil || err.Error() != `series "abs": want exact or magnitudes` {

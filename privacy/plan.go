@@ -25,6 +25,12 @@ type Plan struct {
 	Orders []float64 // nil: DefaultOrders()
 	// PLD only: the loss grid spacing, 0 for Interval(mechanism).
 	Interval float64
+	// Cyclic only: the steps between an example's batches (⌈N/B⌉), and
+	// the strategy C of a correlated-noise optimizer's factorization, its
+	// Toeplitz coefficients over the run (ir.Func.StrategyCoefficients),
+	// nil for independent noise.
+	MinSep   int
+	Strategy []float64
 }
 
 // Epsilon returns the guarantee of p's run with noise multiplier sigma.
@@ -33,8 +39,11 @@ func (p Plan) Epsilon(sigma float64) (Guarantee, error) {
 	if err != nil {
 		return Guarantee{}, err
 	}
-	if pld, ok := a.(*PLDAccountant); ok {
-		return pld.Epsilon(p.Steps)
+	switch a := a.(type) {
+	case *PLDAccountant:
+		return a.Epsilon(p.Steps)
+	case *CyclicAccountant:
+		return a.Epsilon(p.Steps)
 	}
 	return a.EpsilonAfter(p.Steps), nil
 }
@@ -50,6 +59,9 @@ func (p Plan) DeltaAt(sigma, eps float64) (float64, error) {
 	}
 	if err := p.checkRun(); err != nil {
 		return 0, err
+	}
+	if p.Sampling == Cyclic {
+		return p.deltaCyclic(sigma, eps)
 	}
 	m := Mechanism{Sigma: sigma, SampleRate: p.SampleRate, Sampling: p.Sampling, Series: p.Series}
 	if p.Accounting == RDP {
@@ -126,6 +138,9 @@ func (p Plan) Accountant(sigma float64) (Accountant, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
+	if p.Sampling == Cyclic {
+		return p.newCyclicAccountant(sigma)
+	}
 	m := Mechanism{Sigma: sigma, SampleRate: p.SampleRate, Sampling: p.Sampling, Series: p.Series}
 	if p.Accounting == RDP {
 		a, err := NewRDPAccountant(m, p.Delta, p.Orders)
@@ -159,6 +174,25 @@ func (p Plan) checkRun() error {
 		return fmt.Errorf("%d steps: want 1 to 2^53", p.Steps)
 	case p.Accounting != PLD && p.Accounting != RDP:
 		return fmt.Errorf("unknown accounting %v", p.Accounting)
+	case p.Sampling == Cyclic && p.MinSep < 1:
+		return fmt.Errorf("minimum separation %d: want at least 1 step between an example's batches", p.MinSep)
+	case p.Strategy != nil && p.Sampling != Cyclic:
+		return fmt.Errorf("sampling %s: a correlated-noise optimizer is accounted only under cyclic sampling (fixed batches, the same order every epoch), as one Gaussian mechanism with its factorization's sensitivity; no amplification by sampling is claimed for correlated noise", p.Sampling)
+	case p.Strategy != nil && len(p.Strategy) < p.Steps:
+		return fmt.Errorf("the strategy has %d coefficients: want one for each of the %d steps", len(p.Strategy), p.Steps)
 	}
 	return nil
+}
+
+// deltaCyclic is DeltaAt for a Cyclic plan.
+func (p Plan) deltaCyclic(sigma, eps float64) (float64, error) {
+	a, err := p.newCyclicAccountant(sigma)
+	if err != nil {
+		return 0, err
+	}
+	s, err := a.sensitivityAt(p.Steps)
+	if err != nil {
+		return 0, err
+	}
+	return gaussianDeltaFor(p.Accounting, a.orders, s/sigma, eps), nil
 }

@@ -314,7 +314,11 @@ func (a *PLDAccountant) DeltaAfter(steps int, eps float64) (float64, error) {
 }
 
 // milestone returns the first milestone at or after steps.
-func (a *PLDAccountant) milestone(steps int) int {
-	every := (a.horizon + Milestones - 1) / Milestones
-	return min(a.horizon, (steps+every-1)/every*every)
+func (a *PLDAccountant) milestone(steps int) int { return milestone(steps, a.horizon) }
+
+// milestone returns the first of Milestones evenly spaced steps of a run
+// of horizon steps at or after steps (≤ horizon).
+func milestone(steps, horizon int) int {
+	every := (horizon + Milestones - 1) / Milestones
+	return min(horizon, (steps+every-1)/every*every)
 }

@@ -18,6 +18,10 @@ type Schedule struct {
 	Accounting  Accounting
 	Series      Series    // RDP: fractional orders of Poisson sampling
 	Orders      []float64 // RDP: nil for DefaultOrders()
+	// Strategy is, for Cyclic sampling, the strategy of a correlated-noise
+	// optimizer's factorization over the run (Plan.Strategy); the runtime
+	// sets it from the optimizer's noise block.
+	Strategy []float64
 }
 
 // DefaultDelta returns δ = 1/N^1.1 for a dataset of n examples, the
@@ -47,11 +51,7 @@ func (s Schedule) Steps() int {
 	if s.DatasetSize < 1 || s.BatchSize < 1 || s.BatchSize > s.DatasetSize || !(s.Epochs > 0) {
 		return 0
 	}
-	perEpoch := s.DatasetSize / s.BatchSize
-	if s.DatasetSize%s.BatchSize != 0 {
-		perEpoch++
-	}
-	t := s.Epochs * float64(perEpoch)
+	t := s.Epochs * float64(s.StepsPerEpoch())
 	if r := math.Round(t); math.Abs(t-r) <= 1e-9*r {
 		t = r
 	}
@@ -60,6 +60,9 @@ func (s Schedule) Steps() int {
 	}
 	return int(t)
 }
+
+// StepsPerEpoch returns ⌈N/B⌉, the steps of one epoch.
+func (s Schedule) StepsPerEpoch() int { return (s.DatasetSize + s.BatchSize - 1) / s.BatchSize }
 
 // Plan returns the accountant's view of s, after checking its fields.
 func (s Schedule) Plan() (Plan, error) {
@@ -78,7 +81,10 @@ func (s Schedule) Plan() (Plan, error) {
 	if delta == 0 {
 		delta = DefaultDelta(s.DatasetSize)
 	}
-	p := Plan{Sampling: s.Sampling, Accounting: s.Accounting, Series: s.Series, SampleRate: s.SampleRate(), Steps: s.Steps(), Delta: delta, Orders: s.Orders}
+	p := Plan{Sampling: s.Sampling, Accounting: s.Accounting, Series: s.Series, SampleRate: s.SampleRate(), Steps: s.Steps(), Delta: delta, Orders: s.Orders, Strategy: s.Strategy}
+	if s.Sampling == Cyclic {
+		p.MinSep = s.StepsPerEpoch()
+	}
 	if err := p.check(); err != nil {
 		return Plan{}, err
 	}

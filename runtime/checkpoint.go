@@ -184,9 +184,10 @@ func newCheckpointBudget(b *Budget) *checkpointBudget {
 // that; a σ from another budget is off by far more.
 const epsilonSlack = 1e-9
 
-// budget rebuilds the budget the checkpoint holds from its σ, checking
-// that σ spends at most the budget's ε over the schedule.
-func (c *checkpointBudget) budget() (*Budget, DP, error) {
+// budget rebuilds the budget the checkpoint holds from its σ and the
+// strategy of its schedule, checking that σ spends at most the budget's ε
+// over the schedule.
+func (c *checkpointBudget) budget(strategy func(privacy.Schedule) ([]float64, error)) (*Budget, DP, error) {
 	sampling, err := privacy.ParseSampling(c.Sampling)
 	if err != nil {
 		return nil, DP{}, err
@@ -202,6 +203,9 @@ func (c *checkpointBudget) budget() (*Budget, DP, error) {
 	b := &Budget{Epsilon: c.Epsilon, Delta: c.Delta, ClipNorm: c.ClipNorm, Schedule: privacy.Schedule{DatasetSize: c.DatasetSize,
 		BatchSize: c.BatchSize, Epochs: c.Epochs, Delta: c.Delta, Sampling: sampling, Accounting: accounting, Series: series,
 		Orders: c.Orders}}
+	if b.Schedule.Strategy, err = strategy(b.Schedule); err != nil {
+		return nil, DP{}, err
+	}
 	dp, err := b.withSigma(c.Sigma)
 	if err != nil {
 		return nil, DP{}, err
@@ -933,7 +937,7 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 	if err := o.matchNoise(h); err != nil {
 		return err
 	}
-	return o.matchBudget(c)
+	return o.matchBudget(c, hypers)
 }
 
 // noiseMode is the checkpoint's noise mode's name: philox where the header
@@ -966,7 +970,7 @@ func (o *Optimizer) matchMode(h *checkpointHeader) *loadError {
 // matchBudget calibrates the checkpoint's privacy budget and checks that
 // its DP settings are the budget's; an optimizer with a budget takes only
 // a checkpoint with one, since the steps of the other were not accounted.
-func (o *Optimizer) matchBudget(c *checkpoint) *loadError {
+func (o *Optimizer) matchBudget(c *checkpoint, hypers []float64) *loadError {
 	h := &c.h
 	if h.Budget == nil {
 		if o.budget != nil {
@@ -978,9 +982,12 @@ func (o *Optimizer) matchBudget(c *checkpoint) *loadError {
 		if own := newCheckpointBudget(o.budget); !h.Budget.same(own) {
 			return mismatch("checkpoint's privacy budget %+v is not the optimizer's, %+v", *h.Budget, *own)
 		}
+		if !o.prog.Func.SameNoise(o.hypers, hypers) {
+			return mismatch("checkpoint's noise filter is not the one the optimizer's privacy budget was calibrated for")
+		}
 		return o.keepBudget(c)
 	}
-	b, dp, err := h.Budget.budget()
+	b, dp, err := h.Budget.budget(func(s privacy.Schedule) ([]float64, error) { return o.strategyFor(hypers, s) })
 	if err != nil {
 		return mismatch("checkpoint's privacy budget: %v", strings.TrimPrefix(err.Error(), "runtime: "))
 	}

@@ -594,12 +594,18 @@ func (o *Optimizer) setHypers(values map[string]float64) error {
 }
 
 // checkNoiseFixed refuses hypers h that change a noise block's filter
-// after the first step: the run's sensitivity is that of one filter.
+// after the first step or under a privacy budget: the run's sensitivity
+// is that of one filter, the one the budget's accountant was told.
 func (o *Optimizer) checkNoiseFixed(h []float64) error {
-	if o.t == 0 || o.prog.Func.SameNoise(o.hypers, h) {
+	switch {
+	case o.prog.Func.SameNoise(o.hypers, h):
 		return nil
+	case o.budget != nil:
+		return errors.New("the noise filter cannot change under a privacy budget (SetBudget): the accountant was told its factorization's sensitivity")
+	case o.t > 0:
+		return fmt.Errorf("the noise filter cannot change after the first step (%d taken): the factorization's sensitivity is that of one filter over the whole run", o.t)
 	}
-	return fmt.Errorf("the noise filter cannot change after the first step (%d taken): the factorization's sensitivity is that of one filter over the whole run", o.t)
+	return nil
 }
 
 // ApplySettings sets hypers from "name=value" settings as a command line

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/fibergen/fibergen/privacy"
@@ -29,6 +30,12 @@ type Budget struct {
 // accountant's σ is relative to the replace-one sensitivity 2C, which the
 // noise follows.
 //
+// An optimizer with a noise block takes only privacy.Cyclic sampling: the
+// accountant is told its strategy at its hypers (a budget fixes them, as
+// the first step does), and the run is one Gaussian mechanism with the
+// factorization's sensitivity; no amplification by sampling is claimed
+// for correlated noise.
+//
 // The budget holds for the whole run, so it is set before the first step
 // (a checkpoint carries it into the resumed run), and while it holds the
 // DP settings are its own: SetDP and SetNoise are refused.
@@ -37,9 +44,14 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 	if o.t > 0 {
 		return 0, fmt.Errorf("runtime: set the privacy budget before the first step (%d taken at other settings); a checkpoint carries it into a resumed run", o.t)
 	}
-	if o.prog.Func.Noise != nil {
-		return 0, fmt.Errorf("runtime: %s correlates its noise across steps (a noise block): its privacy is that of one Gaussian mechanism with the factorization's sensitivity under the run's participation (fibergen explain), which this accountant does not compute, and no amplification by Poisson sampling is claimed for correlated noise; set the DP settings (SetDP) and account for them with the sensitivity explain derives", o.prog.Func.Name)
+	if b.Schedule.Strategy != nil {
+		return 0, errors.New("runtime: the budget's Schedule.Strategy is the optimizer's to set, from its noise block: leave it nil")
 	}
+	strategy, err := o.strategyFor(o.hypers, b.Schedule)
+	if err != nil {
+		return 0, err
+	}
+	b.Schedule.Strategy = strategy
 	dp, err := b.calibrate()
 	if err != nil {
 		return 0, err
@@ -49,6 +61,21 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 	o.installBudget(&b, 0)
 	o.dpChanged(old)
 	return b.sigma, nil
+}
+
+// strategyFor returns the strategy of the optimizer's noise block at
+// hypers h over the steps of schedule s, which the accountant is told
+// (privacy.Plan.Strategy): nil without a noise block, for independent
+// noise.
+func (o *Optimizer) strategyFor(h []float64, s privacy.Schedule) ([]float64, error) {
+	if o.prog.Func.Noise == nil {
+		return nil, nil
+	}
+	n := s.Steps()
+	if n > privacy.MaxStrategySteps {
+		return nil, fmt.Errorf("runtime: the schedule plans %d steps: the accountant holds a correlated-noise run's strategy for at most %d", n, privacy.MaxStrategySteps)
+	}
+	return o.prog.Func.StrategyCoefficients(h, max(n, 0)), nil
 }
 
 // installBudget makes b the optimizer's budget, stopping the table's

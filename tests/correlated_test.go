@@ -1,12 +1,17 @@
 package tests
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fibergen/fibergen/corrnoise"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/rng"
 )
 
@@ -63,6 +68,47 @@ func TestNoiseCoefficientsMatchKernel(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestStrategyCoefficients checks the strategy the accountant is told
+// (ir.Func.StrategyCoefficients, the impulse response of the inverse
+// system) against the power-series inverse of the noise filter's
+// coefficients, at the fixture's settings.
+func TestStrategyCoefficients(t *testing.T) {
+	u := mustCompileFile(t, repoPath("tests", "testdata", "dsl", "blt.dsl"))
+	for _, set := range [][]float64{{0.1, 0.5, 0.875}, {0.1, 0.5, 0}} {
+		want, err := corrnoise.Inverse(u.Func.NoiseCoefficients(set, 500))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := u.Func.StrategyCoefficients(set, 500)
+		for k := range want {
+			if math.Abs(got[k]-want[k]) > 1e-12*math.Abs(want[0]) {
+				t.Fatalf("hypers %v: strategy coefficient %d = %v, the inverse series %v", set, k, got[k], want[k])
+			}
+		}
+	}
+}
+
+// TestManifestKeepsNoiseFilter checks the manifest's noise_filter: the
+// filter's and the strategy's leading coefficients at the default hypers,
+// and none for an optimizer without a noise block.
+func TestManifestKeepsNoiseFilter(t *testing.T) {
+	u := mustCompileFile(t, repoPath("tests", "testdata", "dsl", "blt.dsl"))
+	var m manifest.Manifest
+	if err := json.Unmarshal(u.Manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	h := u.Func.DefaultHypers()
+	want := &manifest.NoiseFilter{Buffers: []string{"s1", "s2"}, Coefficients: u.Func.NoiseCoefficients(h, manifest.NoiseCoefficients),
+		Strategy: u.Func.StrategyCoefficients(h, manifest.NoiseCoefficients)}
+	if diff := cmp.Diff(want, m.NoiseFilter); diff != "" {
+		t.Errorf("noise_filter (-want +got):\n%s", diff)
+	}
+	var white manifest.Manifest
+	if err := json.Unmarshal(mustCompileFile(t, repoPath("optimizers", "dp_sgd.dsl")).Manifest, &white); err != nil || white.NoiseFilter != nil {
+		t.Errorf("dp_sgd's manifest: noise_filter %+v, %v; want none", white.NoiseFilter, err)
 	}
 }
 

@@ -7,12 +7,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/corrnoise"
 	"github.com/fibergen/fibergen/explain"
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -94,9 +97,9 @@ func exists(path string) bool {
 }
 
 // TestCorrelatedRefusals checks what a correlated-noise optimizer refuses:
-// writing out or handing out a noise buffer, a privacy budget (whose
-// accountant assumes independent noise), a noise filter changed after the
-// first step or differing per tensor.
+// writing out or handing out a noise buffer, a Poisson privacy budget
+// (amplification by sampling is not claimed for correlated noise), a noise
+// filter changed after the first step or differing per tensor.
 func TestCorrelatedRefusals(t *testing.T) {
 	dir := t.TempDir()
 	th, g, out := runInputs(t, []float32{1, 2}, []float32{0.5, 0.5}, 1)
@@ -118,9 +121,9 @@ func TestCorrelatedRefusals(t *testing.T) {
 	if _, err := tn.State("s1"); err == nil || !strings.Contains(err.Error(), "noise buffer") {
 		t.Errorf("Tensor.State(s1): %v, want the noise buffer refused", err)
 	}
-	_, err = opt.SetBudget(runtime.Budget{Epsilon: 4, ClipNorm: 1})
-	if err == nil || !strings.Contains(err.Error(), "correlates its noise") {
-		t.Errorf("SetBudget on a correlated-noise optimizer: %v, want a refusal that says why", err)
+	_, err = opt.SetBudget(runtime.Budget{Epsilon: 4, ClipNorm: 1, Schedule: privacy.Schedule{DatasetSize: 1000, BatchSize: 10, Epochs: 2}})
+	if _, set := opt.DP(); err == nil || !strings.Contains(err.Error(), "no amplification by sampling is claimed for correlated noise") || set {
+		t.Errorf("a Poisson budget on a correlated-noise optimizer: %v (DP set: %v), want a refusal that says why, nothing set", err, set)
 	}
 	if err := tn.SetHypers(map[string]float64{"decay": 0.5}); err == nil || !strings.Contains(err.Error(), "one for all tensors") {
 		t.Errorf("a tensor's decay: %v, want the per-tensor filter refused", err)
@@ -183,4 +186,109 @@ func TestExplainAgreesWithDesigner(t *testing.T) {
 	if res := runMain("explain", optPath("dp_sgd"), "--steps", "10"); res.code != 2 || !strings.Contains(res.stderr, "has no noise block") {
 		t.Errorf("explain dp_sgd --steps 10: exit %d, %q", res.code, res.stderr)
 	}
+}
+
+// TestCorrelatedBudget sets a privacy budget of fixed batches on a
+// correlated-noise optimizer and checks it against an independent
+// computation: the strategy as the power-series inverse of the noise
+// filter's coefficients, its sensitivity summed densely over the pattern
+// 0, b, 2b, … (exact for the fixture's non-negative, non-increasing
+// strategy), and the Gaussian mechanism's ε there. The filter is then
+// fixed; a checkpoint carries the budget, and neither a white-noise
+// optimizer nor a correlated-noise one with another filter takes it.
+func TestCorrelatedBudget(t *testing.T) {
+	u := compileFile(bltDSL, &strings.Builder{})
+	schedule := privacy.Schedule{DatasetSize: 200, BatchSize: 10, Epochs: 3, Sampling: privacy.Cyclic}
+	opt, tn := budgeted(t, u, schedule, nil)
+	sigma, err := opt.SetBudget(runtime.Budget{Epsilon: 2, ClipNorm: 1, Schedule: schedule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strategy, err := corrnoise.Inverse(u.Func.NoiseCoefficients(u.Func.DefaultHypers(), 60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sens := denseSensitivity(strategy, 20)
+	if eps := privacy.GaussianEpsilon(sens/sigma, privacy.DefaultDelta(200)); eps > 2 || eps < 2*(1-1e-5) {
+		t.Errorf("σ %v spends ε %v by the dense sensitivity %v, want just below 2", sigma, eps, sens)
+	}
+	if err := opt.SetHypers(map[string]float64{"decay": 0.5}); err == nil || !strings.Contains(err.Error(), "under a privacy budget") {
+		t.Errorf("decay under a budget: %v, want the changed filter refused", err)
+	}
+	var spent []float64
+	for range 30 {
+		if err := errors.Join(tn.SetGrad([]float32{0.5, 0.5}), opt.TrustClippedGradient(), opt.Step()); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := opt.Spent()
+		spent = append(spent, g.Epsilon)
+	}
+	if !slices.IsSorted(spent) || spent[29] > 2 || spent[0] <= 0 {
+		t.Errorf("ε spent over the steps: %v", spent)
+	}
+	ckpt := filepath.Join(t.TempDir(), "run.ckpt")
+	if err := opt.Save(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	resumed, _ := budgeted(t, u, schedule, nil)
+	if err := resumed.Load(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := resumed.Spent(); !ok || g.Epsilon != spent[29] {
+		t.Errorf("resumed: spent %v, %v; want %v", g, ok, spent[29])
+	}
+	other, _ := budgeted(t, u, schedule, map[string]float64{"decay": 0.5})
+	if err := other.Load(ckpt); err != nil {
+		t.Errorf("into an optimizer at another filter, without a budget: %v; want the checkpoint's filter and budget taken", err)
+	} else if g, _ := other.Spent(); g.Epsilon != spent[29] {
+		t.Errorf("into an optimizer at another filter: spent %v, want %v", g.Epsilon, spent[29])
+	}
+	other, _ = budgeted(t, u, schedule, map[string]float64{"decay": 0.5})
+	other.SetBudget(runtime.Budget{Epsilon: 2, ClipNorm: 1, Schedule: schedule}) // another filter: another σ
+	if err := other.Load(ckpt); err == nil || !strings.Contains(err.Error(), "is not the optimizer's") {
+		t.Errorf("a budget's checkpoint into another filter's budget: %v", err)
+	}
+	white, _ := budgeted(t, compileFile(optPath("dp_sgd"), &strings.Builder{}), schedule, nil)
+	if err := white.Load(ckpt); err == nil || !strings.Contains(err.Error(), "checkpoint of blt_probe, this optimizer is dp_sgd") {
+		t.Errorf("a correlated-noise checkpoint into dp_sgd: %v", err)
+	}
+}
+
+// budgeted opens u on the Go backend with a tensor of two coordinates,
+// at hypers set.
+func budgeted(t *testing.T, u *pipeline.Unit, s privacy.Schedule, set map[string]float64) (*runtime.Optimizer, *runtime.Tensor) {
+	t.Helper()
+	opt, err := openUnit(u, runtime.Options{Backend: runtime.Go, StateDir: t.TempDir()}) // a resume record of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { opt.Close() })
+	tn, err := opt.Register("theta", []float32{1, 2})
+	if err == nil && set != nil {
+		err = opt.SetHypers(set)
+	}
+	if err == nil {
+		err = opt.SetSeed(5)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt, tn
+}
+
+// denseSensitivity is ‖Σ_j C e_{jb}‖ for the lower-triangular Toeplitz
+// matrix C of strategy, summed column by column.
+func denseSensitivity(strategy []float64, b int) float64 {
+	n := len(strategy)
+	sum := make([]float64, n)
+	for j := 0; j < n; j += b {
+		for i := j; i < n; i++ {
+			sum[i] += strategy[i-j]
+		}
+	}
+	var s float64
+	for _, x := range sum {
+		s += x * x
+	}
+	return math.Sqrt(s)
 }

@@ -17,7 +17,8 @@ import (
 type privacyOptions struct {
 	sigma, epsilon, sampleRate, delta, epochs, interval floatFlag
 	steps, datasetSize, batchSize                       uintFlag
-	sampling, accountant, series, orders                string
+	sampling, accountant, series, orders, optimizer     string
+	sets                                                setsFlag
 	json                                                bool
 	given                                               map[string]bool
 }
@@ -30,6 +31,9 @@ type privacyRun struct {
 	// schedule is set when the run was given as dataset size, batch
 	// size and epochs.
 	schedule *privacy.Schedule
+	// optimizer is --optimizer's, whose noise block's strategy the plan
+	// holds.
+	optimizer string
 }
 
 func cmdPrivacy(args []string, stdout, stderr io.Writer) int {
@@ -44,6 +48,9 @@ func cmdPrivacy(args []string, stdout, stderr io.Writer) int {
 	r, msg := o.parse(pos)
 	if msg != "" {
 		return usageError(stderr, "privacy", "%s", msg)
+	}
+	if code := o.takeOptimizer(&r, stderr); code != 0 {
+		return code
 	}
 	switch r.sub {
 	case "epsilon":
@@ -63,7 +70,9 @@ func (o *privacyOptions) define(fs *flag.FlagSet) {
 	fs.Var(&o.datasetSize, "dataset-size", "dataset size N (with --batch-size and --epochs)")
 	fs.Var(&o.batchSize, "batch-size", "batch size B")
 	fs.Var(&o.epochs, "epochs", "number of epochs; steps = epochs × ⌈N/B⌉, rounded up")
-	fs.StringVar(&o.sampling, "sampling", "poisson", "poisson (add/remove one) or fixed (without replacement, replace one)")
+	fs.StringVar(&o.sampling, "sampling", "poisson", "poisson (add/remove one), fixed (without replacement, replace one) or cyclic (fixed batches in the same order every epoch, replace one, no amplification)")
+	fs.StringVar(&o.optimizer, "optimizer", "", "a .dsl file or shipped optimizer whose noise block correlates the noise (with --sampling cyclic)")
+	fs.Var(&o.sets, "set", "with --optimizer: override a hyper, name=value (repeatable)")
 	fs.StringVar(&o.accountant, "accountant", privacy.PLD.String(), "pld (privacy loss distributions) or rdp (Rényi DP)")
 	fs.Var(&o.interval, "interval", "pld: loss grid spacing (default: privacy.Interval, at most 1e-3)")
 	fs.StringVar(&o.series, "series", "exact", "rdp: fractional orders of poisson, exact or magnitudes (as dp_accounting)")
@@ -213,6 +222,9 @@ func (o *privacyOptions) parseMechanism(r *privacyRun) string {
 	if r.plan.Sampling, err = privacy.ParseSampling(o.sampling); err != nil {
 		return "--" + err.Error()
 	}
+	if msg := o.parseCyclic(r); msg != "" {
+		return msg
+	}
 	if r.plan.Accounting, err = privacy.ParseAccounting(o.accountant); err != nil {
 		return "--" + err.Error()
 	}
@@ -231,6 +243,50 @@ func (o *privacyOptions) parseMechanism(r *privacyRun) string {
 		}
 	}
 	return ""
+}
+
+// parseCyclic gives cyclic sampling its separation, one epoch of steps,
+// which only the schedule's form of the run says; --set goes with
+// --optimizer.
+func (o *privacyOptions) parseCyclic(r *privacyRun) string {
+	switch {
+	case o.given["set"] && !o.given["optimizer"]:
+		return "--set applies to the hypers of an --optimizer"
+	case r.plan.Sampling != privacy.Cyclic:
+		return ""
+	case r.schedule == nil:
+		return "--sampling cyclic: give --dataset-size, --batch-size and --epochs (an example's batches are an epoch, ⌈N/B⌉ steps, apart)"
+	}
+	r.plan.MinSep = r.schedule.StepsPerEpoch()
+	return ""
+}
+
+// takeOptimizer compiles --optimizer and gives the plan the strategy of
+// its noise block at the --set hypers (none for independent noise); it
+// returns a non-zero exit status where it cannot.
+func (o *privacyOptions) takeOptimizer(r *privacyRun, stderr io.Writer) int {
+	if o.optimizer == "" {
+		return 0
+	}
+	u := checkFile(o.optimizer, stderr)
+	if u == nil {
+		return 1
+	}
+	h, err := u.Func.ApplySettings(o.sets)
+	if err != nil {
+		return fail(stderr, "privacy", err)
+	}
+	r.optimizer = u.Func.Name
+	switch {
+	case u.Func.Noise == nil:
+		return 0
+	case r.plan.Sampling != privacy.Cyclic:
+		return usageError(stderr, "privacy", "--sampling %s: %s correlates its noise (a noise block), which is accounted only under --sampling cyclic, as one Gaussian mechanism with its factorization's sensitivity: no amplification by sampling is claimed for correlated noise", r.plan.Sampling, u.Func.Name)
+	case r.plan.Steps > privacy.MaxStrategySteps:
+		return fail(stderr, "privacy", fmt.Errorf("%d steps: a correlated-noise run is accounted for at most %d", r.plan.Steps, privacy.MaxStrategySteps))
+	}
+	r.plan.Strategy = u.Func.StrategyCoefficients(h, r.plan.Steps)
+	return 0
 }
 
 // parsePLD reads --interval and refuses the flags of RDP.
@@ -279,6 +335,13 @@ type privacyReport struct {
 	DatasetSize   int      `json:"dataset_size,omitempty"`
 	BatchSize     int      `json:"batch_size,omitempty"`
 	Epochs        float64  `json:"epochs,omitempty"`
+	// cyclic: the steps between an example's batches, and the run's
+	// sensitivity in units of one participation's (and whether it is
+	// exact, not an upper bound); the optimizer whose noise it is.
+	MinSep           int     `json:"min_separation,omitempty"`
+	Sensitivity      float64 `json:"sensitivity,omitempty"`
+	SensitivityExact bool    `json:"sensitivity_exact,omitempty"`
+	Optimizer        string  `json:"optimizer,omitempty"`
 }
 
 func (o *privacyOptions) runEpsilon(r privacyRun, stdout, stderr io.Writer) int {
@@ -316,10 +379,15 @@ func newReport(r privacyRun, sigma float64, g privacy.Guarantee, target *float64
 		SampleRate: r.plan.SampleRate, Steps: r.plan.Steps,
 		Sampling: r.plan.Sampling.String(), Accountant: r.plan.Accounting.String(),
 	}
-	if r.plan.Accounting == privacy.RDP {
+	switch {
+	case r.plan.Accounting == privacy.RDP:
 		x.Order, x.Series = g.Order, r.plan.Series.String()
-	} else {
+	case r.plan.Sampling != privacy.Cyclic:
 		x.Interval = r.plan.PLDInterval(sigma)
+	}
+	if r.plan.Sampling == privacy.Cyclic {
+		x.MinSep, x.Optimizer = r.plan.MinSep, r.optimizer
+		x.Sensitivity, x.SensitivityExact, _ = r.plan.Sensitivity() // computed already: the plan answered
 	}
 	if s := r.schedule; s != nil {
 		x.DatasetSize, x.BatchSize, x.Epochs = s.DatasetSize, s.BatchSize, s.Epochs
@@ -335,8 +403,11 @@ func (o *privacyOptions) print(stdout io.Writer, x privacyReport) int {
 		return 0
 	}
 	how := fmt.Sprintf("PLD, loss grid %.3g", x.Interval)
-	if x.Accountant == privacy.RDP.String() {
+	switch {
+	case x.Accountant == privacy.RDP.String():
 		how = fmt.Sprintf("RDP, order %v", x.Order)
+	case x.Sampling == privacy.Cyclic.String():
+		how = "exact Gaussian mechanism"
 	}
 	switch {
 	case x.TargetEpsilon != nil:
@@ -346,7 +417,7 @@ func (o *privacyOptions) print(stdout io.Writer, x privacyReport) int {
 	default:
 		fmt.Fprintf(stdout, "epsilon %.10g at delta %.4g (%s)\n", x.Epsilon, x.Delta, how)
 	}
-	fmt.Fprintf(stdout, "%s; %s\n", describeRun(x), describeSampling(x.Sampling, o.defaultDeltaNote(x)))
+	fmt.Fprintf(stdout, "%s; %s\n", describeRun(x), describeSampling(x, o.defaultDeltaNote(x)))
 	return 0
 }
 
@@ -361,11 +432,27 @@ func describeRun(x privacyReport) string {
 
 // describeSampling names the sampling, its neighbouring relation and the
 // noise the multiplier stands for.
-func describeSampling(sampling, note string) string {
-	if sampling == "fixed" {
+func describeSampling(x privacyReport, note string) string {
+	switch x.Sampling {
+	case "fixed":
 		return "fixed-size batches without replacement, replace-one adjacency: noise std = sigma × 2 × clip norm" + note
+	case "cyclic":
+		return describeCyclic(x) + note
 	}
 	return "Poisson sampling, add/remove-one adjacency: noise std = sigma × clip norm" + note
+}
+
+// describeCyclic says what a cyclic run's one Gaussian mechanism is.
+func describeCyclic(x privacyReport) string {
+	noise, exact := "independent noise", "exact"
+	if x.Optimizer != "" {
+		noise = x.Optimizer + "'s noise"
+	}
+	if !x.SensitivityExact {
+		exact = "an upper bound"
+	}
+	return fmt.Sprintf("fixed batches, the same order every epoch (each example once every %d steps), replace-one adjacency, no amplification: %s is one Gaussian mechanism of sensitivity %.6g (%s) × 2 × clip norm; noise std = sigma × 2 × clip norm",
+		x.MinSep, noise, x.Sensitivity, exact)
 }
 
 func (o *privacyOptions) defaultDeltaNote(x privacyReport) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fibergen/fibergen/corrnoise"
 	"math"
 	"regexp"
 	"slices"
@@ -168,7 +169,11 @@ var privacyBad = []badCase{
 	{name: "epochs zero", args: "privacy epsilon --sigma 1 --dataset-size 100 --batch-size 10 --epochs 0", code: 2, msg: `--epochs 0: want a finite value > 0`},
 	{name: "epochs too many", args: "privacy epsilon --sigma 1 --dataset-size 100 --batch-size 10 --epochs 1e300", code: 2, msg: `--epochs 1e\+300: the run has more than 2\^53 steps`},
 	{name: "default delta of one", args: "privacy epsilon --sigma 1 --dataset-size 1 --batch-size 1 --epochs 1", code: 2, msg: `--delta is required with --dataset-size 1 \(1/N\^1\.1 is 1\)`},
-	{name: "sampling", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --sampling shuffle", code: 2, msg: `--sampling "shuffle": want poisson or fixed`},
+	{name: "sampling", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --sampling shuffle", code: 2, msg: `--sampling "shuffle": want poisson, fixed or cyclic`},
+	{name: "cyclic by rate", args: "privacy sigma --epsilon 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --sampling cyclic", code: 2, msg: `^fibergen privacy: --sampling cyclic: give --dataset-size, --batch-size and --epochs \(an example's batches are an epoch`},
+	{name: "set without optimizer", args: "privacy sigma --epsilon 1 --dataset-size 100 --batch-size 10 --epochs 2 --set lr=1", code: 2, msg: `^fibergen privacy: --set applies to the hypers of an --optimizer\n$`},
+	{name: "correlated under poisson", args: "privacy sigma --epsilon 1 --dataset-size 100 --batch-size 10 --epochs 2 --optimizer ../../tests/testdata/dsl/blt.dsl", code: 2, msg: `^fibergen privacy: --sampling poisson: blt_probe correlates its noise .*no amplification by sampling is claimed for correlated noise\n$`},
+	{name: "filter out of range", args: "privacy sigma --epsilon 1 --dataset-size 100 --batch-size 10 --epochs 2 --sampling cyclic --optimizer ../../tests/testdata/dsl/blt.dsl --set decay=0.99", code: 1, msg: `^fibergen privacy: hyper decay = 0\.99 is outside its range`},
 	{name: "series", args: "privacy epsilon --accountant rdp --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --series abs", code: 2, msg: `--series "abs": want exact or magnitudes`},
 	{name: "order one", args: "privacy epsilon --accountant rdp --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --orders 1,2", code: 2, msg: `--orders "1,2": want comma-separated orders in \(1, 10000\]`},
 	{name: "orders empty", args: "privacy epsilon --accountant rdp --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --orders 2,,3", code: 2, msg: `--orders "2,,3": want comma-separated orders`},
@@ -204,5 +209,28 @@ func TestFormatUp(t *testing.T) {
 		if got := formatUp(c.x, 7); got != c.want {
 			t.Errorf("formatUp(%v, 7) = %s, want %s", c.x, got, c.want)
 		}
+	}
+}
+
+// A correlated-noise optimizer's run under fixed batches: one Gaussian
+// mechanism whose sensitivity is that of the strategy summed densely over
+// the pattern 0, b, 2b, … (the power-series inverse of the noise filter's
+// coefficients), at the hypers --set gives; independent noise's is √k.
+func TestPrivacyCyclic(t *testing.T) {
+	run := []string{"--dataset-size", "200", "--batch-size", "10", "--epochs", "3", "--sampling", "cyclic"}
+	white := privacyJSON(t, append([]string{"epsilon", "--sigma", "2"}, run...)...)
+	if white.Sensitivity != math.Sqrt(3) || !white.SensitivityExact || white.MinSep != 20 || white.Optimizer != "" ||
+		white.Epsilon != privacy.GaussianEpsilon(math.Sqrt(3)/2, white.Delta) {
+		t.Errorf("independent noise: %+v, want sensitivity √3 and the Gaussian mechanism's ε", white)
+	}
+	u := compileFile(bltDSL, &strings.Builder{})
+	h, _ := u.Func.ApplySettings([]string{"decay=0.5"})
+	strategy, err := corrnoise.Inverse(u.Func.NoiseCoefficients(h, 60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := privacyJSON(t, append([]string{"sigma", "--epsilon", "2", "--optimizer", bltDSL, "--set", "decay=0.5"}, run...)...)
+	if want := denseSensitivity(strategy, 20); math.Abs(x.Sensitivity-want) > 1e-12*want || x.Optimizer != "blt_probe" || x.Epsilon > 2 {
+		t.Errorf("blt_probe at decay 0.5: %+v, want sensitivity %v", x, want)
 	}
 }

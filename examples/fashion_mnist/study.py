@@ -137,7 +137,7 @@ def finished(name: str, cfg: train.Config, out: Path) -> dict:
     res = json.loads(out.read_text())
     # Results from before PLD are RDP's, from before schedules at a constant rate, and from
     # before eval_state evaluated at theta.
-    if {"accountant": "rdp", "warmup_cosine": 0.0, "eval_state": "", **res["config"]} != dataclasses.asdict(cfg):
+    if {"accountant": "rdp", "warmup_cosine": 0.0, "eval_state": "", "sampling": "fixed", **res["config"]} != dataclasses.asdict(cfg):
         raise SystemExit(f"study.py: {out} is of other settings than run {name} has now ({res['config']}); "
                          "remove it to run it again")
     out.with_name(out.name + ".ckpt").unlink(missing_ok=True)

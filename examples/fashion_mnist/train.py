@@ -13,8 +13,12 @@ It reads Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist;
 apt-get install dataset-fashion-mnist) and carves a validation split from the
 training set (always the same 6,000 images, whatever the seed). Each step
 draws a batch of exactly B examples without replacement, afresh (the
-`fixed` sampling of fibergen's accountant, replace-one adjacency, δ = 1/N^1.1),
-computes per-example gradients with torch.func/functorch — for a two_point
+`fixed` sampling of fibergen's accountant, replace-one adjacency, δ = 1/N^1.1);
+with --sampling cyclic the training set is shuffled once (by --seed) into
+fixed batches that every epoch takes in the same order (fibergen's
+CyclicBatchSampler: no amplification by sampling, each example once an
+epoch, the only sampling a correlated-noise optimizer such as blt_sgd
+takes). It then computes per-example gradients with torch.func/functorch — for a two_point
 optimizer such as FiBeR also at the look-ahead point — and lets the optimizer
 clip, average, noise (σ calibrated to ε by fibergen's accountant) and step.
 
@@ -74,6 +78,7 @@ class Config:
     evals_per_epoch: int = 1
     threads: int = 1
     accountant: str = "pld"  # fibergen's accountant that calibrates σ: "pld" or "rdp"
+    sampling: str = "fixed"  # "fixed": B without replacement, afresh each step; "cyclic": fixed batches, every epoch alike
     # 0: a constant learning rate; w > 0: linear warmup over the share w of the steps, then half a
     # cosine down to lr / 100 at the last step (fiber_cosine's schedule, set before each step).
     warmup_cosine: float = 0.0
@@ -142,9 +147,10 @@ class Run:
                                 threads=cfg.threads, **cfg.hypers)
         n = len(self.train[0])
         self.sigma = self.opt.set_budget(cfg.epsilon, clip=cfg.clip, dataset_size=n, batch_size=cfg.batch,
-                                         epochs=cfg.epochs, sampling="fixed", accountant=cfg.accountant)
+                                         epochs=cfg.epochs, sampling=cfg.sampling, accountant=cfg.accountant)
         self.steps = fibergen.privacy.epsilon(self.sigma, dataset_size=n, batch_size=cfg.batch, epochs=cfg.epochs,
-                                              sampling="fixed", accountant=cfg.accountant).steps
+                                              sampling=cfg.sampling, accountant=cfg.accountant).steps
+        self.batches = list(ft.CyclicBatchSampler(n, cfg.batch, torch.Generator().manual_seed(cfg.seed)))
         self.two_point = self.opt.observation()["kind"] == "two_point"
         self.diagnostics = self._enable_diagnostics()
         self.gen = torch.Generator().manual_seed(cfg.seed)
@@ -168,7 +174,10 @@ class Run:
     def one_step(self) -> float:
         """Draws a batch, privatizes its per-example gradients, steps; the batch's mean loss."""
         x, y = self.train
-        idx = torch.randperm(len(x), generator=self.gen)[:self.cfg.batch]
+        if self.cfg.sampling == "cyclic":
+            idx = torch.tensor(self.batches[self.step % len(self.batches)])
+        else:
+            idx = torch.randperm(len(x), generator=self.gen)[:self.cfg.batch]
         xb, yb = x[idx], y[idx]
         look = None
         if self.two_point:
@@ -331,7 +340,9 @@ def main() -> int:
                     help="a shipped optimizer's name (fiber, dp_adamw, ...), a .dsl file or a directory fibergen build wrote")
     ap.add_argument("--epsilon", type=float, default=d.epsilon)
     ap.add_argument("--epochs", type=float, default=d.epochs)
-    ap.add_argument("--batch", type=int, default=d.batch, help="batch size B (fixed, without replacement)")
+    ap.add_argument("--batch", type=int, default=d.batch, help="batch size B (without replacement)")
+    ap.add_argument("--sampling", choices=["fixed", "cyclic"], default=d.sampling,
+                    help="fixed: B drawn afresh each step; cyclic: fixed batches, the same order every epoch (default: %(default)s)")
     ap.add_argument("--lr", type=float, default=d.lr)
     ap.add_argument("--clip", type=float, default=d.clip, help="per-example clipping norm C")
     ap.add_argument("--seed", type=int, default=d.seed, help="initial weights and data order")
@@ -352,7 +363,7 @@ def main() -> int:
                  lr=args.lr, clip=args.clip, seed=args.seed, noise_seed=args.noise_seed,
                  hypers=parse_hypers(args.hyper), train_subset=args.train_subset,
                  evals_per_epoch=args.evals_per_epoch, threads=args.threads, accountant=args.accountant,
-                 eval_state=args.eval_state)
+                 eval_state=args.eval_state, sampling=args.sampling)
     try:
         res = run(cfg, args.out)
     except (ft.FibergenError, ValueError) as e:

@@ -40,7 +40,8 @@ import torch.distributed as dist
 from . import _abi, _lib
 from ._lib import FibergenError, NonFiniteExample, NonFiniteGradient
 
-__all__ = ["Optimizer", "per_example_grads", "FibergenError", "NonFiniteGradient", "NonFiniteExample"]
+__all__ = ["Optimizer", "per_example_grads", "CyclicBatchSampler", "FibergenError", "NonFiniteGradient",
+           "NonFiniteExample"]
 
 # The state_dict's format: 2 since one runtime optimizer steps every group
 # (ABI 5), whose one checkpoint each group's entry holds; 1, a runtime
@@ -602,8 +603,13 @@ class Optimizer(torch.optim.Optimizer):
         """Calibrates σ_DP with fibergen's accountant ("pld", the default, or
         "rdp") so that the run spends at most (ε, δ) (δ = 1/N^1.1 by
         default), sets the DP settings and from then on refuses the steps
-        past the schedule; returns σ_DP. With a process group every rank
-        calls it, alike."""
+        past the schedule; returns σ_DP. ``sampling`` is how the batches
+        are drawn: "poisson" (the default), "fixed" (B without replacement,
+        afresh each step) or "cyclic" (fixed batches in the same order every
+        epoch: ``CyclicBatchSampler``), the only one a correlated-noise
+        optimizer (a noise block) takes — its run is one Gaussian mechanism
+        with its factorization's sensitivity, no amplification claimed. With
+        a process group every rank calls it, alike."""
         req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
                "batch_size": batch_size, "epochs": epochs, "sampling": sampling, "accountant": accountant}
         self._ranks_agree("set_budget", **req)
@@ -626,8 +632,8 @@ class Optimizer(torch.optim.Optimizer):
 
     def spent(self) -> Optional[tuple[float, float]]:
         """The (ε, δ) spent so far under the budget, or None without one.
-        Under PLD, before the schedule's last step, the ε of the next of 100
-        evenly spaced milestones: an upper bound."""
+        Under PLD or cyclic sampling, before the schedule's last step, the ε
+        of the next of 100 evenly spaced milestones: an upper bound."""
         s = self._handle.spent()
         if s is None:
             return None
@@ -1334,6 +1340,27 @@ def _plain(v: Any) -> Any:
     if isinstance(v, torch.Tensor) and v.numel() == 1:
         return v.item()
     return repr(v)
+
+
+class CyclicBatchSampler(torch.utils.data.Sampler[list[int]]):
+    """The batches of ``set_budget(..., sampling="cyclic")``: the indices
+    0..dataset_size-1 shuffled once by ``generator`` and cut into batches
+    of batch_size (the last may be short), which every epoch — every
+    iteration over the sampler — yields in the same order, so that an
+    example is in one batch of every ``len(sampler)`` steps, as the
+    accountant is told. Use it as a DataLoader's ``batch_sampler``."""
+
+    def __init__(self, dataset_size: int, batch_size: int, generator: Optional[torch.Generator] = None):
+        if not 1 <= batch_size <= dataset_size:
+            raise ValueError(f"batch_size {batch_size}: want 1 to the dataset_size {dataset_size}")
+        order = torch.randperm(dataset_size, generator=generator).tolist()
+        self._batches = [order[i:i + batch_size] for i in range(0, dataset_size, batch_size)]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self._batches)
+
+    def __len__(self) -> int:
+        return len(self._batches)
 
 
 def per_example_grads(model: torch.nn.Module, loss: Any, *batch: torch.Tensor, with_loss: bool = False) -> Any:

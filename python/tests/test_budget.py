@@ -6,6 +6,7 @@ observation, step — and spent() read that table."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -96,3 +97,44 @@ def test_a_resume_tables_only_the_steps_ahead(generated):
     assert table_size(budgeted, 20) == 20
     budgeted.load_state_dict(sd)
     assert budgeted._handle.spent()["evaluations"] == 20 and budgeted.spent() == saver.spent()
+
+
+BLT = (Path(__file__).resolve().parents[2] / "tests" / "testdata" / "dsl" / "blt.dsl").read_text()
+
+
+def test_cyclic_budget_of_correlated_noise(tmp_path, generated):
+    """A correlated-noise optimizer takes only fixed batches ("cyclic"): a
+    Poisson budget is refused, saying why, and sets nothing; the cyclic one
+    is the accountant's, the same σ for independent noise as
+    fibergen.privacy's, a larger one for the BLT's correlated noise, whose
+    sensitivity is larger; spent() grows to at most ε."""
+    (tmp_path / "blt.dsl").write_text(BLT)
+    params = [torch.nn.Parameter(torch.ones(3))]
+    opt = ft.Optimizer(params, tmp_path / "blt.dsl", seed=1)
+    kw = dict(clip=1.0, dataset_size=100, batch_size=10, epochs=2)
+    with pytest.raises(ft.FibergenError, match="no amplification by sampling is claimed for correlated noise"):
+        opt.set_budget(2.0, **kw)
+    assert opt.sigma_w2 is None
+    sigma = opt.set_budget(2.0, sampling="cyclic", **kw)
+    white = ft.Optimizer([torch.nn.Parameter(torch.ones(3))], generated / "dp_sgd", seed=1)
+    white_sigma = white.set_budget(2.0, sampling="cyclic", **kw)
+    assert white_sigma == fibergen.privacy.sigma(2.0, sampling="cyclic", dataset_size=100, batch_size=10, epochs=2).sigma
+    assert sigma > white_sigma
+    spent = []
+    for _ in range(20):
+        params[0].grad = torch.full((3,), 0.5)
+        opt.trust_clipped_grad()
+        opt.step()
+        spent.append(opt.spent()[0])
+    assert spent == sorted(spent) and 0 < spent[0] and spent[-1] <= 2.0
+
+
+def test_cyclic_batch_sampler():
+    """Every index once per epoch, the same batches in the same order every
+    epoch, the last batch short."""
+    s = ft.CyclicBatchSampler(25, 10, torch.Generator().manual_seed(3))
+    first, second = list(s), list(s)
+    assert len(s) == 3 and first == second and [len(b) for b in first] == [10, 10, 5]
+    assert sorted(i for b in first for i in b) == list(range(25))
+    with pytest.raises(ValueError, match="batch_size 30: want 1 to the dataset_size 25"):
+        ft.CyclicBatchSampler(25, 30)
