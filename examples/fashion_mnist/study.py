@@ -44,6 +44,13 @@ FINAL_SEEDS = [1, 2, 3]  # run at the chosen rate and reported; seed 0 tunes
 # corrected optimizers, whose second moment can sit on its floor ε_v, want rates 10-100x smaller.
 LRS = [1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 
+# The BLT noise filter `fibergen mechanism --steps 1266 --min-sep 211 --buffers 2` designs (float32;
+# sensitivity 5.029, max error 0.0143 of DP-SGD's at unit sensitivity), for the "blt" regime's run.
+BLT_1266_211 = {"blt_decay1": 0.935777783, "blt_decay2": 0.338997573,
+                "blt_weight1": -0.0168227889, "blt_weight2": -0.460128903}
+# Optimizers of the study that are another's file at other hypers (the regime's opt_hypers).
+BASE = {"dp_sgdm": "blt_sgd", "dp_adam_fixed": "blt_adam"}
+
 # Each regime: its batches, epochs, the ε it runs, the optimizers and the learning-rate grid.
 REGIMES: dict[str, dict[str, Any]] = {
     # Small batches, few epochs: the cheap regime, every optimizer and ε.
@@ -73,6 +80,18 @@ REGIMES: dict[str, dict[str, Any]] = {
     "schedule_free_paper": {"batch": 2000, "epochs": 20, "evals_per_epoch": 1, "epsilons": [1, 4],
                             "optimizers": ["dp_adamw", "schedule_free"], "lrs": LRS[2:],
                             "eval_state": {"schedule_free": "x"}},
+    # Correlated noise (issue 33): fixed batches in the same order every epoch ("cyclic": an example
+    # once every 211 steps, 6 times), where DP-SGD with momentum and DP-Adam run with independent
+    # noise and with the BLT noise filter `fibergen mechanism --steps 1266 --min-sep 211 --buffers 2`
+    # designs for this run, at equal ε. Each pair is one optimizer file (BASE), its independent twin
+    # the BLT with its weights at 0 (w = z), so that the noise is all that differs. The accountant
+    # is cyclic sampling's exact Gaussian mechanism (PLD), for both.
+    "blt": {"batch": 256, "epochs": 6, "evals_per_epoch": 1, "epsilons": [1, 4], "sampling": "cyclic",
+            "accountant": "pld", "optimizers": ["dp_sgdm", "blt_sgd", "dp_adam_fixed", "blt_adam"],
+            "lrs": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
+            "opt_hypers": {"dp_sgdm": {"blt_weight1": 0.0, "blt_weight2": 0.0},
+                           "dp_adam_fixed": {"blt_weight1": 0.0, "blt_weight2": 0.0},
+                           **{o: BLT_1266_211 for o in ("blt_sgd", "blt_adam")}}},
     # The CI smoke run: a subset, one epoch, two optimizers.
     "smoke": {"batch": 128, "epochs": 1, "evals_per_epoch": 2, "epsilons": [2], "train_subset": 6000,
               "optimizers": ["dp_adam", "fiber"], "lrs": [1e-4, 3e-3], "seeds": [1, 2]},
@@ -97,11 +116,12 @@ ACCOUNTANT = "rdp"
 
 def config(regime: str, opt: str, eps: float, lr: float, seed: int, dirs: dict[str, Path]) -> train.Config:
     r = REGIMES[regime]
+    hypers = {**r.get("hypers", {}), **r.get("opt_hypers", {}).get(opt, {})}
     return train.Config(optimizer=str(dirs[opt]), epsilon=eps, epochs=r["epochs"], batch=r["batch"], lr=lr,
-                        seed=seed, noise_seed=noise_seed(run_name(regime, opt, eps, lr, seed)), hypers=r.get("hypers", {}),
+                        seed=seed, noise_seed=noise_seed(run_name(regime, opt, eps, lr, seed)), hypers=hypers,
                         train_subset=r.get("train_subset", 0), evals_per_epoch=r["evals_per_epoch"], threads=1,
-                        accountant=ACCOUNTANT, warmup_cosine=r.get("warmup_cosine", 0.0),
-                        eval_state=r.get("eval_state", {}).get(opt, ""))
+                        accountant=r.get("accountant", ACCOUNTANT), warmup_cosine=r.get("warmup_cosine", 0.0),
+                        eval_state=r.get("eval_state", {}).get(opt, ""), sampling=r.get("sampling", "fixed"))
 
 
 def worker(job: tuple[str, train.Config, Path]) -> tuple[str, dict]:
@@ -279,7 +299,8 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
     regimes = args.regimes.split(",")
     if bad := [r for r in regimes if r not in REGIMES]:
         ap.exit(2, f"study.py: --regimes: no regime {', '.join(bad)} (the regimes: {', '.join(REGIMES)})\n")
-    dirs = {o: args.generated / o if args.generated else Path(o) for r in regimes for o in REGIMES[r]["optimizers"]}
+    dirs = {o: args.generated / BASE.get(o, o) if args.generated else Path(BASE.get(o, o))
+            for r in regimes for o in REGIMES[r]["optimizers"]}
     for d in map(Path, args.also):
         if d.name in dirs:
             ap.exit(2, f"study.py: --also {d}: the study has an optimizer {d.name} already: rename the directory\n")
