@@ -15,8 +15,13 @@ import (
 type adamBound struct{ h oracle.AdamW }
 
 func (b adamBound) step(t int, _ float64, theta ev, g float64, st []ev, _ *float64) ev {
+	return b.update(t, theta, exact(g), st)
+}
+
+// update is DP-Adam's step on the privatized gradient g.
+func (b adamBound) update(t int, theta, g ev, st []ev) ev {
 	h := b.h
-	gw := add(exact(g), mul(host(h.Wd), theta))                               // g_t + λ θ_t
+	gw := add(g, mul(host(h.Wd), theta))                                      // g_t + λ θ_t
 	st[0] = add(mul(host(h.Beta1), st[0]), mul(host(1-h.Beta1), gw))          // m_t
 	st[1] = add(mul(host(h.Beta2), st[1]), mul(host(1-h.Beta2), mul(gw, gw))) // v_t
 	mhat := div(st[0], host(1-math.Pow(h.Beta1, float64(t+1))))               // m̂_t

@@ -45,6 +45,8 @@ func TestOptimizersRegistered(t *testing.T) {
 			t.Errorf("%s: no hyperSets entry in tests/oracle_test.go", path)
 		case opt.pkg.priv.norms == nil:
 			t.Errorf("%s: no privatize references in its goPackage (tests/optimizers_test.go)", path)
+		case opt.noise != (fn.Noise != nil):
+			t.Errorf("%s: a noise block is %v, but tests/optimizers_test.go marks noise %v", path, fn.Noise != nil, opt.noise)
 		}
 	}
 }

@@ -107,9 +107,10 @@ func repoPath(elem ...string) string {
 	return filepath.Join(append([]string{moduleRoot}, elem...)...)
 }
 
-// runFibergen runs `fibergen run dsl` with --noise off over theta [n] and
-// grads [T*n] and returns the output file's bytes and the decoded theta.
-func runFibergen(t *testing.T, dsl string, theta, grads []float32, sigmaW2 float64, sets []setting) ([]byte, []float32) {
+// runFibergen runs `fibergen run dsl` with --noise off (or with noise, the
+// flags in its place) over theta [n] and grads [T*n] and returns the
+// output file's bytes and the decoded theta.
+func runFibergen(t *testing.T, dsl string, theta, grads []float32, sigmaW2 float64, sets []setting, noise ...string) ([]byte, []float32) {
 	t.Helper()
 	if fibergenErr != nil {
 		t.Fatal(fibergenErr)
@@ -127,8 +128,11 @@ func runFibergen(t *testing.T, dsl string, theta, grads []float32, sigmaW2 float
 	if err := npy.WriteFile(gradsPath, npy.Array{Shape: []int{rows, n}, Data: grads}); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"run", dsl, "--grads", gradsPath, "--theta", thetaPath, "--out", outPath,
-		"--noise", "off", "--sigma-w2", strconv.FormatFloat(sigmaW2, 'g', -1, 64)}
+	if len(noise) == 0 {
+		noise = []string{"--noise", "off"}
+	}
+	args := append([]string{"run", dsl, "--grads", gradsPath, "--theta", thetaPath, "--out", outPath,
+		"--sigma-w2", strconv.FormatFloat(sigmaW2, 'g', -1, 64)}, noise...)
 	for _, s := range sets {
 		args = append(args, "--set", s.name+"="+strconv.FormatFloat(s.value, 'g', -1, 64))
 	}

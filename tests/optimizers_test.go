@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/generated/abtrack"
+	"github.com/fibergen/fibergen/generated/blt_adam"
+	"github.com/fibergen/fibergen/generated/blt_sgd"
 	"github.com/fibergen/fibergen/generated/disk"
 	"github.com/fibergen/fibergen/generated/disk_corr"
 	"github.com/fibergen/fibergen/generated/doppler"
@@ -54,6 +56,10 @@ type optimizer struct {
 	newImpl func(sets []setting, n int) (implementation, error)
 	newRef  func(sets []setting, n int) (reference, bounded, error)
 	pkg     goPackage
+	// noise marks a noise block: the oracle tests let the implementation
+	// draw the correlated noise (noiseDrawer) and hand the oracle and the
+	// bound the same draws (noiseReader, noisyBounded).
+	noise bool
 
 	sqrtOnce sync.Once // reads the manifest's IR for sqrtStates
 	sqrtFn   *ir.Func
@@ -88,6 +94,20 @@ var optimizers = []*optimizer{
 	{name: "fiber_rfloor", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberRFloorImpl, newRef: newFiberRFloorRef, pkg: goPackage{fiber_rfloor.Defaults, fiber_rfloor.NewHost, fiber_rfloor.Step, privRef{fiber_rfloor.PrivatizeNorms, fiber_rfloor.PrivatizeScales, fiber_rfloor.PrivatizeSum}}},
 	{name: "schedule_free", states: []string{"z", "x", "v"}, newImpl: newScheduleFreeImpl, newRef: newScheduleFreeRef, pkg: goPackage{schedule_free.Defaults, schedule_free.NewHost, schedule_free.Step, privRef{schedule_free.PrivatizeNorms, schedule_free.PrivatizeScales, schedule_free.PrivatizeSum}}},
 	{name: "fiber_cosine", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberCosineImpl, newRef: newFiberCosineRef, pkg: goPackage{fiber_cosine.Defaults, fiber_cosine.NewHost, fiber_cosine.Step, privRef{fiber_cosine.PrivatizeNorms, fiber_cosine.PrivatizeScales, fiber_cosine.PrivatizeSum}}},
+	{name: "blt_sgd", states: []string{"m", "s1", "s2"}, newImpl: newBLTSGDImpl, newRef: newBLTSGDRef, noise: true, pkg: goPackage{blt_sgd.Defaults, blt_sgd.NewHost, blt_sgd.Step, privRef{blt_sgd.PrivatizeNorms, blt_sgd.PrivatizeScales, blt_sgd.PrivatizeSum}}},
+	{name: "blt_adam", states: []string{"m", "v", "s1", "s2"}, newImpl: newBLTAdamImpl, newRef: newBLTAdamRef, noise: true, pkg: goPackage{blt_adam.Defaults, blt_adam.NewHost, blt_adam.Step, privRef{blt_adam.PrivatizeNorms, blt_adam.PrivatizeScales, blt_adam.PrivatizeSum}}},
+}
+
+// noiseDrawer is the implementation of a correlated-noise optimizer, whose
+// noise block privatizes g itself: drawNoise makes it draw the noise (g is
+// then the clipped mean gradient) in Philox mode under seed.
+type noiseDrawer interface{ drawNoise(seed uint64) }
+
+// noiseReader is the oracle of a correlated-noise optimizer: readNoise
+// hands it the implementation's standard normal draws, z of coordinate i
+// at step t.
+type noiseReader interface {
+	readNoise(draw func(t, i int) float64)
 }
 
 // sqrtStates reports, for each of opt's states, whether the step takes a
@@ -728,4 +748,83 @@ func newScheduleFreeRef(sets []setting, n int) (reference, bounded, error) {
 		return nil, nil, err
 	}
 	return scheduleFreeRef{oracle.NewScheduleFree(h, n)}, scheduleFreeBound{h: h}, nil
+}
+
+// defaultBLT is the noise filter of blt_sgd.dsl and blt_adam.dsl, which
+// `fibergen mechanism --steps 2000 --min-sep 200 --buffers 2` designs
+// (TestShippedBLTDefaults in cmd/fibergen holds the files to the designer).
+func defaultBLT() oracle.BLT {
+	return oracle.BLT{Decay: []float64{0.930178642, 0.324406326}, Weight: []float64{-0.0193223003, -0.462569743}}
+}
+
+// bltFields adds b's decays and weights to fields, named as the DSL's
+// hypers.
+func bltFields(fields map[string]*float64, b oracle.BLT) map[string]*float64 {
+	fields["blt_decay1"], fields["blt_decay2"] = &b.Decay[0], &b.Decay[1]
+	fields["blt_weight1"], fields["blt_weight2"] = &b.Weight[0], &b.Weight[1]
+	return fields
+}
+
+type bltSGDImpl struct{ *blt_sgd.Optimizer }
+
+func (o bltSGDImpl) States() [][]float32   { return [][]float32{o.M, o.S1, o.S2} }
+func (o bltSGDImpl) drawNoise(seed uint64) { o.Noise, o.Seed = true, seed }
+
+func newBLTSGDImpl(sets []setting, n int) (implementation, error) {
+	h := blt_sgd.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := blt_sgd.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients, unless drawNoise
+	return bltSGDImpl{o}, nil
+}
+
+type bltSGDRef struct{ *oracle.BLTSGD }
+
+func (o bltSGDRef) States() [][]float64                   { return [][]float64{o.M, o.S[0], o.S[1]} }
+func (o bltSGDRef) SetT(t int)                            { o.T = t }
+func (o bltSGDRef) readNoise(draw func(t, i int) float64) { o.Draw = draw }
+
+func newBLTSGDRef(sets []setting, n int) (reference, bounded, error) {
+	h, b := oracle.SGDMomentum{Lr: 0.01, Mu: 0.9}, defaultBLT()
+	if err := setFields(bltFields(map[string]*float64{"lr": &h.Lr, "mu": &h.Mu}, b), sets); err != nil {
+		return nil, nil, err
+	}
+	return bltSGDRef{oracle.NewBLTSGD(h, b, n)}, bltSGDBound{h, bltFilterBound{b}}, nil
+}
+
+type bltAdamImpl struct{ *blt_adam.Optimizer }
+
+func (o bltAdamImpl) States() [][]float32   { return [][]float32{o.M, o.V, o.S1, o.S2} }
+func (o bltAdamImpl) drawNoise(seed uint64) { o.Noise, o.Seed = true, seed }
+
+func newBLTAdamImpl(sets []setting, n int) (implementation, error) {
+	h := blt_adam.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := blt_adam.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients, unless drawNoise
+	return bltAdamImpl{o}, nil
+}
+
+type bltAdamRef struct{ *oracle.BLTAdam }
+
+func (o bltAdamRef) States() [][]float64                   { return [][]float64{o.M, o.V, o.S[0], o.S[1]} }
+func (o bltAdamRef) SetT(t int)                            { o.T = t }
+func (o bltAdamRef) readNoise(draw func(t, i int) float64) { o.Draw = draw }
+
+func newBLTAdamRef(sets []setting, n int) (reference, bounded, error) {
+	h, b := oracle.DefaultAdamW(), defaultBLT()
+	if err := setFields(bltFields(adamWFields(&h), b), sets); err != nil {
+		return nil, nil, err
+	}
+	return bltAdamRef{oracle.NewBLTAdam(h, b, n)}, bltAdamBound{adamBound{h}, bltFilterBound{b}}, nil
 }

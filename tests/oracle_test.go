@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/tests/oracle"
 )
 
@@ -17,6 +18,16 @@ var oracleSeeds = flag.Int("oracle.seeds", 2, "random seeds per oracle test case
 
 // oracleSteps is T, the number of steps of every oracle test run.
 const oracleSteps = 256
+
+// noiseSeed keys the Philox noise that the correlated-noise optimizers
+// draw in the oracle tests.
+const noiseSeed = 0x5eed
+
+// drawZ is z of coordinate i at step t: the standard normal draw of a
+// kernel keyed by noiseSeed (docs/noise.md), exact in float32.
+func drawZ(t, i int) float64 {
+	return float64(rng.Normal(noiseSeed, uint32(t), rng.GradientSite, uint64(i)))
+}
 
 // hyperSets are the hypers each optimizer runs with: the defaults, then
 // overrides through the generated Hypers.Set and `fibergen run --set`.
@@ -103,6 +114,20 @@ var hyperSets = map[string][][]setting{
 		{{"warmup", 10}, {"steps", 200}, {"lr_min", 1e-5}, {"wd", 0.01}, {"lr", 1e-2}}, // the whole cosine, then lr_min
 		{{"warmup", 1}, {"steps", 1}, {"lr", 1e-2}, {"omega", 0.5}},                    // no warmup, no cosine: lr_min = 0 from step 1
 	},
+	// The correlated-noise optimizers draw their noise in every case (their
+	// step privatizes g), σ_w² from the stream: the designed filter of
+	// fibergen mechanism --steps 1000 --min-sep 1000 --buffers 2, and one of
+	// a single buffer (--steps 300 --min-sep 30 --buffers 1).
+	"blt_sgd": {
+		nil,
+		{{"mu", 0}, {"lr", 0.05}, {"blt_decay1", 0.985032976}, {"blt_decay2", 0.534157753}, {"blt_weight1", -0.0022288668}, {"blt_weight2", -0.384649992}},
+		{{"lr", 0.003}, {"mu", 0.5}, {"blt_decay1", 0.514759719}, {"blt_decay2", 0}, {"blt_weight1", -0.435439914}, {"blt_weight2", 0}},
+	},
+	"blt_adam": {
+		nil,
+		{{"wd", 0.01}, {"blt_decay1", 0.985032976}, {"blt_decay2", 0.534157753}, {"blt_weight1", -0.0022288668}, {"blt_weight2", -0.384649992}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"wd", 0.1}, {"blt_decay1", 0.514759719}, {"blt_decay2", 0}, {"blt_weight1", -0.435439914}, {"blt_weight2", 0}},
+	},
 	"doppler": {
 		nil,
 		// Complex poles of modulus √0.4 (a resonant low-pass), unit DC gain.
@@ -174,10 +199,7 @@ type oracleResult struct {
 // package against both.
 func (c oracleCase) run(t *testing.T) oracleResult {
 	theta0, grads := c.inputs()
-	impl, err := c.opt.newImpl(c.sets, c.n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	impl := c.newImpl(t)
 	restarted, free := c.newTracker(t, "stepwise", theta0), c.newTracker(t, "trajectory", theta0)
 	counts := &correctionCounts{}
 	theta := slices.Clone(theta0)
@@ -217,7 +239,33 @@ func (c oracleCase) newTracker(t *testing.T, what string, theta0 []float32) *tra
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tracker{check: &boundCheck{what: what}, ref: ref, bound: newBoundRun(b, len(c.opt.states), to64(theta0)), theta: to64(theta0)}
+	if c.opt.noise {
+		ref.(noiseReader).readNoise(drawZ)
+	}
+	return &tracker{check: &boundCheck{what: what}, ref: ref, bound: c.newBoundRun(b, theta0), theta: to64(theta0)}
+}
+
+// newImpl returns the case's implementation; a correlated-noise one draws
+// its noise (noiseSeed).
+func (c oracleCase) newImpl(t *testing.T) implementation {
+	impl, err := c.opt.newImpl(c.sets, c.n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.opt.noise {
+		impl.(noiseDrawer).drawNoise(noiseSeed)
+	}
+	return impl
+}
+
+// newBoundRun is newBoundRun for the case's optimizer, with the draws of
+// its noise if it draws any.
+func (c oracleCase) newBoundRun(b bounded, theta0 []float32) *boundRun {
+	r := newBoundRun(b, len(c.opt.states), to64(theta0))
+	if c.opt.noise {
+		r.draw = drawZ
+	}
+	return r
 }
 
 // restart moves the oracle and the bound to the implementation's θ and
@@ -252,7 +300,11 @@ func (tr *tracker) compare(t *testing.T, s int, names []string, theta []float32,
 // checkCLI runs `fibergen run` on the case and checks θ_T against the
 // free-running oracle's bound.
 func (c oracleCase) checkCLI(t *testing.T, res oracleResult) {
-	_, theta := runFibergen(t, repoPath("optimizers", c.opt.name+".dsl"), res.theta0, res.grads, c.stream.sigmaW2, c.sets)
+	var noise []string
+	if c.opt.noise {
+		noise = []string{"--noise", "on", "--seed", fmt.Sprint(noiseSeed)}
+	}
+	_, theta := runFibergen(t, repoPath("optimizers", c.opt.name+".dsl"), res.theta0, res.grads, c.stream.sigmaW2, c.sets, noise...)
 	b := &boundCheck{what: "fibergen run"}
 	b.check(oracleSteps-1, "theta", theta, res.final)
 	b.report(t)
@@ -264,7 +316,8 @@ type boundRun struct {
 	theta  []ev
 	states [][]ev // [state][coordinate]
 	aux    []float64
-	st     []ev // one coordinate's states, scratch
+	st     []ev                   // one coordinate's states, scratch
+	draw   func(t, i int) float64 // the noise a noisyBounded step draws; nil: none
 }
 
 // newBoundRun starts from theta0 with every state zero, the initial value
@@ -302,7 +355,11 @@ func (r *boundRun) step(t int, sigmaW2 float64, g []float64) {
 		for k := range r.st {
 			r.st[k] = r.states[k][i]
 		}
-		r.theta[i] = r.b.step(t, sigmaW2, r.theta[i], g[i], r.st, &r.aux[i])
+		if r.draw != nil {
+			r.theta[i] = r.b.(noisyBounded).noisyStep(t, sigmaW2, r.draw(t, i), r.theta[i], g[i], r.st, &r.aux[i])
+		} else {
+			r.theta[i] = r.b.step(t, sigmaW2, r.theta[i], g[i], r.st, &r.aux[i])
+		}
 		for k := range r.st {
 			r.states[k][i] = r.st[k]
 		}
@@ -455,13 +512,9 @@ func TestOracleDiscriminates(t *testing.T) {
 // b restarts from its state before each step, and the share of nonzero
 // coordinates of θ_T outside b's bound when b runs free.
 func missedShares(t *testing.T, c oracleCase, theta0, grads []float32, b bounded, sigmaW2 float64) (stepwise, final float64) {
-	impl, err := c.opt.newImpl(c.sets, c.n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nStates := len(c.opt.states)
+	impl := c.newImpl(t)
 	theta := slices.Clone(theta0)
-	free, restart := newBoundRun(b, nStates, to64(theta0)), newBoundRun(b, nStates, to64(theta0))
+	free, restart := c.newBoundRun(b, theta0), c.newBoundRun(b, theta0)
 	missed, pairs := 0, 0
 	for s := range oracleSteps {
 		g := to64(grads[s*c.n : (s+1)*c.n])
@@ -527,6 +580,15 @@ func TestOracleFirstStep(t *testing.T) {
 	p := oracle.DefaultDoppler()
 	// y_0 = b0 g and c_0 = b0, so y_0/c_0 = g, and its noise is all of σ_w².
 	wantDoppler := theta0 - p.Lr*g/(math.Sqrt(math.Max(g*g-sigmaW2, p.EpsV))+p.Eps)
+	// From empty buffers the BLT noise of step 0 is the draw itself, w_0 = z_0.
+	const z0 = 0.7
+	draw := func(int, int) float64 { return z0 }
+	gz := g + math.Sqrt(sigmaW2)*z0
+	sgdm := oracle.NewBLTSGD(oracle.SGDMomentum{Lr: 0.01, Mu: 0.9}, defaultBLT(), 1)
+	sgdm.Draw = draw
+	bltAdam := oracle.NewBLTAdam(coupled, defaultBLT(), 1)
+	bltAdam.Draw = draw
+	gwz := gz + coupled.Wd*theta0
 	for _, c := range []struct {
 		name string
 		step func(theta, g []float64, sigmaW2 float64)
@@ -544,11 +606,37 @@ func TestOracleFirstStep(t *testing.T) {
 		{"fiber_nfloor", oracle.NewFiBeRNoiseFloor(f, 2, 1).Step, floored(a*sigmaW2, 2*a*sigmaW2)},
 		{"fiber_rfloor", oracle.NewFiBeRRelFloor(f, 0.5, 1).Step, floored(a*sigmaW2, 0.5*gtF*gtF)},
 		{"doppler", oracle.NewDoppler(p, 1).Step, wantDoppler},
+		{"blt_sgd", sgdm.Step, theta0 - 0.01*gz}, // m_0 = g_0
+		{"blt_adam", bltAdam.Step, theta0 - w.Lr*gwz/(math.Abs(gwz)+w.Eps)},
 	} {
 		theta := []float64{theta0}
 		c.step(theta, []float64{g}, sigmaW2)
 		if math.Abs(theta[0]-c.want) > 1e-15 {
 			t.Errorf("%s: θ_1 = %.17g, want %.17g", c.name, theta[0], c.want)
+		}
+	}
+}
+
+// TestOracleBLTNoise checks the oracles' noise recursion against the
+// closed form of the filter: from x = 0 and σ_w = 1, the privatized
+// gradient of step t is w_t = Σ_s c_{t−s} z_s with c_0 = 1 and
+// c_k = Σ_i ω̂_i θ̂_i^(k−1), at the shipped filter and at one of one buffer.
+func TestOracleBLTNoise(t *testing.T) {
+	const steps, n = 60, 3
+	for _, b := range []oracle.BLT{defaultBLT(), {Decay: []float64{0.5}, Weight: []float64{-0.4}}} {
+		nz := oracle.NewBLTNoise(b, n)
+		nz.Draw = drawZ
+		for step := range steps {
+			w := nz.Privatize(step, make([]float64, n), 1)
+			for i := range n {
+				want := 0.0
+				for s := 0; s <= step; s++ {
+					want += b.Coefficient(step-s) * drawZ(s, i)
+				}
+				if math.Abs(w[i]-want) > 1e-12*(1+math.Abs(want)) {
+					t.Fatalf("%+v: step %d, coordinate %d: w = %.17g, want Σ c_k z_(t-k) = %.17g", b, step, i, w[i], want)
+				}
+			}
 		}
 	}
 }
@@ -566,6 +654,9 @@ func TestOracleDiscriminatesFamily(t *testing.T) {
 	shiftedPole := dop
 	shiftedPole.A2 = 0.26
 	sf := oracle.DefaultScheduleFree()
+	sgdm, blt := oracle.SGDMomentum{Lr: 0.01, Mu: 0.9}, bltFilterBound{defaultBLT()}
+	white := bltFilterBound{oracle.BLT{Decay: blt.b.Decay, Weight: []float64{0, 0}}}                                 // w = z
+	flipped := bltFilterBound{oracle.BLT{Decay: blt.b.Decay, Weight: []float64{-blt.b.Weight[0], -blt.b.Weight[1]}}} // w = z − ω̂·s
 	for _, m := range []struct {
 		name, opt   string
 		sets        []setting
@@ -593,6 +684,12 @@ func TestOracleDiscriminatesFamily(t *testing.T) {
 		{"schedule_free: uniform weights 1/(t+1) (Schedule-Free SGD's)", "schedule_free", nil, scheduleFreeBound{h: sf, uniform: true}, 0.3},
 		{"doppler", "doppler", nil, newDopplerBound(dop), 0},
 		{"doppler: a2 = 0.26 instead of 0.25", "doppler", nil, newDopplerBound(shiftedPole), 0.3},
+		{"blt_sgd", "blt_sgd", nil, bltSGDBound{sgdm, blt}, 0},
+		{"blt_sgd: independent noise (w = z)", "blt_sgd", nil, bltSGDBound{sgdm, white}, 0.3},
+		{"blt_sgd: the weights' signs flipped", "blt_sgd", nil, bltSGDBound{sgdm, flipped}, 0.3},
+		{"blt_adam", "blt_adam", nil, bltAdamBound{adamBound{adamW}, blt}, 0},
+		{"blt_adam: independent noise (w = z)", "blt_adam", nil, bltAdamBound{adamBound{adamW}, white}, 0.3},
+		{"blt_adam: the weights' signs flipped", "blt_adam", nil, bltAdamBound{adamBound{adamW}, flipped}, 0.3},
 	} {
 		c := oracleCase{opt: optimizerNamed(m.opt), stream: streams[0], sets: m.sets, seed: 7, n: 512}
 		theta0, grads := c.inputs()

@@ -25,29 +25,40 @@ import (
 var bltDSL = filepath.Join("..", "..", "tests", "testdata", "dsl", "blt.dsl")
 
 // TestCorrelatedBackendsIdentical checks that the go, cpu and ptxsim
-// backends agree bit for bit on θ and the state of a correlated-noise
-// optimizer — which the noise buffers reach through g at every step — in
-// each noise mode (secure with one key for all three), at sizes around the
-// groups of four and the octets the noise is drawn in, and past the host's
-// wide loops.
+// backends agree bit for bit on θ and the states of the correlated-noise
+// optimizers — the test's and the shipped ones, which the noise buffers
+// reach through g at every step — in each noise mode (secure with one key
+// for all three), at sizes around the groups of four and the octets the
+// noise is drawn in, and past the host's wide loops.
 func TestCorrelatedBackendsIdentical(t *testing.T) {
-	u := compileFile(bltDSL, &strings.Builder{})
-	if u == nil {
-		t.Fatal("blt.dsl does not compile")
-	}
-	r := rand.New(rand.NewPCG(3, 4))
-	const steps = 5
 	key, err := rng.RandomKey()
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, path := range []string{bltDSL, optPath("blt_sgd"), optPath("blt_adam")} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			u := compileFile(path, &strings.Builder{})
+			if u == nil {
+				t.Fatalf("%s does not compile", path)
+			}
+			checkCorrelatedBackends(t, u, key)
+		})
+	}
+}
+
+// checkCorrelatedBackends runs u on every backend in every noise mode
+// and compares θ and the states the runtime hands out.
+func checkCorrelatedBackends(t *testing.T, u *pipeline.Unit, key rng.Key) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const steps = 5
+	names := append([]string{"theta"}, shownStates(u)...)
 	for _, n := range []int{1, 3, 7, 9, 1029} {
 		theta, grads := randFloats(r, n), randFloats(r, steps*n)
 		for _, mode := range []rng.Mode{rng.Off, rng.Philox, rng.Secure} {
 			want := runCorrelated(t, u, runtime.Go, mode, key, theta, grads)
 			for _, b := range []runtime.Backend{runtime.CPU, runtime.PTXSim} {
 				got := runCorrelated(t, u, b, mode, key, theta, grads)
-				for k, name := range []string{"theta", "m"} {
+				for k, name := range names {
 					if d := floatbits.Diff(want[k], got[k]); d != "" {
 						t.Errorf("n=%d %v: the %s backend's %s differs from the go backend's: %s", n, mode, b, name, d)
 					}
@@ -59,7 +70,7 @@ func TestCorrelatedBackendsIdentical(t *testing.T) {
 
 // runCorrelated runs u on backend in noise mode (secure: under key) with
 // σ_w² = 0.3 over copies of theta and the steps of grads, and returns θ
-// and the state m.
+// and the states the runtime hands out.
 func runCorrelated(t *testing.T, u *pipeline.Unit, backend runtime.Backend, mode rng.Mode, key rng.Key, theta, grads []float32) [][]float32 {
 	t.Helper()
 	opt, err := openUnit(u, runtime.Options{Backend: backend, SecureNoise: mode == rng.Secure})
@@ -82,12 +93,16 @@ func runCorrelated(t *testing.T, u *pipeline.Unit, backend runtime.Backend, mode
 			err = opt.Step()
 		}
 	}
-	theta, terr := tn.Params()
-	m, merr := tn.State("m")
-	if err = errors.Join(err, terr, merr); err != nil {
+	out, terr := tn.Params()
+	bufs := [][]float32{out}
+	for _, s := range shownStates(u) {
+		buf, serr := tn.State(s)
+		bufs, terr = append(bufs, buf), errors.Join(terr, serr)
+	}
+	if err = errors.Join(err, terr); err != nil {
 		t.Fatal(err)
 	}
-	return [][]float32{theta, m}
+	return bufs
 }
 
 // exists reports whether a file is at path.

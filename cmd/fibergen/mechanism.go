@@ -133,6 +133,44 @@ func noiseBlock(b corrnoise.BLT) string {
 // read back as the same float32.
 func literal(x float64) string { return fmt.Sprintf("%.9g", float32(x)) }
 
+// shippedBLT are the shipped optimizers whose noise block is a BLT of
+// shippedBuffers buffers with the hypers blt_decay<i> and blt_weight<i>.
+var shippedBLT = []string{"blt_sgd", "blt_adam"}
+
+const shippedBuffers = 2
+
+// shippedSettings returns the settings that give the shipped BLT
+// optimizers the noise filter b — blt_decay<i>, then blt_weight<i>, a
+// buffer b does not use at decay and weight 0 — or nil where b has more
+// buffers than they do.
+func shippedSettings(b corrnoise.BLT) []string {
+	if b.Buffers() > shippedBuffers {
+		return nil
+	}
+	decays, weights := make([]string, shippedBuffers), make([]string, shippedBuffers)
+	for i := range shippedBuffers {
+		d, w := 0.0, 0.0
+		if i < b.Buffers() {
+			d, w = b.Decay[i], b.Weight[i]
+		}
+		decays[i] = fmt.Sprintf("blt_decay%d=%s", i+1, literal(d))
+		weights[i] = fmt.Sprintf("blt_weight%d=%s", i+1, literal(w))
+	}
+	return append(decays, weights...)
+}
+
+// printShipped prints the --set flags that run the design in the shipped
+// BLT optimizers, or why it cannot.
+func printShipped(w io.Writer, b corrnoise.BLT) {
+	set := shippedSettings(b)
+	if set == nil {
+		fmt.Fprintf(w, "optimizers/%s.dsl have %d buffers: design with --buffers %d or fewer to run it there\n",
+			strings.Join(shippedBLT, ".dsl and "), shippedBuffers, shippedBuffers)
+		return
+	}
+	fmt.Fprintf(w, "for optimizers/%s.dsl: --set %s\n", strings.Join(shippedBLT, ".dsl and "), strings.Join(set, " --set "))
+}
+
 // printMechanism prints the design as text.
 func printMechanism(w io.Writer, m corrnoise.Mechanism) {
 	fmt.Fprintf(w, "steps %d, min separation %d (at most %d participation(s)), buffers %d (%d used), objective %s\n",
@@ -147,6 +185,7 @@ func printMechanism(w io.Writer, m corrnoise.Mechanism) {
 		fmt.Fprintf(w, "optimal dense factorization (one participation, Denisov et al. 2022): mean %.6g, ratio %.4g\n",
 			m.Dense.MeanLoss, m.Loss.Mean()/m.Dense.MeanLoss)
 	}
+	printShipped(w, m.Noise)
 }
 
 // floats spells xs as [a b c] with %.9g.
@@ -168,12 +207,25 @@ type mechanismReport struct {
 	DPSGDMean  float64 `json:"dp_sgd_mean_loss"`
 	Ratio      float64 `json:"ratio"`
 	NoiseBlock string  `json:"noise_block"`
+	// Shipped are the settings of the shipped BLT optimizers that run the
+	// design, absent where it has more buffers than they do.
+	Shipped *shippedReport `json:"shipped,omitempty"`
+}
+
+// shippedReport is the settings (NAME=VALUE, as --set takes them) that
+// give optimizers the designed noise filter.
+type shippedReport struct {
+	Optimizers []string `json:"optimizers"`
+	Set        []string `json:"set"`
 }
 
 // printMechanismJSON prints the design as JSON.
 func printMechanismJSON(stdout, stderr io.Writer, m corrnoise.Mechanism) int {
 	r := mechanismReport{Mechanism: m, Objective: m.Objective.String(), MaxLoss: m.Loss.Max(), MeanLoss: m.Loss.Mean(),
 		DPSGDMax: m.DPSGD.Max(), DPSGDMean: m.DPSGD.Mean(), Ratio: m.Ratio(), NoiseBlock: noiseBlock(m.Noise)}
+	if set := shippedSettings(m.Noise); set != nil {
+		r.Shipped = &shippedReport{Optimizers: shippedBLT, Set: set}
+	}
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fail(stderr, "mechanism", err)

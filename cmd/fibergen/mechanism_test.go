@@ -2,14 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fibergen/fibergen/corrnoise"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -117,6 +120,75 @@ func TestMechanismBadInput(t *testing.T) {
 		}
 		if data, _ := os.ReadFile(out); string(data) != "old" {
 			t.Errorf("%s: --out was written: %q", c.args, data)
+		}
+	}
+}
+
+// TestMechanismShippedSettings checks the settings mechanism prints for
+// the shipped BLT optimizers: each optimizer takes them and then runs the
+// designed filter, to float32's resolution of its literals; a design of
+// more buffers than theirs gets none and a line that says why; and the
+// shipped defaults are the design of 2000 steps, minimum separation 200,
+// two buffers, bit for bit.
+func TestMechanismShippedSettings(t *testing.T) {
+	units := map[string]*pipeline.Unit{}
+	for _, name := range shippedBLT {
+		if units[name] = compileFile(optPath(name), &strings.Builder{}); units[name] == nil {
+			t.Fatalf("%s does not compile", name)
+		}
+	}
+	for _, c := range []struct {
+		steps, minSep, buffers string
+		defaults, none         bool // the shipped defaults; no settings (too many buffers)
+	}{
+		{steps: "2000", minSep: "200", buffers: "2", defaults: true},
+		{steps: "300", minSep: "30", buffers: "1"},
+		{steps: "100", minSep: "1", buffers: "2"}, // DP-SGD: no buffer used
+		{steps: "300", minSep: "300", buffers: "3", none: true},
+	} {
+		args := []string{"mechanism", "--steps", c.steps, "--min-sep", c.minSep, "--buffers", c.buffers}
+		var design mechanismReport
+		if err := json.Unmarshal([]byte(mustRun(t, append(args, "--json")...).stdout), &design); err != nil {
+			t.Fatal(err)
+		}
+		text := mustRun(t, args...).stdout
+		if c.none {
+			if design.Shipped != nil || !strings.Contains(text, "have 2 buffers: design with --buffers 2 or fewer") {
+				t.Errorf("%v: shipped %+v, text %q; want none and why", args, design.Shipped, text)
+			}
+			continue
+		}
+		if design.Shipped == nil || !slices.Equal(design.Shipped.Optimizers, shippedBLT) {
+			t.Fatalf("%v: shipped %+v, want settings for %v", args, design.Shipped, shippedBLT)
+		}
+		set := design.Shipped.Set
+		if want := "for optimizers/blt_sgd.dsl and blt_adam.dsl: --set " + strings.Join(set, " --set ") + "\n"; !strings.HasSuffix(text, want) {
+			t.Errorf("%v: text ends %q, want %q", args, text[max(0, len(text)-len(want)):], want)
+		}
+		for name, u := range units {
+			checkShippedFilter(t, u, set, design.Noise, c.defaults)
+			if t.Failed() {
+				t.Fatalf("%s, %v: settings %v", name, args, set)
+			}
+		}
+	}
+}
+
+// checkShippedFilter checks that settings give u the noise filter b and,
+// with defaults, that they are u's defaults.
+func checkShippedFilter(t *testing.T, u *pipeline.Unit, settings []string, b corrnoise.BLT, defaults bool) {
+	t.Helper()
+	h, err := u.Func.ApplySettings(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if defaults && !slices.Equal(h, u.Func.DefaultHypers()) {
+		t.Errorf("the defaults %v are not the design's %v", u.Func.DefaultHypers(), h)
+	}
+	got, want := u.Func.NoiseCoefficients(h, 60), b.Coefficients(60)
+	for k, w := range want {
+		if math.Abs(got[k]-w) > 1e-8 {
+			t.Errorf("c_%d = %v, the design's %v", k, got[k], w)
 		}
 	}
 }

@@ -6,7 +6,9 @@
 // (Algorithm 1), a DOPPLER-style second-order low-pass filter (Zhang et al.
 // 2024) with the noise gain of an ARMA(2,1) process, an alpha-beta
 // tracker with the attenuation of its level from the tracking literature,
-// DP-Lion (Chen et al. 2023) and Schedule-Free AdamW (Defazio et al. 2024).
+// DP-Lion (Chen et al. 2023), Schedule-Free AdamW (Defazio et al. 2024),
+// and BLT DP-SGD and BLT DP-Adam, whose gradient carries correlated noise
+// from a buffered linear Toeplitz filter (Dvijotham et al. 2024; blt.go).
 //
 // The code is transcribed from the paper's equations and never from
 // fibergen's DSL, IR or generated code, so that a bug shared by every
@@ -14,7 +16,9 @@
 // oracle is the mathematical reference that fibergen's float32 code
 // approximates. Each optimizer keeps its state per coordinate and advances
 // it with Step(theta, g, sigmaW2), where g is the privatized gradient g_t
-// and sigmaW2 the per-coordinate DP noise variance σ_w².
+// and sigmaW2 the per-coordinate DP noise variance σ_w² — except the BLT
+// optimizers, which privatize g themselves from the standard normal draws
+// the caller supplies, as the kernel's noise block does.
 package oracle
 
 import "math"
