@@ -93,7 +93,7 @@ generate-check:
 ## reproduce: the Fashion-MNIST study of docs/reproduction.md (about 3.5 hours on 2 cores;
 ## resumes where a killed one stopped), then its figures and tables
 reproduce: generate python-lib python-deps
-	$(PYTHON) examples/fashion_mnist/study.py --out docs/reproduction
+	$(PYTHON) examples/fashion_mnist/study.py --out docs/reproduction --generated generated
 	$(PYTHON) examples/fashion_mnist/plot.py --out docs/reproduction
 
 ## python-lib: libfibergen.so, the C ABI of package runtime (capi/) that the Python binding loads

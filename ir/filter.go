@@ -43,11 +43,13 @@ func (f *Func) NoiseModel(h []float64) (m, b, out []float64, d float64) {
 }
 
 // noiseEntries evaluates the noise filter's model at hypers h, in the
-// order of its EntryNames.
+// order of its EntryNames, each rounded to float32 as the kernels take it:
+// the coefficients, the strategy and the sensitivity are those of the
+// filter that runs.
 func (f *Func) noiseEntries(h []float64) []float64 {
 	at := map[string]float64{}
 	for _, s := range f.Noise.Model.Stores() {
-		at[s.Name] = f.EvalUniform(s.Args[0], h, math.NaN())
+		at[s.Name] = float64(float32(f.EvalUniform(s.Args[0], h, math.NaN())))
 	}
 	var e []float64
 	for _, name := range f.Noise.EntryNames() { // Verify: each stored once

@@ -29,7 +29,10 @@ const MaxStrategySteps = 1 << 24
 // and Wang 2018, "Improving the Gaussian mechanism for differential
 // privacy", Theorem 8): Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ), in log space.
 func GaussianDelta(mu, eps float64) float64 {
-	if !(mu > 0) {
+	switch {
+	case math.IsNaN(mu) || math.IsNaN(eps):
+		return 1 // nothing is guaranteed
+	case mu <= 0:
 		return 0
 	}
 	return math.Exp(logSub(logPhi(mu/2-eps/mu), eps+logPhi(-mu/2-eps/mu)))
@@ -38,10 +41,13 @@ func GaussianDelta(mu, eps float64) float64 {
 // logPhi returns log Φ(x), Φ the standard normal distribution function.
 func logPhi(x float64) float64 { return logErfc(-x/math.Sqrt2) - math.Ln2 }
 
-// GaussianEpsilon returns the smallest ε, to a relative 1e-12 and never
-// below it, of an (ε, delta) guarantee of the Gaussian mechanism with
-// sensitivity mu times its noise standard deviation (GaussianDelta falls
-// as ε grows).
+// GaussianEpsilon returns the smallest ε, to a relative 1e-12, of an (ε,
+// delta) guarantee of the Gaussian mechanism with sensitivity mu times its
+// noise standard deviation (GaussianDelta falls as ε grows): the upper end
+// of the bisection, so never below the ε of GaussianDelta, which is exact
+// to about 1e-12 relatively for μ ≥ 0.01 and loses digits to cancellation
+// below (1e-8 relatively at μ = 1e-5, checked against 50-digit arithmetic),
+// where ε is itself below 1e-3.
 func GaussianEpsilon(mu, delta float64) float64 {
 	if GaussianDelta(mu, 0) <= delta {
 		return 0
@@ -136,7 +142,14 @@ func (a *CyclicAccountant) Sensitivity(steps int) (float64, bool, error) {
 		k, err := corrnoise.Participations(steps, b)
 		return math.Sqrt(float64(k)), true, err
 	}
-	return corrnoise.Sensitivity(a.strategy, steps, b)
+	if steps > len(a.strategy) {
+		return 0, false, fmt.Errorf("%d steps: the strategy the accountant was told covers %d", steps, len(a.strategy))
+	}
+	s, exact, err := corrnoise.Sensitivity(a.strategy, steps, b)
+	if err == nil && (math.IsNaN(s) || math.IsInf(s, 0)) {
+		err = fmt.Errorf("the strategy's sensitivity over %d steps is %v: its coefficients overflow float64", steps, s)
+	}
+	return s, exact, err
 }
 
 // EpsilonAfter returns the (ε, δ) guarantee after steps steps; its ε is
@@ -216,6 +229,9 @@ func (p Plan) cyclicSigma(target float64) (float64, Guarantee, error) {
 func (p Plan) Sensitivity() (float64, bool, error) {
 	if p.Sampling != Cyclic {
 		return 0, false, fmt.Errorf("the sensitivity of a run is that of one step under %s sampling", p.Sampling)
+	}
+	if err := p.check(); err != nil {
+		return 0, false, err
 	}
 	a, err := p.newCyclicAccountant(1)
 	if err != nil {

@@ -111,6 +111,10 @@ func TestCyclicRefusals(t *testing.T) {
 	short := cyclicPlan(bltStrategy(999))
 	noSep := cyclicPlan(nil)
 	noSep.MinSep = 0
+	huge := make([]float64, 1000)
+	for i := range huge {
+		huge[i] = 1e200 * float64(1-2*(i%2)) // the sensitivity's sums overflow: an error, never ε = 0
+	}
 	for _, c := range []struct {
 		p    Plan
 		want string
@@ -118,6 +122,7 @@ func TestCyclicRefusals(t *testing.T) {
 		{poisson, "no amplification by sampling is claimed for correlated noise"},
 		{short, "the strategy has 999 coefficients: want one for each of the 1000 steps"},
 		{noSep, "minimum separation 0"},
+		{cyclicPlan(huge), "overflow float64"},
 	} {
 		if _, err := c.p.Epsilon(1); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p.Sampling, err, c.want)
@@ -125,6 +130,21 @@ func TestCyclicRefusals(t *testing.T) {
 		if _, _, err := c.p.Sigma(1); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Sigma: %v, want %q", err, c.want)
 		}
+	}
+}
+
+// A report past the strategy the accountant was told is an error, not a
+// strategy padded with zeros; NaN is no guarantee.
+func TestCyclicPastTheStrategy(t *testing.T) {
+	a, err := cyclicPlan(bltStrategy(1000)).Accountant(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := a.EpsilonAfter(1001); !math.IsInf(g.Epsilon, 1) {
+		t.Errorf("1001 steps of a 1000-step strategy: ε %v, want +Inf", g.Epsilon)
+	}
+	if d := GaussianDelta(math.NaN(), 1); d != 1 {
+		t.Errorf("GaussianDelta(NaN, 1) = %v, want 1", d)
 	}
 }
 

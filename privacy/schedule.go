@@ -62,7 +62,13 @@ func (s Schedule) Steps() int {
 }
 
 // StepsPerEpoch returns ⌈N/B⌉, the steps of one epoch.
-func (s Schedule) StepsPerEpoch() int { return (s.DatasetSize + s.BatchSize - 1) / s.BatchSize }
+func (s Schedule) StepsPerEpoch() int {
+	n := s.DatasetSize / s.BatchSize
+	if s.DatasetSize%s.BatchSize != 0 {
+		n++
+	}
+	return n
+}
 
 // Plan returns the accountant's view of s, after checking its fields.
 func (s Schedule) Plan() (Plan, error) {

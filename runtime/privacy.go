@@ -68,8 +68,11 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 // (privacy.Plan.Strategy): nil without a noise block, for independent
 // noise.
 func (o *Optimizer) strategyFor(h []float64, s privacy.Schedule) ([]float64, error) {
-	if o.prog.Func.Noise == nil {
+	switch {
+	case o.prog.Func.Noise == nil:
 		return nil, nil
+	case s.Sampling != privacy.Cyclic:
+		return []float64{}, nil // a strategy all the same: the plan refuses it under this sampling, saying why
 	}
 	n := s.Steps()
 	if n > privacy.MaxStrategySteps {

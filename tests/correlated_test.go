@@ -47,8 +47,9 @@ func TestNoiseCoefficientsMatchKernel(t *testing.T) {
 	for _, decay := range []float64{0.875, 0.25} {
 		h := []float64{decay}
 		c := u.Func.NoiseCoefficients(h, steps)
-		if c[0] != 1 || math.Abs(c[1]+0.5034) > 1e-15 {
-			t.Errorf("decay %v: c_0, c_1 = %v, %v, want 1 and h·b = -0.0434 - 0.46", decay, c[0], c[1])
+		// The filter that runs: its entries are float32, as the kernel takes them.
+		if want := -float64(float32(0.0434)) - float64(float32(0.46)); c[0] != 1 || c[1] != want {
+			t.Errorf("decay %v: c_0, c_1 = %v, %v, want 1 and h·b = -0.0434 - 0.46 in float32, %v", decay, c[0], c[1], want)
 		}
 		states := [][]float32{make([]float32, n), make([]float32, n)}
 		for step := range steps {
@@ -116,7 +117,9 @@ func TestManifestKeepsNoiseFilter(t *testing.T) {
 // correlated noise — the joint system of the noise filter and the step —
 // against an independent computation: the impulse response of m to z is
 // the convolution of the noise filter's coefficients with the momentum's,
-// and the attenuation the sum of its squares.
+// and the attenuation the sum of its squares. The analysis is of the
+// filter as written, in float64: its coefficients are the closed form
+// c_0 = 1, c_k = −(0.0434·decay^(k−1) + 0.46·0.23^(k−1)) of blt.dsl.
 func TestCorrelatedAttenuation(t *testing.T) {
 	u := mustCompileFile(t, repoPath("tests", "testdata", "dsl", "blt.dsl"))
 	p, err := interp.New(u.Func)
@@ -124,8 +127,12 @@ func TestCorrelatedAttenuation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, set := range [][]float64{{0.1, 0.5, 0.875}, {0.1, 0.8, 0.3}, {0.1, 0, 0.88}} {
-		mu, k := set[1], 3000
-		c := u.Func.NoiseCoefficients(set, k)
+		mu, decay, k := set[1], set[2], 3000
+		c := make([]float64, k)
+		c[0] = 1
+		for j := 1; j < k; j++ {
+			c[j] = -(0.0434*math.Pow(decay, float64(j-1)) + 0.46*math.Pow(0.23, float64(j-1)))
+		}
 		want := 0.0
 		for j := range k {
 			x := 0.0

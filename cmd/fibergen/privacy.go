@@ -254,6 +254,8 @@ func (o *privacyOptions) parseCyclic(r *privacyRun) string {
 		return "--set applies to the hypers of an --optimizer"
 	case r.plan.Sampling != privacy.Cyclic:
 		return ""
+	case o.given["interval"] || o.given["series"]:
+		return "--interval and --series do not apply to --sampling cyclic: its run is one Gaussian mechanism, accounted exactly"
 	case r.schedule == nil:
 		return "--sampling cyclic: give --dataset-size, --batch-size and --epochs (an example's batches are an epoch, ⌈N/B⌉ steps, apart)"
 	}

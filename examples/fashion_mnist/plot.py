@@ -26,7 +26,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 LABELS = {"dp_adam": "DP-Adam", "disk": "DiSK", "disk_corr": "DiSK-CORR", "fiber": "FiBeR",
           "fiber_nocorr": "FiBeR-NO-CORR (A = 0)", "fiber_bccorr": "FiBeR-BC-CORR (A = 1)",
           "fiber_nfloor": "FiBeR, noise floor (κ_v = 1)", "fiber_rfloor": "FiBeR, relative floor (ρ = 0.25)",
-          "dp_adamw": "DP-AdamW", "schedule_free": "Schedule-Free AdamW (at x)"}
+          "dp_adamw": "DP-AdamW", "schedule_free": "Schedule-Free AdamW (at x)",
+          "dp_sgdm": "DP-SGD, momentum 0.9", "blt_sgd": "BLT DP-SGD, momentum 0.9",
+          "dp_adam_fixed": "DP-Adam (independent noise)", "blt_adam": "BLT DP-Adam"}
 
 
 def label(opt: str) -> str:
@@ -150,7 +152,8 @@ def tables(summary: dict, att: dict | None) -> str:
                   "| optimizer | " + " | ".join(f"ε = {e}" for e in eps) + " |",
                   "|---|" + "---|" * len(eps)]
         for opt, cells in res.items():
-            lines.append(f"| {label(opt)} | " + " | ".join(cell(cells[e], r["lrs"]) for e in eps) + " |")
+            grid = r["lrs"][opt] if isinstance(r["lrs"], dict) else r["lrs"]
+            lines.append(f"| {label(opt)} | " + " | ".join(cell(cells[e], grid) for e in eps) + " |")
         clamped = [(opt, cells) for opt, cells in res.items() if any(cells[e]["clamp_mass"] is not None for e in eps)]
         if clamped:  # none where no optimizer declares clamp_mass
             lines += ["", "Mean clamp_mass over training at the chosen rate:", "",

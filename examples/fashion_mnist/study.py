@@ -48,6 +48,7 @@ LRS = [1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 # sensitivity 5.029, max error 0.0143 of DP-SGD's at unit sensitivity), for the "blt" regime's run.
 BLT_1266_211 = {"blt_decay1": 0.935777783, "blt_decay2": 0.338997573,
                 "blt_weight1": -0.0168227889, "blt_weight2": -0.460128903}
+SGD_LRS, ADAM_LRS = [1e-2, 3e-2, 1e-1, 3e-1, 1.0], [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
 # Optimizers of the study that are another's file at other hypers (the regime's opt_hypers).
 BASE = {"dp_sgdm": "blt_sgd", "dp_adam_fixed": "blt_adam"}
 
@@ -85,10 +86,11 @@ REGIMES: dict[str, dict[str, Any]] = {
     # noise and with the BLT noise filter `fibergen mechanism --steps 1266 --min-sep 211 --buffers 2`
     # designs for this run, at equal ε. Each pair is one optimizer file (BASE), its independent twin
     # the BLT with its weights at 0 (w = z), so that the noise is all that differs. The accountant
-    # is cyclic sampling's exact Gaussian mechanism (PLD), for both.
+    # is cyclic sampling's exact Gaussian mechanism (PLD), for both. A grid of five rates per family
+    # (SGD's momentum 0.9 takes rates 10x Adam's).
     "blt": {"batch": 256, "epochs": 6, "evals_per_epoch": 1, "epsilons": [1, 4], "sampling": "cyclic",
             "accountant": "pld", "optimizers": ["dp_sgdm", "blt_sgd", "dp_adam_fixed", "blt_adam"],
-            "lrs": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
+            "lrs": {"dp_sgdm": SGD_LRS, "blt_sgd": SGD_LRS, "dp_adam_fixed": ADAM_LRS, "blt_adam": ADAM_LRS},
             "opt_hypers": {"dp_sgdm": {"blt_weight1": 0.0, "blt_weight2": 0.0},
                            "dp_adam_fixed": {"blt_weight1": 0.0, "blt_weight2": 0.0},
                            **{o: BLT_1266_211 for o in ("blt_sgd", "blt_adam")}}},
@@ -178,7 +180,13 @@ def jobs(regimes: list[str], out: Path, dirs: dict[str, Path], settings: Any) ->
 
 def grid(reg: str, opt: str, eps: float) -> list[tuple[float, int]]:
     """The tuning runs: every learning rate of the regime's grid, seed 0."""
-    return [(lr, 0) for lr in REGIMES[reg]["lrs"]]
+    return [(lr, 0) for lr in lrs(reg, opt)]
+
+
+def lrs(reg: str, opt: str) -> list[float]:
+    """The learning-rate grid of an optimizer in a regime: the regime's, or its own there."""
+    g = REGIMES[reg]["lrs"]
+    return g[opt] if isinstance(g, dict) else g
 
 
 def seeds(reg: str) -> list[int]:
@@ -191,7 +199,7 @@ def choose(results: dict[str, dict], reg: str, opt: str, eps: float) -> float:
     def key(lr: float) -> tuple:
         r = results[run_name(reg, opt, eps, lr, 0)]
         return r["diverged"] is None, r["val_acc"], -lr
-    return max(REGIMES[reg]["lrs"], key=key)
+    return max(lrs(reg, opt), key=key)
 
 
 def summarize(regimes: list[str], results: dict[str, dict]) -> dict:
@@ -207,7 +215,7 @@ def summarize(regimes: list[str], results: dict[str, dict]) -> dict:
                 runs = [results[n] for n in names]
                 out.setdefault(reg, {}).setdefault(opt, {})[f"{eps:g}"] = {
                     "lr": lr, "grid_val_acc": {f"{g:g}": results[run_name(reg, opt, eps, g, 0)]["val_acc"]
-                                               for g in REGIMES[reg]["lrs"]},
+                                               for g in lrs(reg, opt)},
                     "test_acc": [x["test_acc"] for x in runs], **interval([x["test_acc"] for x in runs]),
                     "diverged": [x["diverged"] for x in runs], "sigma": runs[0]["sigma"],
                     "delta": runs[0]["delta"], "steps": runs[0]["steps"], "clamp_mass": mean_clamp(runs),
@@ -293,7 +301,7 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
     ap.add_argument("--also", action="append", default=[], metavar="DIR",
                     help="another optimizer directory (fibergen build -o DIR your.dsl) to join every regime")
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
-    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper",
+    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper,blt",
                     help=f"comma-separated, of {', '.join(REGIMES)}")
     args = ap.parse_args()
     regimes = args.regimes.split(",")

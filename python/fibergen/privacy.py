@@ -2,7 +2,10 @@
 
 The same accountants, PLD (the default) and RDP, that ``fibergen privacy``
 and the runtime's budgets use, reached through libfibergen.so: not a second
-implementation.
+implementation. These functions know no optimizer, so under ``sampling="cyclic"``
+they account independent noise; a correlated-noise optimizer's run (a noise
+block) is accounted by its own ``set_budget`` and ``spent()``, or by
+``fibergen privacy --optimizer``.
 """
 
 from __future__ import annotations

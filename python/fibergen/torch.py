@@ -613,6 +613,7 @@ class Optimizer(torch.optim.Optimizer):
         req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
                "batch_size": batch_size, "epochs": epochs, "sampling": sampling, "accountant": accountant}
         self._ranks_agree("set_budget", **req)
+        self._apply_hypers()  # a noise filter's hypers set in param_groups are those the accountant is told
         return self._handle.set_budget(req)
 
     def _ranks_agree(self, what: str, **settings: Any) -> None:
@@ -1348,7 +1349,9 @@ class CyclicBatchSampler(torch.utils.data.Sampler[list[int]]):
     of batch_size (the last may be short), which every epoch — every
     iteration over the sampler — yields in the same order, so that an
     example is in one batch of every ``len(sampler)`` steps, as the
-    accountant is told. Use it as a DataLoader's ``batch_sampler``."""
+    accountant is told. Use it as a DataLoader's ``batch_sampler``. With a
+    process group every rank builds it alike (the same generator seed) and
+    takes its share of each batch: the batches are global."""
 
     def __init__(self, dataset_size: int, batch_size: int, generator: Optional[torch.Generator] = None):
         if not 1 <= batch_size <= dataset_size:
