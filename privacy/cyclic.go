@@ -230,7 +230,7 @@ func (p Plan) Sensitivity() (float64, bool, error) {
 	if p.Sampling != Cyclic {
 		return 0, false, fmt.Errorf("the sensitivity of a run is that of one step under %s sampling", p.Sampling)
 	}
-	if err := p.check(); err != nil {
+	if err := p.checkRun(); err != nil { // δ is not needed (DeltaAt asks for it)
 		return 0, false, err
 	}
 	a, err := p.newCyclicAccountant(1)

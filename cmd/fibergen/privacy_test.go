@@ -224,6 +224,10 @@ func TestPrivacyCyclic(t *testing.T) {
 		white.Epsilon != privacy.GaussianEpsilon(math.Sqrt(3)/2, white.Delta) {
 		t.Errorf("independent noise: %+v, want sensitivity √3 and the Gaussian mechanism's ε", white)
 	}
+	d := privacyJSON(t, append([]string{"delta", "--sigma", "2", "--epsilon", "1"}, run...)...)
+	if d.Sensitivity != math.Sqrt(3) || d.Delta != privacy.GaussianDelta(math.Sqrt(3)/2, 1) {
+		t.Errorf("privacy delta, independent noise: %+v, want sensitivity √3 and the Gaussian mechanism's δ", d)
+	}
 	u := compileFile(bltDSL, &strings.Builder{})
 	h, _ := u.Func.ApplySettings([]string{"decay=0.5"})
 	strategy, err := corrnoise.Inverse(u.Func.NoiseCoefficients(h, 60))
