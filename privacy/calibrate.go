@@ -138,7 +138,7 @@ func (p Plan) bracketUp(target, start float64) (lo, hi float64, g Guarantee, err
 			return lo, hi, g, err
 		}
 		if hi == MaxSigma {
-			return 0, 0, g, fmt.Errorf("epsilon %g is out of reach: even sigma = %g gives epsilon %.6g", target, MaxSigma, g.Epsilon)
+			return 0, 0, g, outOfReach(target, g.Epsilon)
 		}
 	}
 }
@@ -152,7 +152,7 @@ func (p Plan) bracketDown(target, start float64, g1 Guarantee) (lo, hi float64, 
 			return lo, hi, g, err
 		}
 		if lo == MinSigma {
-			return 0, 0, g, fmt.Errorf("epsilon %g is met even by sigma = %g, the smallest searched", target, MinSigma)
+			return 0, 0, g, metByAny(target)
 		}
 	}
 }
@@ -166,4 +166,14 @@ func (p Plan) evaluate(sigma float64) (Guarantee, error) {
 		return Guarantee{Epsilon: math.Inf(1), Delta: p.Delta}, nil
 	}
 	return g, err
+}
+
+// outOfReach is the error of a target that σ = MaxSigma misses, by eps.
+func outOfReach(target, eps float64) error {
+	return fmt.Errorf("epsilon %g is out of reach: even sigma = %g gives epsilon %.6g", target, MaxSigma, eps)
+}
+
+// metByAny is the error of a target that σ = MinSigma meets already.
+func metByAny(target float64) error {
+	return fmt.Errorf("epsilon %g is met even by sigma = %g, the smallest searched", target, MinSigma)
 }

@@ -78,14 +78,20 @@ func gaussianGuarantee(acc Accounting, orders []float64, mu, delta float64) Guar
 	if acc == PLD {
 		return Guarantee{Epsilon: GaussianEpsilon(mu, delta), Delta: delta}
 	}
-	best := Guarantee{Epsilon: math.Inf(1), Delta: delta}
-	for _, a := range orders {
-		if e := epsilonAt(a, a*mu*mu/2, delta); e < best.Epsilon {
-			best.Epsilon, best.Order = e, a
-		}
+	g, err := EpsilonFromRDP(orders, gaussianRDP(orders, mu), delta)
+	if err != nil { // a NaN μ: nothing is guaranteed
+		return Guarantee{Epsilon: math.Inf(1), Delta: delta}
 	}
-	best.Epsilon = max(best.Epsilon, 0)
-	return best
+	return g
+}
+
+// gaussianRDP returns the RDP α·μ²/2 of the Gaussian mechanism at each order.
+func gaussianRDP(orders []float64, mu float64) []float64 {
+	rdp := make([]float64, len(orders))
+	for i, a := range orders {
+		rdp[i] = a * mu * mu / 2
+	}
+	return rdp
 }
 
 // gaussianDeltaFor is gaussianGuarantee solved for δ at eps.
@@ -93,11 +99,7 @@ func gaussianDeltaFor(acc Accounting, orders []float64, mu, eps float64) float64
 	if acc == PLD {
 		return GaussianDelta(mu, eps)
 	}
-	rdp := make([]float64, len(orders))
-	for i, a := range orders {
-		rdp[i] = a * mu * mu / 2
-	}
-	return DeltaFromRDP(orders, rdp, eps)
+	return DeltaFromRDP(orders, gaussianRDP(orders, mu), eps)
 }
 
 // CyclicAccountant reports the ε that the first steps of a Cyclic run
@@ -208,9 +210,9 @@ func (p Plan) cyclicSigma(target float64) (float64, Guarantee, error) {
 	lo, hi := MinSigma, MaxSigma
 	switch {
 	case at(hi).Epsilon > target:
-		return 0, Guarantee{}, fmt.Errorf("epsilon %g is out of reach: even sigma = %g gives epsilon %.6g", target, MaxSigma, at(hi).Epsilon)
+		return 0, Guarantee{}, outOfReach(target, at(hi).Epsilon)
 	case at(lo).Epsilon <= target:
-		return 0, Guarantee{}, fmt.Errorf("epsilon %g is met even by sigma = %g, the smallest searched", target, MinSigma)
+		return 0, Guarantee{}, metByAny(target)
 	}
 	for hi > lo*(1+SigmaTolerance) {
 		if mid := math.Sqrt(lo * hi); at(mid).Epsilon <= target {

@@ -54,6 +54,16 @@ func (s Sampling) Sensitivity(clip float64) float64 {
 	return clip
 }
 
+// CheckCorrelated refuses a sampling under which a correlated-noise
+// optimizer cannot be accounted: every one but Cyclic, since no
+// amplification by sampling is claimed for correlated noise.
+func (s Sampling) CheckCorrelated() error {
+	if s == Cyclic {
+		return nil
+	}
+	return fmt.Errorf("sampling %s: a correlated-noise optimizer is accounted only under cyclic sampling (fixed batches, the same order every epoch), as one Gaussian mechanism with its factorization's sensitivity; no amplification by sampling is claimed for correlated noise", s)
+}
+
 // Series is how the RDP of Poisson sampling at fractional orders sums its
 // series (integer orders have one exact formula).
 type Series int

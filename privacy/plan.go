@@ -176,8 +176,8 @@ func (p Plan) checkRun() error {
 		return fmt.Errorf("unknown accounting %v", p.Accounting)
 	case p.Sampling == Cyclic && p.MinSep < 1:
 		return fmt.Errorf("minimum separation %d: want at least 1 step between an example's batches", p.MinSep)
-	case p.Strategy != nil && p.Sampling != Cyclic:
-		return fmt.Errorf("sampling %s: a correlated-noise optimizer is accounted only under cyclic sampling (fixed batches, the same order every epoch), as one Gaussian mechanism with its factorization's sensitivity; no amplification by sampling is claimed for correlated noise", p.Sampling)
+	case p.Strategy != nil && p.Sampling.CheckCorrelated() != nil:
+		return p.Sampling.CheckCorrelated()
 	case p.Strategy != nil && len(p.Strategy) < p.Steps:
 		return fmt.Errorf("the strategy has %d coefficients: want one for each of the %d steps", len(p.Strategy), p.Steps)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/privacy"
 )
 
@@ -63,22 +64,28 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 	return b.sigma, nil
 }
 
-// strategyFor returns the strategy of the optimizer's noise block at
-// hypers h over the steps of schedule s, which the accountant is told
-// (privacy.Plan.Strategy): nil without a noise block, for independent
-// noise.
+// strategyFor is StrategyFor of the optimizer's function.
 func (o *Optimizer) strategyFor(h []float64, s privacy.Schedule) ([]float64, error) {
-	switch {
-	case o.prog.Func.Noise == nil:
+	return StrategyFor(o.prog.Func, h, s)
+}
+
+// StrategyFor returns the strategy of fn's noise block at hypers h over
+// the steps of schedule s, which the accountant is told
+// (privacy.Plan.Strategy): nil without a noise block, for independent
+// noise; an error under a sampling that cannot account it, or for a run
+// longer than privacy.MaxStrategySteps.
+func StrategyFor(fn *ir.Func, h []float64, s privacy.Schedule) ([]float64, error) {
+	if fn.Noise == nil {
 		return nil, nil
-	case s.Sampling != privacy.Cyclic:
-		return []float64{}, nil // a strategy all the same: the plan refuses it under this sampling, saying why
+	}
+	if err := s.Sampling.CheckCorrelated(); err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	n := s.Steps()
 	if n > privacy.MaxStrategySteps {
 		return nil, fmt.Errorf("runtime: the schedule plans %d steps: the accountant holds a correlated-noise run's strategy for at most %d", n, privacy.MaxStrategySteps)
 	}
-	return o.prog.Func.StrategyCoefficients(h, max(n, 0)), nil
+	return fn.StrategyCoefficients(h, max(n, 0)), nil
 }
 
 // installBudget makes b the optimizer's budget, stopping the table's

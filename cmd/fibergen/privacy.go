@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fibergen/fibergen/privacy"
+	"github.com/fibergen/fibergen/runtime"
 )
 
 // privacyOptions are the flags of fibergen privacy.
@@ -259,7 +260,7 @@ func (o *privacyOptions) parseCyclic(r *privacyRun) string {
 	case r.schedule == nil:
 		return "--sampling cyclic: give --dataset-size, --batch-size and --epochs (an example's batches are an epoch, ⌈N/B⌉ steps, apart)"
 	}
-	r.plan.MinSep = r.schedule.StepsPerEpoch()
+	r.plan.MinSep, r.schedule.Sampling = r.schedule.StepsPerEpoch(), privacy.Cyclic
 	return ""
 }
 
@@ -282,12 +283,12 @@ func (o *privacyOptions) takeOptimizer(r *privacyRun, stderr io.Writer) int {
 	switch {
 	case u.Func.Noise == nil:
 		return 0
-	case r.plan.Sampling != privacy.Cyclic:
-		return usageError(stderr, "privacy", "--sampling %s: %s correlates its noise (a noise block), which is accounted only under --sampling cyclic, as one Gaussian mechanism with its factorization's sensitivity: no amplification by sampling is claimed for correlated noise", r.plan.Sampling, u.Func.Name)
-	case r.plan.Steps > privacy.MaxStrategySteps:
-		return fail(stderr, "privacy", fmt.Errorf("%d steps: a correlated-noise run is accounted for at most %d", r.plan.Steps, privacy.MaxStrategySteps))
+	case r.plan.Sampling.CheckCorrelated() != nil:
+		return usageError(stderr, "privacy", "--%v (%s has a noise block)", r.plan.Sampling.CheckCorrelated(), u.Func.Name)
 	}
-	r.plan.Strategy = u.Func.StrategyCoefficients(h, r.plan.Steps)
+	if r.plan.Strategy, err = runtime.StrategyFor(u.Func, h, *r.schedule); err != nil { // cyclic: a schedule
+		return fail(stderr, "privacy", err)
+	}
 	return 0
 }
 

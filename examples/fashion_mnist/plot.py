@@ -152,8 +152,7 @@ def tables(summary: dict, att: dict | None) -> str:
                   "| optimizer | " + " | ".join(f"ε = {e}" for e in eps) + " |",
                   "|---|" + "---|" * len(eps)]
         for opt, cells in res.items():
-            grid = r["lrs"][opt] if isinstance(r["lrs"], dict) else r["lrs"]
-            lines.append(f"| {label(opt)} | " + " | ".join(cell(cells[e], grid) for e in eps) + " |")
+            lines.append(f"| {label(opt)} | " + " | ".join(cell(cells[e]) for e in eps) + " |")
         clamped = [(opt, cells) for opt, cells in res.items() if any(cells[e]["clamp_mass"] is not None for e in eps)]
         if clamped:  # none where no optimizer declares clamp_mass
             lines += ["", "Mean clamp_mass over training at the chosen rate:", "",
@@ -171,7 +170,9 @@ def tables(summary: dict, att: dict | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cell(c: dict, grid: list[float]) -> str:
+def cell(c: dict) -> str:
+    """A table's cell: the mean, its interval, the chosen rate, and marks (the grid is the cell's own)."""
+    grid = [float(g) for g in c["grid_val_acc"]]
     ci = f" ± {c['ci95'] * 100:.1f}" if c["ci95"] is not None else ""
     mark = ("†" if c["lr"] in (min(grid), max(grid)) else "") + ("‡" if any(c["diverged"]) else "")
     return f"{c['mean'] * 100:.1f}{ci} ({c['lr']:g}){mark}"

@@ -150,7 +150,8 @@ class Run:
                                          epochs=cfg.epochs, sampling=cfg.sampling, accountant=cfg.accountant)
         self.steps = fibergen.privacy.epsilon(self.sigma, dataset_size=n, batch_size=cfg.batch, epochs=cfg.epochs,
                                               sampling=cfg.sampling, accountant=cfg.accountant).steps
-        self.batches = list(ft.CyclicBatchSampler(n, cfg.batch, torch.Generator().manual_seed(cfg.seed)))
+        self.batches = list(ft.CyclicBatchSampler(n, cfg.batch, torch.Generator().manual_seed(cfg.seed))) \
+            if cfg.sampling == "cyclic" else []
         self.two_point = self.opt.observation()["kind"] == "two_point"
         self.diagnostics = self._enable_diagnostics()
         self.gen = torch.Generator().manual_seed(cfg.seed)
