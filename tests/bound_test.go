@@ -369,6 +369,38 @@ func (b scheduleFreeBound) step(t int, _ float64, theta ev, g float64, st []ev, 
 	return add(*x, mul(host(1-h.Beta1), sub(*z, *x))) // y as the DSL writes it: x + (1 − β1)(z − x)
 }
 
+// adEMAMixBound is AdEMAMix's step in ev arithmetic, with α(t) and β3(t)
+// from the paper's schedulers or, for TestOracleDiscriminatesFamily, from
+// a mistaken schedule.
+type adEMAMixBound struct {
+	h        oracle.AdEMAMixHypers
+	schedule func(h oracle.AdEMAMixHypers, t int) (beta3, alpha float64)
+}
+
+// flatSchedule runs β3 and α at their final values from step 0.
+func flatSchedule(h oracle.AdEMAMixHypers, _ int) (float64, float64) { return h.Beta3, h.Alpha }
+
+// linearBeta3 interpolates β3 itself from β1, not its half-life.
+func linearBeta3(h oracle.AdEMAMixHypers, t int) (float64, float64) {
+	a := h.AlphaAt(t) / h.Alpha
+	return (1-a)*h.Beta1 + a*h.Beta3, h.AlphaAt(t)
+}
+
+func (b adEMAMixBound) step(t int, _ float64, theta ev, g float64, st []ev, _ *float64) ev {
+	h, gt := b.h, exact(g)
+	b3, alpha := h.Beta3At(t), h.AlphaAt(t)
+	if b.schedule != nil {
+		b3, alpha = b.schedule(h, t)
+	}
+	st[0] = add(mul(host(h.Beta1), st[0]), mul(host(1-h.Beta1), gt))          // m1_t
+	st[1] = add(mul(host(b3), st[1]), mul(host(1-b3), gt))                    // m2_t
+	st[2] = add(mul(host(h.Beta2), st[2]), mul(host(1-h.Beta2), mul(gt, gt))) // ν_t
+	mhat := div(st[0], host(1-math.Pow(h.Beta1, float64(t+1))))
+	vhat := div(st[2], host(1-math.Pow(h.Beta2, float64(t+1))))
+	num := mul(host(h.Lr), add(mhat, mul(host(alpha), st[1])))
+	return sub(mul(host(1-h.Lr*h.Wd), theta), div(num, add(sqrtE(vhat), host(h.Eps))))
+}
+
 type sgdBound struct{ lr float64 }
 
 func (b sgdBound) step(_ int, _ float64, theta ev, g float64, _ []ev, _ *float64) ev {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/fibergen/fibergen/generated/ademamix"
 	"sync"
 	"testing"
 
@@ -93,6 +94,7 @@ var optimizers = []*optimizer{
 	{name: "fiber_nfloor", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberNFloorImpl, newRef: newFiberNFloorRef, pkg: goPackage{fiber_nfloor.Defaults, fiber_nfloor.NewHost, fiber_nfloor.Step, privRef{fiber_nfloor.PrivatizeNorms, fiber_nfloor.PrivatizeScales, fiber_nfloor.PrivatizeSum}}},
 	{name: "fiber_rfloor", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberRFloorImpl, newRef: newFiberRFloorRef, pkg: goPackage{fiber_rfloor.Defaults, fiber_rfloor.NewHost, fiber_rfloor.Step, privRef{fiber_rfloor.PrivatizeNorms, fiber_rfloor.PrivatizeScales, fiber_rfloor.PrivatizeSum}}},
 	{name: "schedule_free", states: []string{"z", "x", "v"}, newImpl: newScheduleFreeImpl, newRef: newScheduleFreeRef, pkg: goPackage{schedule_free.Defaults, schedule_free.NewHost, schedule_free.Step, privRef{schedule_free.PrivatizeNorms, schedule_free.PrivatizeScales, schedule_free.PrivatizeSum}}},
+	{name: "ademamix", states: []string{"m1", "m2", "v"}, newImpl: newAdEMAMixImpl, newRef: newAdEMAMixRef, pkg: goPackage{ademamix.Defaults, ademamix.NewHost, ademamix.Step, privRef{ademamix.PrivatizeNorms, ademamix.PrivatizeScales, ademamix.PrivatizeSum}}},
 	{name: "fiber_cosine", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberCosineImpl, newRef: newFiberCosineRef, pkg: goPackage{fiber_cosine.Defaults, fiber_cosine.NewHost, fiber_cosine.Step, privRef{fiber_cosine.PrivatizeNorms, fiber_cosine.PrivatizeScales, fiber_cosine.PrivatizeSum}}},
 	{name: "blt_sgd", states: []string{"m", "s1", "s2"}, newImpl: newBLTSGDImpl, newRef: newBLTSGDRef, noise: true, pkg: goPackage{blt_sgd.Defaults, blt_sgd.NewHost, blt_sgd.Step, privRef{blt_sgd.PrivatizeNorms, blt_sgd.PrivatizeScales, blt_sgd.PrivatizeSum}}},
 	{name: "blt_adam", states: []string{"m", "v", "s1", "s2"}, newImpl: newBLTAdamImpl, newRef: newBLTAdamRef, noise: true, pkg: goPackage{blt_adam.Defaults, blt_adam.NewHost, blt_adam.Step, privRef{blt_adam.PrivatizeNorms, blt_adam.PrivatizeScales, blt_adam.PrivatizeSum}}},
@@ -827,4 +829,36 @@ func newBLTAdamRef(sets []setting, n int) (reference, bounded, error) {
 		return nil, nil, err
 	}
 	return bltAdamRef{oracle.NewBLTAdam(h, b, n)}, bltAdamBound{adamBound{h}, bltFilterBound{b}}, nil
+}
+
+type adEMAMixImpl struct{ *ademamix.Optimizer }
+
+func (o adEMAMixImpl) States() [][]float32 { return [][]float32{o.M1, o.M2, o.V} }
+
+func newAdEMAMixImpl(sets []setting, n int) (implementation, error) {
+	h := ademamix.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := ademamix.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return adEMAMixImpl{o}, nil
+}
+
+type adEMAMixRef struct{ *oracle.AdEMAMix }
+
+func (o adEMAMixRef) States() [][]float64 { return [][]float64{o.M1, o.M2, o.V} }
+func (o adEMAMixRef) SetT(t int)          { o.T = t }
+
+func newAdEMAMixRef(sets []setting, n int) (reference, bounded, error) {
+	h := oracle.DefaultAdEMAMix()
+	fields := adamWFields(&h.AdamW)
+	fields["beta3"], fields["alpha"], fields["warmup"] = &h.Beta3, &h.Alpha, &h.Warmup
+	if err := setFields(fields, sets); err != nil {
+		return nil, nil, err
+	}
+	return adEMAMixRef{oracle.NewAdEMAMix(h, n)}, adEMAMixBound{h: h}, nil
 }

@@ -74,6 +74,11 @@ var hyperSets = map[string][][]setting{
 		{{"wd", 0.01}, {"warmup", 5}},
 		{{"lr", 1e-2}, {"beta1", 0.5}, {"beta2", 0.99}, {"eps", 1e-6}, {"wd", 0.1}, {"warmup", 0.5}},
 	},
+	"ademamix": {
+		nil,
+		{{"wd", 0.01}, {"warmup", 50}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"beta3", 0.99}, {"alpha", 8}, {"eps", 1e-6}, {"warmup", 1000}},
+	},
 	"dp_adam": {
 		nil,
 		{{"wd", 0.01}},
@@ -654,6 +659,8 @@ func TestOracleDiscriminatesFamily(t *testing.T) {
 	shiftedPole := dop
 	shiftedPole.A2 = 0.26
 	sf := oracle.DefaultScheduleFree()
+	warm, warmSets := oracle.DefaultAdEMAMix(), []setting{{"warmup", 500}}
+	warm.Warmup = 500
 	sgdm, blt := oracle.SGDMomentum{Lr: 0.01, Mu: 0.9}, bltFilterBound{defaultBLT()}
 	white := bltFilterBound{oracle.BLT{Decay: blt.b.Decay, Weight: []float64{0, 0}}}                                 // w = z
 	flipped := bltFilterBound{oracle.BLT{Decay: blt.b.Decay, Weight: []float64{-blt.b.Weight[0], -blt.b.Weight[1]}}} // w = z − ω̂·s
@@ -682,6 +689,9 @@ func TestOracleDiscriminatesFamily(t *testing.T) {
 		{"fiber_rfloor: the noise floor instead (fiber_nfloor)", "fiber_rfloor", nil, newFiberFloorBound(fiberH, noiseFloor, 0.25), 0.1},
 		{"schedule_free", "schedule_free", nil, scheduleFreeBound{h: sf}, 0},
 		{"schedule_free: uniform weights 1/(t+1) (Schedule-Free SGD's)", "schedule_free", nil, scheduleFreeBound{h: sf, uniform: true}, 0.3},
+		{"ademamix", "ademamix", warmSets, adEMAMixBound{h: warm}, 0},
+		{"ademamix: no scheduler", "ademamix", warmSets, adEMAMixBound{h: warm, schedule: flatSchedule}, 0.3},
+		{"ademamix: beta3 interpolated linearly, not its half-life", "ademamix", warmSets, adEMAMixBound{h: warm, schedule: linearBeta3}, 0.3},
 		{"doppler", "doppler", nil, newDopplerBound(dop), 0},
 		{"doppler: a2 = 0.26 instead of 0.25", "doppler", nil, newDopplerBound(shiftedPole), 0.3},
 		{"blt_sgd", "blt_sgd", nil, bltSGDBound{sgdm, blt}, 0},

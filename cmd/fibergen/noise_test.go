@@ -14,20 +14,16 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/optimizers"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 )
 
-// backendNames are the shipped optimizers whose backends
-// TestRunBackendsIdentical compares: all of them. The correlated-noise
-// ones (blt_sgd, blt_adam) are also compared in every noise mode, secure
-// included, by TestCorrelatedBackendsIdentical.
-var backendNames = []string{"fiber", "disk", "disk_corr", "abtrack", "dp_adamw", "dp_sgd", "dp_adam", "dp_adambc", "fiber_nocorr", "fiber_bccorr", "fiber_ft", "doppler", "dp_lion", "fiber_cosine", "fiber_nfloor", "fiber_rfloor", "blt_sgd", "blt_adam"}
-
 // TestRunBackendsIdentical checks that --backend go, --backend cpu and
 // --backend ptxsim (the PTX on the simulator; any NaN matches any NaN, the
 // GPU's being another than the CPU's) agree bit for bit for every shipped
-// optimizer, noise on and off: on θ and every
+// optimizer (optimizers.Names; the correlated-noise ones are also compared
+// in every noise mode by TestCorrelatedBackendsIdentical), noise on and off: on θ and every
 // state the runtime hands out (not a noise block's buffers, which reach θ
 // through g at every step) at sizes around the groups of four the noise is drawn in, through
 // the runtime as `fibergen run` opens it (openUnit), compiling each
@@ -43,7 +39,7 @@ func TestRunBackendsIdentical(t *testing.T) {
 	for i, n := range sizes {
 		thetas[i], grads[i] = randFloats(r, n), randFloats(r, steps*n)
 	}
-	for _, name := range backendNames {
+	for _, name := range optimizers.Names() {
 		t.Run(name, func(t *testing.T) {
 			var diag strings.Builder
 			u := compileFile(optPath(name), &diag)

@@ -7,6 +7,7 @@
 // 2024) with the noise gain of an ARMA(2,1) process, an alpha-beta
 // tracker with the attenuation of its level from the tracking literature,
 // DP-Lion (Chen et al. 2023), Schedule-Free AdamW (Defazio et al. 2024),
+// AdEMAMix (Pagliardini et al. 2025; ademamix.go),
 // and BLT DP-SGD and BLT DP-Adam, whose gradient carries correlated noise
 // from a buffered linear Toeplitz filter (Dvijotham et al. 2024; blt.go).
 //
