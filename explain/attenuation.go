@@ -50,7 +50,7 @@ func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[stri
 			notLinear[sn.State] = "the look-ahead point that two_point adds for the trainer: a function of theta, not a filter of the noise"
 			continue
 		case sn.Model == nil:
-			notLinear[sn.State] = sn.Why
+			notLinear[sn.State] = sn.Why + noise.VaryingNote(sn)
 			continue
 		}
 		g, err := noise.Solve(sn.Model, an.Symbols)

@@ -39,6 +39,10 @@ func (l *lowerer) resolveAttenuation(fn *ir.Func) {
 		if call == nil {
 			continue
 		}
+		if sn := l.stateNoise(v.Name); v.Op == ir.OpAttenT && sn != nil && sn.Varying != nil {
+			l.followVarying(fn, v, sn, call)
+			continue
+		}
 		fl, expr := l.filter(fn, v.Name, call)
 		if fl != nil && v.Op == ir.OpAtten && expr != nil {
 			l.replace(fn.Step, v, expr)
@@ -86,12 +90,20 @@ func (l *lowerer) filter(fn *ir.Func, s string, call *dsl.CallExpr) (*ir.Filter,
 
 // start is the noise analysis's StateNoise.Start of state s.
 func (l *lowerer) start(s string) string {
-	for _, sn := range l.noise.States {
-		if sn.State == s {
-			return sn.Start
-		}
+	if sn := l.stateNoise(s); sn != nil {
+		return sn.Start
 	}
 	return ""
+}
+
+// stateNoise is the noise analysis's StateNoise of state s, nil for none.
+func (l *lowerer) stateNoise(s string) *noise.StateNoise {
+	for i := range l.noise.States {
+		if l.noise.States[i].State == s {
+			return &l.noise.States[i]
+		}
+	}
+	return nil
 }
 
 // MaxNumericFilterStates bounds the filter of attenuation(s) without a
@@ -115,7 +127,7 @@ func (l *lowerer) gain(fn *ir.Func, s string) (*noise.Gain, error) {
 		switch {
 		case sn.State != s:
 		case sn.Model == nil:
-			r.err = fmt.Errorf("no linear filter with fixed coefficients carries the noise to %s: %s", s, sn.Why)
+			r.err = fmt.Errorf("no linear filter with fixed coefficients carries the noise to %s: %s%s", s, sn.Why, noise.VaryingNote(sn))
 		default:
 			r.gain, r.err = noise.Solve(sn.Model, l.noise.Symbols)
 		}

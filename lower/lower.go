@@ -69,6 +69,9 @@ type lowerer struct {
 	attens map[*ir.Value]*dsl.CallExpr // attenuation and attenuation_t calls, to resolve
 	solved map[string]solved           // the solved noise model of each state they name
 	starts []*dsl.StateDecl            // the states whose initial value reads theta or g (startFrom)
+	// scalarsAfter holds each scalar's value at the end of the host block
+	// (lowerScalars), which a time-varying filter's coefficients read.
+	scalarsAfter map[string]*ir.Value
 }
 
 func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *ir.Value {
@@ -165,6 +168,10 @@ func (l *lowerer) lowerScalars(scalars []*dsl.ScalarDecl, host []*dsl.AssignStmt
 			l.store(a.LHS.Name, v)
 		}
 		l.env[a.LHS.Name] = v
+	}
+	l.scalarsAfter = map[string]*ir.Value{}
+	for _, sc := range scalars {
+		l.scalarsAfter[sc.Name.Name] = l.env[sc.Name.Name]
 	}
 	return init, l.b
 }

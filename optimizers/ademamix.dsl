@@ -10,10 +10,10 @@
 // f / ln(beta3), which is its formula and stays defined at beta1 = 0); the
 // paper sets warmup to the run's length. warmup = 0 runs alpha and beta3 at
 // their values from the first step, as the authors' code without a
-// scheduler. Under DP the slow EMA is a filter of the noise too: its
-// coefficient changes while beta3 warms up, so attenuation(m2) has no steady
-// value before the end of the warm-up; `fibergen explain` prints its
-// finite-time gain (docs/optimizers.md).
+// scheduler. Under DP the slow EMA is a filter of the noise too: while beta3
+// warms up its coefficient changes from step to step, so m2 has no steady
+// attenuation then, and attenuation_t(m2) would follow its variance exactly
+// (docs/optimizers.md).
 optimizer ademamix
 
 hyper lr = 1e-3 in [0, inf)

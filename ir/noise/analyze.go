@@ -1,10 +1,12 @@
 package noise
 
 import (
+	"cmp"
 	"fmt"
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/poly"
@@ -44,10 +46,16 @@ type StateNoise struct {
 	State string
 	Model *Model // nil when the noise does not reach the state linearly
 	Why   string // why Model is nil
-	// Start, where set, says how step 0 departs from Model: a state of
-	// the model starts from another value (a select on the first step),
-	// which the steady attenuation does not see but attenuation_t would.
+	// Start, where set, says how step 0 departs from Model (or Varying):
+	// a state of the model starts from another value (a select on the
+	// first step), which the steady attenuation does not see but
+	// attenuation_t would.
 	Start string
+	// Varying, where Model is nil only because coefficients change from
+	// step to step (they read t or scalars, which Why names), is the model
+	// with those coefficients as symbols of their own: the host follows
+	// its covariance step by step for attenuation_t (VaryingSymbol).
+	Varying *Model
 }
 
 // Model is the linear model by which the noise w reaches State:
@@ -76,6 +84,9 @@ const (
 type coef struct {
 	f      poly.Frac
 	moving string // non-empty: why it is not a fixed function of the hypers ("changes from step to step (it reads t)")
+	// varying marks a moving coefficient that f still gives exactly, over
+	// symbols some of which change from step to step (VaryingSymbol).
+	varying bool
 }
 
 // form is what the analysis knows about one value.
@@ -128,10 +139,10 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 	}
 	n.Symbols = a.symbols
 	for _, s := range fn.States {
-		m, why := a.model(s)
-		sn := StateNoise{State: s, Model: m, Why: why}
-		if m != nil {
-			sn.Start = a.start(m.States)
+		m, varying, why := a.model(s)
+		sn := StateNoise{State: s, Model: m, Why: why, Varying: varying}
+		if m != nil || varying != nil {
+			sn.Start = a.start(append(m.statesOrNil(), varying.statesOrNil()...))
 		}
 		n.States = append(n.States, sn)
 	}
@@ -351,19 +362,41 @@ func (a *noiseAnalyzer) scale(f form, c coef) form {
 	return f
 }
 
-// model builds the state-space model of state s, or says why there is none.
-func (a *noiseAnalyzer) model(s string) (*Model, string) {
-	z, why := a.closure(s)
-	if why != "" {
-		return nil, why
+// model builds the state-space model of state s, or says why there is
+// none; varying is the model whose coefficients change from step to step,
+// where that is the reason.
+func (a *noiseAnalyzer) model(s string) (m, varying *Model, why string) {
+	z, why, steps := a.closure(s)
+	if why != "" && !steps {
+		return nil, nil, why
 	}
-	m := &Model{State: s, States: z, Target: slices.Index(z, s)}
+	m = &Model{State: s, States: z, Target: slices.Index(z, s)}
 	for _, zi := range z {
 		u := a.updates[zi]
 		m.M = append(m.M, row(u, z))
 		m.B = append(m.B, coefAt(u.lin, ir.GradName).f)
 	}
-	return m, ""
+	if steps {
+		return nil, m, why
+	}
+	return m, nil, ""
+}
+
+// VaryingNote is what to add to Why for a state with a time-varying
+// filter: "" for one without.
+func VaryingNote(sn StateNoise) string {
+	if sn.Varying == nil {
+		return ""
+	}
+	return fmt.Sprintf("; the filter over (%s) varies with the step, and attenuation_t(%s) follows its variance exactly", strings.Join(sn.Varying.States, ", "), sn.State)
+}
+
+// statesOrNil is m's states, nil for a nil m.
+func (m *Model) statesOrNil() []string {
+	if m == nil {
+		return nil
+	}
+	return m.States
 }
 
 // row is the coefficients of a linear update u on the previous values of
@@ -377,18 +410,24 @@ func row(u form, z []string) []poly.Frac {
 }
 
 // closure lists the states whose noise reaches s through its update (s
-// included) in declaration order, or says why the model does not exist.
-func (a *noiseAnalyzer) closure(s string) ([]string, string) {
+// included) in declaration order, or says why the model does not exist;
+// steps reports that the only reason is coefficients that change from
+// step to step (the first one quoted in why), which the time-varying
+// model gives exactly.
+func (a *noiseAnalyzer) closure(s string) (z []string, why string, steps bool) {
 	if !a.noisy[s] {
-		return nil, "the noise never reaches " + s
+		return nil, "the noise never reaches " + s, false
 	}
-	in := map[string]bool{s: true}
+	in, steps := map[string]bool{s: true}, true
 	for work := []string{s}; len(work) > 0; {
 		x := work[len(work)-1]
 		work = work[:len(work)-1]
 		u := a.updates[x]
-		if why := a.notLinear(x, u); why != "" {
-			return nil, why
+		if w, varying := a.notLinear(x, u); w != "" {
+			if !varying {
+				return nil, w, false
+			}
+			why = cmp.Or(why, w)
 		}
 		for k, c := range u.lin {
 			if k != ir.GradName && !in[k] && (c.moving != "" || !c.f.IsZero()) {
@@ -397,26 +436,29 @@ func (a *noiseAnalyzer) closure(s string) ([]string, string) {
 			}
 		}
 	}
-	var z []string
 	for _, x := range a.states {
 		if in[x] {
 			z = append(z, x)
 		}
 	}
-	return z, ""
+	return z, why, why != "" && steps
 }
 
-// notLinear says why the update of state x does not fit the model.
-func (a *noiseAnalyzer) notLinear(x string, u form) string {
+// notLinear says why the update of state x does not fit the model, and
+// whether the reason is only a coefficient that changes from step to step
+// (coef.varying): the first moving one is quoted either way.
+func (a *noiseAnalyzer) notLinear(x string, u form) (why string, varying bool) {
 	if u.kind == nonlinearForm {
-		return fmt.Sprintf("in %s, %s", a.describe(a.stores[x]), u.why)
+		return fmt.Sprintf("in %s, %s", a.describe(a.stores[x]), u.why), false
 	}
+	varying = true
 	for _, k := range sortedKeys(u.lin) {
 		if c := u.lin[k]; c.moving != "" {
-			return fmt.Sprintf("in %s, the coefficient of %s %s", a.describe(a.stores[x]), k, c.moving)
+			why = cmp.Or(why, fmt.Sprintf("in %s, the coefficient of %s %s", a.describe(a.stores[x]), k, c.moving))
+			varying = varying && c.varying
 		}
 	}
-	return ""
+	return why, varying
 }
 
 func sortedKeys(m map[string]coef) []string {
@@ -468,10 +510,12 @@ func (a *noiseAnalyzer) coefValue(v *ir.Value) coef {
 		return coef{f: poly.FracOf(poly.Const(decimalRat(v.Const)))}
 	case ir.OpHyper:
 		return a.symbol(v, "hyper "+v.Name)
-	case ir.OpStepIndex, ir.OpSigmaW2:
+	case ir.OpStepIndex:
+		return a.varyingSymbol(v, "changes from step to step (it reads t)")
+	case ir.OpSigmaW2:
 		return coef{moving: "changes from step to step (it reads " + v.Op.String() + ")"}
 	case ir.OpScalar:
-		return coef{moving: "changes from step to step (it reads scalar " + v.Name + ")"}
+		return a.varyingSymbol(v, "changes from step to step (it reads scalar "+v.Name+")")
 	case ir.OpAtten, ir.OpAttenT:
 		return coef{moving: "reads " + v.Op.String() + "(" + v.Name + "), which fibergen derives from the filters themselves"}
 	case ir.OpF32:
@@ -524,18 +568,40 @@ func (a *noiseAnalyzer) intPower(v *ir.Value) (coef, bool) {
 
 // atom makes a uniform value that is not rational in the symbols a symbol
 // of its own, known by its expression, unless it changes from step to step
-// or its expression is too large to print (then no closed form can name it).
+// other than through t and scalars, or its expression is too large to
+// print (then no closed form can name it). One that reads t or scalars is
+// a varying symbol.
 func (a *noiseAnalyzer) atom(v *ir.Value) coef {
+	var moving coef
 	for _, x := range v.Args {
-		if c := a.forms[x].c; c.moving != "" {
-			return c
+		if c := a.forms[x].c; c.moving != "" && (!c.varying || moving.moving == "") {
+			moving = c
 		}
+	}
+	if moving.moving != "" && !moving.varying {
+		return moving
 	}
 	if !ir.Printable(v) {
 		return coef{moving: fmt.Sprintf("is an expression of more than %d operations, too large to solve for", ir.MaxExprNodes)}
 	}
-	return a.symbol(v, ir.ExprString(v))
+	c := a.symbol(v, ir.ExprString(v))
+	if moving.moving != "" {
+		c.moving, c.varying = moving.moving, true
+	}
+	return c
 }
+
+// varyingSymbol is the symbol of t or a scalar: a coefficient that moves
+// from step to step for the reason moving, but that the symbol names.
+func (a *noiseAnalyzer) varyingSymbol(v *ir.Value, moving string) coef {
+	c := a.symbol(v, ir.ExprString(v))
+	c.moving, c.varying = moving, true
+	return c
+}
+
+// VaryingSymbol reports whether a symbol changes from step to step: it
+// reads t or a scalar (a varying model's coefficients).
+func VaryingSymbol(v *ir.Value) bool { return ir.DependsOnStep(v) }
 
 // symbol returns the variable for v, known by key, adding it if new.
 func (a *noiseAnalyzer) symbol(v *ir.Value, key string) coef {
@@ -570,17 +636,24 @@ func coefAt(lin map[string]coef, k string) coef {
 }
 
 func addCoef(x, y coef) coef {
-	if m := firstMoving(x, y); m != "" {
-		return coef{moving: m}
-	}
-	return bounded(coef{f: x.f.Add(y.f)})
+	return combine(x, y, x.f.Add)
 }
 
 func mulCoef(x, y coef) coef {
-	if m := firstMoving(x, y); m != "" {
-		return coef{moving: m}
+	return combine(x, y, x.f.Mul)
+}
+
+// combine is op(x.f, y.f), moving if either is; a varying result where
+// every moving operand is varying.
+func combine(x, y coef, op func(poly.Frac) poly.Frac) coef {
+	m := firstMoving(x, y)
+	if m == "" {
+		return bounded(coef{f: op(y.f)})
 	}
-	return bounded(coef{f: x.f.Mul(y.f)})
+	if (x.moving == "" || x.varying) && (y.moving == "" || y.varying) {
+		return bounded(coef{f: op(y.f), moving: m, varying: true})
+	}
+	return coef{moving: m}
 }
 
 // MaxCoefBits bounds the size of a coefficient in exact arithmetic (its
@@ -591,21 +664,21 @@ func mulCoef(x, y coef) coef {
 const MaxCoefBits = 4096
 
 func bounded(c coef) coef {
-	if c.moving == "" && c.f.Bits() > MaxCoefBits {
+	if (c.moving == "" || c.varying) && c.f.Bits() > MaxCoefBits {
 		return coef{moving: fmt.Sprintf("has grown past %d bits of exact arithmetic (a long chain of products)", MaxCoefBits)}
 	}
 	return c
 }
 
 func invCoef(x coef) coef {
-	if x.moving != "" {
+	if x.moving != "" && !x.varying {
 		return x
 	}
 	f, err := poly.FracOf(poly.Int(1)).Div(x.f)
 	if err != nil {
 		return x // zero: the callers check
 	}
-	return coef{f: f}
+	return coef{f: f, moving: x.moving, varying: x.varying}
 }
 
 func firstMoving(x, y coef) string {

@@ -703,6 +703,16 @@ state c = 1`
 			want: []string{"attenuation(x)", "changes from step to step"},
 		},
 		{
+			name: "coefficient depends on t: attenuation_t follows it",
+			body: "x = x / (t + 2) + g\nc = c + 1\ntheta = theta - lr * attenuation(x)",
+			want: []string{"attenuation(x)", "changes from step to step (it reads t)", "attenuation_t(x) follows its variance exactly"},
+		},
+		{
+			name: "attenuation_t of a time-varying filter that starts from g",
+			body: "x = select(t == 0, g, x) / (t + 2) + g\nc = c + 1\ntheta = theta - lr * attenuation_t(x)",
+			want: []string{"attenuation_t(x)", "starts otherwise at step 0, at `select(t == 0, g, x)`"},
+		},
+		{
 			name: "coefficient depends on sigma_w2",
 			body: "x = x / (1 + sigma_w2) + g\nc = c + 1\ntheta = theta - lr * attenuation(x)",
 			want: []string{"attenuation(x)", "changes from step to step"},
