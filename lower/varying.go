@@ -31,9 +31,9 @@ func (l *lowerer) followVarying(fn *ir.Func, v *ir.Value, sn *noise.StateNoise, 
 			"for filters that start from their buffers", sn.State, sn.Start)
 		return
 	}
-	if k := len(sn.Varying.States); k > MaxVaryingStates {
+	if k := len(sn.Varying.States); k > noise.MaxVaryingStates {
 		l.errs.Addf(call.Pos(), "attenuation_t(%s): its filter varies with the step and has %d states; the host follows its "+
-			"covariance, k(k+1)/2 scalars of k² terms each, for at most %d", sn.State, k, MaxVaryingStates)
+			"covariance, k(k+1)/2 scalars of k² terms each, for at most %d", sn.State, k, noise.MaxVaryingStates)
 		return
 	}
 	name := CovarianceScalar(sn.State, "", "")
@@ -42,10 +42,6 @@ func (l *lowerer) followVarying(fn *ir.Func, v *ir.Value, sn *noise.StateNoise, 
 	}
 	v.Op, v.Args, v.Name = ir.OpScalar, nil, name
 }
-
-// MaxVaryingStates bounds the states of a time-varying filter that
-// attenuation_t follows.
-const MaxVaryingStates = 8
 
 // CovarianceScalar names the scalar that holds Σ[zi][zj] of state s's
 // time-varying filter: attenuation_t(s) for the target's own variance
@@ -75,6 +71,8 @@ func (l *lowerer) covarianceScalars(fn *ir.Func, m *noise.Model) {
 			}
 		}
 	}
+	step := l.b
+	defer func() { l.b = step }()
 	l.b = fn.ScalarStep
 	mt, bt := l.hostMatrix(fn, m.M), l.hostMatrix(fn, [][]poly.Frac{m.B})[0]
 	prev := func(i, j int) *ir.Value {

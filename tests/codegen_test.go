@@ -34,6 +34,7 @@ var probeSets = map[string][]setting{
 	"under_scores": {{"learning_rate_", 1e-2}, {"init_scale", 0.5}},
 	"starts":       {{"lr", 0.25}},
 	"blt_probe":    {{"decay", 0.8}, {"mu", 0.3}},
+	"varying":      {{"beta", 0.5}, {"warmup", 3}},
 }
 
 // probe is one generated package in the temporary module.

@@ -2,11 +2,11 @@ package tests
 
 import (
 	"fmt"
-	"github.com/fibergen/fibergen/generated/ademamix"
 	"sync"
 	"testing"
 
 	"github.com/fibergen/fibergen/generated/abtrack"
+	"github.com/fibergen/fibergen/generated/ademamix"
 	"github.com/fibergen/fibergen/generated/blt_adam"
 	"github.com/fibergen/fibergen/generated/blt_sgd"
 	"github.com/fibergen/fibergen/generated/disk"

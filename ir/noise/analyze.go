@@ -53,8 +53,9 @@ type StateNoise struct {
 	Start string
 	// Varying, where Model is nil only because coefficients change from
 	// step to step (they read t or scalars, which Why names), is the model
-	// with those coefficients as symbols of their own: the host follows
-	// its covariance step by step for attenuation_t (VaryingSymbol).
+	// with those coefficients as symbols of their own (those that read t
+	// or scalars): the host follows its covariance step by step for
+	// attenuation_t.
 	Varying *Model
 }
 
@@ -335,7 +336,7 @@ func (a *noiseAnalyzer) product(v *ir.Value, x, y form) form {
 
 func (a *noiseAnalyzer) quotient(v *ir.Value, x, y form) form {
 	switch {
-	case y.kind == uniformForm && y.c.moving == "" && y.c.f.IsZero():
+	case y.kind == uniformForm && (y.c.moving == "" || y.c.varying) && y.c.f.IsZero():
 		return a.nonlinear(v, "divides by zero", v.Args[0])
 	case y.kind == uniformForm:
 		return a.scale(x, invCoef(y.c))
@@ -382,10 +383,15 @@ func (a *noiseAnalyzer) model(s string) (m, varying *Model, why string) {
 	return m, nil, ""
 }
 
-// VaryingNote is what to add to Why for a state with a time-varying
-// filter: "" for one without.
+// MaxVaryingStates bounds the states of a time-varying filter that
+// attenuation_t follows: the host keeps its covariance, k(k+1)/2 scalars
+// of k² terms each.
+const MaxVaryingStates = 8
+
+// VaryingNote is what to add to Why for a state whose time-varying filter
+// attenuation_t can follow: "" for any other.
 func VaryingNote(sn StateNoise) string {
-	if sn.Varying == nil {
+	if sn.Varying == nil || sn.Start != "" || len(sn.Varying.States) > MaxVaryingStates {
 		return ""
 	}
 	return fmt.Sprintf("; the filter over (%s) varies with the step, and attenuation_t(%s) follows its variance exactly", strings.Join(sn.Varying.States, ", "), sn.State)
@@ -478,7 +484,7 @@ func (a *noiseAnalyzer) coefOf(v *ir.Value) coef {
 		return a.atom(v)
 	}
 	c := a.coefValue(v)
-	if c.moving == "" && c.f.NumTerms() > MaxSymbolicTerms {
+	if (c.moving == "" || c.varying) && c.f.NumTerms() > MaxSymbolicTerms {
 		return a.atom(v)
 	}
 	return c
@@ -599,10 +605,6 @@ func (a *noiseAnalyzer) varyingSymbol(v *ir.Value, moving string) coef {
 	return c
 }
 
-// VaryingSymbol reports whether a symbol changes from step to step: it
-// reads t or a scalar (a varying model's coefficients).
-func VaryingSymbol(v *ir.Value) bool { return ir.DependsOnStep(v) }
-
 // symbol returns the variable for v, known by key, adding it if new.
 func (a *noiseAnalyzer) symbol(v *ir.Value, key string) coef {
 	i, ok := a.symIndex[key]
@@ -644,16 +646,18 @@ func mulCoef(x, y coef) coef {
 }
 
 // combine is op(x.f, y.f), moving if either is; a varying result where
-// every moving operand is varying.
+// every moving operand is varying, else moving for the reason of one that
+// is not.
 func combine(x, y coef, op func(poly.Frac) poly.Frac) coef {
-	m := firstMoving(x, y)
-	if m == "" {
-		return bounded(coef{f: op(y.f)})
+	for _, c := range []coef{x, y} {
+		if c.moving != "" && !c.varying {
+			return coef{moving: c.moving}
+		}
 	}
-	if (x.moving == "" || x.varying) && (y.moving == "" || y.varying) {
+	if m := firstMoving(x, y); m != "" {
 		return bounded(coef{f: op(y.f), moving: m, varying: true})
 	}
-	return coef{moving: m}
+	return bounded(coef{f: op(y.f)})
 }
 
 // MaxCoefBits bounds the size of a coefficient in exact arithmetic (its

@@ -656,6 +656,7 @@ state c = 1`
 		name string
 		body string
 		want []string
+		not  []string // nor may it mention these
 	}{
 		{
 			name: "square of a noisy value",
@@ -706,6 +707,23 @@ state c = 1`
 			name: "coefficient depends on t: attenuation_t follows it",
 			body: "x = x / (t + 2) + g\nc = c + 1\ntheta = theta - lr * attenuation(x)",
 			want: []string{"attenuation(x)", "changes from step to step (it reads t)", "attenuation_t(x) follows its variance exactly"},
+		},
+		{
+			name: "a time-varying filter that starts from g: no attenuation_t either",
+			body: "x = select(t == 0, g, x) / (t + 2) + g\nc = c + 1\ntheta = theta - lr * attenuation(x)",
+			want: []string{"attenuation(x)", "changes from step to step (it reads t)"},
+			not:  []string{"attenuation_t(x) follows"},
+		},
+		{
+			name: "a divisor that reads t and is zero",
+			body: "z = t - t\nx = x + g / z\nc = c + 1\ntheta = theta - lr * attenuation_t(x)",
+			want: []string{"attenuation_t(x)", "divides by zero"},
+		},
+		{
+			name: "a coefficient that reads t and sigma_w2: sigma_w2 is the reason",
+			body: "x = x / (t + 2 + sigma_w2) + g\nc = c + 1\ntheta = theta - lr * attenuation_t(x)",
+			want: []string{"attenuation_t(x)", "(it reads sigma_w2)"},
+			not:  []string{"(it reads t)", "attenuation_t(x) follows"},
 		},
 		{
 			name: "attenuation_t of a time-varying filter that starts from g",
@@ -775,6 +793,11 @@ state c = 1`
 			for _, w := range tt.want {
 				if !strings.Contains(msg, w) {
 					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(msg, w) {
+					t.Errorf("error %q mentions %q", msg, w)
 				}
 			}
 			// The error is at the call: the line of theta's update.
