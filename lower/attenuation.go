@@ -154,7 +154,7 @@ func (l *lowerer) addFilter(fn *ir.Func, m *noise.Model, symbols []*ir.Value) *i
 	names := fl.EntryNames()
 	entries := slices.Concat(slices.Concat(m.M...), m.B)
 	for i, e := range entries {
-		v := l.lowerUniform(fl.Model, FracExpr(e, symbols))
+		v := l.lowerUniform(fl.Model, FracExpr(e, symbols), nil)
 		s := fl.Model.NewValue(ir.OpStore, ir.None, true, v)
 		s.Name = names[i]
 	}
@@ -205,16 +205,26 @@ func stateDecl(f *dsl.File, s string) dsl.Pos {
 	return f.Step.Keyword
 }
 
-// lowerUniform lowers an expression of hypers and constants into b.
-func (l *lowerer) lowerUniform(b *ir.Block, x dsl.Expr) *ir.Value {
+// lowerUniform lowers an expression of hypers, constants and t into b,
+// reading the scalars in scalars at the values given there (a time-varying
+// filter's coefficients after the host block; nil elsewhere).
+func (l *lowerer) lowerUniform(b *ir.Block, x dsl.Expr, scalars map[string]*ir.Value) *ir.Value {
 	info := &dsl.Info{Uses: map[*dsl.Ident]*dsl.Object{}}
+	env := map[string]*ir.Value{}
 	dsl.Inspect(x, func(e dsl.Expr) bool {
-		if id, ok := e.(*dsl.Ident); ok {
+		id, ok := e.(*dsl.Ident)
+		switch {
+		case !ok:
+		case scalars[id.Name] != nil:
+			env[id.Name] = scalars[id.Name]
+		case id.Name == "t":
+			info.Uses[id] = &dsl.Object{Kind: dsl.BuiltinObj, Name: "t"}
+		default:
 			info.Uses[id] = &dsl.Object{Kind: dsl.HyperObj, Name: id.Name}
 		}
 		return true
 	})
-	sub := &lowerer{info: info, b: b, env: map[string]*ir.Value{}}
+	sub := &lowerer{info: info, b: b, env: env}
 	v := sub.expr(x)
 	if l.err == nil {
 		l.err = sub.err
@@ -226,7 +236,7 @@ func (l *lowerer) lowerUniform(b *ir.Block, x dsl.Expr) *ir.Value {
 // it instead; old is removed.
 func (l *lowerer) replace(b *ir.Block, old *ir.Value, x dsl.Expr) {
 	n := len(b.Values)
-	nv := l.lowerUniform(b, x)
+	nv := l.lowerUniform(b, x, nil)
 	added := slices.Clone(b.Values[n:])
 	b.Values = b.Values[:n]
 	i := slices.Index(b.Values, old)

@@ -52,7 +52,7 @@ func (l *lowerer) addNoiseFilter(fn *ir.Func, d *dsl.NoiseDecl) {
 	names := fl.EntryNames()
 	entries := slices.Concat(slices.Concat(nm.M...), nm.B, nm.H, []poly.Frac{nm.D})
 	for i, e := range entries {
-		v := l.lowerUniform(fl.Model, FracExpr(e, l.noise.Symbols))
+		v := l.lowerUniform(fl.Model, FracExpr(e, l.noise.Symbols), nil)
 		s := fl.Model.NewValue(ir.OpStore, ir.None, true, v)
 		s.Name = names[i]
 	}

@@ -60,38 +60,38 @@ func (l *lowerer) covarianceScalars(fn *ir.Func, m *noise.Model) {
 		fn.ScalarInit = &ir.Block{Name: "scalar init", Kind: ir.ScalarInitBlock}
 		fn.ScalarStep = &ir.Block{Name: "scalar step", Kind: ir.ScalarStepBlock}
 	}
-	k := len(m.States)
-	names := make([][]string, k)
-	for i := range k {
-		names[i] = make([]string, k)
-		for j := range k {
-			names[i][j] = CovarianceScalar(m.State, m.States[min(i, j)], m.States[max(i, j)])
-			if i == m.Target && j == m.Target {
-				names[i][j] = CovarianceScalar(m.State, "", "")
-			}
-		}
-	}
 	step := l.b
 	defer func() { l.b = step }()
 	l.b = fn.ScalarStep
-	mt, bt := l.hostMatrix(fn, m.M), l.hostMatrix(fn, [][]poly.Frac{m.B})[0]
-	prev := func(i, j int) *ir.Value {
-		v := l.b.NewValue(ir.OpScalar, ir.F64, true)
-		v.Name = names[i][j]
-		return v
+	k := len(m.States)
+	prev := make([][]*ir.Value, k) // Σ_{t−1}: the scalars' values at the step before
+	for i := range k {
+		prev[i] = make([]*ir.Value, k)
 	}
 	for i := range k {
 		for j := i; j < k; j++ {
-			fn.Scalars = append(fn.Scalars, names[i][j])
-			fn.ScalarInit.NewValue(ir.OpStore, ir.None, true, fn.ScalarInit.NewValue(ir.OpConst, ir.F64, true)).Name = names[i][j]
-			l.store(names[i][j], l.covarianceEntry(mt, bt, prev, i, j))
+			name := CovarianceScalar(m.State, m.States[i], m.States[j])
+			if i == m.Target && j == m.Target {
+				name = CovarianceScalar(m.State, "", "")
+			}
+			prev[i][j] = l.b.NewValue(ir.OpScalar, ir.F64, true)
+			prev[i][j].Name, prev[j][i] = name, prev[i][j]
+		}
+	}
+	mt, bt := l.hostMatrix(m.M), l.hostMatrix([][]poly.Frac{m.B})[0]
+	for i := range k {
+		for j := i; j < k; j++ {
+			name := prev[i][j].Name
+			fn.Scalars = append(fn.Scalars, name)
+			fn.ScalarInit.NewValue(ir.OpStore, ir.None, true, fn.ScalarInit.NewValue(ir.OpConst, ir.F64, true)).Name = name
+			l.store(name, l.covarianceEntry(mt, prev, bt, i, j))
 		}
 	}
 }
 
 // covarianceEntry is (M Σ Mᵀ + b bᵀ)[i][j], leaving out the zero
 // coefficients (nil in mt and bt).
-func (l *lowerer) covarianceEntry(mt [][]*ir.Value, bt []*ir.Value, prev func(i, j int) *ir.Value, i, j int) *ir.Value {
+func (l *lowerer) covarianceEntry(mt, prev [][]*ir.Value, bt []*ir.Value, i, j int) *ir.Value {
 	var sum *ir.Value
 	add := func(x *ir.Value) {
 		if sum == nil {
@@ -103,7 +103,7 @@ func (l *lowerer) covarianceEntry(mt [][]*ir.Value, bt []*ir.Value, prev func(i,
 	for p := range mt[i] {
 		for q := range mt[j] {
 			if mt[i][p] != nil && mt[j][q] != nil {
-				add(l.op(ir.OpMul, l.op(ir.OpMul, mt[i][p], prev(min(p, q), max(p, q))), mt[j][q]))
+				add(l.op(ir.OpMul, l.op(ir.OpMul, mt[i][p], prev[p][q]), mt[j][q]))
 			}
 		}
 	}
@@ -119,41 +119,15 @@ func (l *lowerer) covarianceEntry(mt [][]*ir.Value, bt []*ir.Value, prev func(i,
 // hostMatrix lowers fractions of the noise analysis's symbols into the
 // scalar step block, after the host block: hypers, t, and each scalar's
 // value at this step; nil for a zero fraction.
-func (l *lowerer) hostMatrix(fn *ir.Func, rows [][]poly.Frac) [][]*ir.Value {
+func (l *lowerer) hostMatrix(rows [][]poly.Frac) [][]*ir.Value {
 	out := make([][]*ir.Value, len(rows))
 	for i, r := range rows {
 		out[i] = make([]*ir.Value, len(r))
 		for j, f := range r {
 			if !f.IsZero() {
-				out[i][j] = l.lowerAfterHost(fn, FracExpr(f, l.noise.Symbols))
+				out[i][j] = l.lowerUniform(l.b, FracExpr(f, l.noise.Symbols), l.scalarsAfter)
 			}
 		}
 	}
 	return out
-}
-
-// lowerAfterHost lowers x, an expression of hypers, t and scalars, into
-// the scalar step block with every scalar at its new value.
-func (l *lowerer) lowerAfterHost(fn *ir.Func, x dsl.Expr) *ir.Value {
-	info := &dsl.Info{Uses: map[*dsl.Ident]*dsl.Object{}}
-	env := map[string]*ir.Value{}
-	dsl.Inspect(x, func(e dsl.Expr) bool {
-		id, ok := e.(*dsl.Ident)
-		switch {
-		case !ok:
-		case slices.Contains(fn.Scalars, id.Name):
-			env[id.Name] = l.scalarsAfter[id.Name]
-		case id.Name == "t":
-			info.Uses[id] = &dsl.Object{Kind: dsl.BuiltinObj, Name: "t"}
-		default:
-			info.Uses[id] = &dsl.Object{Kind: dsl.HyperObj, Name: id.Name}
-		}
-		return true
-	})
-	sub := &lowerer{info: info, b: l.b, env: env}
-	v := sub.expr(x)
-	if l.err == nil {
-		l.err = sub.err
-	}
-	return v
 }

@@ -140,10 +140,15 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 	}
 	n.Symbols = a.symbols
 	for _, s := range fn.States {
-		m, varying, why := a.model(s)
-		sn := StateNoise{State: s, Model: m, Why: why, Varying: varying}
-		if m != nil || varying != nil {
-			sn.Start = a.start(append(m.statesOrNil(), varying.statesOrNil()...))
+		m, why, varying := a.model(s)
+		sn := StateNoise{State: s, Why: why}
+		if m != nil {
+			sn.Start = a.start(m.States)
+		}
+		if varying {
+			sn.Varying = m
+		} else {
+			sn.Model = m
 		}
 		n.States = append(n.States, sn)
 	}
@@ -364,12 +369,12 @@ func (a *noiseAnalyzer) scale(f form, c coef) form {
 }
 
 // model builds the state-space model of state s, or says why there is
-// none; varying is the model whose coefficients change from step to step,
-// where that is the reason.
-func (a *noiseAnalyzer) model(s string) (m, varying *Model, why string) {
-	z, why, steps := a.closure(s)
-	if why != "" && !steps {
-		return nil, nil, why
+// none; varying reports a model whose coefficients change from step to
+// step, which why names.
+func (a *noiseAnalyzer) model(s string) (m *Model, why string, varying bool) {
+	z, why, varying := a.closure(s)
+	if why != "" && !varying {
+		return nil, why, false
 	}
 	m = &Model{State: s, States: z, Target: slices.Index(z, s)}
 	for _, zi := range z {
@@ -377,10 +382,7 @@ func (a *noiseAnalyzer) model(s string) (m, varying *Model, why string) {
 		m.M = append(m.M, row(u, z))
 		m.B = append(m.B, coefAt(u.lin, ir.GradName).f)
 	}
-	if steps {
-		return nil, m, why
-	}
-	return m, nil, ""
+	return m, why, varying
 }
 
 // MaxVaryingStates bounds the states of a time-varying filter that
@@ -397,14 +399,6 @@ func VaryingNote(sn StateNoise) string {
 	return fmt.Sprintf("; the filter over (%s) varies with the step, and attenuation_t(%s) follows its variance exactly", strings.Join(sn.Varying.States, ", "), sn.State)
 }
 
-// statesOrNil is m's states, nil for a nil m.
-func (m *Model) statesOrNil() []string {
-	if m == nil {
-		return nil
-	}
-	return m.States
-}
-
 // row is the coefficients of a linear update u on the previous values of
 // the states z: a row of M.
 func row(u form, z []string) []poly.Frac {
@@ -417,20 +411,20 @@ func row(u form, z []string) []poly.Frac {
 
 // closure lists the states whose noise reaches s through its update (s
 // included) in declaration order, or says why the model does not exist;
-// steps reports that the only reason is coefficients that change from
+// varying reports that the only reason is coefficients that change from
 // step to step (the first one quoted in why), which the time-varying
 // model gives exactly.
-func (a *noiseAnalyzer) closure(s string) (z []string, why string, steps bool) {
+func (a *noiseAnalyzer) closure(s string) (z []string, why string, varying bool) {
 	if !a.noisy[s] {
 		return nil, "the noise never reaches " + s, false
 	}
-	in, steps := map[string]bool{s: true}, true
+	in := map[string]bool{s: true}
 	for work := []string{s}; len(work) > 0; {
 		x := work[len(work)-1]
 		work = work[:len(work)-1]
 		u := a.updates[x]
-		if w, varying := a.notLinear(x, u); w != "" {
-			if !varying {
+		if w, steps := a.notLinear(x, u); w != "" {
+			if !steps {
 				return nil, w, false
 			}
 			why = cmp.Or(why, w)
@@ -447,7 +441,7 @@ func (a *noiseAnalyzer) closure(s string) (z []string, why string, steps bool) {
 			z = append(z, x)
 		}
 	}
-	return z, why, why != "" && steps
+	return z, why, why != ""
 }
 
 // notLinear says why the update of state x does not fit the model, and
