@@ -135,6 +135,9 @@ func bufName(name string) string {
 // tree is the Go expression computing v from hypers and constants as one
 // expression tree, operand by operand, as ir.Func.EvalUniform evaluates it.
 func (e *env) tree(v *ir.Value) jen.Code {
+	if v.IsConst() { // a default such as 2 * 3, folded
+		return e.ref(v)
+	}
 	for _, a := range v.Args {
 		if !a.IsConst() {
 			e.names[a] = e.tree(a)
