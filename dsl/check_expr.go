@@ -124,9 +124,7 @@ func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 	case s.observe && obj.Kind == ScalarObj:
 		c.errorf(id.NamePos, "%s may use only numbers, hypers and t, not scalar %s", s.where, id.Name)
 	case s.host && obj.Varying:
-		c.errorf(id.NamePos, "the host block computes the scalars once per step, in float64: it may read numbers, hypers, t, scalars and its own locals, not per-coordinate %s", id.Name)
-	case s.host && obj.Name == "sigma_w2":
-		c.errorf(id.NamePos, "the host block may not read sigma_w2: a scalar is a function of the hypers and t alone, which is how a checkpoint restores it")
+		c.errorf(id.NamePos, "the host block computes the scalars once per step, in float64: it may read numbers, hypers, t, sigma_w2, scalars, the attenuations and its own locals, not per-coordinate %s", id.Name)
 	case !s.host && obj.Host:
 		c.errorf(id.NamePos, "%s is a local of the host block, which only the host block reads; keep the value in a scalar to read it in step", id.Name)
 	case s.observe && obj.Name == "sigma_w2":
@@ -271,7 +269,7 @@ func IsAttenuation(name string) bool { return name == "attenuation" || name == "
 // carries the noise into the state is written. Whether the noise reaches the
 // state linearly is decided when lowering (package ir).
 func (c *checker) attenuation(x *CallExpr, s *scope) {
-	if s.initOnly || s.observe || s.host || s.noise {
+	if s.initOnly || s.observe || s.noise {
 		c.errorf(x.Fun.NamePos, "%s cannot use %s: the noise gain of a state is known only inside step", s.where, x.Fun.Name)
 		return
 	}

@@ -188,12 +188,16 @@ var builtinRole = map[string]string{
 	"sigma_w2": "it is the DP noise variance, set by the runtime",
 }
 
-// isVarying reports whether an already checked expression is per-coordinate.
+// isVarying reports whether an already checked expression is per-coordinate;
+// attenuation(s) and attenuation_t(s) are uniform, whatever s is.
 func (c *checker) isVarying(x Expr) bool {
 	varying := false
 	Inspect(x, func(e Expr) bool {
 		if id, ok := e.(*Ident); ok && c.info.Uses[id] != nil && c.info.Uses[id].Varying {
 			varying = true
+		}
+		if call, ok := e.(*CallExpr); ok && IsAttenuation(call.Fun.Name) {
+			return false
 		}
 		return !varying
 	})

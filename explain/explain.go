@@ -245,7 +245,7 @@ func describeScalarStates(fn *ir.Func, p *interp.Program, h []float64) []ScalarS
 		out[i].Update = ir.ExprString(storeOf(fn.ScalarStep, name))
 	}
 	for _, t := range sampleSteps {
-		for i, v := range p.Scalars(h, t) {
+		for i, v := range p.Scalars(h, t, 1) {
 			out[i].Steps = append(out[i].Steps, AtStep[float64]{t, v})
 		}
 	}

@@ -124,7 +124,7 @@ func matVec(m, x []float64, k int) []float64 {
 // filter has no inverse, so no sensitivity).
 func (f *Func) CheckNoise(h []float64) error {
 	m, b, out, d := f.NoiseModel(h)
-	setting := f.settingOf(f.Noise.Model, h)
+	setting := f.SettingOf(f.Noise.Model, h)
 	if rho := gain.SpectralRadius(m, len(f.Noise.States)); !(rho < 1) {
 		msg := fmt.Sprintf("the noise filter is unstable at %s: the spectral radius of its buffers is %.6g, not below 1, so the noise it correlates never decays", setting, rho)
 		if len(f.Noise.Stability) > 0 {
@@ -164,7 +164,7 @@ func (f *Func) CheckFilter(fl *Filter, h []float64) error {
 	if fl.Stable(rho) {
 		return nil
 	}
-	return fmt.Errorf(fl.UnstableFormat(f.settingOf(fl.Model, h)), rho)
+	return fmt.Errorf(fl.UnstableFormat(f.SettingOf(fl.Model, h)), rho)
 }
 
 // MaxBoundedRadius is the largest spectral radius of a Bounded filter: 1,
@@ -195,7 +195,7 @@ func (fl *Filter) UnstableFormat(setting string) string {
 }
 
 // settingOf prints the hypers block b reads, with their values in h.
-func (f *Func) settingOf(b *Block, h []float64) string {
+func (f *Func) SettingOf(b *Block, h []float64) string {
 	var parts []string
 	for _, hy := range f.Hypers {
 		for _, v := range b.Values {
@@ -206,10 +206,13 @@ func (f *Func) settingOf(b *Block, h []float64) string {
 		}
 	}
 	if len(parts) == 0 {
-		return "every hyper setting"
+		return EverySetting
 	}
 	return strings.Join(parts, ", ")
 }
+
+// EverySetting is SettingOf's setting of a block that reads no hypers.
+const EverySetting = "every hyper setting"
 
 // DropBoundedFilters removes the Bounded filters, whose checks refuse a
 // state that grows without bound: for a researcher who opts in to it
@@ -217,4 +220,5 @@ func (f *Func) settingOf(b *Block, h []float64) string {
 // attenuation needs stay.
 func (f *Func) DropBoundedFilters() {
 	f.Filters = slices.DeleteFunc(f.Filters, func(fl *Filter) bool { return fl.Bounded })
+	f.Varying = nil
 }

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fibergen/fibergen/lang"
 )
@@ -203,11 +204,16 @@ type Func struct {
 	Name    string
 	Hypers  []Hyper
 	States  []string
-	Observe *Observation  // nil without an observe declaration
-	Init    *Block        // stores every state's initial value
-	ObsArgs *Block        // stores the observation's arguments (f64)
-	Step    *Block        // stores theta and every state
-	Filters []*Filter     // the noise models the host needs, one per state named by attenuation or attenuation_t
+	Observe *Observation // nil without an observe declaration
+	Init    *Block       // stores every state's initial value
+	ObsArgs *Block       // stores the observation's arguments (f64)
+	Step    *Block       // stores theta and every state
+	Filters []*Filter    // the noise models the host needs, one per state named by attenuation or attenuation_t
+	// Varying are the filters whose coefficients read t or scalars
+	// (noise.StateNoise.Varying), one per set of states: Bounded, their
+	// models read t and the scalars at the step, and the host checks them
+	// at every step (interp.Program.CheckVarying).
+	Varying []*Filter
 	Diags   []*Diagnostic // the declared diagnostics, each its own block (lower_diag.go)
 	// Scalars are the per-step uniform values carried from step to step on
 	// the host; ScalarInit stores their values before step 0 (from the
@@ -265,7 +271,7 @@ func (f *Func) Blocks() []*Block {
 	if f.HyperDefaults != nil {
 		bs = append(bs, f.HyperDefaults)
 	}
-	for _, fl := range f.Filters {
+	for _, fl := range slices.Concat(f.Filters, f.Varying) {
 		bs = append(bs, fl.Model)
 	}
 	if f.Noise != nil {

@@ -23,6 +23,7 @@ type funcJSON struct {
 	ObsArgs       *blockJSON   `json:"observe_args"`
 	Step          *blockJSON   `json:"step"`
 	Filters       []filterJSON `json:"filters,omitempty"`
+	Varying       []filterJSON `json:"varying_filters,omitempty"`
 	Diags         []diagJSON   `json:"diagnostics,omitempty"`
 	Scalars       []string     `json:"scalars,omitempty"`
 	ScalarInit    *blockJSON   `json:"scalar_init,omitempty"`
@@ -113,6 +114,9 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 	for _, fl := range f.Filters {
 		j.Filters = append(j.Filters, encodeFilter(fl))
 	}
+	for _, fl := range f.Varying {
+		j.Varying = append(j.Varying, encodeFilter(fl))
+	}
 	if f.Noise != nil {
 		nj := encodeFilter(f.Noise)
 		j.Noise = &nj
@@ -184,7 +188,10 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 			return nil, err
 		}
 	}
-	if err := f.decodeFilters(j.Filters); err != nil {
+	if f.Filters, err = decodeFilters(j.Filters); err != nil {
+		return nil, err
+	}
+	if f.Varying, err = decodeFilters(j.Varying); err != nil {
 		return nil, err
 	}
 	if j.Noise != nil {
@@ -234,18 +241,19 @@ func decodeHyper(h hyperJSON) (Hyper, error) {
 	return hy, nil
 }
 
-func (f *Func) decodeFilters(filters []filterJSON) error {
+func decodeFilters(filters []filterJSON) ([]*Filter, error) {
+	var out []*Filter
 	for _, fj := range filters {
 		fl, err := decodeFilter(fj)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if fj.Target < 0 || fj.Target >= len(fj.States) {
-			return fmt.Errorf("ir: filter of %s: target %d out of range", fj.State, fj.Target)
+			return nil, fmt.Errorf("ir: filter of %s: target %d out of range", fj.State, fj.Target)
 		}
-		f.Filters = append(f.Filters, fl)
+		out = append(out, fl)
 	}
-	return nil
+	return out, nil
 }
 
 func decodeFilter(fj filterJSON) (*Filter, error) {

@@ -52,7 +52,7 @@ func (f *Func) CheckObservationFinite(h []float64, t int) error {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			st := f.ObsArgs.Stores()[i]
 			return fmt.Errorf("observe %s: %s = %s is %v at %s, step %d: the observation's arguments must be finite",
-				f.Observe.Kind, f.Observe.Args[i], ExprString(st.Args[0]), x, f.settingOf(f.ObsArgs, h), t)
+				f.Observe.Kind, f.Observe.Args[i], ExprString(st.Args[0]), x, f.SettingOf(f.ObsArgs, h), t)
 		}
 	}
 	return nil
@@ -80,7 +80,7 @@ func (f *Func) CheckObservation(h []float64, t int) error {
 	}
 	if a := f.ObservationAt(h, t)[i]; !(a >= 0 && a <= 1) {
 		st := f.ObsArgs.Stores()[i]
-		return &ExtrapolationError{Expr: ExprString(st.Args[0]), A: a, T: t, Setting: f.settingOf(f.ObsArgs, h)}
+		return &ExtrapolationError{Expr: ExprString(st.Args[0]), A: a, T: t, Setting: f.SettingOf(f.ObsArgs, h)}
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func verifyKinds(f *Func) error {
 	if f.HyperDefaults != nil {
 		want[f.HyperDefaults] = HyperDefaultBlock
 	}
-	for _, fl := range f.Filters {
+	for _, fl := range slices.Concat(f.Filters, f.Varying) {
 		want[fl.Model] = ModelBlock
 	}
 	if f.Noise != nil {
@@ -176,9 +176,9 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: unknown hyper %s", v.ID, v.Name)
 		case v.Op == OpLoad && !f.loadable(b, v.Name):
 			return fmt.Errorf("v%d: load of %s in block %s", v.ID, v.Name, b.Name)
-		case v.Op == OpScalar && (!slices.Contains(f.Scalars, v.Name) || !scalarReader(b.Kind)):
+		case v.Op == OpScalar && (!slices.Contains(f.Scalars, v.Name) || !scalarReader(b.Kind) && !f.varyingModel(b)):
 			return fmt.Errorf("v%d: scalar %s in block %s", v.ID, v.Name, b.Name)
-		case (v.Op == OpAtten || v.Op == OpAttenT) && (b.Kind != StepBlock && b.Kind != DiagBlock || f.Filter(v.Name) == nil):
+		case (v.Op == OpAtten || v.Op == OpAttenT) && (!scalarReader(b.Kind) || f.Filter(v.Name) == nil):
 			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
 			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
@@ -220,7 +220,7 @@ func blockTargets(f *Func, b *Block) []string {
 	case HyperDefaultBlock:
 		return f.DerivedHypers()
 	case ModelBlock:
-		for _, fl := range append(slices.Clone(f.Filters), f.Noise) {
+		for _, fl := range append(slices.Concat(f.Filters, f.Varying), f.Noise) {
 			if fl != nil && b == fl.Model {
 				return fl.EntryNames()
 			}
@@ -249,8 +249,15 @@ func (fl *Filter) EntryNames() []string {
 	return append(names, "d")
 }
 
-// scalarReader says whether a block of kind k may read the scalars: the
-// scalar step (the step before's values), the step and the diagnostics.
+// varyingModel says whether b is the model of a time-varying filter,
+// which reads the scalars at the step (Func.Varying).
+func (f *Func) varyingModel(b *Block) bool {
+	return slices.ContainsFunc(f.Varying, func(fl *Filter) bool { return fl.Model == b })
+}
+
+// scalarReader says whether a block of kind k may read the scalars and
+// the attenuations: the scalar step (the step before's scalars), the step
+// and the diagnostics.
 func scalarReader(k BlockKind) bool {
 	return k == ScalarStepBlock || k == StepBlock || k == DiagBlock
 }

@@ -34,20 +34,29 @@ func (l *lowerer) attenuation(x *dsl.CallExpr) *ir.Value {
 // filter is unstable at the defaults, is an error at the call.
 func (l *lowerer) resolveAttenuation(fn *ir.Func) {
 	l.noise, l.solved = noise.Analyze(fn, l.describe), map[string]solved{}
-	for _, v := range slices.Clone(fn.Step.Values) {
-		call := l.attens[v]
-		if call == nil {
+	var hostReads []*ir.Value // attenuation_t of time-varying filters in the host block
+	for _, b := range []*ir.Block{fn.ScalarStep, fn.Step} {
+		if b == nil {
 			continue
 		}
-		if sn := l.stateNoise(v.Name); v.Op == ir.OpAttenT && sn != nil && sn.Varying != nil {
-			l.followVarying(fn, v, sn, call)
-			continue
-		}
-		fl, expr := l.filter(fn, v.Name, call)
-		if fl != nil && v.Op == ir.OpAtten && expr != nil {
-			l.replace(fn.Step, v, expr)
+		for _, v := range slices.Clone(b.Values) {
+			call := l.attens[v]
+			if call == nil {
+				continue
+			}
+			if sn := l.stateNoise(v.Name); v.Op == ir.OpAttenT && sn != nil && sn.Varying != nil {
+				if l.followVarying(fn, v, sn, call) && b == fn.ScalarStep {
+					hostReads = append(hostReads, v)
+				}
+				continue
+			}
+			fl, expr := l.filter(fn, v.Name, call)
+			if fl != nil && v.Op == ir.OpAtten && expr != nil {
+				l.replace(b, v, expr)
+			}
 		}
 	}
+	l.advanceHostReads(fn, hostReads)
 }
 
 // describe quotes the source of a step value.

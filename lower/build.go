@@ -38,6 +38,9 @@ func checkDefaults(f *dsl.File, fn *ir.Func) error {
 		return err
 	}
 	err = p.CheckValues(fn.DefaultHypers())
+	if err == nil {
+		return checkVaryingDefaults(f, p)
+	}
 	var nf *interp.NonFiniteValueError
 	if !errors.As(err, &nf) {
 		return err
@@ -64,6 +67,29 @@ func checkKernelConstants(f *dsl.File, fn *ir.Func) error {
 			errs.Addf(f.Step.Keyword, "a constant of the step is %v in float32, where it meets a per-coordinate value: "+
 				"constants must be finite in float32 there (at most 3.4028235e+38)", v.Const)
 			return errs
+		}
+	}
+	return nil
+}
+
+// VaryingCheckSteps is how many steps of a time-varying filter's schedule
+// checkVaryingDefaults follows at the defaults; the runtime checks every
+// step it runs.
+const VaryingCheckSteps = 10000
+
+// checkVaryingDefaults reports, at the state's declaration, a time-varying
+// filter that grows at one of the first VaryingCheckSteps steps at the
+// default hypers and sigma_w2 = 0 (interp.Program.CheckVarying).
+func checkVaryingDefaults(f *dsl.File, p *interp.Program) error {
+	h := p.Func.DefaultHypers()
+	for t := 0; t < VaryingCheckSteps && len(p.Func.Varying) > 0; t++ {
+		var us *interp.UnstableStepError
+		if err := p.CheckVarying(h, t, 0); errors.As(err, &us) {
+			var errs dsl.ErrorList
+			errs.Addf(stateDecl(f, us.State), "at the defaults: %v", err)
+			return errs
+		} else if err != nil {
+			return err
 		}
 	}
 	return nil

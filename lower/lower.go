@@ -17,7 +17,7 @@ import (
 // Errors of the source that only lowering finds (an attenuation without a
 // linear, stable filter) come as a dsl.ErrorList.
 func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
-	l := &lowerer{info: info}
+	l := &lowerer{info: info, src: map[*ir.Value]string{}, attens: map[*ir.Value]*dsl.CallExpr{}}
 	fn := &ir.Func{Name: f.Name()}
 	l.lowerHypers(fn, f.Hypers)
 	for _, s := range f.States {
@@ -46,6 +46,7 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 		l.resolveAttenuation(fn)
 		l.addNoiseFilter(fn, f.Noise)
 		l.boundFilters(fn, f)
+		l.varyingFilters(fn)
 		fn.Diags = l.lowerDiagnostics(f, fn)
 	}
 	switch {
@@ -72,6 +73,10 @@ type lowerer struct {
 	// scalarsAfter holds each scalar's value at the end of the host block
 	// (lowerScalars), which a time-varying filter's coefficients read.
 	scalarsAfter map[string]*ir.Value
+	// covariances names, by its sorted states, the state whose
+	// time-varying filter's covariance scalars hold each filter's Σ_t
+	// (covarianceOf).
+	covariances map[string]string
 }
 
 func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *ir.Value {
@@ -191,7 +196,6 @@ func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*ir.Block, *ir.Observation) 
 
 func (l *lowerer) lowerStep(d *dsl.StepDecl, nd *dsl.NoiseDecl) *ir.Block {
 	l.b, l.env = &ir.Block{Name: "step", Kind: ir.StepBlock}, map[string]*ir.Value{}
-	l.src, l.attens = map[*ir.Value]string{}, map[*ir.Value]*dsl.CallExpr{}
 	l.lowerNoise(nd)
 	for _, s := range l.starts {
 		l.startFrom(s)

@@ -3,6 +3,7 @@ package lower
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
@@ -24,23 +25,123 @@ import (
 // checkpoint restores them from t and the hypers, and explain prints them.
 
 // followVarying lowers attenuation_t(s) of the time-varying filter of
-// sn: v becomes a read of the scalar that holds Σ_t[s][s].
-func (l *lowerer) followVarying(fn *ir.Func, v *ir.Value, sn *noise.StateNoise, call *dsl.CallExpr) {
+// sn: v becomes a read of the scalar that holds Σ_t[s][s] (in the host
+// block, of its value at the step before, which advanceHostReads
+// advances). It reports whether it did.
+func (l *lowerer) followVarying(fn *ir.Func, v *ir.Value, sn *noise.StateNoise, call *dsl.CallExpr) bool {
 	if sn.Start != "" {
 		l.errs.Addf(call.Pos(), "attenuation_t(%s): the filter starts otherwise at step 0, at %s; the finite-time gain is derived "+
 			"for filters that start from their buffers", sn.State, sn.Start)
-		return
+		return false
 	}
 	if k := len(sn.Varying.States); k > noise.MaxVaryingStates {
 		l.errs.Addf(call.Pos(), "attenuation_t(%s): its filter varies with the step and has %d states; the host follows its "+
 			"covariance, k(k+1)/2 scalars of k² terms each, for at most %d", sn.State, k, noise.MaxVaryingStates)
-		return
+		return false
 	}
-	name := CovarianceScalar(sn.State, "", "")
-	if !slices.Contains(fn.Scalars, name) {
+	v.Op, v.Args, v.Name = ir.OpScalar, nil, l.covarianceOf(fn, sn)
+	return true
+}
+
+// covarianceOf names the scalar that holds Σ_t[s][s] of state s's
+// time-varying filter, adding the filter's covariance scalars on its first
+// use: a state whose filter is over the same states as one followed
+// already (an alpha-beta tracker's l and s) reads that one's.
+func (l *lowerer) covarianceOf(fn *ir.Func, sn *noise.StateNoise) string {
+	key := strings.Join(slices.Sorted(slices.Values(sn.Varying.States)), ",")
+	owner, ok := l.covariances[key]
+	if !ok {
+		if l.covariances == nil {
+			l.covariances = map[string]string{}
+		}
+		owner, l.covariances[key] = sn.State, sn.State
 		l.covarianceScalars(fn, sn.Varying)
 	}
-	v.Op, v.Args, v.Name = ir.OpScalar, nil, name
+	if owner == sn.State {
+		return CovarianceScalar(sn.State, "", "")
+	}
+	return CovarianceScalar(owner, sn.State, sn.State)
+}
+
+// advanceHostReads makes each read of a covariance scalar in the host
+// block (reads) read its value at this step, Σ_t, as attenuation_t(s)
+// does in step: the reads use the value the block stores, and the block
+// is put in an order that computes it first. Σ_t reads the scalars that
+// the filter's coefficients read at their values at this step, so a
+// scalar computed from attenuation_t(s) of its own filter is a cycle, an
+// error at the call.
+func (l *lowerer) advanceHostReads(fn *ir.Func, reads []*ir.Value) {
+	if len(reads) == 0 {
+		return
+	}
+	stored := map[string]*ir.Value{}
+	for _, st := range fn.ScalarStep.Stores() {
+		stored[st.Name] = st.Args[0]
+	}
+	next := map[*ir.Value]*ir.Value{}
+	for _, v := range reads {
+		next[v] = stored[v.Name]
+	}
+	b := fn.ScalarStep
+	b.Values = slices.DeleteFunc(b.Values, func(v *ir.Value) bool { return next[v] != nil })
+	for _, v := range b.Values {
+		for i, a := range v.Args {
+			if n := next[a]; n != nil {
+				v.Args[i] = n
+			}
+		}
+	}
+	cycle := sortBlock(b)
+	for _, v := range reads {
+		if cycle[next[v]] {
+			call := l.attens[v]
+			l.errs.Addf(call.Pos(), "attenuation_t(%s) in the host block is its value at this step, from its filter's coefficients "+
+				"at this step, which read a scalar computed from it: a cycle (a scalar assigned after reading it reads the value at the step before)", dsl.ExprString(call.Args[0]))
+			return
+		}
+	}
+}
+
+// sortBlock orders b's values so that each comes after its operands,
+// keeping the order it had where it can; a cycle leaves b as it was and
+// returns the values on it.
+func sortBlock(b *ir.Block) map[*ir.Value]bool {
+	const (
+		visiting = 1
+		done     = 2
+	)
+	mark := map[*ir.Value]int{}
+	var order []*ir.Value
+	var cycle map[*ir.Value]bool
+	var path []*ir.Value
+	var visit func(v *ir.Value)
+	visit = func(v *ir.Value) {
+		switch {
+		case cycle != nil || mark[v] == done:
+			return
+		case mark[v] == visiting:
+			cycle = map[*ir.Value]bool{}
+			for _, p := range path[slices.Index(path, v):] {
+				cycle[p] = true
+			}
+			return
+		}
+		mark[v] = visiting
+		path = append(path, v)
+		for _, a := range v.Args {
+			visit(a)
+		}
+		path = path[:len(path)-1]
+		mark[v] = done
+		order = append(order, v)
+	}
+	for _, v := range b.Values {
+		visit(v)
+	}
+	if cycle == nil {
+		b.Values = order
+	}
+	return cycle
 }
 
 // CovarianceScalar names the scalar that holds Σ[zi][zj] of state s's
@@ -130,4 +231,35 @@ func (l *lowerer) hostMatrix(rows [][]poly.Frac) [][]*ir.Value {
 		}
 	}
 	return out
+}
+
+// varyingFilters gives every time-varying filter of at most
+// noise.MaxVaryingStates states a Bounded filter in fn.Varying, one per
+// set of states, whose model reads t and the scalars at the step: the host
+// checks at every step that it does not grow (interp.Program.CheckVarying),
+// and the region it prints comes from Jury's conditions over t and the
+// scalars.
+func (l *lowerer) varyingFilters(fn *ir.Func) {
+	for _, sn := range l.noise.States {
+		m := sn.Varying
+		if m == nil || len(m.States) > noise.MaxVaryingStates ||
+			slices.ContainsFunc(fn.Varying, func(fl *ir.Filter) bool { return slices.Equal(fl.States, m.States) }) {
+			continue
+		}
+		fl := &ir.Filter{State: m.State, States: m.States, Target: m.Target, Bounded: true,
+			Model: &ir.Block{Name: "varying_" + m.State, Kind: ir.ModelBlock}}
+		scalars := map[string]*ir.Value{}
+		for _, name := range fn.Scalars {
+			scalars[name] = fl.Model.NewValue(ir.OpScalar, ir.F64, true)
+			scalars[name].Name = name
+		}
+		names := fl.EntryNames()
+		for i, e := range slices.Concat(slices.Concat(m.M...), m.B) {
+			v := l.lowerUniform(fl.Model, FracExpr(e, l.noise.Symbols), scalars)
+			fl.Model.NewValue(ir.OpStore, ir.None, true, v).Name = names[i]
+		}
+		conds, _ := noise.Conditions(m)
+		fl.Stability = ConditionStrings(conds, l.noise.Symbols)
+		fn.Varying = append(fn.Varying, fl)
+	}
 }

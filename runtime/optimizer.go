@@ -786,7 +786,29 @@ func (o *Optimizer) canStep() error {
 	if err := o.checkObservation(o.hypers); err != nil {
 		return err
 	}
+	if err := o.checkVarying(); err != nil {
+		return err
+	}
 	return o.checkBudget()
+}
+
+// checkVarying refuses the next step where a time-varying filter would
+// grow at it, at any setting of the hypers in use (Options.AllowUnstable
+// drops the check).
+func (o *Optimizer) checkVarying() error {
+	sigmaW2 := o.stepNoise().SigmaW2
+	settings := [][]float64{o.hypers}
+	for _, t := range o.tensors {
+		if t.hypers != nil {
+			settings = append(settings, t.hypers)
+		}
+	}
+	for _, h := range settings {
+		if err := o.prog.CheckVarying(h, o.t, sigmaW2); err != nil {
+			return fmt.Errorf("runtime: step %d refused, nothing changed: %w (Options.AllowUnstable)", o.t, err)
+		}
+	}
+	return nil
 }
 
 // NonFiniteError reports a gradient entry that is NaN or ±Inf.

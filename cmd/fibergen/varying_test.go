@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/floatbits"
@@ -38,7 +41,8 @@ func varyingCovariance(beta, warmup float64, steps int) (mean, ll, ls, ss []floa
 
 // TestVaryingAttenuation checks the finite-time gains of time-varying
 // filters, as explain reports the scalars that hold them, against the
-// test's own recursion: the running mean's is 1/(t+1).
+// test's own recursion: the running mean's is 1/(t+1); and a host block's
+// sum of them, which reads each at its step.
 func TestVaryingAttenuation(t *testing.T) {
 	var x struct {
 		Scalars []struct {
@@ -58,9 +62,19 @@ func TestVaryingAttenuation(t *testing.T) {
 			t.Fatal(err)
 		}
 		mean, ll, ls, ss := varyingCovariance(set.beta, set.warmup, 10001)
-		want := map[string][]float64{"attenuation_t(mean)": mean, "attenuation_t(l)": ll, "attenuation_t(l)[l,s]": ls, "attenuation_t(l)[s,s]": ss}
+		acc := make([]float64, len(ll)) // the host block's sum of sigma_w2 * attenuation_t(l), at explain's sigma_w2 = 1
+		for i := range ll {
+			acc[i] = ll[i]
+			if i > 0 {
+				acc[i] += acc[i-1]
+			}
+		}
+		want := map[string][]float64{"attenuation_t(mean)": mean, "attenuation_t(l)": ll, "attenuation_t(l)[l,s]": ls, "attenuation_t(l)[s,s]": ss, "acc": acc}
 		seen := 0
 		for _, s := range x.Scalars {
+			if s.Name == "attenuation_t(s)" {
+				t.Errorf("%v: attenuation_t(s) has scalars of its own; s's filter is l's, whose covariance holds it", set.args)
+			}
 			w := want[s.Name]
 			if w == nil {
 				continue
@@ -76,7 +90,7 @@ func TestVaryingAttenuation(t *testing.T) {
 			}
 		}
 		if seen != len(want) {
-			t.Errorf("%v: explain shows %d of the %d covariance scalars", set.args, seen, len(want))
+			t.Errorf("%v: explain shows %d of the %d scalars", set.args, seen, len(want))
 		}
 	}
 }
@@ -99,5 +113,76 @@ func TestRunVaryingBackends(t *testing.T) {
 		if d := floatbits.Diff(first, got); d != "" {
 			t.Errorf("%s against go: %s", backend, d)
 		}
+	}
+}
+
+// scheduleDSL is a filter whose coefficient b follows a schedule past 1
+// when warmup is small: unstable from the step where b > 1.
+const scheduleDSL = `optimizer schedule
+hyper lr = 0.1 in [0, inf)
+hyper warmup = %s in [1, inf)
+scalar b = 0
+state m = 0
+step {
+	host {
+		b = 0.5 + t / warmup
+	}
+	m = b * m + g
+	theta = theta - lr * m
+}
+`
+
+// TestVaryingUnstable checks that a time-varying filter that grows at a
+// step of its schedule is refused with the step and the region: at the
+// declaration of its state when the defaults do it within the first
+// steps, and by the runtime before the step when a setting does; nothing
+// is written either way.
+func TestVaryingUnstable(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.dsl", []byte(fmt.Sprintf(scheduleDSL, "100")))
+	r := runMain("build", bad, "-o", filepath.Join(dir, "out"))
+	want := `bad.dsl:5:7: at the defaults: the filter of state m is unstable at step 51 (b=1.01): its spectral radius there is 1.01, above 1, so m grows (it is stable where 1 - b > 0 and 1 + b > 0)`
+	if r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("build: exit %d, stderr %q, want 1 and %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Errorf("build wrote %s despite the error (%v)", filepath.Join(dir, "out"), err)
+	}
+
+	good := writeFile(t, dir, "good.dsl", []byte(fmt.Sprintf(scheduleDSL, "1e9")))
+	rng := rand.New(rand.NewPCG(1, 2))
+	th, g, out := runInputs(t, randFloats(rng, 8), randFloats(rng, 5*8), 5)
+	r = runMain("run", good, "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--set", "warmup=4")
+	want = `step 3 refused, nothing changed: the filter of state m is unstable at step 3 (b=1.25)`
+	if r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("run: exit %d, stderr %q, want 1 and %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("run wrote %s despite the error (%v)", out, err)
+	}
+	mustRun(t, "run", good, "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--set", "warmup=4", "--allow-unstable")
+}
+
+// TestHostReadCycle checks that a host block whose scalar is computed from
+// attenuation_t of a filter whose coefficients read that scalar is
+// refused at the call.
+func TestHostReadCycle(t *testing.T) {
+	src := `optimizer cycle
+hyper lr = 0.1 in [0, inf)
+scalar b = 0
+state m = 0
+step {
+	host {
+		b = 0.5 * attenuation_t(m)
+	}
+	m = b * m + (1 - b) * g
+	theta = theta - lr * m
+}
+`
+	path := writeFile(t, t.TempDir(), "cycle.dsl", []byte(src))
+	r := runMain("check", path)
+	want := `cycle.dsl:7:13: attenuation_t(m) in the host block is its value at this step`
+	if r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("check: exit %d, stderr %q, want 1 and %q", r.code, r.stderr, want)
 	}
 }

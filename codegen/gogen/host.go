@@ -2,6 +2,7 @@ package gogen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -31,8 +32,8 @@ func (g *generator) genHost() {
 	}
 	if len(g.fn.Scalars) > 0 {
 		hostFields = append(hostFields,
-			jen.Id("scal").Index().Float64().Comment("the scalars "+strings.Join(g.fn.Scalars, ", ")+" at step scalT (scalarsAt)"),
-			jen.Id("scalT").Int())
+			jen.Id("scal").Index().Float64().Comment("the scalars "+strings.Join(g.fn.Scalars, ", ")+" at step scalT and noise variance scalSigma (scalarsAt)"),
+			jen.Id("scalT").Int(), jen.Id("scalSigma").Float64())
 	}
 	g.file.Comment("Host computes the host scalars for one hyper setting: the values that depend")
 	g.file.Comment("on the hypers alone once, in NewHost, the others at every step. It is not")
@@ -90,11 +91,8 @@ func filterFunc(state string) string { return "filter" + exportedName(state) }
 func (g *generator) finiteGains() []*ir.Filter {
 	var out []*ir.Filter
 	for _, fl := range g.fn.Filters {
-		for _, v := range g.fn.Step.Values {
-			if v.Op == ir.OpAttenT && v.Name == fl.State {
-				out = append(out, fl)
-				break
-			}
+		if slices.ContainsFunc(g.hostValues(), func(v *ir.Value) bool { return v.Op == ir.OpAttenT && v.Name == fl.State }) {
+			out = append(out, fl)
 		}
 	}
 	return out
@@ -142,8 +140,8 @@ func (g *generator) genScalarsMethod(fixed map[*ir.Value]bool, kept []*ir.Value)
 			body = append(body, e.define(v, "u"))
 		}
 	}
-	if g.stepUses(ir.OpScalar) {
-		body = append([]jen.Code{jen.Id("sc").Op(":=").Id("c").Dot("scalarsAt").Call(jen.Id("t"))}, body...)
+	if slices.ContainsFunc(g.fn.Step.Values, func(v *ir.Value) bool { return v.Op == ir.OpScalar }) {
+		body = append([]jen.Code{jen.Id("sc").Op(":=").Id("c").Dot("scalarsAt").Call(jen.Id("t"), jen.Id("sigmaW2"))}, body...)
 	}
 	var values []jen.Code
 	for _, v := range g.scalars {
@@ -158,7 +156,8 @@ func (g *generator) genScalarsMethod(fixed map[*ir.Value]bool, kept []*ir.Value)
 
 // genScalarRecursion generates, for an optimizer with scalars, scalarInit
 // and scalarStep from the IR's scalar blocks and Host.scalarsAt, which
-// advances them to a step (ir.Func.Scalars: a function of the hypers and t).
+// advances them to a step (ir.Func.Scalars: a function of the hypers,
+// sigma_w2 and t).
 func (g *generator) genScalarRecursion() {
 	if len(g.fn.Scalars) == 0 {
 		return
@@ -166,17 +165,25 @@ func (g *generator) genScalarRecursion() {
 	names := strings.Join(g.fn.Scalars, ", ")
 	g.file.Commentf("scalarInit returns the scalars %s before step 0.", names)
 	g.file.Func().Id("scalarInit").Params(jen.Id("h").Id("Hypers")).Index().Float64().Block(g.scalarBlock(g.fn.ScalarInit)...)
-	g.file.Commentf("scalarStep returns the scalars %s at step t from sc, their values at step t-1.", names)
-	g.file.Func().Id("scalarStep").Params(jen.Id("h").Id("Hypers"), jen.Id("t").Int(), jen.Id("sc").Index().Float64()).Index().Float64().Block(g.scalarBlock(g.fn.ScalarStep)...)
+	g.file.Commentf("scalarStep returns the scalars %s at step t from sc, their values at step t-1,", names)
+	g.file.Comment("for the hypers of c and the noise variance sigmaW2.")
+	step := g.scalarBlock(g.fn.ScalarStep)
+	if slices.ContainsFunc(g.fn.ScalarStep.Values, func(v *ir.Value) bool { return v.Op == ir.OpHyper || v.Op == ir.OpAtten }) {
+		step = append([]jen.Code{jen.Id("h").Op(":=").Id("c").Dot("h")}, step...)
+	}
+	g.file.Func().Id("scalarStep").Params(jen.Id("c").Op("*").Id("Host"), jen.Id("t").Int(), jen.Id("sigmaW2").Float64(), jen.Id("sc").Index().Float64()).Index().Float64().Block(step...)
 	c := jen.Id("c")
-	g.file.Comment("scalarsAt returns the scalars at step t, advancing them from the last step")
-	g.file.Comment("asked for, or from their initial values for an earlier step.")
-	g.file.Func().Params(c.Clone().Op("*").Id("Host")).Id("scalarsAt").Params(jen.Id("t").Int()).Index().Float64().Block(
-		jen.If(c.Clone().Dot("scal").Op("==").Nil().Op("||").Id("t").Op("<").Add(c.Clone().Dot("scalT"))).Block(
-			jen.List(c.Clone().Dot("scal"), c.Clone().Dot("scalT")).Op("=").List(jen.Id("scalarInit").Call(c.Clone().Dot("h")), jen.Lit(-1))),
+	g.file.Comment("scalarsAt returns the scalars at step t for the noise variance sigmaW2,")
+	g.file.Comment("advancing them from the last step asked for, or from their initial values for")
+	g.file.Comment("an earlier step or another noise variance.")
+	g.file.Func().Params(c.Clone().Op("*").Id("Host")).Id("scalarsAt").Params(jen.Id("t").Int(), jen.Id("sigmaW2").Float64()).Index().Float64().Block(
+		jen.If(c.Clone().Dot("scal").Op("==").Nil().Op("||").Id("t").Op("<").Add(c.Clone().Dot("scalT")).Op("||").
+			Qual("math", "Float64bits").Call(jen.Id("sigmaW2")).Op("!=").Qual("math", "Float64bits").Call(c.Clone().Dot("scalSigma"))).Block(
+			jen.List(c.Clone().Dot("scal"), c.Clone().Dot("scalT"), c.Clone().Dot("scalSigma")).Op("=").
+				List(jen.Id("scalarInit").Call(c.Clone().Dot("h")), jen.Lit(-1), jen.Id("sigmaW2"))),
 		jen.For(c.Clone().Dot("scalT").Op("<").Id("t")).Block(
 			c.Clone().Dot("scalT").Op("++"),
-			c.Clone().Dot("scal").Op("=").Id("scalarStep").Call(c.Clone().Dot("h"), c.Clone().Dot("scalT"), c.Clone().Dot("scal"))),
+			c.Clone().Dot("scal").Op("=").Id("scalarStep").Call(c.Clone(), c.Clone().Dot("scalT"), jen.Id("sigmaW2"), c.Clone().Dot("scal"))),
 		jen.Return(c.Clone().Dot("scal")),
 	)
 }
@@ -244,7 +251,7 @@ func (g *generator) settingFormat(b *ir.Block) (string, []jen.Code) {
 		}
 	}
 	if len(names) == 0 {
-		return "every hyper setting", nil
+		return ir.EverySetting, nil
 	}
 	return strings.Join(names, ", "), args
 }
@@ -280,12 +287,16 @@ func (g *generator) spliceGains() {
 	g.splice(gainFile, roots...)
 }
 
-// stepUses says whether the step has a value of op.
+// stepUses says whether the step or the host block has a value of op.
 func (g *generator) stepUses(op ir.Op) bool {
-	for _, v := range g.fn.Step.Values {
-		if v.Op == op {
-			return true
-		}
+	return slices.ContainsFunc(g.hostValues(), func(v *ir.Value) bool { return v.Op == op })
+}
+
+// hostValues lists the values of the step and of the host block (the
+// scalar step).
+func (g *generator) hostValues() []*ir.Value {
+	if g.fn.ScalarStep == nil {
+		return g.fn.Step.Values
 	}
-	return false
+	return slices.Concat(g.fn.Step.Values, g.fn.ScalarStep.Values)
 }

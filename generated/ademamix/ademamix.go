@@ -169,18 +169,19 @@ type Scalars struct {
 // on the hypers alone once, in NewHost, the others at every step. It is not
 // safe for concurrent use: attenuation_t keeps a running sum.
 type Host struct {
-	h     Hypers
-	u0    float64   // beta1
-	u2    float32   // beta1
-	u8    float32   // 1 - beta1
-	u24   float64   // beta2
-	u26   float32   // beta2
-	u34   float32   // 1 - beta2
-	u62   float32   // 1 - lr * wd
-	u69   float32   // lr
-	u73   float32   // eps
-	scal  []float64 // the scalars beta3_t, alpha_t at step scalT (scalarsAt)
-	scalT int
+	h         Hypers
+	u0        float64   // beta1
+	u2        float32   // beta1
+	u8        float32   // 1 - beta1
+	u24       float64   // beta2
+	u26       float32   // beta2
+	u34       float32   // 1 - beta2
+	u62       float32   // 1 - lr * wd
+	u69       float32   // lr
+	u73       float32   // eps
+	scal      []float64 // the scalars beta3_t, alpha_t at step scalT and noise variance scalSigma (scalarsAt)
+	scalT     int
+	scalSigma float64
 }
 
 // NewHost checks h (Validate) and computes the host values that depend on the
@@ -221,7 +222,7 @@ func NewHost(h Hypers) (*Host, error) {
 // Scalars computes the host scalars of step t (from 0) with the DP noise
 // variance per coordinate sigmaW2.
 func (c *Host) Scalars(t int, sigmaW2 float64) Scalars {
-	sc := c.scalarsAt(t)
+	sc := c.scalarsAt(t, sigmaW2)
 	u12 := sc[0]
 	u14 := float32(u12)
 	u18 := float64(1.0 - u12)
@@ -263,8 +264,10 @@ func scalarInit(h Hypers) []float64 {
 	return []float64{0.0, 0.0}
 }
 
-// scalarStep returns the scalars beta3_t, alpha_t at step t from sc, their values at step t-1.
-func scalarStep(h Hypers, t int, sc []float64) []float64 {
+// scalarStep returns the scalars beta3_t, alpha_t at step t from sc, their values at step t-1,
+// for the hypers of c and the noise variance sigmaW2.
+func scalarStep(c *Host, t int, sigmaW2 float64, sc []float64) []float64 {
+	h := c.h
 	u0 := h.Warmup
 	u2 := oneIf[float64](u0 > 0.0)
 	u3 := float64(t)
@@ -289,15 +292,16 @@ func scalarStep(h Hypers, t int, sc []float64) []float64 {
 	return []float64{u27, u30}
 }
 
-// scalarsAt returns the scalars at step t, advancing them from the last step
-// asked for, or from their initial values for an earlier step.
-func (c *Host) scalarsAt(t int) []float64 {
-	if c.scal == nil || t < c.scalT {
-		c.scal, c.scalT = scalarInit(c.h), -1
+// scalarsAt returns the scalars at step t for the noise variance sigmaW2,
+// advancing them from the last step asked for, or from their initial values for
+// an earlier step or another noise variance.
+func (c *Host) scalarsAt(t int, sigmaW2 float64) []float64 {
+	if c.scal == nil || t < c.scalT || math.Float64bits(sigmaW2) != math.Float64bits(c.scalSigma) {
+		c.scal, c.scalT, c.scalSigma = scalarInit(c.h), -1, sigmaW2
 	}
 	for c.scalT < t {
 		c.scalT++
-		c.scal = scalarStep(c.h, c.scalT, c.scal)
+		c.scal = scalarStep(c, c.scalT, sigmaW2, c.scal)
 	}
 	return c.scal
 }

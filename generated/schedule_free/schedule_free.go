@@ -157,14 +157,15 @@ type Scalars struct {
 // on the hypers alone once, in NewHost, the others at every step. It is not
 // safe for concurrent use: attenuation_t keeps a running sum.
 type Host struct {
-	h     Hypers
-	u16   float32   // beta2
-	u24   float32   // 1 - beta2
-	u32   float32   // eps
-	u37   float32   // wd
-	u58   float32   // 1 - beta1
-	scal  []float64 // the scalars lr_t, c_t, sum2 at step scalT (scalarsAt)
-	scalT int
+	h         Hypers
+	u16       float32   // beta2
+	u24       float32   // 1 - beta2
+	u32       float32   // eps
+	u37       float32   // wd
+	u58       float32   // 1 - beta1
+	scal      []float64 // the scalars lr_t, c_t, sum2 at step scalT and noise variance scalSigma (scalarsAt)
+	scalT     int
+	scalSigma float64
 }
 
 // NewHost checks h (Validate) and computes the host values that depend on the
@@ -196,7 +197,7 @@ func NewHost(h Hypers) (*Host, error) {
 // Scalars computes the host scalars of step t (from 0) with the DP noise
 // variance per coordinate sigmaW2.
 func (c *Host) Scalars(t int, sigmaW2 float64) Scalars {
-	sc := c.scalarsAt(t)
+	sc := c.scalarsAt(t, sigmaW2)
 	u1 := float64(t)
 	u3 := oneIf[float64](u1 == 0.0)
 	u5 := float32(u3)
@@ -230,8 +231,10 @@ func scalarInit(h Hypers) []float64 {
 	return []float64{0.0, 0.0, 0.0}
 }
 
-// scalarStep returns the scalars lr_t, c_t, sum2 at step t from sc, their values at step t-1.
-func scalarStep(h Hypers, t int, sc []float64) []float64 {
+// scalarStep returns the scalars lr_t, c_t, sum2 at step t from sc, their values at step t-1,
+// for the hypers of c and the noise variance sigmaW2.
+func scalarStep(c *Host, t int, sigmaW2 float64, sc []float64) []float64 {
+	h := c.h
 	u0 := h.Lr
 	u2 := h.Beta2
 	u3 := float64(t)
@@ -254,15 +257,16 @@ func scalarStep(h Hypers, t int, sc []float64) []float64 {
 	return []float64{u19, u32, u23}
 }
 
-// scalarsAt returns the scalars at step t, advancing them from the last step
-// asked for, or from their initial values for an earlier step.
-func (c *Host) scalarsAt(t int) []float64 {
-	if c.scal == nil || t < c.scalT {
-		c.scal, c.scalT = scalarInit(c.h), -1
+// scalarsAt returns the scalars at step t for the noise variance sigmaW2,
+// advancing them from the last step asked for, or from their initial values for
+// an earlier step or another noise variance.
+func (c *Host) scalarsAt(t int, sigmaW2 float64) []float64 {
+	if c.scal == nil || t < c.scalT || math.Float64bits(sigmaW2) != math.Float64bits(c.scalSigma) {
+		c.scal, c.scalT, c.scalSigma = scalarInit(c.h), -1, sigmaW2
 	}
 	for c.scalT < t {
 		c.scalT++
-		c.scal = scalarStep(c.h, c.scalT, c.scal)
+		c.scal = scalarStep(c, c.scalT, sigmaW2, c.scal)
 	}
 	return c.scal
 }

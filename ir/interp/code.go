@@ -108,7 +108,7 @@ func slot(fn *ir.Func, name string) int {
 func (c *code) host(h []float64, t int, sigmaW2 float64) regs {
 	var scal []float64
 	if c.scalars != nil {
-		scal = c.scalars.at(h, t)
+		scal = c.scalars.at(h, t, sigmaW2)
 	}
 	return c.hostWith(h, t, sigmaW2, scal)
 }

@@ -22,6 +22,7 @@ type Program struct {
 	init    *code
 	obsArg  *code
 	scalars []*ir.Value // ir.HostScalars(Func.Step): the kernels' scalar arguments
+	varying []varyingCheck
 }
 
 // New prepares fn, which must be optimized (ir.Optimize) so that each block
@@ -39,7 +40,10 @@ func New(fn *ir.Func) (*Program, error) {
 	}
 	if err == nil {
 		p.step.gains = newGains(fn)
-		p.step.scalars, err = newScalarTrack(fn)
+		p.step.scalars, err = newScalarTrack(fn, p.step.gains)
+	}
+	if err == nil {
+		p.varying, err = compileVarying(fn)
 	}
 	return p, err
 }

@@ -17,6 +17,13 @@ const (
 
 const numericOnly = "the stability of some states is checked numerically only"
 
+// Conditions are the stability conditions of m's transition, "… > 0"
+// fractions that hold together exactly where M is stable, and a note on
+// what they leave to the numeric check (Gain.Conditions, for a model
+// without a steady state too: a time-varying filter's, over t and the
+// scalars).
+func Conditions(m *Model) ([]poly.Frac, string) { return stabilityConditions(m.M) }
+
 // stabilityConditions derives conditions "… > 0" that hold together
 // exactly when every eigenvalue of m lies inside the unit circle. The
 // eigenvalues of m are those of the diagonal blocks of its strongly

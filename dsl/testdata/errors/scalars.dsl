@@ -1,5 +1,6 @@
 // Scalars: uniform values carried from step to step, updated in the host
-// block that opens step, from numbers, hypers, t and scalars only.
+// block that opens step, from numbers, hypers, t, sigma_w2, the
+// attenuations and scalars only.
 
 optimizer scalars
 
@@ -13,11 +14,12 @@ state m = 0
 step {
 	host {
 		prev = c
-		c = 0.9 * c + lr * min(t, 1)
+		x = sigma_w2 * attenuation_t(m) // the noise's variance and gain may be read
+		c = 0.9 * c + lr * min(t, 1) + x
 		f = 2 * f
-		d = m           // ERROR col=7 "^the host block computes the scalars once per step, in float64: it may read numbers, hypers, t, scalars and its own locals, not per-coordinate m$"
+		d = m           // ERROR col=7 "^the host block computes the scalars once per step, in float64: it may read numbers, hypers, t, sigma_w2, scalars, the attenuations and its own locals, not per-coordinate m$"
 		m = prev        // ERROR col=3 "^the host block updates scalars and binds locals; state m is per coordinate: update it in step$"
-		x = sigma_w2    // ERROR col=7 "^the host block may not read sigma_w2: a scalar is a function of the hypers and t alone, which is how a checkpoint restores it$"
+		y = attenuation(x) // ERROR col=19 "^the argument of attenuation must be the name of a state$"
 	}
 	m = m + g * c + prev // ERROR col=18 "^prev is a local of the host block, which only the host block reads; keep the value in a scalar to read it in step$"
 	c = 1               // ERROR col=2 "^scalar c is updated in the host block, once per step, not per coordinate in step$"
