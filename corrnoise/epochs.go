@@ -17,11 +17,10 @@ import (
 // part together (i ≡ j mod b) and Σ_{j≡i} X_jj = 1 for every i: then the
 // sensitivity is exactly 1 for any contributions (the columns of a pattern
 // are orthogonal). This is the structure the paper's optimum has and its
-// released primal optimizer imposes; it loses nothing against any C (every
-// BLT included), because every C with unit sensitivity also obeys the
-// lower bound LowerBound returns (epochBound, from a dual of the problem
-// that holds for every C), and the optimum found meets that bound to the
-// tolerance. The search is L-BFGS projected onto those constraints
+// released primal optimizer imposes. It loses nothing against any C (every
+// BLT included): the LowerBound reported (epochs.bound, a dual value) holds
+// for every C of unit sensitivity, and the loss found meets it to about
+// 1e-11 relatively. The search is L-BFGS projected onto the constraints
 // (lbfgs); the loss reported is that of the X reached, rescaled to unit
 // sensitivity.
 func OptimalDenseEpochs(n, b int) (Dense, error) {

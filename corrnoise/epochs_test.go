@@ -14,7 +14,8 @@ import (
 
 // At b = 1 every step is one pattern, X is diagonal with trace 1 and
 // tr(AᵀA X⁻¹) = Σ_t (n−t)/X_tt is least at X_tt ∝ √(n−t): the mean loss is
-// (Σ_{m=1}^n √m)²/n. At b = n it is Denisov's one participation.
+// (Σ_{m=1}^n √m)²/n. At b = n it is Denisov's one participation, whose
+// own dual bound meets its loss.
 func TestOptimalDenseEpochsClosedForms(t *testing.T) {
 	for _, c := range []struct{ n, b int }{{2, 1}, {17, 1}, {100, 1}, {12, 12}, {40, 40}} {
 		d, err := OptimalDenseEpochs(c.n, c.b)
@@ -33,6 +34,9 @@ func TestOptimalDenseEpochsClosedForms(t *testing.T) {
 				t.Fatal(err)
 			}
 			want = o.MeanLoss
+			if o.LowerBound > o.MeanLoss*(1+1e-12) || o.LowerBound < o.MeanLoss*(1-1e-8) {
+				t.Errorf("n=%d: OptimalDense's dual bound %v against its loss %v", c.n, o.LowerBound, o.MeanLoss)
+			}
 		}
 		if !near(d.MeanLoss, want, 1e-9) || d.Participations != (c.n+c.b-1)/c.b {
 			t.Errorf("n=%d b=%d: mean loss %v (k %d), want %v", c.n, c.b, d.MeanLoss, d.Participations, want)
