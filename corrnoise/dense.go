@@ -3,6 +3,7 @@ package corrnoise
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // DenseSteps is the most steps OptimalDense takes: each of its iterations
@@ -12,8 +13,14 @@ const DenseSteps = 120
 // Dense is the optimal dense factorization of the prefix sums under one
 // participation and its mean loss (sens² × mean error).
 type Dense struct {
-	Steps      int     `json:"steps"`
-	MeanLoss   float64 `json:"mean_loss"`
+	Steps          int     `json:"steps"`
+	MinSep         int     `json:"min_sep"`
+	Participations int     `json:"participations"`
+	MeanLoss       float64 `json:"mean_loss"`
+	// LowerBound is a lower bound on the mean loss of every factorization
+	// under the participation (a dual value): MeanLoss − LowerBound bounds
+	// how far MeanLoss is from the optimum.
+	LowerBound float64 `json:"lower_bound"`
 	Iterations int     `json:"iterations"`
 }
 
@@ -26,7 +33,9 @@ type Dense struct {
 // X = Λ^{-1/2} M Λ^{-1/2} with M = (Λ^{1/2} G Λ^{1/2})^{1/2}, at the λ with
 // λ_i = M_ii; then tr(G X⁻¹) = tr M. The iteration λ ← diag(M) runs until
 // diag(X) is within 1e-9 of 1; the loss reported is max_i X_ii · tr M / n,
-// that of the X reached, so it never understates the optimum's loss.
+// that of the X reached, so it never understates the optimum's loss. The
+// lower bound is the dual value at λ, (tr M)²/(n Σλ) (epochs.bound with
+// U = Λ).
 func OptimalDense(n int) (Dense, error) {
 	if n < 1 || n > DenseSteps {
 		return Dense{}, fmt.Errorf("corrnoise: the dense optimum takes 1 to %d steps, got %d", DenseSteps, n)
@@ -38,19 +47,21 @@ func OptimalDense(n int) (Dense, error) {
 	var diag []float64
 	var trace float64
 	it := 0
-	for it < 2000 {
+	for {
 		it++
 		diag, trace = sqrtDiag(scaledGram(lambda))
-		if converged(diag, lambda) {
+		if converged(diag, lambda) || it == 2000 {
 			break
 		}
 		copy(lambda, diag)
 	}
-	worst := 0.0
+	worst, sum := 0.0, 0.0
 	for i := range diag {
 		worst = math.Max(worst, diag[i]/lambda[i])
+		sum += lambda[i]
 	}
-	return Dense{Steps: n, MeanLoss: worst * trace / float64(n), Iterations: it}, nil
+	return Dense{Steps: n, MinSep: n, Participations: 1, MeanLoss: worst * trace / float64(n),
+		LowerBound: trace * trace / (sum * float64(n)), Iterations: it}, nil
 }
 
 // converged says whether diag(X)_i = M_ii/λ_i is within 1e-9 of 1.
@@ -165,16 +176,34 @@ func frobenius(a [][]float64) float64 {
 	return s
 }
 
+// denseCache holds the dense optima denseFor has computed, by steps and
+// minimum separation: a table or a search asks for each several times.
+var denseCache = struct {
+	sync.Mutex
+	m map[[2]int]Dense
+}{m: map[[2]int]Dense{}}
+
 // denseFor returns the dense optimum Design reports next to a design: for
-// the mean objective under one participation and at most DenseSteps
-// steps, else nil.
-func denseFor(n, k int, o Objective) *Dense {
-	if k != 1 || o != Mean || n > DenseSteps {
+// the mean objective and at most DenseSteps steps, OptimalDense under one
+// participation and OptimalDenseEpochs under several; else nil.
+func denseFor(n, b, k int, o Objective) *Dense {
+	if o != Mean || n > DenseSteps {
 		return nil
 	}
-	d, err := OptimalDense(n)
-	if err != nil {
-		return nil
+	denseCache.Lock()
+	defer denseCache.Unlock()
+	d, ok := denseCache.m[[2]int{n, b}]
+	if !ok {
+		var err error
+		if k == 1 {
+			d, err = OptimalDense(n)
+		} else {
+			d, err = OptimalDenseEpochs(n, b)
+		}
+		if err != nil {
+			return nil
+		}
+		denseCache.m[[2]int{n, b}] = d
 	}
 	return &d
 }

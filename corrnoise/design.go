@@ -57,7 +57,8 @@ type Mechanism struct {
 	Loss     Loss `json:"loss"`
 	DPSGD    Loss `json:"dp_sgd"`
 	// Dense is the optimal dense factorization's mean loss where Design
-	// computes it (OptimalDense), else nil.
+	// computes it (OptimalDense under one participation, OptimalDenseEpochs
+	// under several, fixed epochs of MinSep steps), else nil.
 	Dense *Dense `json:"dense,omitempty"`
 }
 
@@ -177,7 +178,7 @@ func (m *Mechanism) finish(designed BLT) error {
 	if m.DPSGD, err = DPSGD(m.Steps, m.MinSep); err != nil {
 		return err
 	}
-	m.Dense = denseFor(m.Steps, m.Participations, m.Objective)
+	m.Dense = denseFor(m.Steps, m.MinSep, m.Participations, m.Objective)
 	return nil
 }
 

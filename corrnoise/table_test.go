@@ -36,20 +36,23 @@ func tableRow(n, b, d int) (string, error) {
 }
 
 // reference is the row's comparison: under one participation, the square
-// root factorization's max loss and, where computed, the optimal dense
-// factorization's mean loss.
+// root factorization's max loss; where computed, the optimal dense
+// factorization's mean loss (under several participations, fixed epochs).
 func reference(n, b int, mean Mechanism) string {
-	if b < n {
+	var parts []string
+	if b == n {
+		f := sqrtCoefficients(n)
+		inv, _ := Inverse(f)
+		l, _ := Evaluate(f, inv, n, n)
+		parts = append(parts, fmt.Sprintf("sqrt max %.6g, mean %.6g", l.Max(), l.Mean()))
+	}
+	if mean.Dense != nil {
+		parts = append(parts, fmt.Sprintf("dense mean %.6g", mean.Dense.MeanLoss))
+	}
+	if parts == nil {
 		return "–"
 	}
-	f := sqrtCoefficients(n)
-	inv, _ := Inverse(f)
-	l, _ := Evaluate(f, inv, n, n)
-	s := fmt.Sprintf("sqrt max %.6g, mean %.6g", l.Max(), l.Mean())
-	if mean.Dense != nil {
-		s += fmt.Sprintf("; dense mean %.6g", mean.Dense.MeanLoss)
-	}
-	return s
+	return strings.Join(parts, "; ")
 }
 
 // tableSettings are the rows: n ∈ {100, 1000, 10000}, b ∈ {1, n/10, n},

@@ -181,11 +181,21 @@ func printMechanism(w io.Writer, m corrnoise.Mechanism) {
 	fmt.Fprintf(w, "error at unit sensitivity: max %.6g, mean %.6g\n", m.Loss.Max(), m.Loss.Mean())
 	fmt.Fprintf(w, "DP-SGD:                    max %.6g, mean %.6g\n", m.DPSGD.Max(), m.DPSGD.Mean())
 	fmt.Fprintf(w, "ratio to DP-SGD (%s): %.4g\n", m.Objective, m.Ratio())
-	if m.Dense != nil {
-		fmt.Fprintf(w, "optimal dense factorization (one participation, Denisov et al. 2022): mean %.6g, ratio %.4g\n",
-			m.Dense.MeanLoss, m.Loss.Mean()/m.Dense.MeanLoss)
-	}
+	printDense(w, m)
 	printShipped(w, m.Noise)
+}
+
+// printDense prints the optimal dense factorization's mean loss where the
+// design has it, and the design's mean loss over it.
+func printDense(w io.Writer, m corrnoise.Mechanism) {
+	if m.Dense == nil {
+		return
+	}
+	schema := "one participation, Denisov et al. 2022"
+	if m.Dense.Participations > 1 {
+		schema = fmt.Sprintf("%d participations, fixed epochs of %d steps, Choquette-Choo et al. 2023", m.Dense.Participations, m.Dense.MinSep)
+	}
+	fmt.Fprintf(w, "optimal dense factorization (%s): mean %.6g, ratio %.4g\n", schema, m.Dense.MeanLoss, m.Loss.Mean()/m.Dense.MeanLoss)
 }
 
 // floats spells xs as [a b c] with %.9g.

@@ -75,10 +75,18 @@ func normalize(block string) string {
 }
 
 func TestMechanismText(t *testing.T) {
-	r := mustRun(t, "mechanism", "--steps=60", "--min-sep=60", "--buffers=1", "--objective", "mean")
-	for _, want := range []string{"noise filter C⁻¹", "strategy C", "sensitivity", "DP-SGD:", "ratio to DP-SGD (mean)", "optimal dense factorization"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	for _, c := range []struct {
+		args  []string
+		dense string
+	}{
+		{[]string{"--steps=60", "--min-sep=60"}, "optimal dense factorization (one participation, Denisov et al. 2022): mean "},
+		{[]string{"--steps=60", "--min-sep=6"}, "optimal dense factorization (10 participations, fixed epochs of 6 steps, Choquette-Choo et al. 2023): mean "},
+	} {
+		r := mustRun(t, append([]string{"mechanism", "--buffers=1", "--objective", "mean"}, c.args...)...)
+		for _, want := range []string{"noise filter C⁻¹", "strategy C", "sensitivity", "DP-SGD:", "ratio to DP-SGD (mean)", c.dense} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("%v: stdout lacks %q:\n%s", c.args, want, r.stdout)
+			}
 		}
 	}
 }
