@@ -50,7 +50,7 @@ func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[stri
 			notLinear[sn.State] = "the look-ahead point that two_point adds for the trainer: a function of theta, not a filter of the noise"
 			continue
 		case sn.Model == nil:
-			notLinear[sn.State] = sn.Why + noise.VaryingNote(sn)
+			notLinear[sn.State] = sn.Why + noise.VaryingNote(sn) + varyingCheck(fn, sn)
 			continue
 		}
 		g, err := noise.Solve(sn.Model, an.Symbols)
@@ -175,4 +175,18 @@ func matrixString(m [][]string) string {
 func named(fn *ir.Func, s string) bool {
 	fl := fn.Filter(s)
 	return fl != nil && !fl.Bounded
+}
+
+// varyingCheck says how the host checks the time-varying filter of sn at
+// every step (ir.Func.Varying), or "" for none.
+func varyingCheck(fn *ir.Func, sn noise.StateNoise) string {
+	for _, fl := range fn.Varying {
+		if sn.Varying != nil && slices.Equal(fl.States, sn.Varying.States) {
+			if len(fl.Stability) == 0 {
+				return "; the host checks its spectral radius before every step"
+			}
+			return "; the host checks before every step that it does not grow there (stable where " + strings.Join(fl.Stability, " and ") + ")"
+		}
+	}
+	return ""
 }
