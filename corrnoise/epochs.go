@@ -74,18 +74,9 @@ func (e epochs) size(i int) int { return (e.n - i + e.b - 1) / e.b }
 // space, in place: zero where two steps take part together, and each
 // pattern's diagonal summing to 0.
 func (e epochs) project(d []float64) {
-	n := e.n
-	mean := make([]float64, e.b)
-	for i := range n {
-		for j := range n {
-			if i != j && e.together(i, j) {
-				d[i*n+j] = 0
-			}
-		}
-		mean[i%e.b] += d[i*n+i] / float64(e.size(i%e.b))
-	}
-	for i := range n {
-		d[i*n+i] -= mean[i%e.b]
+	sum := e.zeroTogether(d)
+	for i := range e.n {
+		d[i*e.n+i] -= sum[i%e.b] / float64(e.size(i%e.b))
 	}
 }
 
@@ -93,6 +84,18 @@ func (e epochs) project(d []float64) {
 // part together, then divided by its largest pattern diagonal sum, the
 // sensitivity².
 func (e epochs) enforce(x []float64) {
+	worst := 0.0
+	for _, s := range e.zeroTogether(x) {
+		worst = math.Max(worst, s)
+	}
+	for i := range x {
+		x[i] /= worst
+	}
+}
+
+// zeroTogether zeroes x (n×n, row-major) where two steps take part
+// together, in place, and returns each pattern's diagonal sum.
+func (e epochs) zeroTogether(x []float64) []float64 {
 	n := e.n
 	sum := make([]float64, e.b)
 	for i := range n {
@@ -103,13 +106,7 @@ func (e epochs) enforce(x []float64) {
 		}
 		sum[i%e.b] += x[i*n+i]
 	}
-	worst := 0.0
-	for _, s := range sum {
-		worst = math.Max(worst, s)
-	}
-	for i := range x {
-		x[i] /= worst
-	}
+	return sum
 }
 
 // evaluate returns tr(AᵀA X⁻¹) and H = X⁻¹Aᵀ (row-major), ok false where
