@@ -127,9 +127,7 @@ func (f *Func) CheckNoise(h []float64) error {
 	setting := f.SettingOf(f.Noise.Model, h)
 	if rho := gain.SpectralRadius(m, len(f.Noise.States)); !(rho < 1) {
 		msg := fmt.Sprintf("the noise filter is unstable at %s: the spectral radius of its buffers is %.6g, not below 1, so the noise it correlates never decays", setting, rho)
-		if len(f.Noise.Stability) > 0 {
-			msg += " (it is stable where " + strings.Join(f.Noise.Stability, " and ") + ")"
-		}
+		msg += StableWhere(f.Noise.Stability)
 		return errors.New(msg)
 	}
 	if d == 0 || math.IsNaN(d) || math.IsInf(d, 0) {
@@ -188,13 +186,20 @@ func (fl *Filter) UnstableFormat(setting string) string {
 	if fl.Bounded {
 		msg = fmt.Sprintf("the filter of state %s is unstable at %s: its spectral radius is %%.6g, above 1, so %s grows without bound", fl.State, setting, fl.State)
 	}
-	if len(fl.Stability) > 0 {
-		msg += " (it is stable where " + strings.Join(fl.Stability, " and ") + ")"
-	}
+	msg += StableWhere(fl.Stability)
 	return msg
 }
 
-// settingOf prints the hypers block b reads, with their values in h.
+// StableWhere is the end of an unstable filter's message that gives its
+// stability region, conds (Filter.Stability), or "" where none was derived.
+func StableWhere(conds []string) string {
+	if len(conds) == 0 {
+		return ""
+	}
+	return " (it is stable where " + strings.Join(conds, " and ") + ")"
+}
+
+// SettingOf prints the hypers block b reads, with their values in h.
 func (f *Func) SettingOf(b *Block, h []float64) string {
 	var parts []string
 	for _, hy := range f.Hypers {

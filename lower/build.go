@@ -82,7 +82,7 @@ const VaryingCheckSteps = 10000
 // default hypers and sigma_w2 = 0 (interp.Program.CheckVarying).
 func checkVaryingDefaults(f *dsl.File, p *interp.Program) error {
 	h := p.Func.DefaultHypers()
-	for t := 0; t < VaryingCheckSteps && len(p.Func.Varying) > 0; t++ {
+	for t := range VaryingCheckSteps {
 		var us *interp.UnstableStepError
 		if err := p.CheckVarying(h, t, 0); errors.As(err, &us) {
 			var errs dsl.ErrorList

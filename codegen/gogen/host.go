@@ -237,7 +237,7 @@ func (g *generator) genFilter(fl *ir.Filter) {
 }
 
 // settingFormat is a format for the hypers block b reads, "name=%v, ...",
-// with their fields in h as arguments (ir.Func's settingOf).
+// with their fields in h as arguments (ir.Func.SettingOf).
 func (g *generator) settingFormat(b *ir.Block) (string, []jen.Code) {
 	var names []string
 	var args []jen.Code

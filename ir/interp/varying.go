@@ -2,6 +2,7 @@ package interp
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/gain"
@@ -39,12 +40,8 @@ type UnstableStepError struct {
 }
 
 func (e *UnstableStepError) Error() string {
-	msg := fmt.Sprintf("the filter of state %s is unstable at step %d (%s): its spectral radius there is %.6g, above 1, so %s grows",
-		e.State, e.Step, e.Setting, e.Radius, e.State)
-	if len(e.Region) > 0 {
-		msg += " (it is stable where " + strings.Join(e.Region, " and ") + ")"
-	}
-	return msg
+	return fmt.Sprintf("the filter of state %s is unstable at step %d (%s): its spectral radius there is %.6g, above 1, so %s grows",
+		e.State, e.Step, e.Setting, e.Radius, e.State) + ir.StableWhere(e.Region)
 }
 
 // CheckVarying reports, as an *UnstableStepError, a time-varying filter
@@ -85,18 +82,7 @@ func (p *Program) varyingSetting(fl *ir.Filter, h []float64, scal []float64) str
 	return strings.Join(parts, ", ")
 }
 
-// readsScalar says whether b reads scalar name in a value that it uses.
+// readsScalar says whether b, optimized (no dead values), reads scalar name.
 func readsScalar(b *ir.Block, name string) bool {
-	used := map[*ir.Value]bool{}
-	for _, v := range b.Values {
-		for _, a := range v.Args {
-			used[a] = true
-		}
-	}
-	for _, v := range b.Values {
-		if v.Op == ir.OpScalar && v.Name == name && used[v] {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(b.Values, func(v *ir.Value) bool { return v.Op == ir.OpScalar && v.Name == name })
 }
