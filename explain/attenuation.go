@@ -181,7 +181,7 @@ func named(fn *ir.Func, s string) bool {
 // every step (ir.Func.Varying), or "" for none.
 func varyingCheck(fn *ir.Func, sn noise.StateNoise) string {
 	for _, fl := range fn.Varying {
-		if sn.Varying != nil && slices.Equal(fl.States, sn.Varying.States) {
+		if sn.Varying != nil && fl.Over(sn.Varying.States) {
 			if len(fl.Stability) == 0 {
 				return "; the host checks its spectral radius before every step"
 			}

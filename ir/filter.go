@@ -190,6 +190,11 @@ func (fl *Filter) UnstableFormat(setting string) string {
 	return msg
 }
 
+// Over reports whether fl is a filter over the set states, in any order.
+func (fl *Filter) Over(states []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(fl.States)), slices.Sorted(slices.Values(states)))
+}
+
 // StableWhere is the end of an unstable filter's message that gives its
 // stability region, conds (Filter.Stability), or "" where none was derived.
 func StableWhere(conds []string) string {

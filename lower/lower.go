@@ -17,7 +17,7 @@ import (
 // Errors of the source that only lowering finds (an attenuation without a
 // linear, stable filter) come as a dsl.ErrorList.
 func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
-	l := &lowerer{info: info, src: map[*ir.Value]string{}, attens: map[*ir.Value]*dsl.CallExpr{}}
+	l := &lowerer{info: info, src: map[*ir.Value]string{}, attens: map[*ir.Value]*dsl.CallExpr{}, covariances: map[string]string{}}
 	fn := &ir.Func{Name: f.Name()}
 	l.lowerHypers(fn, f.Hypers)
 	for _, s := range f.States {

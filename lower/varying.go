@@ -48,12 +48,9 @@ func (l *lowerer) followVarying(fn *ir.Func, v *ir.Value, sn *noise.StateNoise, 
 // use: a state whose filter is over the same states as one followed
 // already (an alpha-beta tracker's l and s) reads that one's.
 func (l *lowerer) covarianceOf(fn *ir.Func, sn *noise.StateNoise) string {
-	key := strings.Join(slices.Sorted(slices.Values(sn.Varying.States)), ",")
+	key := statesKey(sn.Varying.States)
 	owner, ok := l.covariances[key]
 	if !ok {
-		if l.covariances == nil {
-			l.covariances = map[string]string{}
-		}
 		owner, l.covariances[key] = sn.State, sn.State
 		l.covarianceScalars(fn, sn.Varying)
 	}
@@ -61,6 +58,11 @@ func (l *lowerer) covarianceOf(fn *ir.Func, sn *noise.StateNoise) string {
 		return CovarianceScalar(sn.State, "", "")
 	}
 	return CovarianceScalar(owner, sn.State, sn.State)
+}
+
+// statesKey names a filter by its set of states, whatever their order.
+func statesKey(states []string) string {
+	return strings.Join(slices.Sorted(slices.Values(states)), ",")
 }
 
 // advanceHostReads makes each read of a covariance scalar in the host
@@ -243,7 +245,7 @@ func (l *lowerer) varyingFilters(fn *ir.Func) {
 	for _, sn := range l.noise.States {
 		m := sn.Varying
 		if m == nil || len(m.States) > noise.MaxVaryingStates ||
-			slices.ContainsFunc(fn.Varying, func(fl *ir.Filter) bool { return slices.Equal(fl.States, m.States) }) {
+			slices.ContainsFunc(fn.Varying, func(fl *ir.Filter) bool { return fl.Over(m.States) }) {
 			continue
 		}
 		fl := &ir.Filter{State: m.State, States: m.States, Target: m.Target, Bounded: true,
