@@ -145,6 +145,7 @@ type info struct {
 	ClampWarning    bool                  `json:"clamp_warning"`   // the clamp warning watches it (runtime.Optimizer.ClampWarning): fg_warnings after a step
 	NoiseMode       string                `json:"noise_mode"`      // "philox" or "secure" (runtime.Optimizer.NoiseMode)
 	NoiseScheme     string                `json:"noise_scheme"`    // the mode's scheme and its version: rng.Version or rng.SecureVersion
+	Reductions      int                   `json:"reductions"`      // the per-tensor sums the step reads (docs/runtime.md, "Reductions"): each tensor is a range of its own
 }
 
 // observation is runtime.Observation: kind "two_point" or "" (one point).
@@ -232,6 +233,9 @@ func infoOf(o *runtime.Optimizer) info {
 		ClampWarning: o.ClampWarning()}
 	mode, scheme := o.NoiseMode()
 	x.NoiseMode, x.NoiseScheme = mode.String(), scheme
+	if r := o.Manifest().Kernels.Reduce; r != nil {
+		x.Reductions = len(r.Terms)
+	}
 	x.Starts, x.NoiseBuffers = map[string]string{}, []string{}
 	for _, b := range o.Manifest().Buffers {
 		x.Buffers = append(x.Buffers, b.Name)

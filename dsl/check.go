@@ -46,6 +46,9 @@ var universe = func() map[string]*Object {
 		"attenuation":   {Kind: FuncObj, Name: "attenuation", Arity: 1},
 		"attenuation_t": {Kind: FuncObj, Name: "attenuation_t", Arity: 1},
 	}
+	for _, name := range Reductions {
+		u[name] = &Object{Kind: FuncObj, Name: name, Arity: 1}
+	}
 	for name, op := range lang.Calls {
 		u[name] = &Object{Kind: FuncObj, Name: name, Arity: op.Arity()}
 	}

@@ -215,6 +215,10 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		c.attenuation(x, s)
 		return value{}
 	}
+	if IsReduction(obj.Name) {
+		c.reduction(x, s)
+		return value{}
+	}
 	v := value{isConst: len(x.Args) == obj.Arity}
 	if obj.Name == "select" && len(x.Args) > 0 {
 		c.condition(x.Args[0])
@@ -257,8 +261,35 @@ func (c *checker) callee(id *Ident, s *scope) {
 // functionList names the built-in functions for an error message.
 var functionList = func() string {
 	names := slices.Sorted(maps.Keys(lang.Calls))
-	return strings.Join(names, ", ") + ", attenuation and attenuation_t"
+	return strings.Join(names, ", ") + ", " + strings.Join(Reductions, ", ") + ", attenuation and attenuation_t"
 }()
+
+// Reductions are the per-tensor reductions of step (docs/dsl.md,
+// "Per-tensor reductions"): the sum, the Euclidean norm and the mean of a
+// per-coordinate value over each tensor.
+var Reductions = []string{"norm", "sum", "mean"}
+
+// IsReduction reports whether name is a per-tensor reduction.
+func IsReduction(name string) bool { return slices.Contains(Reductions, name) }
+
+// reduction checks norm(x), sum(x) and mean(x): in step, outside its host
+// block, of a per-coordinate x, in a file without a noise block. The value
+// is per-step uniform (one per tensor). That x reads no other reduction is
+// checked when lowering, which sees through the states.
+func (c *checker) reduction(x *CallExpr, s *scope) {
+	if s.initOnly || s.observe || s.noise || s.host {
+		c.errorf(x.Fun.NamePos, "%s cannot use %s: a per-tensor reduction is computed between two passes over the coordinates, so only step (outside its host block) has it", s.where, x.Fun.Name)
+	}
+	if len(x.Args) != 1 {
+		return
+	}
+	if a := c.expr(x.Args[0], s); !a.varying {
+		c.errorf(x.Args[0].Pos(), "%s reduces a per-coordinate value over each tensor, but %s is per-step uniform", x.Fun.Name, ExprString(x.Args[0]))
+	}
+	if c.f.Noise != nil {
+		c.errorf(x.Fun.NamePos, "%s cannot be used with a noise block yet: the reduction pass would have to draw the correlated noise the step draws (docs/dsl.md, \"Per-tensor reductions\")", x.Fun.Name)
+	}
+}
 
 // IsAttenuation reports whether name is attenuation or attenuation_t, the
 // functions of a state whose value the compiler derives.

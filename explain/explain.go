@@ -21,14 +21,17 @@ import (
 // Explanation is what explain reports; its JSON form is the output of
 // fibergen explain --json.
 type Explanation struct {
-	Optimizer   string                  `json:"optimizer"`
-	Source      string                  `json:"source"`
-	Hypers      []Hyper                 `json:"hypers"`
-	States      []State                 `json:"states"`
-	Observe     *Observe                `json:"observe,omitempty"`
-	Scalars     []ScalarState           `json:"scalars,omitempty"`
-	HostScalars []Scalar                `json:"host_scalars"`
-	Kernel      Kernel                  `json:"kernel"`
+	Optimizer   string        `json:"optimizer"`
+	Source      string        `json:"source"`
+	Hypers      []Hyper       `json:"hypers"`
+	States      []State       `json:"states"`
+	Observe     *Observe      `json:"observe,omitempty"`
+	Scalars     []ScalarState `json:"scalars,omitempty"`
+	HostScalars []Scalar      `json:"host_scalars"`
+	Kernel      Kernel        `json:"kernel"`
+	// Reduce is the reduction pass that runs before the step of an
+	// optimizer with per-tensor reductions; nil without one.
+	Reduce      *Reduce                 `json:"reduce,omitempty"`
 	Attenuation map[string]*Attenuation `json:"attenuation"`
 	// NoiseFilter is the noise block's filter and the figures of its
 	// factorization; nil without a noise block.
@@ -84,10 +87,14 @@ type Value struct {
 // Scalar is a host scalar; Value is given when it depends on hypers only,
 // Steps when it changes from step to step (a schedule, a bias correction).
 type Scalar struct {
-	Name    string   `json:"name"`
-	Expr    string   `json:"expr"`
-	PerStep bool     `json:"per_step"`
-	Value   *float32 `json:"value,omitempty"`
+	Name    string `json:"name"`
+	Expr    string `json:"expr"`
+	PerStep bool   `json:"per_step"`
+	// PerTensor marks a value that reads the tensor's reductions: the
+	// host computes it for each tensor between the reduction pass and the
+	// step (Steps are then absent).
+	PerTensor bool     `json:"per_tensor,omitempty"`
+	Value     *float32 `json:"value,omitempty"`
 	// Steps are its values at a few steps, with sigma_w2 = 1 (the runtime
 	// sets the noise variance; at 1 a term A·sigma_w2 shows A).
 	Steps []AtStep[float32] `json:"steps,omitempty"`
@@ -164,6 +171,7 @@ func Describe(u *pipeline.Unit, settings []string, part Participation) (*Explana
 	x.Scalars = describeScalarStates(u.Func, p, h)
 	x.HostScalars = describeScalars(u.Func, p, h)
 	x.Kernel = describeKernel(u.Func.Step)
+	x.Reduce = describeReduce(u.Func)
 	x.Attenuation, x.notLinear = describeAttenuation(u.Func, u.Noise, h)
 	if x.NoiseFilter, err = describeNoise(u.Func, h, part); err != nil {
 		return nil, err
@@ -219,7 +227,11 @@ func describeScalars(fn *ir.Func, p *interp.Program, h []float64) []Scalar {
 	}
 	out := []Scalar{}
 	for i, v := range ir.HostScalars(fn.Step) {
-		s := Scalar{Name: fmt.Sprintf("S%d", i), Expr: ir.ExprString(v), PerStep: ir.DependsOnStep(v)}
+		s := Scalar{Name: fmt.Sprintf("S%d", i), Expr: ir.ExprString(v), PerStep: ir.DependsOnStep(v), PerTensor: ir.ReadsReduction(v)}
+		if s.PerTensor {
+			out = append(out, s)
+			continue
+		}
 		if !s.PerStep {
 			val := at[0].Value(v)
 			s.Value = &val
@@ -329,6 +341,9 @@ func (x *Explanation) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "\nhost scalars (uniform: computed once per step in float64, passed to the kernel as float32):\n")
 	for _, s := range x.HostScalars {
 		val := "per step, at sigma_w2 = 1:"
+		if s.PerTensor {
+			val = "per tensor: from its reductions, after the reduction pass"
+		}
 		if s.Value != nil {
 			val = fmt.Sprintf("= %g", *s.Value)
 		}
@@ -341,6 +356,7 @@ func (x *Explanation) WriteText(w io.Writer) {
 	for _, s := range x.Noise {
 		fmt.Fprintf(w, "  %-7s %s (%s)\n", s.Mode, s.Version, s.How)
 	}
+	writeReduce(w, x.Reduce)
 	k := x.Kernel
 	fmt.Fprintf(w, "\nkernel (varying: per coordinate, float32): reads %s; writes %s; %d operations\n\n%s",
 		strings.Join(k.Reads, " "), strings.Join(k.Writes, " "), k.Operations, x.Step)

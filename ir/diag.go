@@ -48,7 +48,7 @@ func (f *Func) Diagnostic(kind string) *Diagnostic {
 // theta and the states; a diagnostic the states (after the step).
 func (f *Func) loadable(b *Block, name string) bool {
 	switch b.Kind {
-	case StepBlock:
+	case StepBlock, ReduceBlock:
 		return name == GradName || name == ThetaName || slices.Contains(f.States, name)
 	case DiagBlock:
 		return slices.Contains(f.States, name)

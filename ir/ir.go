@@ -72,8 +72,10 @@ const (
 	OpScalar                                    // Name is a scalar: its value at this step (in the scalar step block: at the step before)
 	OpDraw                                      // z, the coordinate's fresh standard normal draw of the noise block (0 when the step draws no noise)
 	OpPrivatize                                 // the privatized gradient of a noise block: Args[0], the clipped mean, plus σ_w·Args[1], the noise w, in the step's noise scheme
+	OpReduce                                    // Name is a term of the reduce block (r0, r1, …): the float64 sum of its values over the coordinate's tensor (Func.Reduce)
+	OpNumel                                     // the number of coordinates of the coordinate's tensor
 
-	lastOp = OpPrivatize
+	lastOp = OpNumel
 )
 
 // ownOps are the IR's own operations, by name.
@@ -81,6 +83,7 @@ var ownOps = map[Op]string{
 	OpInvalid: "invalid", OpConst: "const", OpHyper: "hyper", OpStepIndex: "t",
 	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpAtten: "attenuation",
 	OpAttenT: "attenuation_t", OpStore: "store", OpScalar: "scalar", OpDraw: "draw", OpPrivatize: "privatize",
+	OpReduce: "reduce", OpNumel: "numel",
 }
 
 // String is the operation's name in dumps and in the JSON form.
@@ -126,10 +129,11 @@ const (
 	ScalarInitBlock                        // the scalars' values before step 0 (f64)
 	ScalarStepBlock                        // the scalars' values at step t from those at t-1 (f64)
 	HyperDefaultBlock                      // the derived hypers' defaults from earlier hypers (f64)
+	ReduceBlock                            // the terms of the step's per-tensor sums at one coordinate, before the step (f32)
 )
 
 var kindNames = [...]string{InitBlock: "init", ObserveBlock: "observe", StepBlock: "step", ModelBlock: "model", DiagBlock: "diagnostic",
-	ScalarInitBlock: "scalar init", ScalarStepBlock: "scalar step", HyperDefaultBlock: "hyper defaults"}
+	ScalarInitBlock: "scalar init", ScalarStepBlock: "scalar step", HyperDefaultBlock: "hyper defaults", ReduceBlock: "reduce"}
 
 func (k BlockKind) String() string {
 	if int(k) >= len(kindNames) || kindNames[k] == "" {
@@ -232,6 +236,13 @@ type Func struct {
 	// OpDraw, stores the noise buffers (the last len(Noise.States)
 	// States) and privatizes g itself (OpPrivatize).
 	Noise *Filter
+	// Reduce, nil without one, computes per coordinate the terms of the
+	// step's per-tensor sums (norm, sum and mean in the DSL) from the
+	// buffers before the step, g privatized as the step reads it: it
+	// stores term r<i> (ReduceTerm) for the step's OpReduce r<i>, which
+	// reads its sum over the coordinate's tensor. The runtime runs it as a
+	// pass of its own before the step (docs/kernels.md, "Reductions").
+	Reduce *Block
 }
 
 // Filter is the linear model z_t = M z_{t-1} + b w_t by which the DP noise
@@ -279,6 +290,9 @@ func (f *Func) Blocks() []*Block {
 	}
 	for _, d := range f.Diags {
 		bs = append(bs, d.Block)
+	}
+	if f.Reduce != nil {
+		bs = append(bs, f.Reduce)
 	}
 	return bs
 }

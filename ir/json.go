@@ -30,6 +30,7 @@ type funcJSON struct {
 	ScalarStep    *blockJSON   `json:"scalar_step,omitempty"`
 	HyperDefaults *blockJSON   `json:"hyper_defaults,omitempty"`
 	Noise         *filterJSON  `json:"noise,omitempty"`
+	Reduce        *blockJSON   `json:"reduce,omitempty"`
 }
 
 type diagJSON struct {
@@ -123,6 +124,9 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 	}
 	for _, d := range f.Diags {
 		j.Diags = append(j.Diags, diagJSON{Kind: d.Kind, Args: d.Args, Block: encodeBlock(d.Block)})
+	}
+	if f.Reduce != nil {
+		j.Reduce = encodeBlock(f.Reduce)
 	}
 	if f.ScalarInit != nil {
 		j.Scalars, j.ScalarInit, j.ScalarStep = f.Scalars, encodeBlock(f.ScalarInit), encodeBlock(f.ScalarStep)
@@ -221,6 +225,11 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 			return nil, err
 		}
 		f.Diags = append(f.Diags, &Diagnostic{Kind: dj.Kind, Args: dj.Args, Block: b})
+	}
+	if j.Reduce != nil {
+		if f.Reduce, err = decodeBlock(j.Reduce, ReduceBlock); err != nil {
+			return nil, err
+		}
 	}
 	if err := Verify(f); err != nil {
 		return nil, err

@@ -51,6 +51,10 @@ func exprText(v *Value) lang.Text {
 		return lit
 	case OpHyper, OpLoad, OpScalar:
 		return lang.Atom(v.Name)
+	case OpReduce: // the tensor's sum of the reduce block's term
+		return lang.Call("sum", lang.Atom(v.Name))
+	case OpNumel:
+		return lang.Atom(v.Op.String())
 	case OpStepIndex, OpSigmaW2:
 		return lang.Atom(v.Op.String())
 	case OpDraw: // the noise block's z

@@ -80,6 +80,9 @@ func verifyKinds(f *Func) error {
 	for _, d := range f.Diags {
 		want[d.Block] = DiagBlock
 	}
+	if f.Reduce != nil {
+		want[f.Reduce] = ReduceBlock
+	}
 	for _, b := range f.Blocks() {
 		if b.Kind != want[b] {
 			return fmt.Errorf("block %s is of kind %s, but it is the %s block", b.Name, b.Kind, want[b])
@@ -137,7 +140,7 @@ func expectedType(v *Value) Type {
 		return None
 	case OpF32, OpLoad, OpDraw:
 		return F32
-	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT, OpScalar:
+	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT, OpScalar, OpReduce, OpNumel:
 		return F64
 	case OpConst:
 		return v.Type
@@ -182,6 +185,10 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
 			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
+		case v.Op == OpReduce && (b.Kind != StepBlock || !slices.Contains(f.ReduceTerms(), v.Name)):
+			return fmt.Errorf("v%d: reduce %s in block %s, which the reduce block does not store", v.ID, v.Name, b.Name)
+		case v.Op == OpNumel && b.Kind != StepBlock:
+			return fmt.Errorf("v%d: numel in block %s", v.ID, b.Name)
 		case (v.Op == OpDraw || v.Op == OpPrivatize) && (b.Kind != StepBlock || f.Noise == nil):
 			return fmt.Errorf("v%d: %s in block %s of an optimizer without a noise block", v.ID, v.Op, b.Name)
 		case v.Op != OpStore:
@@ -215,6 +222,8 @@ func blockTargets(f *Func, b *Block) []string {
 		return f.States
 	case DiagBlock:
 		return DiagTerms
+	case ReduceBlock:
+		return f.ReduceTerms()
 	case ScalarInitBlock, ScalarStepBlock:
 		return f.Scalars
 	case HyperDefaultBlock:
@@ -259,14 +268,14 @@ func (f *Func) varyingModel(b *Block) bool {
 // the attenuations: the scalar step (the step before's scalars), the step
 // and the diagnostics.
 func scalarReader(k BlockKind) bool {
-	return k == ScalarStepBlock || k == StepBlock || k == DiagBlock
+	return k == ScalarStepBlock || k == StepBlock || k == DiagBlock || k == ReduceBlock
 }
 
 // storeType is the type of the values b stores: the states' initial and
 // new values are f32; the observation's weights and the models' entries f64.
 func storeType(f *Func, b *Block) Type {
 	switch b.Kind {
-	case InitBlock, StepBlock, DiagBlock:
+	case InitBlock, StepBlock, DiagBlock, ReduceBlock:
 		return F32
 	}
 	return F64

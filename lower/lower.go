@@ -48,6 +48,7 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 		l.boundFilters(fn, f)
 		l.varyingFilters(fn)
 		fn.Diags = l.lowerDiagnostics(f, fn)
+		fn.Reduce = l.lowerReduce(fn)
 	}
 	switch {
 	case l.err != nil:
@@ -77,6 +78,7 @@ type lowerer struct {
 	// time-varying filter's covariance scalars hold each filter's Σ_t
 	// (covarianceOf).
 	covariances map[string]string
+	terms       []*ir.Value // the step's reductions' terms, by OpReduce r<i> (reduction)
 }
 
 func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *ir.Value {
@@ -323,6 +325,9 @@ func (l *lowerer) powInt(x *ir.Value, n int) *ir.Value {
 func (l *lowerer) call(x *dsl.CallExpr) *ir.Value {
 	if dsl.IsAttenuation(x.Fun.Name) {
 		return l.attenuation(x)
+	}
+	if dsl.IsReduction(x.Fun.Name) {
+		return l.reduction(x)
 	}
 	l0, ok := lang.Calls[x.Fun.Name]
 	op := ir.OpOf(l0)

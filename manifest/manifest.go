@@ -111,6 +111,27 @@ type Kernels struct {
 	// Diagnostics names the entry points of the declared diagnostics
 	// (docs/kernels.md, "Diagnostics"); absent when there are none.
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// Reduce names the entry points of the reduction pass that runs before
+	// the step of an optimizer with per-tensor reductions (docs/kernels.md,
+	// "Reductions"); absent without them.
+	Reduce *Reduce `json:"reduce,omitempty"`
+}
+
+// Reduce names the entry points of the reduction pass: they take the
+// step's buffers, the reduce block's scalars (Scalars, then sigma_w) and
+// the step's noise, read Reads before the step (g privatized as the step
+// privatizes it) and write one float32 partial of each term per chunk of
+// Chunk coordinates of a tensor, term-major; a term's sum is its partials
+// summed in float64 in chunk order.
+type Reduce struct {
+	Terms        []string `json:"terms"`   // r0, r1, …: what the step's reductions sum
+	Reads        []string `json:"reads"`   // the buffers it reads
+	Scalars      []string `json:"scalars"` // its host scalars, then sqrt(sigma_w2)
+	Chunk        int      `json:"chunk"`
+	Kernel       string   `json:"kernel"`
+	KernelABI    string   `json:"kernel_abi"`
+	HostFunction string   `json:"host_function"`
+	HostABI      string   `json:"host_abi"`
 }
 
 // Diagnostic names the entry points of one diagnostic, e.g. clamp_mass:

@@ -129,6 +129,9 @@ type cpuBackend struct {
 	// diags are the diagnostics' host functions, loaded from so at their
 	// first use, by symbol.
 	diags map[string]*hostkernel.Diagnostic
+	// reduce is the reduction pass's host function, loaded from so at its
+	// first use (reduce.go).
+	reduce *hostkernel.Reduce
 	// partials are the norm partials of the last Privatize, reused by the
 	// next (Norms sets every one it reads): a step allocates none.
 	partials []float32
@@ -357,6 +360,10 @@ func (b *cpuBackend) Close() error {
 	if b.priv != nil {
 		b.priv.Close()
 		b.priv = nil
+	}
+	if b.reduce != nil {
+		errs = append(errs, b.reduce.Close())
+		b.reduce = nil
 	}
 	if b.kernel != nil {
 		errs = append(errs, b.kernel.Close())

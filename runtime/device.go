@@ -129,7 +129,10 @@ func (o *Optimizer) StepDevice(bufs []DevicePtr, n int, offset uint64) (err erro
 		if err := o.deviceGradient(mem); err != nil {
 			return err
 		}
-		a := o.deviceArgs(n, offset)
+		a, err := o.reduced(mem, o.deviceArgs(n, offset))
+		if err != nil {
+			return err
+		}
 		if err := o.stepOn(mem, a); err != nil {
 			return err
 		}

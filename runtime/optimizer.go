@@ -747,7 +747,10 @@ func (o *Optimizer) Step() error {
 	if err := o.checkGradient(); err != nil {
 		return err
 	}
-	a := o.args()
+	a, err := o.reduced(backend.Memory{}, o.args())
+	if err != nil {
+		return err
+	}
 	if err := o.stepOn(backend.Memory{}, a); err != nil {
 		return err
 	}

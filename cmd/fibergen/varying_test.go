@@ -69,7 +69,7 @@ func TestVaryingAttenuation(t *testing.T) {
 				acc[i] += acc[i-1]
 			}
 		}
-		want := map[string][]float64{"attenuation_t(mean)": mean, "attenuation_t(l)": ll, "attenuation_t(l)[l,s]": ls, "attenuation_t(l)[s,s]": ss, "acc": acc}
+		want := map[string][]float64{"attenuation_t(avg)": mean, "attenuation_t(l)": ll, "attenuation_t(l)[l,s]": ls, "attenuation_t(l)[s,s]": ss, "acc": acc}
 		seen := 0
 		for _, s := range x.Scalars {
 			if s.Name == "attenuation_t(s)" {
@@ -84,7 +84,7 @@ func TestVaryingAttenuation(t *testing.T) {
 				if d := math.Abs(at.Value - w[at.T]); d > 1e-12*w[at.T] {
 					t.Errorf("%v: %s at t = %d is %v, want %v", set.args, s.Name, at.T, at.Value, w[at.T])
 				}
-				if s.Name == "attenuation_t(mean)" && math.Abs(at.Value*float64(at.T+1)-1) > 1e-12 {
+				if s.Name == "attenuation_t(avg)" && math.Abs(at.Value*float64(at.T+1)-1) > 1e-12 {
 					t.Errorf("%v: the running mean's gain at t = %d is %v, not 1/(t+1)", set.args, at.T, at.Value)
 				}
 			}

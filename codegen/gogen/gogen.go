@@ -41,6 +41,7 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	g.genInit()
 	g.genNoise()
 	g.genStep()
+	g.genReduce()
 	g.genOptimizer()
 	g.genKernelABI()
 	g.genPrivatize()

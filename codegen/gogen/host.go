@@ -149,9 +149,16 @@ func (g *generator) genScalarsMethod(fixed map[*ir.Value]bool, kept []*ir.Value)
 	}
 	values = append(values, keyValue("SigmaW", jen.Float32().Call(jen.Qual("math", "Sqrt").Call(jen.Id("sigmaW2")))))
 	body = append(body, jen.Return(jen.Id("Scalars").Values(append(values, jen.Line())...)))
+	params := []jen.Code{jen.Id("t").Int(), jen.Id("sigmaW2").Float64()}
 	g.file.Comment("Scalars computes the host scalars of step t (from 0) with the DP noise")
-	g.file.Comment("variance per coordinate sigmaW2.")
-	g.file.Func().Params(jen.Id("c").Op("*").Id("Host")).Id("Scalars").Params(jen.Id("t").Int(), jen.Id("sigmaW2").Float64()).Id("Scalars").Block(body...)
+	if g.fn.Reduce != nil {
+		params = append(params, jen.Id("r").Id("Reduced"))
+		g.file.Comment("variance per coordinate sigmaW2, for the tensor whose reductions are r")
+		g.file.Comment("(Host.Reduce).")
+	} else {
+		g.file.Comment("variance per coordinate sigmaW2.")
+	}
+	g.file.Func().Params(jen.Id("c").Op("*").Id("Host")).Id("Scalars").Params(params...).Id("Scalars").Block(body...)
 }
 
 // genScalarRecursion generates, for an optimizer with scalars, scalarInit

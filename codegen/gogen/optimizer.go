@@ -58,7 +58,13 @@ func (g *generator) genOptimizer() {
 
 	host := jen.Id("o").Dot("host")
 	nz := jen.Id("Noise").Values(jen.Dict{jen.Id("On"): jen.Id("o").Dot("Noise"), jen.Id("Seed"): jen.Id("o").Dot("Seed"), jen.Id("Step"): jen.Uint32().Call(jen.Id("o").Dot("T"))})
-	args := append([]jen.Code{host.Clone().Dot("Scalars").Call(jen.Id("o").Dot("T"), jen.Id("sigmaW2")), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
+	scalars := []jen.Code{jen.Id("o").Dot("T"), jen.Id("sigmaW2")}
+	var reduce []jen.Code
+	if g.fn.Reduce != nil { // the buffers are one tensor
+		reduce = []jen.Code{jen.Id("r").Op(":=").Add(host.Clone()).Dot("Reduce").Call(append([]jen.Code{jen.Id("o").Dot("T"), jen.Id("sigmaW2"), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)...)}
+		scalars = append(scalars, jen.Id("r"))
+	}
+	args := append([]jen.Code{host.Clone().Dot("Scalars").Call(scalars...), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
 	g.file.Comment("Update runs step o.T on theta with the gradient g and the DP noise")
 	g.file.Comment("variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is")
 	g.file.Comment("the clipped mean gradient and Update adds the noise; without, g is")
@@ -80,6 +86,7 @@ func (g *generator) genOptimizer() {
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(g.fn.Name+": the noise generator counts at most 2^32 steps")))),
 		g.observationCheck(),
 		g.updateArgsCheck(),
+		jen.Add(reduce...),
 		jen.Id("Step").Call(args...),
 		jen.Id("o").Dot("T").Op("++"),
 		jen.Return(jen.Nil()),

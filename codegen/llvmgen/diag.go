@@ -47,23 +47,25 @@ func (k *kernel) emitDiagnostics() error {
 func (k *kernel) diagReduction(d *ir.Diagnostic, idx []int, scalars []value.Value) reduction {
 	reads := d.Reads(k.fn)
 	return reduction{inputs: len(reads), sums: len(ir.DiagTerms),
-		terms: func(b *llvm.Block, w lanes, in []value.Value) []value.Value {
-			return k.diagTerms(b, w, d, in, reads, idx, scalars)
+		terms: func(b *llvm.Block, w lanes, in []value.Value, _ func() value.Value) []value.Value {
+			vals := map[*ir.Value]value.Value{}
+			for i, v := range ir.HostScalars(d.Block) {
+				vals[v] = broadcast(b, w, scalars[idx[i]])
+			}
+			return k.blockTerms(b, w, d.Block, ir.DiagTerms, vals, in, reads)
 		}}
 }
 
-// diagTerms emits d's block on w lanes of coordinates whose states are in
-// (in the order of reads) and returns the stored terms, num then den.
-func (k *kernel) diagTerms(b *llvm.Block, w lanes, d *ir.Diagnostic, in []value.Value, reads []string, idx []int, scalars []value.Value) []value.Value {
-	vals := map[*ir.Value]value.Value{}
-	for i, v := range ir.HostScalars(d.Block) {
-		vals[v] = broadcast(b, w, scalars[idx[i]])
-	}
-	out := make([]value.Value, len(ir.DiagTerms))
-	for _, v := range d.Block.Values {
+// blockTerms emits the per-coordinate values of blk, a block that stores
+// terms, on w lanes of coordinates whose buffers it loads are in (in the
+// order of reads); vals holds its host scalars. It returns the stored
+// terms in the order of terms.
+func (k *kernel) blockTerms(b *llvm.Block, w lanes, blk *ir.Block, terms []string, vals map[*ir.Value]value.Value, in []value.Value, reads []string) []value.Value {
+	out := make([]value.Value, len(terms))
+	for _, v := range blk.Values {
 		switch {
 		case v.Op == ir.OpStore:
-			out[slices.Index(ir.DiagTerms, v.Name)] = k.lanesOperand(w, vals, v.Args[0])
+			out[slices.Index(terms, v.Name)] = k.lanesOperand(w, vals, v.Args[0])
 		case v.Op == ir.OpLoad:
 			vals[v] = in[slices.Index(reads, v.Name)]
 		case !v.Uniform:

@@ -116,7 +116,7 @@ var (
 	fusedRE   = regexp.MustCompile(`llvm\.(fma|fmuladd)\b`)
 	calleeRE  = regexp.MustCompile(`\bcall\b[^@]*@([\w.]+)\(`)
 	definedRE = regexp.MustCompile(`(?m)^define\b[^@]*@([\w.]+)\(`)
-	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v4f32|v8f32|v16f32|f64)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+|llvm\.nvvm\.shfl\.sync\.bfly\.f32|llvm\.masked\.load\.v128f32\.p0v128f32)$`)
+	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v4f32|v8f32|v16f32|v128f32|f64)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+|llvm\.nvvm\.shfl\.sync\.bfly\.f32|llvm\.masked\.load\.v128f32\.p0v128f32)$`)
 )
 
 // stripLLComments removes the comments of LLVM IR text (the module has no

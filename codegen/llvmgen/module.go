@@ -116,6 +116,7 @@ func Generate(fn *ir.Func) (*Module, error) {
 	if err := k.emitDiagnostics(); err != nil {
 		return nil, err
 	}
+	k.emitReducePass()
 	k.emitNormsPieceHost()
 	body := Header + "\n; Kernels of the " + fn.Name + " optimizer: see docs/kernels.md for the ABI.\n" + k.m.String()
 	k.LL, k.Kernels.ABI = stampABI(body, k.ABISymbol())

@@ -37,9 +37,11 @@ type reduction struct {
 	// ins[k] + r·n.
 	inputs int
 	// terms returns the float32 terms to sum at one element (w lanes of
-	// elements), from the inputs' values there; every result is a sum of its
-	// own. An emitter calls it once per copy of the loop it emits.
-	terms func(b *llvm.Block, w lanes, in []value.Value) []value.Value
+	// elements), from the inputs' values there; at emits the index in the
+	// row of lane 0's element (the lanes' follow it), for the terms that
+	// need it. Every result is a sum of its own. An emitter calls it once
+	// per copy of the loop it emits.
+	terms func(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value
 	sums  int // how many values terms returns
 }
 
@@ -167,7 +169,8 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 				in = append(in, v[e])
 			}
 			inRange := b.NewICmp(enum.IPredSLT, b.NewAdd(base, i64c(int64(e))), n)
-			for s, t := range r.terms(b, 1, in) {
+			at := func() value.Value { return b.NewAdd(base, i64c(int64(e))) }
+			for s, t := range r.terms(b, 1, in, at) {
 				if masked {
 					t = b.NewSelect(inRange, t, f32c(0))
 				}
@@ -212,10 +215,10 @@ func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 			base := b.NewAdd(start, b.NewMul(row, i64c(reduceRow)))
 			full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(reduceRow)), n)
 			return k.ifElse(f, b, full, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-				return b, k.rowTerms(b, r, ptrs, base, nil, acc)
+				return b, k.rowTerms(b, r, ptrs, base, base, nil, acc)
 			}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 				b, padded := k.padRows(f, b, ptrs, base, n)
-				return b, k.rowTerms(b, r, padded, i64c(0), rowMask(b, base, n), acc)
+				return b, k.rowTerms(b, r, padded, i64c(0), base, rowMask(b, base, n), acc)
 			})
 		})
 		for _, off := range []int{16, 8, 4, 2, 1} {
@@ -247,18 +250,19 @@ func rowIndexes(b *llvm.Block, base value.Value) value.Value {
 	return b.NewAdd(broadcast(b, lanes(reduceRow), base), constant.NewVector(types.NewVector(reduceRow, i64), idx...))
 }
 
-// rowTerms adds the terms of the row base..base+127 of ptrs to the lane
-// accumulators acc: element 4l+j of the row to lane l, j = 0, 1, 2, 3 in
-// turn. mask nil adds every term; else the terms of the elements it clears
-// are added as +0.
-func (k *kernel) rowTerms(b *llvm.Block, r reduction, ptrs []value.Value, base, mask value.Value, acc []value.Value) []value.Value {
+// rowTerms adds the terms of the row base..base+127 of ptrs, the elements
+// at..at+127 of the rows, to the lane accumulators acc: element 4l+j of the
+// row to lane l, j = 0, 1, 2, 3 in turn. mask nil adds every term; else the
+// terms of the elements it clears are added as +0.
+func (k *kernel) rowTerms(b *llvm.Block, r reduction, ptrs []value.Value, base, at, mask value.Value, acc []value.Value) []value.Value {
+	index := func() value.Value { return at }
 	w := lanes(reduceRow)
 	var in []value.Value
 	for _, p := range ptrs {
 		in = append(in, load(b, rowVec, b.NewBitCast(b.NewGetElementPtr(f32, p, base), types.NewPointer(rowVec)), 4))
 	}
 	out := append([]value.Value(nil), acc...)
-	for s, t := range r.terms(b, w, in) {
+	for s, t := range r.terms(b, w, in, index) {
 		if mask != nil {
 			t = b.NewSelect(mask, t, zero(w))
 		}

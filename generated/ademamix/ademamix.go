@@ -948,6 +948,16 @@ func Ratio(num, den []float32) float64 {
 	return sn / sd
 }
 
+// Total is a sum from its chunk partials: their float64 sum in chunk
+// order, as a per-tensor reduction finishes on the host.
+func Total(partials []float32) float64 {
+	var s float64
+	for _, x := range partials {
+		s += float64(x)
+	}
+	return s
+}
+
 // PrivatizeWeights are the float32 weights of the two-point mix
 // u = a·look + b·cur: a and 1 − a, computed in float64 and rounded.
 func PrivatizeWeights(a float64) (a32, b32 float32) { return float32(a), float32(1 - a) }

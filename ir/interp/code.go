@@ -77,6 +77,8 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 		}
 	case ir.OpLoad, ir.OpStore, ir.OpScalar:
 		in.slot = slot(fn, v.Name)
+	case ir.OpReduce:
+		in.slot = slices.Index(fn.ReduceTerms(), v.Name)
 	case ir.OpAtten, ir.OpAttenT:
 		if in.fl = fn.Filter(v.Name); in.fl == nil {
 			err = fmt.Errorf("no filter for state %s", v.Name)
@@ -100,21 +102,24 @@ func slot(fn *ir.Func, name string) int {
 	if k := slices.Index(fn.Scalars, name); k >= 0 {
 		return k
 	}
+	if k := slices.Index(fn.ReduceTerms(), name); k >= 0 {
+		return k // a term of the reduce block
+	}
 	return -1 // an observation output
 }
 
 // host evaluates the host part for hypers h, step t and noise variance,
-// with the scalars at step t.
-func (c *code) host(h []float64, t int, sigmaW2 float64) regs {
+// with the scalars at step t and the tensor's reductions red (nil: NaN).
+func (c *code) host(h []float64, t int, sigmaW2 float64, red *Reduced) regs {
 	var scal []float64
 	if c.scalars != nil {
 		scal = c.scalars.at(h, t, sigmaW2)
 	}
-	return c.hostWith(h, t, sigmaW2, scal)
+	return c.hostWith(h, t, sigmaW2, scal, red)
 }
 
 // hostWith is host with the values OpScalar reads given.
-func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64) regs {
+func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64, red *Reduced) regs {
 	r := regs{f64: make([]float64, c.n), f32: make([]float32, c.n)}
 	for _, in := range c.hostPart {
 		switch in.op {
@@ -128,6 +133,8 @@ func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64) reg
 			r.f64[in.dst] = sigmaW2
 		case ir.OpScalar:
 			r.f64[in.dst] = scal[in.slot]
+		case ir.OpReduce, ir.OpNumel:
+			r.f64[in.dst] = red.value(in)
 		case ir.OpF32:
 			r.f32[in.dst] = float32(r.f64[in.a])
 		case ir.OpAtten:

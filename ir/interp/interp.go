@@ -23,6 +23,7 @@ type Program struct {
 	obsArg  *code
 	scalars []*ir.Value // ir.HostScalars(Func.Step): the kernels' scalar arguments
 	varying []varyingCheck
+	reduce  *code // the reduce block; nil without reductions
 }
 
 // New prepares fn, which must be optimized (ir.Optimize) so that each block
@@ -45,6 +46,9 @@ func New(fn *ir.Func) (*Program, error) {
 	if err == nil {
 		p.varying, err = compileVarying(fn)
 	}
+	if err == nil && fn.Reduce != nil {
+		p.reduce, err = compileReduce(p)
+	}
 	return p, err
 }
 
@@ -58,7 +62,7 @@ func (p *Program) Init(h []float64, states [][]float32) error {
 		return fmt.Errorf("%s: Init needs %d hypers and %d states, got %d and %d",
 			p.Func.Name, len(p.Func.Hypers), p.NumStates(), len(h), len(states))
 	}
-	r := p.init.host(h, 0, 0)
+	r := p.init.host(h, 0, 0, nil)
 	for _, s := range p.init.kernelPart {
 		v := r.f32[s.a]
 		buf := states[s.slot-ir.FirstState]
@@ -72,7 +76,7 @@ func (p *Program) Init(h []float64, states [][]float32) error {
 // Observe returns the observation's arguments at step t, in the order of
 // Func.Observe.Args.
 func (p *Program) Observe(h []float64, t int) []float64 {
-	r := p.obsArg.host(h, t, 0)
+	r := p.obsArg.host(h, t, 0, nil)
 	out := make([]float64, 0, len(p.obsArg.kernelPart))
 	for _, s := range p.obsArg.kernelPart {
 		out = append(out, r.f64[s.a])
@@ -147,6 +151,9 @@ func (p *Program) CheckValues(h []float64) error {
 	}
 	sc := p.HostScalars(h, 0, 0)
 	for i, v := range p.scalars {
+		if ir.ReadsReduction(v) { // the tensor's, known at the step only
+			continue
+		}
 		if x := float64(sc.Value(v)); math.IsNaN(x) || math.IsInf(x, 0) {
 			return &NonFiniteValueError{Scalar: fmt.Sprintf("S%d = %s", i, ir.ExprString(v)), Value: x, At: at}
 		}
@@ -159,7 +166,7 @@ func (p *Program) CheckValues(h []float64) error {
 // alone are computed once per setting; attenuation_t costs O(k²) per step
 // when steps come in order.
 func (p *Program) HostScalars(h []float64, t int, sigmaW2 float64) Scalars {
-	return Scalars{p.step.host(h, t, sigmaW2), p.step.index}
+	return Scalars{p.step.host(h, t, sigmaW2, nil), p.step.index}
 }
 
 // Step runs the kernel over every coordinate: theta, g and each state
@@ -234,7 +241,15 @@ func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]floa
 		nz.Stream.Privatize(noisy, g, nz.SigmaW, 0)
 		g, nz = noisy, nil
 	}
-	return e.P.Step(e.P.HostScalars(e.Hypers, t, sigmaW2), nz, theta, g, states)
+	var red *Reduced
+	if e.P.reduce != nil { // the buffers are one tensor; g is privatized already
+		var err error
+		bufs := append([][]float32{ir.ThetaBuffer: theta, ir.GradBuffer: g}, states...)
+		if red, err = e.P.Reduce(e.P.ReduceScalars(e.Hypers, t, sigmaW2), nil, bufs); err != nil {
+			return err
+		}
+	}
+	return e.P.Step(e.P.HostScalarsReduced(e.Hypers, t, sigmaW2, red), nz, theta, g, states)
 }
 
 // Run applies len(grads)/len(theta) steps to theta from freshly initialized

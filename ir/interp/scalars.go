@@ -53,7 +53,7 @@ func (s *scalarTrack) at(h []float64, t int, sigmaW2 float64) []float64 {
 	key := fmt.Sprint(h, sigmaW2)
 	last := s.last[key]
 	if last == nil || t < last.t {
-		start := &scalarsAt{t: -1, vals: stores(s.init, s.init.hostWith(h, 0, 0, nil))}
+		start := &scalarsAt{t: -1, vals: stores(s.init, s.init.hostWith(h, 0, 0, nil, nil))}
 		if last == nil {
 			if len(s.last) >= maxSettings {
 				clear(s.last)
@@ -64,7 +64,7 @@ func (s *scalarTrack) at(h []float64, t int, sigmaW2 float64) []float64 {
 	}
 	for last.t < t {
 		last.t++
-		last.vals = stores(s.step, s.step.hostWith(h, last.t, sigmaW2, last.vals))
+		last.vals = stores(s.step, s.step.hostWith(h, last.t, sigmaW2, last.vals, nil))
 	}
 	return slices.Clone(last.vals)
 }

@@ -53,7 +53,7 @@ func (p *Program) CheckVarying(h []float64, t int, sigmaW2 float64) error {
 	}
 	scal := p.Scalars(h, t, sigmaW2)
 	for _, vc := range p.varying {
-		r := vc.model.hostWith(h, t, sigmaW2, scal)
+		r := vc.model.hostWith(h, t, sigmaW2, scal, nil)
 		var entries []float64
 		for _, in := range vc.model.kernelPart { // the stores, in EntryNames order
 			entries = append(entries, r.f64[in.a])

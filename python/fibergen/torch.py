@@ -307,6 +307,11 @@ class Optimizer(torch.optim.Optimizer):
                       "no_clamp_warning": not clamp_warning, "noise_mode": "secure" if secure else "philox"}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
+        if self._info.get("reductions"):
+            raise FibergenError(f"fibergen: {self._info['name']}'s step reads per-tensor norms, sums or means (norm, sum, "
+                                "mean), and the PyTorch binding lays out its buffers by parameter group, not by parameter, "
+                                "and shards them across ranks: it cannot run it yet. Run it with package runtime "
+                                "(one tensor per Register) or fibergen run (docs/runtime.md, \"Reductions\")")
         self._states = self._info["buffers"][_abi.FIRST_STATE:]
         self._clamp_watch = bool(self._info["clamp_warning"])  # the runtime may warn after a step
         self._names = _Names(self._info["hypers"])

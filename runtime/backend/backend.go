@@ -71,6 +71,12 @@ type Backend interface {
 	// m, one per reduce.ReduceChunk coordinates of the segment, into num
 	// and den (len: reduce.ReduceChunks(seg.Hi-seg.Lo)).
 	Partials(m Memory, d Diagnostic, seg Segment, num, den []float32) error
+	// Reduce runs the reduction pass of r over segment seg of m, one
+	// tensor: partials[i·chunks + c] is term i's partial sum over chunk c
+	// of the segment's reduce.ReduceChunk-coordinate chunks (chunks =
+	// reduce.ReduceChunks(seg.Hi-seg.Lo)), g privatized with r.Noise as
+	// the step privatizes it. It writes no buffer.
+	Reduce(m Memory, r Reduce, seg Segment, partials []float32) error
 	// Fill sets every float of buffer buf of m to v, and waits.
 	Fill(m Memory, buf int, v float32) error
 
@@ -163,6 +169,18 @@ type Privatize struct {
 // (Look 0: not read).
 type DeviceRows struct {
 	Cur, Look, Out DevicePtr
+}
+
+// Reduce is one run of the reduction pass (ir.Func.Reduce) before a step.
+type Reduce struct {
+	Kernel       string // the device kernel
+	HostFunction string // the host function in the shared object
+	// Reference is the interpreter's program, for a backend without
+	// compiled entry points.
+	Reference *interp.Program
+	Scalars   []float32  // the reduce block's scalars, then σ_w (interp.Program.ReduceScalars)
+	Noise     rng.Stream // the step's noise
+	Offset    int64      // the global index of the memory's coordinate 0
 }
 
 // Diagnostic names a diagnostic's entry points.

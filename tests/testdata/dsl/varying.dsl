@@ -1,5 +1,5 @@
 // Filters whose coefficients change from step to step (docs/dsl.md,
-// "Time-varying filters"): a running mean, whose attenuation_t is
+// "Time-varying filters"): a running average, whose attenuation_t is
 // 1 / (t + 1), and an alpha-beta tracker whose gains follow a host scalar;
 // the host block reads the noise variance and the attenuations, of the
 // time-varying tracker (before the scalar its gains read is assigned) and
@@ -15,7 +15,7 @@ scalar b = 0
 scalar acc = 0 // the noise variance that reached l, summed over the steps so far
 scalar am = 0  // the EMA's gains, steady and finite-time
 
-state mean = 0
+state avg = 0
 state l = 0
 state s = 0
 state m = 0
@@ -26,11 +26,11 @@ step {
 		b = beta * min((t + 1) / warmup, 1)
 		am = attenuation(m) + attenuation_t(m)
 	}
-	mean = (1 - 1 / (t + 1)) * mean + g / (t + 1)
+	avg = (1 - 1 / (t + 1)) * avg + g / (t + 1)
 	p = l + s
 	nu = g - p
 	l = p + (1 - b) * nu
 	s = s + (1 - b) * (1 - b) / 2 * nu
 	m = beta * m + (1 - beta) * g
-	theta = theta - lr * (mean / (1 + attenuation_t(mean)) + l * attenuation_t(l) + s * attenuation_t(s) + m * am / (1 + acc))
+	theta = theta - lr * (avg / (1 + attenuation_t(avg)) + l * attenuation_t(l) + s * attenuation_t(s) + m * am / (1 + acc))
 }

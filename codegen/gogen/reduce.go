@@ -1,0 +1,85 @@
+package gogen
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/dave/jennifer/jen"
+	"github.com/fibergen/fibergen/ir"
+)
+
+// genReduce emits, for an optimizer whose step reads per-tensor
+// reductions, Reduced and Host.Reduce: the Go reference of the kernels'
+// reduction pass (<name>_reduce), which computes each term's chunk partials
+// over one tensor with g privatized as Step privatizes it and finishes them
+// in float64 in chunk order (Total).
+func (g *generator) genReduce() {
+	if g.fn.Reduce == nil {
+		return
+	}
+	g.file.Comment("Reduced holds one tensor's reductions, the norms, sums and means the step")
+	g.file.Comment("reads (Host.Reduce): the float64 sum of each term and the tensor's size.")
+	g.file.Type().Id("Reduced").Struct(
+		jen.Id("Sums").Index().Float64().Comment(fmt.Sprintf("%v", g.fn.ReduceTerms())),
+		jen.Id("Numel").Int().Comment("the tensor's coordinates"),
+	)
+	e := g.newEnv()
+	var body []jen.Code
+	if slices.ContainsFunc(g.fn.Reduce.Values, func(v *ir.Value) bool { return v.Op == ir.OpScalar }) {
+		body = append(body, jen.Id("sc").Op(":=").Id("c").Dot("scalarsAt").Call(jen.Id("t"), jen.Id("sigmaW2")))
+	}
+	body = append(body, jen.Id("h").Op(":=").Id("c").Dot("h"), jen.Id("_").Op("=").Id("h"))
+	for _, v := range g.fn.Reduce.Values {
+		if hostValue(v) {
+			body = append(body, e.define(v, "u"))
+		}
+	}
+	params := append([]jen.Code{jen.Id("theta"), jen.Id("g")}, g.stateParams()...)
+	k := g.fn.NumReductions()
+	body = append(body,
+		jen.Id("n").Op(":=").Len(jen.Id("theta")),
+		g.lengthCheck(params),
+		jen.Id("sigmaW").Op(":=").Float32().Call(jen.Qual("math", "Sqrt").Call(jen.Id("sigmaW2"))),
+		jen.Var().Id("cache").Id("noiseCache"),
+		jen.Var().Id("terms").Index(jen.Lit(k)).Index(jen.Id("ReduceChunk")).Float32(),
+		jen.Id("partials").Op(":=").Make(jen.Index().Index().Float32(), jen.Lit(k)),
+		jen.For(jen.Id("j").Op(":=").Range().Id("partials")).Block(
+			jen.Id("partials").Index(jen.Id("j")).Op("=").Make(jen.Index().Float32(), jen.Id("ReduceChunks").Call(jen.Id("n")))),
+		jen.For(jen.Id("ch").Op(":=").Range().Id("partials").Index(jen.Lit(0))).Block(
+			jen.List(jen.Id("lo"), jen.Id("hi")).Op(":=").Id("ch").Op("*").Id("ReduceChunk").Op(",").Min(jen.Parens(jen.Id("ch").Op("+").Lit(1)).Op("*").Id("ReduceChunk"), jen.Id("n")),
+			jen.For(jen.Id("i").Op(":=").Id("lo"), jen.Id("i").Op("<").Id("hi"), jen.Id("i").Op("++")).Block(g.reduceLoop(e)...),
+			jen.For(jen.Id("j").Op(":=").Range().Id("partials")).Block(
+				jen.Id("partials").Index(jen.Id("j")).Index(jen.Id("ch")).Op("=").Id("SumChunk").Call(jen.Id("ch"), jen.Id("n"),
+					jen.Func().Params(jen.Id("i").Int()).Float32().Block(jen.Return(jen.Id("terms").Index(jen.Id("j")).Index(jen.Id("i").Op("-").Id("lo")))))),
+		),
+		jen.Id("r").Op(":=").Id("Reduced").Values(jen.Dict{jen.Id("Numel"): jen.Id("n")}),
+		jen.For(jen.List(jen.Id("_"), jen.Id("p")).Op(":=").Range().Id("partials")).Block(
+			jen.Id("r").Dot("Sums").Op("=").Append(jen.Id("r").Dot("Sums"), jen.Id("Total").Call(jen.Id("p")))),
+		jen.Return(jen.Id("r")),
+	)
+	g.file.Comment("Reduce computes the reductions of step t (from 0) over one tensor, theta, g")
+	g.file.Comment("and the states before the step, g with the DP noise nz added as Step adds it")
+	g.file.Comment("(sigmaW2 its variance): the kernels' reduction pass, whose result Scalars")
+	g.file.Comment("takes. All buffers must have the same length.")
+	g.file.Func().Params(jen.Id("c").Op("*").Id("Host")).Id("Reduce").Params(jen.Id("t").Int(), jen.Id("sigmaW2").Float64(), jen.Id("nz").Id("Noise"),
+		jen.List(params...).Index().Float32()).Id("Reduced").Block(body...)
+}
+
+// reduceLoop is the body of Reduce's per-coordinate loop: the reduce
+// block's kernel part, g privatized, its stores writing terms[k][i-lo].
+func (g *generator) reduceLoop(e *env) []jen.Code {
+	var loop []jen.Code
+	for _, v := range g.fn.Reduce.Values {
+		switch {
+		case v.Op == ir.OpLoad && v.Name == ir.GradName:
+			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On").Op("||").Id("nz").Dot("Secure")).Block(
+				e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("add").Call(jen.Add(e.names[v]), jen.Id("sigmaW"), jen.Id("i"), jen.Op("&").Id("cache"))))
+		case v.Op == ir.OpStore:
+			term := slices.Index(g.fn.ReduceTerms(), v.Name)
+			loop = append(loop, jen.Id("terms").Index(jen.Lit(term)).Index(jen.Id("i").Op("-").Id("lo")).Op("=").Add(e.ref(v.Args[0])))
+		case !v.Uniform:
+			loop = append(loop, e.define(v, "v"))
+		}
+	}
+	return loop
+}

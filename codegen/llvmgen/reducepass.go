@@ -1,0 +1,226 @@
+package llvmgen
+
+import (
+	"fmt"
+	"slices"
+
+	llvm "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/manifest"
+)
+
+// This file emits the reduction pass of an optimizer whose step reads
+// per-tensor reductions (docs/kernels.md, "Reductions"): an NVPTX kernel
+// <name>_reduce and a host function <name>_reduce_cpu (with its variants)
+// that compute, over one tensor's coordinates, the chunk partials of every
+// term of the reduce block, in the order of reduce.go. They read the
+// buffers before the step and privatize g as the step does — the same
+// draw of the same global index, so the same bits — and write nothing but
+// the partials.
+
+// ReduceKernel is the NVPTX kernel of the reduction pass, e.g. lamb_reduce.
+func (k *Module) ReduceKernel() string { return k.Name + "_reduce" }
+
+// ReduceHostFunc is the host function of the reduction pass, e.g.
+// lamb_reduce_cpu.
+func (k *Module) ReduceHostFunc() string { return k.ReduceKernel() + hostSuffix }
+
+// emitReducePass emits the reduction pass's entry points, if the step has
+// reductions.
+func (k *kernel) emitReducePass() {
+	if k.fn.Reduce == nil {
+		return
+	}
+	kernel, host := k.reduceSignature(), k.reduceHostSignature()
+	var scalars []string
+	for _, v := range ir.HostScalars(k.fn.Reduce) {
+		scalars = append(scalars, ir.ExprString(v))
+	}
+	k.Kernels.Reduce = &manifest.Reduce{Terms: k.fn.ReduceTerms(), Reads: k.fn.ReduceReads(), Scalars: append(scalars, "sqrt(sigma_w2)"),
+		Chunk: ReduceChunk, Kernel: kernel.symbol, KernelABI: kernel.String(), HostFunction: host.symbol, HostABI: host.String()}
+	k.emitReduceKernel(kernel)
+	k.emitReduceHost(host)
+}
+
+// reduceScalarParams are the reduce block's host scalars R0, R1, ... and
+// sigma_w ("r.I" in LLVM).
+func (k *kernel) reduceScalarParams() []cparam {
+	n := len(ir.HostScalars(k.fn.Reduce))
+	out := make([]cparam, n+1)
+	for i := range out {
+		name := fmt.Sprintf("R%d", i)
+		if i == n {
+			name = "sigma_w"
+		}
+		out[i] = cparam{name: name, typ: cFloat, llName: fmt.Sprintf("r.%d", i)}
+	}
+	return out
+}
+
+// reduceSignature is the NVPTX kernel of the reduction pass
+//
+//	<name>_reduce(float *buffers..., float R0..., float sigma_w, u64 n, u64 offset,
+//	              u64 seed, u32 step, u32 noise, u64 key0..3, float *partials)
+//
+// over the n coordinates of one tensor, coordinate 0 of global index
+// offset; partials[i·chunks(n) + c] is term i's sum over chunk c.
+func (k *kernel) reduceSignature() signature {
+	ps := slices.Concat(k.bufferParams(func(ir.Buffer) bool { return true }), k.reduceScalarParams(),
+		[]cparam{param("n", cU64), param("offset", cU64), param("seed", cU64), param("step", cU32), param("noise", cU32),
+			param("key0", cU64), param("key1", cU64), param("key2", cU64), param("key3", cU64), param("partials", cFloatPtr)})
+	return signature{symbol: k.ReduceKernel(), kernel: true, params: ps}
+}
+
+// emitReduceKernel emits the kernel, whose warps take the chunks in turn
+// (warpReduce), in each noise scheme (modeSwitch).
+func (k *kernel) emitReduceKernel(sig signature) {
+	f, b := k.newEntry(sig, sig.symbol)
+	nb, ns := len(k.Buffers), len(ir.HostScalars(k.fn.Reduce))+1
+	ptrs, scalars, rest := paramValues(f.Params[:nb]), paramValues(f.Params[nb:nb+ns]), f.Params[nb+ns:]
+	n, offset := rest[0], rest[1]
+	d := &draw{seed: rest[2], step: rest[3], offset: offset, sigma: scalars[ns-1], drawFuncs: k.noise.device}
+	outs := k.termRows(b, rest[9], n)
+	k.modeSwitch(f, b, rest[4], d, paramValues(rest[5:9]), func(b *llvm.Block, d *draw) {
+		r := k.reducePass(d, scalars[:ns-1])
+		k.warpReduce(f, b, r, k.reducePtrs(ptrs), outs, i64c(1), n).NewRet(nil)
+	})
+}
+
+// reduceHostSignature is the host function of the reduction pass
+//
+//	void <name>_reduce_cpu(float *const *buffers, const float *scalars, int64_t n,
+//	                       const struct fibergen_range *r, float *partials)
+//
+// which computes the partials of the chunks [r->lo, r->hi) of the n
+// coordinates (of global index r->offset + i) in r's noise; scalars are
+// the reduce block's, then sqrt(sigma_w2).
+func (k *kernel) reduceHostSignature() signature {
+	r := param("r", rangeStruct.ptr())
+	r.llName = "range"
+	return signature{symbol: k.ReduceHostFunc(), params: []cparam{param("buffers", cBuffers), param("scalars", cScalars),
+		param("n", cInt64), r, param("partials", cFloatPtr)}}
+}
+
+// emitReduceHost emits the host function, one for every variant.
+func (k *kernel) emitReduceHost(sig signature) {
+	ps := sig.newParams()
+	f, b := newHelper(k.m, k.ReduceKernel()+"_host", types.Void, ps...)
+	var ptrs, scalars []value.Value
+	for i := range k.Buffers {
+		ptrs = append(ptrs, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, ps[0], i64c(int64(i))), 8))
+	}
+	ns := len(ir.HostScalars(k.fn.Reduce)) + 1
+	for i := range ns {
+		scalars = append(scalars, load(b, f32, b.NewGetElementPtr(f32, ps[1], i64c(int64(i))), 4))
+	}
+	field := func(name string) value.Value { return rangeStruct.load(b, ps[3], name) }
+	keys := field("key")
+	key := []value.Value{b.NewExtractValue(keys, 0), b.NewExtractValue(keys, 1), b.NewExtractValue(keys, 2), b.NewExtractValue(keys, 3)}
+	d := &draw{seed: field("seed"), step: field("step"), offset: field("offset"), sigma: scalars[ns-1], drawFuncs: k.noise.host}
+	lo, hi, outs := field("lo"), field("hi"), k.termRows(b, ps[4], ps[2])
+	k.modeSwitch(f, b, field("noise"), d, key, func(b *llvm.Block, d *draw) {
+		r := k.reducePass(d, scalars[:ns-1])
+		k.hostReduce(f, b, r, k.reducePtrs(ptrs), outs, ps[2], lo, hi).NewRet(nil)
+	})
+	k.emitHostVariants(sig, sameLoops(f))
+}
+
+// termRows returns where each term's partials start: partials + i·chunks(n).
+func (k *kernel) termRows(b *llvm.Block, partials, n value.Value) []value.Value {
+	nchunks := chunkCount(b, n)
+	out := make([]value.Value, k.fn.NumReductions())
+	for i := range out {
+		out[i] = b.NewGetElementPtr(f32, partials, b.NewMul(nchunks, i64c(int64(i))))
+	}
+	return out
+}
+
+// reducePtrs picks the buffers the reduce block reads.
+func (k *kernel) reducePtrs(ptrs []value.Value) []value.Value {
+	var out []value.Value
+	for _, name := range k.fn.ReduceReads() {
+		out = append(out, ptrs[k.bufferIndex(name)])
+	}
+	return out
+}
+
+// reducePass is the reduction of the reduce block's terms, g privatized
+// with the noise d (nil: none) at the global index of each element;
+// scalars are the block's host scalars.
+func (k *kernel) reducePass(d *draw, scalars []value.Value) reduction {
+	reads := k.fn.ReduceReads()
+	g := slices.Index(reads, ir.GradName)
+	return reduction{inputs: len(reads), sums: k.fn.NumReductions(),
+		terms: func(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value {
+			in = slices.Clone(in)
+			if d != nil && g >= 0 {
+				in[g] = d.add(b, w, in[g], k.drawLanes(b, w, d, b.NewAdd(d.offset, at())))
+			}
+			vals := map[*ir.Value]value.Value{}
+			for i, v := range ir.HostScalars(k.fn.Reduce) {
+				vals[v] = broadcast(b, w, scalars[i])
+			}
+			return k.blockTerms(b, w, k.fn.Reduce, k.fn.ReduceTerms(), vals, in, reads)
+		}}
+}
+
+// drawLanes draws the Gaussians of w consecutive elements from global
+// index first: one element's draw (w = 1), or a host row's (noiseRow).
+func (k *kernel) drawLanes(b *llvm.Block, w lanes, d *draw, first value.Value) value.Value {
+	if w == 1 && d.secure() {
+		return secureElem(b, d, first)
+	}
+	if w == 1 {
+		return d.call(b, d.elem, first)
+	}
+	args := []value.Value{d.seed}
+	if d.secure() {
+		args = d.key
+	}
+	return b.NewCall(k.noiseRow(w, d.secure()), append(args, d.step, first)...)
+}
+
+// noiseRow returns the helper that draws w elements' Gaussians from a
+// global index, one element's draw at a time, in the Philox or the secure
+// scheme: (seed | key0..3, step, first) <w x float>.
+func (k *kernel) noiseRow(w lanes, secure bool) *llvm.Func {
+	name := fmt.Sprintf("%s_noise_row%d_%v", k.Name, w, secure)
+	for _, f := range k.m.Funcs {
+		if f.Name() == name {
+			return f
+		}
+	}
+	params := []*llvm.Param{llvm.NewParam("seed", i64)}
+	if secure {
+		params = []*llvm.Param{llvm.NewParam("key0", i64), llvm.NewParam("key1", i64), llvm.NewParam("key2", i64), llvm.NewParam("key3", i64)}
+	}
+	params = append(params, llvm.NewParam("step", i32), llvm.NewParam("first", i64))
+	f, b := newHelper(k.m, name, w.f32(), params...)
+	d := &draw{seed: params[0], step: params[len(params)-2], drawFuncs: k.noise.host}
+	if secure {
+		d.key, d.gamma = paramValues(params[:4]), f32c(1) // gamma marks the scheme; the draw does not read it
+	}
+	row := llvm.NewAlloca(w.f32())
+	row.Align = 4
+	b.Insts = append(b.Insts, row)
+	rowPtr := b.NewBitCast(row, f32Ptr)
+	first := params[len(params)-1]
+	b = k.forLoop(f, b, "draw", i64c(0), i64c(int64(w)), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
+		store(b, k.drawLanes(b, 1, d, b.NewAdd(first, e)), b.NewGetElementPtr(f32, rowPtr, e), 4)
+		return b
+	})
+	b.NewRet(load(b, w.f32(), row, 4))
+	return f
+}
+
+// paramValues is ps as values.
+func paramValues(ps []*llvm.Param) []value.Value {
+	out := make([]value.Value, len(ps))
+	for i, p := range ps {
+		out[i] = p
+	}
+	return out
+}

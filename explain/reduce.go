@@ -1,0 +1,44 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/fibergen/fibergen/ir"
+)
+
+// Reduce is the reduction pass of an optimizer whose step reads per-tensor
+// norms, sums or means (docs/kernels.md, "Reductions"): a pass over each
+// tensor before the step that reads Reads (4 bytes each per coordinate)
+// and sums each term per tensor, then the step, which reads the sums.
+type Reduce struct {
+	Reads      []string `json:"reads"`
+	Terms      []Value  `json:"terms"` // each term's name and expression; Value unused
+	Operations int      `json:"operations"`
+}
+
+// describeReduce describes fn's reduction pass; nil without one.
+func describeReduce(fn *ir.Func) *Reduce {
+	if fn.Reduce == nil {
+		return nil
+	}
+	r := &Reduce{Reads: fn.ReduceReads(), Operations: describeKernel(fn.Reduce).Operations}
+	for _, st := range fn.Reduce.Stores() {
+		r.Terms = append(r.Terms, Value{Name: st.Name, Expr: ir.ExprString(st.Args[0])})
+	}
+	return r
+}
+
+// writeReduce writes the passes of a step with a reduction pass.
+func writeReduce(w io.Writer, r *Reduce) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "\npasses over memory: 2 (per tensor: the reduction pass, the host's float64 sums, then the step)\n")
+	fmt.Fprintf(w, "  reduction pass: reads %s (%d bytes a coordinate; g privatized as the step privatizes it); %d operations; sums per tensor:\n",
+		strings.Join(r.Reads, " "), 4*len(r.Reads), r.Operations)
+	for _, t := range r.Terms {
+		fmt.Fprintf(w, "    sum(%s) = Σ %s\n", t.Name, t.Expr)
+	}
+}

@@ -1,0 +1,155 @@
+package interp
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/rng"
+)
+
+// Reduced is what the step reads of one tensor's reductions (ir.OpReduce,
+// ir.OpNumel): the sum of each term of the reduce block, in
+// Func.ReduceTerms order, and the tensor's number of coordinates.
+type Reduced struct {
+	Sums  []float64
+	Numel int
+}
+
+// value is the reduction in reads; NaN without reductions, so that a
+// host value that reads one is never mistaken for a number.
+func (r *Reduced) value(in instr) float64 {
+	switch {
+	case r == nil:
+		return math.NaN()
+	case in.op == ir.OpNumel:
+		return float64(r.Numel)
+	}
+	return r.Sums[in.slot]
+}
+
+// compileReduce prepares the reduce block: its terms are stored after the
+// buffers (slot len(buffers)+i), where ReducePartials puts their arrays.
+func compileReduce(p *Program) (*code, error) {
+	c, err := compile(p.Func, p.Func.Reduce)
+	if err != nil {
+		return nil, err
+	}
+	nbuf := len(ir.Buffers(p.Func))
+	for i, in := range c.kernelPart {
+		if in.op == ir.OpStore {
+			c.kernelPart[i].slot = nbuf + slices.Index(p.Func.ReduceTerms(), storeName(p.Func.Reduce, in.dst))
+		}
+	}
+	c.gains, c.scalars = p.step.gains, p.step.scalars
+	return c, nil
+}
+
+// HostScalarsReduced is HostScalars for the coordinates of one tensor,
+// whose reductions are red.
+func (p *Program) HostScalarsReduced(h []float64, t int, sigmaW2 float64, red *Reduced) Scalars {
+	return Scalars{p.step.host(h, t, sigmaW2, red), p.step.index}
+}
+
+// ReduceScalars returns the scalar arguments of the reduction pass at
+// hypers h and step t: the reduce block's host scalars (ir.HostScalars
+// order), then sqrt(sigmaW2), as KernelScalars lays out the step's; nil
+// without reductions.
+func (p *Program) ReduceScalars(h []float64, t int, sigmaW2 float64) []float32 {
+	if p.reduce == nil {
+		return nil
+	}
+	r := p.reduce.host(h, t, sigmaW2, nil)
+	var out []float32
+	for _, v := range ir.HostScalars(p.Func.Reduce) {
+		out = append(out, r.f32[p.reduce.index[v]])
+	}
+	return append(out, rng.SigmaW(sigmaW2))
+}
+
+// ReducePartials computes the chunk partials of the reductions over the
+// coordinates of bufs (theta, g, the states, in ABI order, one tensor's
+// range, n coordinates each): partials[i][c] is the sum of term r<i> over
+// chunk c < reduce.ReduceChunks(n), in the kernels' order. g is privatized
+// as the step privatizes it, with the noise nz (nil: g as given), whose
+// Offset is the global index of the buffers' first coordinate. scalars are
+// ReduceScalars'.
+func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32, partials [][]float32) error {
+	if p.reduce == nil {
+		return fmt.Errorf("%s has no reductions", p.Func.Name)
+	}
+	n := len(bufs[0])
+	if len(partials) != p.Func.NumReductions() || len(bufs) != len(ir.Buffers(p.Func)) {
+		return fmt.Errorf("%s: the reduction pass takes %d buffers and %d partial arrays, got %d and %d", p.Func.Name, len(ir.Buffers(p.Func)), p.Func.NumReductions(), len(bufs), len(partials))
+	}
+	host := p.reduceRegs(scalars)
+	terms := make([][]float32, len(partials))
+	for i := range terms {
+		terms[i] = make([]float32, reduce.ReduceChunk)
+	}
+	gp := make([]float32, reduce.ReduceChunk)
+	for c := range reduce.ReduceChunks(n) {
+		lo, hi := c*reduce.ReduceChunk, min((c+1)*reduce.ReduceChunk, n)
+		chunk := make([][]float32, 0, len(bufs)+len(terms))
+		for _, b := range bufs {
+			chunk = append(chunk, b[lo:hi])
+		}
+		if nz != nil && nz.Stream.Mode != rng.Off {
+			chunk[ir.GradBuffer] = gp[:hi-lo]
+			nz.Stream.Privatize(gp[:hi-lo], bufs[ir.GradBuffer][lo:hi], nz.SigmaW, nz.Offset+uint64(lo))
+		}
+		for _, t := range terms {
+			chunk = append(chunk, t[:hi-lo])
+		}
+		p.reduce.run(host, chunk, noNoise)
+		for i, t := range terms {
+			if len(partials[i]) != reduce.ReduceChunks(n) {
+				return fmt.Errorf("%s: %d coordinates need %d partials, got %d", p.Func.Name, n, reduce.ReduceChunks(n), len(partials[i]))
+			}
+			partials[i][c] = chunkSum(t[:hi-lo])
+		}
+	}
+	return nil
+}
+
+// reduceRegs fills the registers of the reduce block's host part from its
+// kernel scalars.
+func (p *Program) reduceRegs(scalars []float32) regs {
+	r := regs{f64: make([]float64, p.reduce.n), f32: make([]float32, p.reduce.n)}
+	for _, in := range p.reduce.hostPart {
+		if in.op == ir.OpConst {
+			r.f64[in.dst], r.f32[in.dst] = in.konst, float32(in.konst)
+		}
+	}
+	for i, v := range ir.HostScalars(p.Func.Reduce) {
+		r.f32[p.reduce.index[v]] = scalars[i]
+	}
+	return r
+}
+
+// Reduce computes the reductions of one tensor, bufs as ReducePartials
+// takes them: each term's partials summed in float64 in chunk order
+// (reduce.Total).
+func (p *Program) Reduce(scalars []float32, nz *Noise, bufs [][]float32) (*Reduced, error) {
+	n := len(bufs[0])
+	partials := make([][]float32, p.Func.NumReductions())
+	for i := range partials {
+		partials[i] = make([]float32, reduce.ReduceChunks(n))
+	}
+	if err := p.ReducePartials(scalars, nz, bufs, partials); err != nil {
+		return nil, err
+	}
+	return Finish(partials, n), nil
+}
+
+// Finish is a tensor's reductions from its partials: each term's partials
+// summed in float64 in chunk order (reduce.Total), and its size n.
+func Finish(partials [][]float32, n int) *Reduced {
+	r := &Reduced{Numel: n}
+	for _, part := range partials {
+		r.Sums = append(r.Sums, reduce.Total(part))
+	}
+	return r
+}

@@ -1,0 +1,85 @@
+package lower
+
+import (
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir"
+)
+
+// reduction lowers norm(x), sum(x) and mean(x) in step: the step reads the
+// per-tensor sum of a term (x·x for norm, x else) as an OpReduce, and the
+// term is kept for the reduce block (lowerReduce). norm is the sqrt of
+// its sum and mean its sum over the tensor's size, in float64 on the host.
+func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
+	if len(x.Args) != 1 {
+		return l.fail(x.Pos(), "cannot lower call of %s", x.Fun.Name)
+	}
+	arg := l.expr(x.Args[0])
+	if arg.Uniform {
+		return l.fail(x.Pos(), "%s of a per-step uniform value", x.Fun.Name)
+	}
+	if readsReduce(arg, map[*ir.Value]bool{}) {
+		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which reads a norm, sum or mean: fibergen runs one reduction pass before the step, so a reduction cannot read another", x.Fun.Name, dsl.ExprString(x.Args[0]))
+	}
+	term := arg
+	if x.Fun.Name == "norm" {
+		term = l.op(ir.OpMul, arg, arg)
+	}
+	r := l.b.NewValue(ir.OpReduce, ir.F64, true)
+	r.Name = ir.ReduceTerm(len(l.terms))
+	l.terms = append(l.terms, term)
+	switch x.Fun.Name {
+	case "norm":
+		return l.op(ir.OpSqrt, r)
+	case "mean":
+		return l.op(ir.OpDiv, r, l.b.NewValue(ir.OpNumel, ir.F64, true))
+	}
+	return r
+}
+
+// readsReduce reports whether the step value v reads an OpReduce; seen
+// holds the values visited.
+func readsReduce(v *ir.Value, seen map[*ir.Value]bool) bool {
+	if v.Op == ir.OpReduce {
+		return true
+	}
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
+	for _, a := range v.Args {
+		if readsReduce(a, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerReduce builds the reduce block from the terms the step's
+// reductions sum: a copy of each term's backward slice, whose loads read
+// the buffers before the step as the step's do; nil without reductions.
+func (l *lowerer) lowerReduce(fn *ir.Func) *ir.Block {
+	if len(l.terms) == 0 {
+		return nil
+	}
+	b := &ir.Block{Name: "reduce", Kind: ir.ReduceBlock}
+	copied := map[*ir.Value]*ir.Value{}
+	var cp func(v *ir.Value) *ir.Value
+	cp = func(v *ir.Value) *ir.Value {
+		if nv := copied[v]; nv != nil {
+			return nv
+		}
+		args := make([]*ir.Value, len(v.Args))
+		for i, a := range v.Args {
+			args[i] = cp(a)
+		}
+		nv := b.NewValue(v.Op, v.Type, v.Uniform, args...)
+		nv.Const, nv.Name = v.Const, v.Name
+		copied[v] = nv
+		return nv
+	}
+	for i, t := range l.terms {
+		st := b.NewValue(ir.OpStore, ir.None, false, cp(t))
+		st.Name = ir.ReduceTerm(i)
+	}
+	return b
+}

@@ -1,0 +1,179 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/runtime/backend"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
+)
+
+// Per-tensor reductions (docs/runtime.md, "Reductions"): the step of an
+// optimizer whose DSL reads norm, sum or mean runs in two passes over each
+// tensor. The backend's reduction pass computes each term's chunk partials
+// from the buffers before the step, g privatized as the step will privatize
+// it; the host sums them in float64 in chunk order (interp.Finish), computes
+// the tensor's host scalars from them, and the step runs with those, one
+// segment per tensor. The tensors are the registered ones; an optimizer
+// without any is one tensor.
+
+// reduced returns the step a with its segments cut at the tensors, each
+// with the scalars of its reductions over m; a as it is for an optimizer
+// without reductions. A host scalar that is not finite for some tensor
+// (a norm of 0 divided by) refuses the step with nothing changed.
+func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, error) {
+	if o.prog.Func.Reduce == nil {
+		return a, nil
+	}
+	sigmaW2 := o.stepNoise().SigmaW2
+	entry := o.reduceEntry(a)
+	var segs []backend.Segment
+	for _, t := range o.reduceTensors(a) {
+		red, err := o.reduceTensor(m, entry, t, sigmaW2)
+		if err != nil {
+			return a, err
+		}
+		host := o.prog.HostScalarsReduced(t.hypers, o.t, sigmaW2, red)
+		seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, sigmaW2)}
+		if err := o.checkReduced(t, seg); err != nil {
+			return a, err
+		}
+		segs = append(segs, seg)
+	}
+	a.Segments = segs
+	return a, nil
+}
+
+// reduceTensor is the coordinates [lo, hi) of one tensor and its hypers.
+type reduceTensor struct {
+	name   string
+	lo, hi int
+	hypers []float64
+}
+
+// reduceTensors lists the tensors the segments of a cover, in order: the
+// registered tensors, and the coordinates between them (a whole buffer
+// without any) as tensors of their own.
+func (o *Optimizer) reduceTensors(a backend.Step) []reduceTensor {
+	lo, hi := a.Segments[0].Lo, a.Segments[len(a.Segments)-1].Hi
+	var out []reduceTensor
+	gap := func(to int) {
+		if to > lo {
+			out = append(out, reduceTensor{name: fmt.Sprintf("[%d, %d)", lo, to), lo: lo, hi: to, hypers: o.hypers})
+		}
+	}
+	for _, t := range o.tensors {
+		if t.Len == 0 || t.Offset < lo || t.Offset+t.Len > hi {
+			continue
+		}
+		gap(t.Offset)
+		h := o.hypers
+		if t.hypers != nil {
+			h = t.hypers
+		}
+		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: h})
+		lo = t.Offset + t.Len
+	}
+	gap(hi)
+	return out
+}
+
+// reduceEntry names the reduction pass's entry points for step a.
+func (o *Optimizer) reduceEntry(a backend.Step) backend.Reduce {
+	r := backend.Reduce{Reference: o.prog, Noise: a.Noise, Offset: a.Offset}
+	if k := o.m.Kernels.Reduce; k != nil {
+		r.Kernel, r.HostFunction = k.Kernel, k.HostFunction
+	}
+	return r
+}
+
+// reduceTensor runs the reduction pass over tensor t and finishes its sums.
+func (o *Optimizer) reduceTensor(m backend.Memory, r backend.Reduce, t reduceTensor, sigmaW2 float64) (*interp.Reduced, error) {
+	n := t.hi - t.lo
+	r.Scalars = o.prog.ReduceScalars(t.hypers, o.t, sigmaW2)
+	chunks := reduce.ReduceChunks(n)
+	partials := make([]float32, o.prog.Func.NumReductions()*chunks)
+	if err := o.back.Reduce(m, r, backend.Segment{Lo: t.lo, Hi: t.hi}, partials); err != nil {
+		return nil, fmt.Errorf("runtime: the reduction pass over tensor %s: %w", t.name, err)
+	}
+	return interp.Finish(termRows(partials, chunks), n), nil
+}
+
+// termRows splits term-major partials into one slice per term.
+func termRows(partials []float32, chunks int) [][]float32 {
+	var out [][]float32
+	for i := 0; i < len(partials); i += max(chunks, 1) {
+		out = append(out, partials[i:i+chunks])
+	}
+	return out
+}
+
+// checkReduced refuses a segment whose host scalars are not all finite.
+func (o *Optimizer) checkReduced(t reduceTensor, seg backend.Segment) error {
+	for i, v := range ir.HostScalars(o.prog.Func.Step) {
+		if x := seg.Scalars[i]; math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("runtime: step %d of tensor %s: the host value S%d = %s is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+				o.t, t.name, i, ir.ExprString(v), x)
+		}
+	}
+	return nil
+}
+
+// Reduce runs the reduction pass over segment s on every core: with the
+// host function where the shared object is loaded, else with the
+// interpreter. Each core takes whole chunks, so the split does not change a
+// bit.
+func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, s backend.Segment, partials []float32) error {
+	if err := b.host(m); err != nil {
+		return err
+	}
+	host, err := b.reducePass(r)
+	if err != nil {
+		return err
+	}
+	bufs := make([][]float32, len(b.bufs))
+	for i, buf := range b.bufs {
+		bufs[i] = buf[s.Lo:s.Hi]
+	}
+	n := s.Hi - s.Lo
+	chunks := reduce.ReduceChunks(n)
+	per, rows := max((chunks+b.threads-1)/b.threads, 1), termRows(partials, chunks)
+	nz, offset := r.Noise, r.Offset+int64(s.Lo)
+	return parallelChunks(chunks, per, func(lo, hi int) error {
+		if host != nil {
+			rg := hostkernel.Range{Lo: int64(lo), Hi: int64(hi), Offset: offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(nz.Mode), Key: nz.Key}
+			return host.Run(bufs, r.Scalars, n, rg, partials)
+		}
+		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, n)
+		part := make([][]float32, len(rows))
+		for i, row := range rows {
+			part[i] = row[lo:hi]
+		}
+		sub := make([][]float32, len(bufs))
+		for i, buf := range bufs {
+			sub[i] = buf[start:end]
+		}
+		in := &interp.Noise{Stream: nz, SigmaW: r.Scalars[len(r.Scalars)-1], Offset: uint64(offset) + uint64(start)}
+		return r.Reference.ReducePartials(r.Scalars, in, sub, part)
+	})
+}
+
+// reducePass returns the reduction pass's host function, loaded from the
+// shared object at its first use; nil without one (the reference runs).
+func (b *cpuBackend) reducePass(r backend.Reduce) (*hostkernel.Reduce, error) {
+	if b.kernel == nil || r.HostFunction == "" {
+		return nil, nil
+	}
+	if b.reduce != nil {
+		return b.reduce, nil
+	}
+	h, err := hostkernel.OpenReduce(b.so, r.HostFunction, b.kernel.NumBuffers, len(r.Scalars), b.prog.Func.NumReductions())
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	b.reduce = h
+	return h, nil
+}

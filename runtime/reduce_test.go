@@ -1,0 +1,158 @@
+package runtime_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// reduceSizes are the tensors of the reduction tests: several chunks with
+// a partial one, a tensor of one coordinate, offsets inside Philox groups
+// and secure octets.
+var reduceSizes = []int{9001, 1, 7, 4096, 130}
+
+// runReduced opens opt on backend over reduceSizes, gives the tensor c its
+// own weight decay, and runs three steps of inputs' gradients under the
+// options' noise (the secure scheme with a fixed key where asked); it
+// returns the parameters.
+func runReduced(t *testing.T, opt string, backend runtime.Backend, secure bool) []float32 {
+	t.Helper()
+	theta, grads := reduceInputs(3)
+	o := openDP(t, kernelDir(t, opt), simOptions(t, runtime.Options{Backend: backend, SecureNoise: secure}), testDP)
+	var err error
+	if secure {
+		err = o.SetKey(testKey(3))
+	} else {
+		err = o.SetSeed(2026)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []*runtime.Tensor
+	off := 0
+	for i, s := range reduceSizes {
+		tn, err := o.Register(string(rune('a'+i)), theta[off:off+s])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, off = append(ts, tn), off+s
+	}
+	if err := ts[2].SetHypers(map[string]float64{"wd": 0}); err != nil {
+		t.Fatal(err)
+	}
+	for step, g := range grads {
+		if err := stepAll(o, ts, g); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	return flatParams(t, ts)
+}
+
+// reduceInputs are theta and the gradients of steps steps over reduceSizes.
+func reduceInputs(steps int) (theta []float32, grads [][]float32) {
+	n := 0
+	for _, s := range reduceSizes {
+		n += s
+	}
+	theta = make([]float32, n)
+	for i := range theta {
+		theta[i] = float32(math.Sin(float64(i)*0.37) + 0.1)
+	}
+	for s := range steps {
+		g := make([]float32, n)
+		for i := range g {
+			g[i] = float32(0.01 * math.Cos(float64(i*(s+3))*0.11))
+		}
+		grads = append(grads, g)
+	}
+	return theta, grads
+}
+
+// TestReduceBackends checks that the optimizers with per-tensor reductions
+// step bit for bit alike on the go, cpu and ptxsim backends, with Philox
+// and with secure noise: the reduction pass privatizes g as the step does.
+func TestReduceBackends(t *testing.T) {
+	for _, opt := range []string{"lamb", "lars"} {
+		for _, secure := range []bool{false, true} {
+			var first []float32
+			for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+				got := runReduced(t, opt, b, secure)
+				if first == nil {
+					first = got
+					continue
+				}
+				if d := floatbits.Diff(first, got); d != "" {
+					t.Errorf("%s (secure %v): %s against go: %s", opt, secure, b, d)
+				}
+			}
+		}
+	}
+}
+
+// TestReduceOracle holds lamb without noise, on the cpu backend, to a
+// float64 LAMB over each tensor: a trust ratio over the whole buffer, or
+// over the wrong tensor, moves the parameters by far more than the bound.
+func TestReduceOracle(t *testing.T) {
+	theta, grads := reduceInputs(3)
+	o, ts := openSized(t, kernelDir(t, "lamb"), runtime.Options{Backend: runtime.CPU}, reduceSizes, theta)
+	if err := o.SetNoise(runtime.Noise{SigmaW2: 0}); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, len(theta))
+	off := 0
+	for _, s := range reduceSizes {
+		tensorGrads := make([][]float32, len(grads))
+		for k, g := range grads {
+			tensorGrads[k] = g[off : off+s]
+		}
+		copy(want[off:off+s], lambOracle(theta[off:off+s], tensorGrads))
+		off += s
+	}
+	for step, g := range grads {
+		for _, tn := range ts {
+			if err := tn.SetGrad(g[tn.Offset : tn.Offset+tn.Len]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := o.Step(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	got := flatParams(t, ts)
+	for i := range got {
+		if d := math.Abs(float64(got[i]) - want[i]); d > 2e-6 {
+			t.Fatalf("theta[%d] = %v, the float64 LAMB %v (off by %.3g)", i, got[i], want[i], d)
+		}
+	}
+}
+
+// lambOracle runs LAMB at lamb.dsl's defaults in float64 on one tensor.
+func lambOracle(theta32 []float32, grads [][]float32) []float64 {
+	const lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-6, 0.01
+	n := len(theta32)
+	theta, m, v, u := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, x := range theta32 {
+		theta[i] = float64(x)
+	}
+	for t, g := range grads {
+		var wn, un float64
+		for i := range theta {
+			gi := float64(g[i])
+			m[i] = b1*m[i] + (1-b1)*gi
+			v[i] = b2*v[i] + (1-b2)*gi*gi
+			mh, vh := m[i]/(1-math.Pow(b1, float64(t+1))), v[i]/(1-math.Pow(b2, float64(t+1)))
+			u[i] = mh/(math.Sqrt(vh)+eps) + wd*theta[i]
+			wn, un = wn+theta[i]*theta[i], un+u[i]*u[i]
+		}
+		trust := 1.0
+		if wn > 0 && un > 0 {
+			trust = math.Sqrt(wn) / math.Sqrt(un)
+		}
+		for i := range theta {
+			theta[i] -= lr * trust * u[i]
+		}
+	}
+	return theta
+}
