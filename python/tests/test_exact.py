@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import fibergen.torch as ft
-from conftest import OPTIMIZERS
+from conftest import BINDING_OPTIMIZERS
 
 SHAPES = [(7, 13), (64,), (3, 5, 11), (1,)]  # 320 coordinates in four tensors
 STEPS = 50
@@ -42,7 +42,7 @@ def data(n: int, steps: int, rng_seed: int = 1) -> tuple[np.ndarray, np.ndarray]
     return theta, grads
 
 
-@pytest.mark.parametrize("name", OPTIMIZERS)
+@pytest.mark.parametrize("name", BINDING_OPTIMIZERS)
 def test_clipped_means_match_fibergen_run(name, generated, fibergen_bin, tmp_path):
     n = sum(int(np.prod(s)) for s in SHAPES)
     theta, grads = data(n, STEPS)
