@@ -263,8 +263,8 @@ func TestSelectEveryBackend(t *testing.T) {
 hyper warmup = 3
 step {
 	w = select(t < warmup, 2, 1)
-	sum = select(theta < 0, -1, 0) + select(theta >= 1, 10, 0) + select(theta == 0, 1000, w) + select(theta > 0.5, select(theta <= 2, theta, 3), 0)
-	theta = select(theta != theta, theta, sum)
+	total = select(theta < 0, -1, 0) + select(theta >= 1, 10, 0) + select(theta == 0, 1000, w) + select(theta > 0.5, select(theta <= 2, theta, 3), 0)
+	theta = select(theta != theta, theta, total)
 }
 `
 	path := filepath.Join(t.TempDir(), "selects.dsl")
