@@ -31,6 +31,7 @@ var fuzzSeeds = []string{
 	"optimizer a\nstep {\n\ttheta = g ** 64 - g ** -64\n}\n",
 	"optimizer a\nstate p = 0\nstate q = 1\nstep {\n\tp = q + g\n\tq = p * p\n\ttheta = theta - p / q\n}\n",
 	"optimizer a\nhyper d = 0.5 in [0, 1)\nnoise {\n\tbuffer s\n\tu = 0.25 * s\n\tw = z - u\n\ts = d * s + z\n}\nstep {\n\ttheta = theta - g\n}\n",
+	"optimizer a\nhyper lr = 0.1\nstate m = 0\nstep {\n\tm = 0.9 * m + g\n\tn = norm(theta) + sum(m * g) / mean(g)\n\ttheta = theta - lr * n * m\n}\n",
 	"optimizer a\nstate m = g\nnoise {\n\tw = 2 * z\n}\nstep {\n\tm = 0.5 * m + g\n\ttheta = theta - m * attenuation(m)\n}\n",
 }
 
