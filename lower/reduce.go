@@ -17,7 +17,7 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 	if arg.Uniform {
 		return l.fail(x.Pos(), "%s of a per-step uniform value", x.Fun.Name)
 	}
-	if readsReduce(arg, map[*ir.Value]bool{}) {
+	if ir.ReadsReduction(arg) {
 		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which reads a norm, sum or mean: fibergen runs one reduction pass before the step, so a reduction cannot read another", x.Fun.Name, dsl.ExprString(x.Args[0]))
 	}
 	term := arg
@@ -34,24 +34,6 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 		return l.op(ir.OpDiv, r, l.b.NewValue(ir.OpNumel, ir.F64, true))
 	}
 	return r
-}
-
-// readsReduce reports whether the step value v reads an OpReduce; seen
-// holds the values visited.
-func readsReduce(v *ir.Value, seen map[*ir.Value]bool) bool {
-	if v.Op == ir.OpReduce {
-		return true
-	}
-	if seen[v] {
-		return false
-	}
-	seen[v] = true
-	for _, a := range v.Args {
-		if readsReduce(a, seen) {
-			return true
-		}
-	}
-	return false
 }
 
 // lowerReduce builds the reduce block from the terms the step's

@@ -111,13 +111,15 @@ func termRows(partials []float32, chunks int) [][]float32 {
 	return out
 }
 
-// checkReduced refuses a segment whose host scalars are not all finite.
+// checkReduced refuses a segment whose host scalars are not all finite;
+// the scalars' expressions are looked up only for the message.
 func (o *Optimizer) checkReduced(t reduceTensor, seg backend.Segment) error {
-	for i, v := range ir.HostScalars(o.prog.Func.Step) {
-		if x := seg.Scalars[i]; math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("runtime: step %d of tensor %s: the host value S%d = %s is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
-				o.t, t.name, i, ir.ExprString(v), x)
+	for i, x := range seg.Scalars {
+		if !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) {
+			continue
 		}
+		return fmt.Errorf("runtime: step %d of tensor %s: the host value S%d = %s is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+			o.t, t.name, i, ir.ExprString(ir.HostScalars(o.prog.Func.Step)[i]), x)
 	}
 	return nil
 }

@@ -2,8 +2,10 @@ package runtime_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 
+	"github.com/fibergen/fibergen/generated/lamb"
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -155,4 +157,51 @@ func lambOracle(theta32 []float32, grads [][]float32) []float64 {
 		}
 	}
 	return theta
+}
+
+// TestReduceGeneratedPackage holds the generated lamb package's Update
+// (its Host.Reduce, then Scalars and Step, one tensor) to the runtime on
+// that package and on the host kernel, bit for bit, under Philox noise.
+func TestReduceGeneratedPackage(t *testing.T) {
+	const seed, sigmaW2 = 77, 0.5
+	theta, grads := reduceInputs(3)
+	want := slices.Clone(theta)
+	o, err := lamb.New(lamb.Defaults(), len(theta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Seed = seed
+	for step, g := range grads {
+		if err := o.Update(want, g, sigmaW2); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	open := map[string]func() (*runtime.Optimizer, error){
+		"package": func() (*runtime.Optimizer, error) {
+			return runtime.OpenPackage(runtime.Package{Manifest: lamb.Manifest(), Step: lamb.StepKernel}, runtime.Options{Threads: 2})
+		},
+		"cpu": func() (*runtime.Optimizer, error) {
+			return runtime.Open(kernelDir(t, "lamb"), runtime.Options{Backend: runtime.CPU})
+		},
+	}
+	for name, openIt := range open {
+		r, tn := openOne(t, openIt, theta)
+		if err := r.SetSeed(seed); err == nil {
+			err = r.SetNoise(runtime.Noise{SigmaW2: sigmaW2, Draw: true})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step, g := range grads {
+			if err := tn.SetGrad(g); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Step(); err != nil {
+				t.Fatalf("%s: step %d: %v", name, step, err)
+			}
+		}
+		if d := floatbits.Diff(want, params(t, tn)); d != "" {
+			t.Errorf("%s against the generated package: %s", name, d)
+		}
+	}
 }

@@ -135,23 +135,28 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 // Bytes are counted as the step must move them: every buffer read once,
 // every written buffer (read-write or write) written once; GB are 10^9 bytes.
 type benchResult struct {
-	Optimizer      string  `json:"optimizer"`
-	N              int     `json:"n"`
-	Backend        string  `json:"backend"`
-	NoiseMode      string  `json:"noise_mode"`       // philox or secure (--noise-mode)
-	Threads        int     `json:"threads"`          // cpu and go; 0 for cuda
-	Kernel         string  `json:"kernel,omitempty"` // cpu: the host function that ran, e.g. fiber_cpu_avx512
-	Device         string  `json:"device,omitempty"`
-	Steps          int     `json:"steps"`
-	BuffersRead    int     `json:"buffers_read"`
-	BuffersWritten int     `json:"buffers_written"`
-	BytesPerCoord  int     `json:"bytes_per_coordinate"`
-	BytesPerStep   int64   `json:"bytes_per_step"`
-	MsPerStep      float64 `json:"ms_per_step"`
-	GBps           float64 `json:"gbps"`
-	CopyBytes      int64   `json:"copy_bytes"` // read + written by one copy
-	CopyMs         float64 `json:"copy_ms"`
-	CopyGBps       float64 `json:"copy_gbps"`
+	Optimizer      string `json:"optimizer"`
+	N              int    `json:"n"`
+	Backend        string `json:"backend"`
+	NoiseMode      string `json:"noise_mode"`       // philox or secure (--noise-mode)
+	Threads        int    `json:"threads"`          // cpu and go; 0 for cuda
+	Kernel         string `json:"kernel,omitempty"` // cpu: the host function that ran, e.g. fiber_cpu_avx512
+	Device         string `json:"device,omitempty"`
+	Steps          int    `json:"steps"`
+	BuffersRead    int    `json:"buffers_read"`
+	BuffersWritten int    `json:"buffers_written"`
+	// Passes over memory a step makes: 2 with a reduction pass, which
+	// reads ReduceRead buffers before the step (docs/kernels.md,
+	// "Reductions"); the bytes count both.
+	Passes        int     `json:"passes"`
+	ReduceRead    int     `json:"reduce_buffers_read,omitempty"`
+	BytesPerCoord int     `json:"bytes_per_coordinate"`
+	BytesPerStep  int64   `json:"bytes_per_step"`
+	MsPerStep     float64 `json:"ms_per_step"`
+	GBps          float64 `json:"gbps"`
+	CopyBytes     int64   `json:"copy_bytes"` // read + written by one copy
+	CopyMs        float64 `json:"copy_ms"`
+	CopyGBps      float64 `json:"copy_gbps"`
 	// The triad (cpu, go: a[i] = b[i] + s·c[i] over as many bytes), and
 	// the better of copy and triad, which ratio divides by.
 	TriadBytes   int64   `json:"triad_bytes,omitempty"`
@@ -273,7 +278,11 @@ func newBenchResult(opt *runtime.Optimizer, n, steps int) (*benchResult, error) 
 			return nil, fmt.Errorf("manifest of %s: buffer %s has dtype %q (want float32)", m.Optimizer, b.Name, b.DType)
 		}
 	}
-	r.BytesPerCoord = 4 * (r.BuffersRead + r.BuffersWritten)
+	r.Passes = 1
+	if red := m.Kernels.Reduce; red != nil {
+		r.Passes, r.ReduceRead = 2, len(red.Reads)
+	}
+	r.BytesPerCoord = 4 * (r.BuffersRead + r.BuffersWritten + r.ReduceRead)
 	r.BytesPerStep = int64(r.BytesPerCoord) * int64(n)
 	return r, nil
 }
@@ -452,7 +461,11 @@ func (r *benchResult) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %s GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), sig3(r.GBps))
 	r.printBaseline(w)
-	fmt.Fprintf(w, "  bytes/coordinate = 4 × (%d %s read + %d written)", r.BuffersRead, plural(r.BuffersRead, "buffer"), r.BuffersWritten)
+	fmt.Fprintf(w, "  bytes/coordinate = 4 × (%d %s read + %d written", r.BuffersRead, plural(r.BuffersRead, "buffer"), r.BuffersWritten)
+	if r.Passes > 1 {
+		fmt.Fprintf(w, " + %d read by the reduction pass: %d passes", r.ReduceRead, r.Passes)
+	}
+	fmt.Fprintf(w, ")")
 	if r.Statistic == "median" {
 		fmt.Fprintf(w, "; medians of %d runs of each, interleaved\n", r.Steps)
 	} else {

@@ -101,7 +101,7 @@ func (g *generator) genStep() {
 	g.file.Comment("added to g. All buffers must have the same length.")
 	g.file.Func().Id("Step").Params(jen.Id("s").Id("Scalars"), jen.Id("nz").Id("Noise"), jen.List(params...).Index().Float32()).Block(
 		jen.Id("n").Op(":=").Len(jen.Id("theta")),
-		g.lengthCheck(params),
+		g.lengthCheck("Step", params),
 		jen.Var().Id("cache").Id("noiseCache"),
 		jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Id("n"), jen.Id("i").Op("++")).Block(loop...),
 	)
@@ -113,7 +113,9 @@ func keyValue(key string, value jen.Code) jen.Code {
 	return jen.Line().Id(key).Op(":").Add(value)
 }
 
-func (g *generator) lengthCheck(params []jen.Code) jen.Code {
+// lengthCheck panics, naming the function fn, unless every buffer of
+// params is n long.
+func (g *generator) lengthCheck(fn string, params []jen.Code) jen.Code {
 	var cond *jen.Statement
 	for _, p := range params[1:] {
 		c := jen.Len(p).Op("!=").Id("n")
@@ -123,5 +125,5 @@ func (g *generator) lengthCheck(params []jen.Code) jen.Code {
 			cond = cond.Op("||").Add(c)
 		}
 	}
-	return jen.If(cond).Block(jen.Panic(jen.Lit(fmt.Sprintf("%s.Step: buffers differ in length", g.fn.Name))))
+	return jen.If(cond).Block(jen.Panic(jen.Lit(fmt.Sprintf("%s.%s: buffers differ in length", g.fn.Name, fn))))
 }

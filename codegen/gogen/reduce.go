@@ -28,7 +28,9 @@ func (g *generator) genReduce() {
 	if slices.ContainsFunc(g.fn.Reduce.Values, func(v *ir.Value) bool { return v.Op == ir.OpScalar }) {
 		body = append(body, jen.Id("sc").Op(":=").Id("c").Dot("scalarsAt").Call(jen.Id("t"), jen.Id("sigmaW2")))
 	}
-	body = append(body, jen.Id("h").Op(":=").Id("c").Dot("h"), jen.Id("_").Op("=").Id("h"))
+	if slices.ContainsFunc(g.fn.Reduce.Values, func(v *ir.Value) bool { return v.Op == ir.OpHyper }) {
+		body = append(body, jen.Id("h").Op(":=").Id("c").Dot("h"))
+	}
 	for _, v := range g.fn.Reduce.Values {
 		if hostValue(v) {
 			body = append(body, e.define(v, "u"))
@@ -38,7 +40,7 @@ func (g *generator) genReduce() {
 	k := g.fn.NumReductions()
 	body = append(body,
 		jen.Id("n").Op(":=").Len(jen.Id("theta")),
-		g.lengthCheck(params),
+		g.lengthCheck("Host.Reduce", params),
 		jen.Id("sigmaW").Op(":=").Float32().Call(jen.Qual("math", "Sqrt").Call(jen.Id("sigmaW2"))),
 		jen.Var().Id("cache").Id("noiseCache"),
 		jen.Var().Id("terms").Index(jen.Lit(k)).Index(jen.Id("ReduceChunk")).Float32(),

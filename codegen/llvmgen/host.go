@@ -43,28 +43,47 @@ func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	a := k.loadArgs(b, ps[0], ps[1])
 	sigma := a.scalars[ir.SigmaWScalar(len(a.scalars))]
 	a.scalars = a.scalars[:ir.SigmaWScalar(len(a.scalars))]
-	field := func(name string) value.Value { return rangeStruct.load(b, ps[2], name) }
-	lo, hi, offset, seed, step, mode := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
-	keys := field("key")
-	key := []value.Value{b.NewExtractValue(keys, 0), b.NewExtractValue(keys, 1), b.NewExtractValue(keys, 2), b.NewExtractValue(keys, 3)}
-	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma, drawFuncs: k.noise.host}
-	k.modeSwitch(f, b, mode, d, key, func(b *llvm.Block, d *draw) {
-		k.hostLoops(f, b, a, splitRange(b, lo, hi, offset, d.block()), lo, d, w)
+	lo, hi := rangeStruct.load(b, ps[2], "lo"), rangeStruct.load(b, ps[2], "hi")
+	philox, mode, key := k.rangeDraw(b, ps[2], sigma)
+	k.modeSwitch(f, b, mode, philox, key, func(b *llvm.Block, d *draw) {
+		k.hostLoops(f, b, a, splitRange(b, lo, hi, philox.offset, d.block()), lo, d, w)
 	})
 	return f
+}
+
+// rangeDraw loads the noise of a host function's range r: the Philox draw
+// of its seed, step and offset with the standard deviation sigma, the
+// noise mode and the secure scheme's key.
+func (k *kernel) rangeDraw(b *llvm.Block, r *llvm.Param, sigma value.Value) (philox *draw, mode value.Value, key []value.Value) {
+	field := func(name string) value.Value { return rangeStruct.load(b, r, name) }
+	offset, seed, step, mode := field("offset"), field("seed"), field("step"), field("noise")
+	keys := field("key")
+	key = []value.Value{b.NewExtractValue(keys, 0), b.NewExtractValue(keys, 1), b.NewExtractValue(keys, 2), b.NewExtractValue(keys, 3)}
+	return &draw{seed: seed, step: step, offset: offset, sigma: sigma, drawFuncs: k.noise.host}, mode, key
 }
 
 // loadArgs loads the buffers' pointers and the scalars from the arrays a
 // host function takes (all the scalars, sqrt(sigma_w2) included).
 func (k *kernel) loadArgs(b *llvm.Block, bufs, scalars value.Value) args {
-	var a args
+	return args{ptrs: k.loadPtrs(b, bufs), scalars: loadFloats(b, scalars, len(k.Scalars))}
+}
+
+// loadPtrs loads the buffers' pointers from the array bufs.
+func (k *kernel) loadPtrs(b *llvm.Block, bufs value.Value) []value.Value {
+	var out []value.Value
 	for i := range k.Buffers {
-		a.ptrs = append(a.ptrs, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, bufs, i64c(int64(i))), 8))
+		out = append(out, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, bufs, i64c(int64(i))), 8))
 	}
-	for i := range k.Scalars {
-		a.scalars = append(a.scalars, load(b, f32, b.NewGetElementPtr(f32, scalars, i64c(int64(i))), 4))
+	return out
+}
+
+// loadFloats loads the n floats of the array p.
+func loadFloats(b *llvm.Block, p value.Value, n int) []value.Value {
+	out := make([]value.Value, n)
+	for i := range out {
+		out[i] = load(b, f32, b.NewGetElementPtr(f32, p, i64c(int64(i))), 4)
 	}
-	return a
+	return out
 }
 
 // hostLoops emits the host function's loops from block b: the head, the

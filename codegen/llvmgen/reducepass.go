@@ -2,9 +2,11 @@ package llvmgen
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 
 	llvm "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -108,20 +110,12 @@ func (k *kernel) reduceHostSignature() signature {
 func (k *kernel) emitReduceHost(sig signature) {
 	ps := sig.newParams()
 	f, b := newHelper(k.m, k.ReduceKernel()+"_host", types.Void, ps...)
-	var ptrs, scalars []value.Value
-	for i := range k.Buffers {
-		ptrs = append(ptrs, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, ps[0], i64c(int64(i))), 8))
-	}
 	ns := len(ir.HostScalars(k.fn.Reduce)) + 1
-	for i := range ns {
-		scalars = append(scalars, load(b, f32, b.NewGetElementPtr(f32, ps[1], i64c(int64(i))), 4))
-	}
-	field := func(name string) value.Value { return rangeStruct.load(b, ps[3], name) }
-	keys := field("key")
-	key := []value.Value{b.NewExtractValue(keys, 0), b.NewExtractValue(keys, 1), b.NewExtractValue(keys, 2), b.NewExtractValue(keys, 3)}
-	d := &draw{seed: field("seed"), step: field("step"), offset: field("offset"), sigma: scalars[ns-1], drawFuncs: k.noise.host}
-	lo, hi, outs := field("lo"), field("hi"), k.termRows(b, ps[4], ps[2])
-	k.modeSwitch(f, b, field("noise"), d, key, func(b *llvm.Block, d *draw) {
+	ptrs, scalars := k.loadPtrs(b, ps[0]), loadFloats(b, ps[1], ns)
+	lo, hi := rangeStruct.load(b, ps[3], "lo"), rangeStruct.load(b, ps[3], "hi")
+	philox, mode, key := k.rangeDraw(b, ps[3], scalars[ns-1])
+	outs := k.termRows(b, ps[4], ps[2])
+	k.modeSwitch(f, b, mode, philox, key, func(b *llvm.Block, d *draw) {
 		r := k.reducePass(d, scalars[:ns-1])
 		k.hostReduce(f, b, r, k.reducePtrs(ptrs), outs, ps[2], lo, hi).NewRet(nil)
 	})
@@ -183,9 +177,12 @@ func (k *kernel) drawLanes(b *llvm.Block, w lanes, d *draw, first value.Value) v
 	return b.NewCall(k.noiseRow(w, d.secure()), append(args, d.step, first)...)
 }
 
-// noiseRow returns the helper that draws w elements' Gaussians from a
-// global index, one element's draw at a time, in the Philox or the secure
-// scheme: (seed | key0..3, step, first) <w x float>.
+// noiseRow returns the helper that draws the Gaussians of w consecutive
+// elements from a global index, in the Philox or the secure scheme:
+// (seed | key0..3, step, first) <w x float>. Where first starts a block of
+// draws (a Philox group of four, a secure octet of eight) it draws whole
+// blocks — the host step's wide Philox draw, gaussianC, eight groups a
+// call — else one element's draw at a time; each gives the same bits.
 func (k *kernel) noiseRow(w lanes, secure bool) *llvm.Func {
 	name := fmt.Sprintf("%s_noise_row%d_%v", k.Name, w, secure)
 	for _, f := range k.m.Funcs {
@@ -206,14 +203,46 @@ func (k *kernel) noiseRow(w lanes, secure bool) *llvm.Func {
 	row := llvm.NewAlloca(w.f32())
 	row.Align = 4
 	b.Insts = append(b.Insts, row)
-	rowPtr := b.NewBitCast(row, f32Ptr)
-	first := params[len(params)-1]
-	b = k.forLoop(f, b, "draw", i64c(0), i64c(int64(w)), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
-		store(b, k.drawLanes(b, 1, d, b.NewAdd(first, e)), b.NewGetElementPtr(f32, rowPtr, e), 4)
-		return b
+	rowPtr, first := b.NewBitCast(row, f32Ptr), params[len(params)-1]
+	blk := d.block()
+	aligned := b.NewICmp(enum.IPredEQ, b.NewAnd(first, i64c(blk-1)), i64c(0))
+	b, _ = k.ifElse(f, b, aligned, func(b *llvm.Block) (*llvm.Block, []value.Value) {
+		return k.drawBlocks(f, b, d, w, first, rowPtr), nil
+	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
+		return k.forLoop(f, b, "draw", i64c(0), i64c(int64(w)), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
+			store(b, k.drawLanes(b, 1, d, b.NewAdd(first, e)), b.NewGetElementPtr(f32, rowPtr, e), 4)
+			return b
+		}), nil
 	})
 	b.NewRet(load(b, w.f32(), row, 4))
 	return f
+}
+
+// drawBlocks stores at row the Gaussians of the w elements from first,
+// which starts a block of d: gaussianC's 32 a call in the Philox scheme,
+// an octet a call in the secure one.
+func (k *kernel) drawBlocks(f *llvm.Func, b *llvm.Block, d *draw, w lanes, first, row value.Value) *llvm.Block {
+	per, wide := d.block(), lanes(hostGroups)
+	if !d.secure() {
+		per = 4 * int64(wide)
+	}
+	return k.forLoop(f, b, "blocks", i64c(0), i64c(int64(w)/per), i64c(1), func(b *llvm.Block, c value.Value) *llvm.Block {
+		at := b.NewMul(c, i64c(per))
+		idx := b.NewLShr(b.NewAdd(first, at), i64c(int64(bits.TrailingZeros64(uint64(d.block())))))
+		if d.secure() {
+			z := d.call(b, d.octet, idx)
+			for e := range 8 {
+				store(b, b.NewExtractValue(z, uint64(e)), b.NewGetElementPtr(f32, row, b.NewAdd(at, i64c(int64(e)))), 4)
+			}
+			return b
+		}
+		z := d.call(b, k.noise.gaussianC[wide], idx)
+		for v := range 4 {
+			ptr := b.NewBitCast(b.NewGetElementPtr(f32, row, b.NewAdd(at, i64c(int64(v)*int64(wide)))), types.NewPointer(wide.f32()))
+			store(b, b.NewExtractValue(z, uint64(v)), ptr, 4)
+		}
+		return b
+	})
 }
 
 // paramValues is ps as values.

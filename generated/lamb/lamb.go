@@ -716,7 +716,6 @@ type Reduced struct {
 // takes. All buffers must have the same length.
 func (c *Host) Reduce(t int, sigmaW2 float64, nz Noise, theta, g, m, v []float32) Reduced {
 	h := c.h
-	_ = h
 	u3 := h.Beta1
 	u4 := float32(u3)
 	u9 := float64(1.0 - u3)
@@ -739,7 +738,7 @@ func (c *Host) Reduce(t int, sigmaW2 float64, nz Noise, theta, g, m, v []float32
 	u51 := float32(u50)
 	n := len(theta)
 	if len(g) != n || len(m) != n || len(v) != n {
-		panic("lamb.Step: buffers differ in length")
+		panic("lamb.Host.Reduce: buffers differ in length")
 	}
 	sigmaW := float32(math.Sqrt(sigmaW2))
 	var cache noiseCache

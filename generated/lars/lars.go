@@ -657,11 +657,9 @@ type Reduced struct {
 // (sigmaW2 its variance): the kernels' reduction pass, whose result Scalars
 // takes. All buffers must have the same length.
 func (c *Host) Reduce(t int, sigmaW2 float64, nz Noise, theta, g, buf []float32) Reduced {
-	h := c.h
-	_ = h
 	n := len(theta)
 	if len(g) != n || len(buf) != n {
-		panic("lars.Step: buffers differ in length")
+		panic("lars.Host.Reduce: buffers differ in length")
 	}
 	sigmaW := float32(math.Sqrt(sigmaW2))
 	var cache noiseCache

@@ -9562,31 +9562,31 @@ entry:
 	%11 = load float*, float** %10, align 8
 	%12 = getelementptr float, float* %scalars, i64 0
 	%13 = load float, float* %12, align 4
-	%14 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 6
-	%15 = load [4 x i64], [4 x i64]* %14, align 8
-	%16 = extractvalue [4 x i64] %15, 0
-	%17 = extractvalue [4 x i64] %15, 1
-	%18 = extractvalue [4 x i64] %15, 2
-	%19 = extractvalue [4 x i64] %15, 3
+	%14 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 0
+	%15 = load i64, i64* %14, align 8
+	%16 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 1
+	%17 = load i64, i64* %16, align 8
+	%18 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 2
+	%19 = load i64, i64* %18, align 8
 	%20 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 3
 	%21 = load i64, i64* %20, align 8
 	%22 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 4
 	%23 = load i32, i32* %22, align 4
-	%24 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 2
-	%25 = load i64, i64* %24, align 8
-	%26 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 0
-	%27 = load i64, i64* %26, align 8
-	%28 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 1
-	%29 = load i64, i64* %28, align 8
-	%30 = add i64 %n, 4095
-	%31 = sdiv i64 %30, u0x1000
-	%32 = mul i64 %31, 0
-	%33 = getelementptr float, float* %partials, i64 %32
-	%34 = mul i64 %31, 1
+	%24 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 5
+	%25 = load i32, i32* %24, align 4
+	%26 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 6
+	%27 = load [4 x i64], [4 x i64]* %26, align 8
+	%28 = extractvalue [4 x i64] %27, 0
+	%29 = extractvalue [4 x i64] %27, 1
+	%30 = extractvalue [4 x i64] %27, 2
+	%31 = extractvalue [4 x i64] %27, 3
+	%32 = add i64 %n, 4095
+	%33 = sdiv i64 %32, u0x1000
+	%34 = mul i64 %33, 0
 	%35 = getelementptr float, float* %partials, i64 %34
-	%36 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 5
-	%37 = load i32, i32* %36, align 4
-	switch i32 %37, label %unknown_mode [
+	%36 = mul i64 %33, 1
+	%37 = getelementptr float, float* %partials, i64 %36
+	switch i32 %25, label %unknown_mode [
 		i32 0, label %without_noise
 		i32 1, label %with_noise
 		i32 2, label %with_secure_noise
@@ -9619,14 +9619,14 @@ with_secure_noise:
 	%55 = bitcast i32 %54 to float
 	%56 = add i64 %n, 4095
 	%57 = sdiv i64 %56, u0x1000
-	br label %task.head.350
+	br label %task.head.356
 
 unknown_mode:
 	ret void
 
 task.head.317:
-	%58 = phi i64 [ %27, %without_noise ], [ %104, %row.done.322 ]
-	%59 = icmp slt i64 %58, %29
+	%58 = phi i64 [ %15, %without_noise ], [ %104, %row.done.322 ]
+	%59 = icmp slt i64 %58, %17
 	br i1 %59, label %task.318, label %task.done.319
 
 task.318:
@@ -9683,10 +9683,10 @@ row.done.322:
 	%98 = shufflevector <32 x float> %95, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%99 = fadd <32 x float> %95, %98
 	%100 = extractelement <32 x float> %97, i32 0
-	%101 = getelementptr float, float* %33, i64 %58
+	%101 = getelementptr float, float* %35, i64 %58
 	store float %100, float* %101, align 4
 	%102 = extractelement <32 x float> %99, i32 0
-	%103 = getelementptr float, float* %35, i64 %58
+	%103 = getelementptr float, float* %37, i64 %58
 	store float %102, float* %103, align 4
 	%104 = add i64 %58, 1
 	br label %task.head.317
@@ -9800,8 +9800,8 @@ pad.done.331:
 	br label %join.325
 
 task.head.332:
-	%182 = phi i64 [ %27, %with_noise ], [ %228, %row.done.337 ]
-	%183 = icmp slt i64 %182, %29
+	%182 = phi i64 [ %15, %with_noise ], [ %228, %row.done.337 ]
+	%183 = icmp slt i64 %182, %17
 	br i1 %183, label %task.333, label %task.done.334
 
 task.333:
@@ -9858,10 +9858,10 @@ row.done.337:
 	%222 = shufflevector <32 x float> %219, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%223 = fadd <32 x float> %219, %222
 	%224 = extractelement <32 x float> %221, i32 0
-	%225 = getelementptr float, float* %33, i64 %182
+	%225 = getelementptr float, float* %35, i64 %182
 	store float %224, float* %225, align 4
 	%226 = extractelement <32 x float> %223, i32 0
-	%227 = getelementptr float, float* %35, i64 %182
+	%227 = getelementptr float, float* %37, i64 %182
 	store float %226, float* %227, align 4
 	%228 = add i64 %182, 1
 	br label %task.head.332
@@ -9873,7 +9873,7 @@ then.338:
 	%232 = getelementptr float, float* %189, i64 %201
 	%233 = bitcast float* %232 to <128 x float>*
 	%234 = load <128 x float>, <128 x float>* %233, align 4
-	%235 = add i64 %25, %201
+	%235 = add i64 %19, %201
 	%236 = call <128 x float> @lars_noise_row128_false(i64 %21, i32 %23, i64 %235)
 	%237 = insertelement <128 x float> undef, float %13, i32 0
 	%238 = insertelement <128 x float> %237, float %13, i32 1
@@ -10029,49 +10029,49 @@ else.339:
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
 	%385 = bitcast <128 x float>* %3 to float*
 	%386 = sub i64 %n, %201
-	br label %pad.head.344
+	br label %pad.head.350
 
 join.340:
-	%387 = phi <32 x float> [ %376, %then.338 ], [ %560, %pad.done.349 ]
-	%388 = phi <32 x float> [ %384, %then.338 ], [ %569, %pad.done.349 ]
+	%387 = phi <32 x float> [ %376, %then.338 ], [ %560, %pad.done.355 ]
+	%388 = phi <32 x float> [ %384, %then.338 ], [ %569, %pad.done.355 ]
 	%389 = add i64 %196, 1
 	br label %row.head.335
 
-pad.head.344:
-	%390 = phi i64 [ 0, %else.339 ], [ %396, %pad.345 ]
+pad.head.350:
+	%390 = phi i64 [ 0, %else.339 ], [ %396, %pad.351 ]
 	%391 = icmp slt i64 %390, %386
-	br i1 %391, label %pad.345, label %pad.done.346
+	br i1 %391, label %pad.351, label %pad.done.352
 
-pad.345:
+pad.351:
 	%392 = add i64 %201, %390
 	%393 = getelementptr float, float* %187, i64 %392
 	%394 = load float, float* %393, align 4
 	%395 = getelementptr float, float* %385, i64 %390
 	store volatile float %394, float* %395, align 4
 	%396 = add i64 %390, 1
-	br label %pad.head.344
+	br label %pad.head.350
 
-pad.done.346:
+pad.done.352:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%397 = bitcast <128 x float>* %2 to float*
 	%398 = sub i64 %n, %201
-	br label %pad.head.347
+	br label %pad.head.353
 
-pad.head.347:
-	%399 = phi i64 [ 0, %pad.done.346 ], [ %405, %pad.348 ]
+pad.head.353:
+	%399 = phi i64 [ 0, %pad.done.352 ], [ %405, %pad.354 ]
 	%400 = icmp slt i64 %399, %398
-	br i1 %400, label %pad.348, label %pad.done.349
+	br i1 %400, label %pad.354, label %pad.done.355
 
-pad.348:
+pad.354:
 	%401 = add i64 %201, %399
 	%402 = getelementptr float, float* %189, i64 %401
 	%403 = load float, float* %402, align 4
 	%404 = getelementptr float, float* %397, i64 %399
 	store volatile float %403, float* %404, align 4
 	%405 = add i64 %399, 1
-	br label %pad.head.347
+	br label %pad.head.353
 
-pad.done.349:
+pad.done.355:
 	%406 = insertelement <128 x i64> undef, i64 %201, i32 0
 	%407 = shufflevector <128 x i64> %406, <128 x i64> undef, <128 x i32> zeroinitializer
 	%408 = add <128 x i64> %407, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -10084,7 +10084,7 @@ pad.done.349:
 	%415 = getelementptr float, float* %397, i64 0
 	%416 = bitcast float* %415 to <128 x float>*
 	%417 = load <128 x float>, <128 x float>* %416, align 4
-	%418 = add i64 %25, %201
+	%418 = add i64 %19, %201
 	%419 = call <128 x float> @lars_noise_row128_false(i64 %21, i32 %23, i64 %418)
 	%420 = insertelement <128 x float> undef, float %13, i32 0
 	%421 = insertelement <128 x float> %420, float %13, i32 1
@@ -10238,12 +10238,12 @@ pad.done.349:
 	%569 = fadd <32 x float> %567, %568
 	br label %join.340
 
-task.head.350:
-	%570 = phi i64 [ %27, %with_secure_noise ], [ %616, %row.done.355 ]
-	%571 = icmp slt i64 %570, %29
-	br i1 %571, label %task.351, label %task.done.352
+task.head.356:
+	%570 = phi i64 [ %15, %with_secure_noise ], [ %616, %row.done.361 ]
+	%571 = icmp slt i64 %570, %17
+	br i1 %571, label %task.357, label %task.done.358
 
-task.351:
+task.357:
 	%572 = sdiv i64 %570, %57
 	%573 = srem i64 %570, %57
 	%574 = mul i64 %572, %n
@@ -10256,26 +10256,26 @@ task.351:
 	%581 = sdiv i64 %580, 128
 	%582 = icmp slt i64 %581, 32
 	%583 = select i1 %582, i64 %581, i64 32
-	br label %row.head.353
+	br label %row.head.359
 
-task.done.352:
+task.done.358:
 	ret void
 
-row.head.353:
-	%584 = phi i64 [ 0, %task.351 ], [ %1039, %join.358 ]
-	%585 = phi <32 x float> [ zeroinitializer, %task.351 ], [ %1037, %join.358 ]
-	%586 = phi <32 x float> [ zeroinitializer, %task.351 ], [ %1038, %join.358 ]
+row.head.359:
+	%584 = phi i64 [ 0, %task.357 ], [ %1039, %join.364 ]
+	%585 = phi <32 x float> [ zeroinitializer, %task.357 ], [ %1037, %join.364 ]
+	%586 = phi <32 x float> [ zeroinitializer, %task.357 ], [ %1038, %join.364 ]
 	%587 = icmp slt i64 %584, %583
-	br i1 %587, label %row.354, label %row.done.355
+	br i1 %587, label %row.360, label %row.done.361
 
-row.354:
+row.360:
 	%588 = mul i64 %584, 128
 	%589 = add i64 %578, %588
 	%590 = add i64 %589, 128
 	%591 = icmp sle i64 %590, %n
-	br i1 %591, label %then.356, label %else.357
+	br i1 %591, label %then.362, label %else.363
 
-row.done.355:
+row.done.361:
 	%592 = shufflevector <32 x float> %585, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%593 = fadd <32 x float> %585, %592
 	%594 = shufflevector <32 x float> %586, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -10297,23 +10297,23 @@ row.done.355:
 	%610 = shufflevector <32 x float> %607, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%611 = fadd <32 x float> %607, %610
 	%612 = extractelement <32 x float> %609, i32 0
-	%613 = getelementptr float, float* %33, i64 %570
+	%613 = getelementptr float, float* %35, i64 %570
 	store float %612, float* %613, align 4
 	%614 = extractelement <32 x float> %611, i32 0
-	%615 = getelementptr float, float* %35, i64 %570
+	%615 = getelementptr float, float* %37, i64 %570
 	store float %614, float* %615, align 4
 	%616 = add i64 %570, 1
-	br label %task.head.350
+	br label %task.head.356
 
-then.356:
+then.362:
 	%617 = getelementptr float, float* %575, i64 %589
 	%618 = bitcast float* %617 to <128 x float>*
 	%619 = load <128 x float>, <128 x float>* %618, align 4
 	%620 = getelementptr float, float* %577, i64 %589
 	%621 = bitcast float* %620 to <128 x float>*
 	%622 = load <128 x float>, <128 x float>* %621, align 4
-	%623 = add i64 %25, %589
-	%624 = call <128 x float> @lars_noise_row128_true(i64 %16, i64 %17, i64 %18, i64 %19, i32 %23, i64 %623)
+	%623 = add i64 %19, %589
+	%624 = call <128 x float> @lars_noise_row128_true(i64 %28, i64 %29, i64 %30, i64 %31, i32 %23, i64 %623)
 	%625 = insertelement <128 x float> undef, float %13, i32 0
 	%626 = insertelement <128 x float> %625, float %13, i32 1
 	%627 = insertelement <128 x float> %626, float %13, i32 2
@@ -10724,55 +10724,55 @@ then.356:
 	%1032 = fadd <32 x float> %1030, %1031
 	%1033 = shufflevector <128 x float> %1018, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1034 = fadd <32 x float> %1032, %1033
-	br label %join.358
+	br label %join.364
 
-else.357:
+else.363:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%1035 = bitcast <128 x float>* %1 to float*
 	%1036 = sub i64 %n, %589
-	br label %pad.head.362
+	br label %pad.head.374
 
-join.358:
-	%1037 = phi <32 x float> [ %1026, %then.356 ], [ %1472, %pad.done.367 ]
-	%1038 = phi <32 x float> [ %1034, %then.356 ], [ %1481, %pad.done.367 ]
+join.364:
+	%1037 = phi <32 x float> [ %1026, %then.362 ], [ %1472, %pad.done.379 ]
+	%1038 = phi <32 x float> [ %1034, %then.362 ], [ %1481, %pad.done.379 ]
 	%1039 = add i64 %584, 1
-	br label %row.head.353
+	br label %row.head.359
 
-pad.head.362:
-	%1040 = phi i64 [ 0, %else.357 ], [ %1046, %pad.363 ]
+pad.head.374:
+	%1040 = phi i64 [ 0, %else.363 ], [ %1046, %pad.375 ]
 	%1041 = icmp slt i64 %1040, %1036
-	br i1 %1041, label %pad.363, label %pad.done.364
+	br i1 %1041, label %pad.375, label %pad.done.376
 
-pad.363:
+pad.375:
 	%1042 = add i64 %589, %1040
 	%1043 = getelementptr float, float* %575, i64 %1042
 	%1044 = load float, float* %1043, align 4
 	%1045 = getelementptr float, float* %1035, i64 %1040
 	store volatile float %1044, float* %1045, align 4
 	%1046 = add i64 %1040, 1
-	br label %pad.head.362
+	br label %pad.head.374
 
-pad.done.364:
+pad.done.376:
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
 	%1047 = bitcast <128 x float>* %0 to float*
 	%1048 = sub i64 %n, %589
-	br label %pad.head.365
+	br label %pad.head.377
 
-pad.head.365:
-	%1049 = phi i64 [ 0, %pad.done.364 ], [ %1055, %pad.366 ]
+pad.head.377:
+	%1049 = phi i64 [ 0, %pad.done.376 ], [ %1055, %pad.378 ]
 	%1050 = icmp slt i64 %1049, %1048
-	br i1 %1050, label %pad.366, label %pad.done.367
+	br i1 %1050, label %pad.378, label %pad.done.379
 
-pad.366:
+pad.378:
 	%1051 = add i64 %589, %1049
 	%1052 = getelementptr float, float* %577, i64 %1051
 	%1053 = load float, float* %1052, align 4
 	%1054 = getelementptr float, float* %1047, i64 %1049
 	store volatile float %1053, float* %1054, align 4
 	%1055 = add i64 %1049, 1
-	br label %pad.head.365
+	br label %pad.head.377
 
-pad.done.367:
+pad.done.379:
 	%1056 = insertelement <128 x i64> undef, i64 %589, i32 0
 	%1057 = shufflevector <128 x i64> %1056, <128 x i64> undef, <128 x i32> zeroinitializer
 	%1058 = add <128 x i64> %1057, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -10785,8 +10785,8 @@ pad.done.367:
 	%1065 = getelementptr float, float* %1047, i64 0
 	%1066 = bitcast float* %1065 to <128 x float>*
 	%1067 = load <128 x float>, <128 x float>* %1066, align 4
-	%1068 = add i64 %25, %589
-	%1069 = call <128 x float> @lars_noise_row128_true(i64 %16, i64 %17, i64 %18, i64 %19, i32 %23, i64 %1068)
+	%1068 = add i64 %19, %589
+	%1069 = call <128 x float> @lars_noise_row128_true(i64 %28, i64 %29, i64 %30, i64 %31, i32 %23, i64 %1068)
 	%1070 = insertelement <128 x float> undef, float %13, i32 0
 	%1071 = insertelement <128 x float> %1070, float %13, i32 1
 	%1072 = insertelement <128 x float> %1071, float %13, i32 2
@@ -11199,77 +11199,183 @@ pad.done.367:
 	%1479 = fadd <32 x float> %1477, %1478
 	%1480 = shufflevector <128 x float> %1473, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1481 = fadd <32 x float> %1479, %1480
-	br label %join.358
+	br label %join.364
 }
 
 define internal <128 x float> @lars_noise_row128_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = bitcast <128 x float>* %0 to float*
-	br label %draw.head.341
+	%2 = and i64 %first, 3
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.341, label %else.342
 
-draw.head.341:
-	%2 = phi i64 [ 0, %entry ], [ %7, %draw.342 ]
-	%3 = icmp slt i64 %2, 128
-	br i1 %3, label %draw.342, label %draw.done.343
+then.341:
+	br label %blocks.head.344
 
-draw.342:
-	%4 = add i64 %first, %2
-	%5 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %4)
-	%6 = getelementptr float, float* %1, i64 %2
-	store float %5, float* %6, align 4
-	%7 = add i64 %2, 1
-	br label %draw.head.341
+else.342:
+	br label %draw.head.347
 
-draw.done.343:
-	%8 = load <128 x float>, <128 x float>* %0, align 4
-	ret <128 x float> %8
+join.343:
+	%4 = load <128 x float>, <128 x float>* %0, align 4
+	ret <128 x float> %4
+
+blocks.head.344:
+	%5 = phi i64 [ 0, %then.341 ], [ %27, %blocks.345 ]
+	%6 = icmp slt i64 %5, 4
+	br i1 %6, label %blocks.345, label %blocks.done.346
+
+blocks.345:
+	%7 = mul i64 %5, 32
+	%8 = add i64 %first, %7
+	%9 = lshr i64 %8, 2
+	%10 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 0, i64 %9)
+	%11 = add i64 %7, 0
+	%12 = getelementptr float, float* %1, i64 %11
+	%13 = bitcast float* %12 to <8 x float>*
+	%14 = extractvalue [4 x <8 x float>] %10, 0
+	store <8 x float> %14, <8 x float>* %13, align 4
+	%15 = add i64 %7, 8
+	%16 = getelementptr float, float* %1, i64 %15
+	%17 = bitcast float* %16 to <8 x float>*
+	%18 = extractvalue [4 x <8 x float>] %10, 1
+	store <8 x float> %18, <8 x float>* %17, align 4
+	%19 = add i64 %7, 16
+	%20 = getelementptr float, float* %1, i64 %19
+	%21 = bitcast float* %20 to <8 x float>*
+	%22 = extractvalue [4 x <8 x float>] %10, 2
+	store <8 x float> %22, <8 x float>* %21, align 4
+	%23 = add i64 %7, 24
+	%24 = getelementptr float, float* %1, i64 %23
+	%25 = bitcast float* %24 to <8 x float>*
+	%26 = extractvalue [4 x <8 x float>] %10, 3
+	store <8 x float> %26, <8 x float>* %25, align 4
+	%27 = add i64 %5, 1
+	br label %blocks.head.344
+
+blocks.done.346:
+	br label %join.343
+
+draw.head.347:
+	%28 = phi i64 [ 0, %else.342 ], [ %33, %draw.348 ]
+	%29 = icmp slt i64 %28, 128
+	br i1 %29, label %draw.348, label %draw.done.349
+
+draw.348:
+	%30 = add i64 %first, %28
+	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
+	%32 = getelementptr float, float* %1, i64 %28
+	store float %31, float* %32, align 4
+	%33 = add i64 %28, 1
+	br label %draw.head.347
+
+draw.done.349:
+	br label %join.343
 }
 
 define internal <128 x float> @lars_noise_row128_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = bitcast <128 x float>* %0 to float*
-	br label %draw.head.359
+	%2 = and i64 %first, 7
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.365, label %else.366
 
-draw.head.359:
-	%2 = phi i64 [ 0, %entry ], [ %29, %draw.360 ]
-	%3 = icmp slt i64 %2, 128
-	br i1 %3, label %draw.360, label %draw.done.361
+then.365:
+	br label %blocks.head.368
 
-draw.360:
-	%4 = add i64 %first, %2
-	%5 = lshr i64 %4, 3
-	%6 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %5)
-	%7 = extractvalue [8 x float] %6, 0
-	%8 = extractvalue [8 x float] %6, 1
-	%9 = extractvalue [8 x float] %6, 2
-	%10 = extractvalue [8 x float] %6, 3
-	%11 = extractvalue [8 x float] %6, 4
-	%12 = extractvalue [8 x float] %6, 5
-	%13 = extractvalue [8 x float] %6, 6
-	%14 = extractvalue [8 x float] %6, 7
-	%15 = and i64 %4, 1
-	%16 = icmp ne i64 %15, 0
-	%17 = select i1 %16, float %8, float %7
-	%18 = select i1 %16, float %10, float %9
-	%19 = select i1 %16, float %12, float %11
-	%20 = select i1 %16, float %14, float %13
-	%21 = and i64 %4, 2
-	%22 = icmp ne i64 %21, 0
-	%23 = select i1 %22, float %18, float %17
-	%24 = select i1 %22, float %20, float %19
-	%25 = and i64 %4, 4
-	%26 = icmp ne i64 %25, 0
-	%27 = select i1 %26, float %24, float %23
-	%28 = getelementptr float, float* %1, i64 %2
-	store float %27, float* %28, align 4
-	%29 = add i64 %2, 1
-	br label %draw.head.359
+else.366:
+	br label %draw.head.371
 
-draw.done.361:
-	%30 = load <128 x float>, <128 x float>* %0, align 4
-	ret <128 x float> %30
+join.367:
+	%4 = load <128 x float>, <128 x float>* %0, align 4
+	ret <128 x float> %4
+
+blocks.head.368:
+	%5 = phi i64 [ 0, %then.365 ], [ %35, %blocks.369 ]
+	%6 = icmp slt i64 %5, 16
+	br i1 %6, label %blocks.369, label %blocks.done.370
+
+blocks.369:
+	%7 = mul i64 %5, 8
+	%8 = add i64 %first, %7
+	%9 = lshr i64 %8, 3
+	%10 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
+	%11 = extractvalue [8 x float] %10, 0
+	%12 = add i64 %7, 0
+	%13 = getelementptr float, float* %1, i64 %12
+	store float %11, float* %13, align 4
+	%14 = extractvalue [8 x float] %10, 1
+	%15 = add i64 %7, 1
+	%16 = getelementptr float, float* %1, i64 %15
+	store float %14, float* %16, align 4
+	%17 = extractvalue [8 x float] %10, 2
+	%18 = add i64 %7, 2
+	%19 = getelementptr float, float* %1, i64 %18
+	store float %17, float* %19, align 4
+	%20 = extractvalue [8 x float] %10, 3
+	%21 = add i64 %7, 3
+	%22 = getelementptr float, float* %1, i64 %21
+	store float %20, float* %22, align 4
+	%23 = extractvalue [8 x float] %10, 4
+	%24 = add i64 %7, 4
+	%25 = getelementptr float, float* %1, i64 %24
+	store float %23, float* %25, align 4
+	%26 = extractvalue [8 x float] %10, 5
+	%27 = add i64 %7, 5
+	%28 = getelementptr float, float* %1, i64 %27
+	store float %26, float* %28, align 4
+	%29 = extractvalue [8 x float] %10, 6
+	%30 = add i64 %7, 6
+	%31 = getelementptr float, float* %1, i64 %30
+	store float %29, float* %31, align 4
+	%32 = extractvalue [8 x float] %10, 7
+	%33 = add i64 %7, 7
+	%34 = getelementptr float, float* %1, i64 %33
+	store float %32, float* %34, align 4
+	%35 = add i64 %5, 1
+	br label %blocks.head.368
+
+blocks.done.370:
+	br label %join.367
+
+draw.head.371:
+	%36 = phi i64 [ 0, %else.366 ], [ %63, %draw.372 ]
+	%37 = icmp slt i64 %36, 128
+	br i1 %37, label %draw.372, label %draw.done.373
+
+draw.372:
+	%38 = add i64 %first, %36
+	%39 = lshr i64 %38, 3
+	%40 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %39)
+	%41 = extractvalue [8 x float] %40, 0
+	%42 = extractvalue [8 x float] %40, 1
+	%43 = extractvalue [8 x float] %40, 2
+	%44 = extractvalue [8 x float] %40, 3
+	%45 = extractvalue [8 x float] %40, 4
+	%46 = extractvalue [8 x float] %40, 5
+	%47 = extractvalue [8 x float] %40, 6
+	%48 = extractvalue [8 x float] %40, 7
+	%49 = and i64 %38, 1
+	%50 = icmp ne i64 %49, 0
+	%51 = select i1 %50, float %42, float %41
+	%52 = select i1 %50, float %44, float %43
+	%53 = select i1 %50, float %46, float %45
+	%54 = select i1 %50, float %48, float %47
+	%55 = and i64 %38, 2
+	%56 = icmp ne i64 %55, 0
+	%57 = select i1 %56, float %52, float %51
+	%58 = select i1 %56, float %54, float %53
+	%59 = and i64 %38, 4
+	%60 = icmp ne i64 %59, 0
+	%61 = select i1 %60, float %58, float %57
+	%62 = getelementptr float, float* %1, i64 %36
+	store float %61, float* %62, align 4
+	%63 = add i64 %36, 1
+	br label %draw.head.371
+
+draw.done.373:
+	br label %join.367
 }
 
 define void @lars_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) nounwind {
@@ -11323,17 +11429,17 @@ entry:
 	br i1 %27, label %two_sets, label %one_set
 
 two_sets:
-	br label %example.head.368
+	br label %example.head.380
 
 one_set:
-	br label %example.head.386
+	br label %example.head.398
 
-example.head.368:
-	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.373 ]
+example.head.380:
+	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.385 ]
 	%29 = icmp slt i64 %28, %12
-	br i1 %29, label %example.369, label %example.done.370
+	br i1 %29, label %example.381, label %example.done.382
 
-example.369:
+example.381:
 	%30 = mul i64 %28, %22
 	%31 = getelementptr float, float* %6, i64 %30
 	%32 = mul i64 %28, %22
@@ -11350,17 +11456,17 @@ example.369:
 	%43 = sdiv i64 %42, 32
 	%44 = icmp sgt i64 %40, 0
 	%45 = select i1 %44, i64 %43, i64 0
-	br label %piece.chunk.head.371
+	br label %piece.chunk.head.383
 
-example.done.370:
+example.done.382:
 	ret void
 
-piece.chunk.head.371:
-	%46 = phi i64 [ 0, %example.369 ], [ %69, %piece.row.done.376 ]
+piece.chunk.head.383:
+	%46 = phi i64 [ 0, %example.381 ], [ %69, %piece.row.done.388 ]
 	%47 = icmp slt i64 %46, %45
-	br i1 %47, label %piece.chunk.372, label %piece.chunk.done.373
+	br i1 %47, label %piece.chunk.384, label %piece.chunk.done.385
 
-piece.chunk.372:
+piece.chunk.384:
 	%48 = mul i64 %46, 32
 	%49 = getelementptr float, float* %35, i64 %48
 	%50 = bitcast float* %49 to <32 x float>*
@@ -11372,33 +11478,33 @@ piece.chunk.372:
 	%56 = add i64 %53, 32
 	%57 = icmp slt i64 %56, %40
 	%58 = select i1 %57, i64 %56, i64 %40
-	br label %piece.row.head.374
+	br label %piece.row.head.386
 
-piece.chunk.done.373:
+piece.chunk.done.385:
 	%59 = add i64 %28, 1
-	br label %example.head.368
+	br label %example.head.380
 
-piece.row.head.374:
-	%60 = phi i64 [ %55, %piece.chunk.372 ], [ %99, %join.379 ]
-	%61 = phi <32 x float> [ %51, %piece.chunk.372 ], [ %98, %join.379 ]
+piece.row.head.386:
+	%60 = phi i64 [ %55, %piece.chunk.384 ], [ %99, %join.391 ]
+	%61 = phi <32 x float> [ %51, %piece.chunk.384 ], [ %98, %join.391 ]
 	%62 = icmp slt i64 %60, %58
-	br i1 %62, label %piece.row.375, label %piece.row.done.376
+	br i1 %62, label %piece.row.387, label %piece.row.done.388
 
-piece.row.375:
+piece.row.387:
 	%63 = mul i64 %60, 128
 	%64 = sub i64 %63, %36
 	%65 = icmp sge i64 %64, 0
 	%66 = add i64 %64, 128
 	%67 = icmp sle i64 %66, %8
 	%68 = and i1 %65, %67
-	br i1 %68, label %then.377, label %else.378
+	br i1 %68, label %then.389, label %else.390
 
-piece.row.done.376:
+piece.row.done.388:
 	store <32 x float> %61, <32 x float>* %50, align 4
 	%69 = add i64 %46, 1
-	br label %piece.chunk.head.371
+	br label %piece.chunk.head.383
 
-then.377:
+then.389:
 	%70 = getelementptr float, float* %31, i64 %64
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
@@ -11421,9 +11527,9 @@ then.377:
 	%89 = fadd <32 x float> %87, %88
 	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%91 = fadd <32 x float> %89, %90
-	br label %join.379
+	br label %join.391
 
-else.378:
+else.390:
 	%92 = icmp slt i64 %64, 0
 	%93 = select i1 %92, i64 0, i64 %64
 	%94 = add i64 %64, 128
@@ -11431,47 +11537,47 @@ else.378:
 	%96 = select i1 %95, i64 %94, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%97 = bitcast <128 x float>* %2 to float*
-	br label %pad.head.380
+	br label %pad.head.392
 
-join.379:
-	%98 = phi <32 x float> [ %91, %then.377 ], [ %150, %pad.done.385 ]
+join.391:
+	%98 = phi <32 x float> [ %91, %then.389 ], [ %150, %pad.done.397 ]
 	%99 = add i64 %60, 1
-	br label %piece.row.head.374
+	br label %piece.row.head.386
 
-pad.head.380:
-	%100 = phi i64 [ %93, %else.378 ], [ %106, %pad.381 ]
+pad.head.392:
+	%100 = phi i64 [ %93, %else.390 ], [ %106, %pad.393 ]
 	%101 = icmp slt i64 %100, %96
-	br i1 %101, label %pad.381, label %pad.done.382
+	br i1 %101, label %pad.393, label %pad.done.394
 
-pad.381:
+pad.393:
 	%102 = getelementptr float, float* %31, i64 %100
 	%103 = load float, float* %102, align 4
 	%104 = sub i64 %100, %64
 	%105 = getelementptr float, float* %97, i64 %104
 	store volatile float %103, float* %105, align 4
 	%106 = add i64 %100, 1
-	br label %pad.head.380
+	br label %pad.head.392
 
-pad.done.382:
+pad.done.394:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%107 = bitcast <128 x float>* %1 to float*
-	br label %pad.head.383
+	br label %pad.head.395
 
-pad.head.383:
-	%108 = phi i64 [ %93, %pad.done.382 ], [ %114, %pad.384 ]
+pad.head.395:
+	%108 = phi i64 [ %93, %pad.done.394 ], [ %114, %pad.396 ]
 	%109 = icmp slt i64 %108, %96
-	br i1 %109, label %pad.384, label %pad.done.385
+	br i1 %109, label %pad.396, label %pad.done.397
 
-pad.384:
+pad.396:
 	%110 = getelementptr float, float* %33, i64 %108
 	%111 = load float, float* %110, align 4
 	%112 = sub i64 %108, %64
 	%113 = getelementptr float, float* %107, i64 %112
 	store volatile float %111, float* %113, align 4
 	%114 = add i64 %108, 1
-	br label %pad.head.383
+	br label %pad.head.395
 
-pad.done.385:
+pad.done.397:
 	%115 = insertelement <128 x i64> undef, i64 %64, i32 0
 	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
 	%117 = add <128 x i64> %116, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -11508,14 +11614,14 @@ pad.done.385:
 	%148 = fadd <32 x float> %146, %147
 	%149 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%150 = fadd <32 x float> %148, %149
-	br label %join.379
+	br label %join.391
 
-example.head.386:
-	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.391 ]
+example.head.398:
+	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.403 ]
 	%152 = icmp slt i64 %151, %12
-	br i1 %152, label %example.387, label %example.done.388
+	br i1 %152, label %example.399, label %example.done.400
 
-example.387:
+example.399:
 	%153 = mul i64 %151, %22
 	%154 = getelementptr float, float* %4, i64 %153
 	%155 = mul i64 %151, %26
@@ -11530,17 +11636,17 @@ example.387:
 	%164 = sdiv i64 %163, 32
 	%165 = icmp sgt i64 %161, 0
 	%166 = select i1 %165, i64 %164, i64 0
-	br label %piece.chunk.head.389
+	br label %piece.chunk.head.401
 
-example.done.388:
+example.done.400:
 	ret void
 
-piece.chunk.head.389:
-	%167 = phi i64 [ 0, %example.387 ], [ %190, %piece.row.done.394 ]
+piece.chunk.head.401:
+	%167 = phi i64 [ 0, %example.399 ], [ %190, %piece.row.done.406 ]
 	%168 = icmp slt i64 %167, %166
-	br i1 %168, label %piece.chunk.390, label %piece.chunk.done.391
+	br i1 %168, label %piece.chunk.402, label %piece.chunk.done.403
 
-piece.chunk.390:
+piece.chunk.402:
 	%169 = mul i64 %167, 32
 	%170 = getelementptr float, float* %156, i64 %169
 	%171 = bitcast float* %170 to <32 x float>*
@@ -11552,33 +11658,33 @@ piece.chunk.390:
 	%177 = add i64 %174, 32
 	%178 = icmp slt i64 %177, %161
 	%179 = select i1 %178, i64 %177, i64 %161
-	br label %piece.row.head.392
+	br label %piece.row.head.404
 
-piece.chunk.done.391:
+piece.chunk.done.403:
 	%180 = add i64 %151, 1
-	br label %example.head.386
+	br label %example.head.398
 
-piece.row.head.392:
-	%181 = phi i64 [ %176, %piece.chunk.390 ], [ %210, %join.397 ]
-	%182 = phi <32 x float> [ %172, %piece.chunk.390 ], [ %209, %join.397 ]
+piece.row.head.404:
+	%181 = phi i64 [ %176, %piece.chunk.402 ], [ %210, %join.409 ]
+	%182 = phi <32 x float> [ %172, %piece.chunk.402 ], [ %209, %join.409 ]
 	%183 = icmp slt i64 %181, %179
-	br i1 %183, label %piece.row.393, label %piece.row.done.394
+	br i1 %183, label %piece.row.405, label %piece.row.done.406
 
-piece.row.393:
+piece.row.405:
 	%184 = mul i64 %181, 128
 	%185 = sub i64 %184, %157
 	%186 = icmp sge i64 %185, 0
 	%187 = add i64 %185, 128
 	%188 = icmp sle i64 %187, %8
 	%189 = and i1 %186, %188
-	br i1 %189, label %then.395, label %else.396
+	br i1 %189, label %then.407, label %else.408
 
-piece.row.done.394:
+piece.row.done.406:
 	store <32 x float> %182, <32 x float>* %171, align 4
 	%190 = add i64 %167, 1
-	br label %piece.chunk.head.389
+	br label %piece.chunk.head.401
 
-then.395:
+then.407:
 	%191 = getelementptr float, float* %154, i64 %185
 	%192 = bitcast float* %191 to <128 x float>*
 	%193 = load <128 x float>, <128 x float>* %192, align 4
@@ -11591,9 +11697,9 @@ then.395:
 	%200 = fadd <32 x float> %198, %199
 	%201 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%202 = fadd <32 x float> %200, %201
-	br label %join.397
+	br label %join.409
 
-else.396:
+else.408:
 	%203 = icmp slt i64 %185, 0
 	%204 = select i1 %203, i64 0, i64 %185
 	%205 = add i64 %185, 128
@@ -11601,28 +11707,28 @@ else.396:
 	%207 = select i1 %206, i64 %205, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
 	%208 = bitcast <128 x float>* %0 to float*
-	br label %pad.head.398
+	br label %pad.head.410
 
-join.397:
-	%209 = phi <32 x float> [ %202, %then.395 ], [ %243, %pad.done.400 ]
+join.409:
+	%209 = phi <32 x float> [ %202, %then.407 ], [ %243, %pad.done.412 ]
 	%210 = add i64 %181, 1
-	br label %piece.row.head.392
+	br label %piece.row.head.404
 
-pad.head.398:
-	%211 = phi i64 [ %204, %else.396 ], [ %217, %pad.399 ]
+pad.head.410:
+	%211 = phi i64 [ %204, %else.408 ], [ %217, %pad.411 ]
 	%212 = icmp slt i64 %211, %207
-	br i1 %212, label %pad.399, label %pad.done.400
+	br i1 %212, label %pad.411, label %pad.done.412
 
-pad.399:
+pad.411:
 	%213 = getelementptr float, float* %154, i64 %211
 	%214 = load float, float* %213, align 4
 	%215 = sub i64 %211, %185
 	%216 = getelementptr float, float* %208, i64 %215
 	store volatile float %214, float* %216, align 4
 	%217 = add i64 %211, 1
-	br label %pad.head.398
+	br label %pad.head.410
 
-pad.done.400:
+pad.done.412:
 	%218 = insertelement <128 x i64> undef, i64 %185, i32 0
 	%219 = shufflevector <128 x i64> %218, <128 x i64> undef, <128 x i32> zeroinitializer
 	%220 = add <128 x i64> %219, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -11649,7 +11755,7 @@ pad.done.400:
 	%241 = fadd <32 x float> %239, %240
 	%242 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%243 = fadd <32 x float> %241, %242
-	br label %join.397
+	br label %join.409
 }
 
 define void @lars_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
@@ -11671,4 +11777,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lars_abi = constant [65 x i8] c"4d8737d2e659abc8db453c620e0907cbe0348b6782650504683626c8d24b5cf9\00"
+@lars_abi = constant [65 x i8] c"d62ec7982d28af64d5b130a5c2f4115f52b223c7f27c6aff816c9eba829a79a9\00"

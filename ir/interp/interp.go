@@ -24,6 +24,9 @@ type Program struct {
 	scalars []*ir.Value // ir.HostScalars(Func.Step): the kernels' scalar arguments
 	varying []varyingCheck
 	reduce  *code // the reduce block; nil without reductions
+	// reduceScalars are ir.HostScalars(Func.Reduce): the reduction pass's
+	// scalar arguments, before sqrt(sigma_w2).
+	reduceScalars []*ir.Value
 }
 
 // New prepares fn, which must be optimized (ir.Optimize) so that each block

@@ -44,6 +44,7 @@ func compileReduce(p *Program) (*code, error) {
 		}
 	}
 	c.gains, c.scalars = p.step.gains, p.step.scalars
+	p.reduceScalars = ir.HostScalars(p.Func.Reduce)
 	return c, nil
 }
 
@@ -62,8 +63,8 @@ func (p *Program) ReduceScalars(h []float64, t int, sigmaW2 float64) []float32 {
 		return nil
 	}
 	r := p.reduce.host(h, t, sigmaW2, nil)
-	var out []float32
-	for _, v := range ir.HostScalars(p.Func.Reduce) {
+	out := make([]float32, 0, len(p.reduceScalars)+1)
+	for _, v := range p.reduceScalars {
 		out = append(out, r.f32[p.reduce.index[v]])
 	}
 	return append(out, rng.SigmaW(sigmaW2))
@@ -83,6 +84,11 @@ func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32,
 	n := len(bufs[0])
 	if len(partials) != p.Func.NumReductions() || len(bufs) != len(ir.Buffers(p.Func)) {
 		return fmt.Errorf("%s: the reduction pass takes %d buffers and %d partial arrays, got %d and %d", p.Func.Name, len(ir.Buffers(p.Func)), p.Func.NumReductions(), len(bufs), len(partials))
+	}
+	for _, part := range partials {
+		if len(part) != reduce.ReduceChunks(n) {
+			return fmt.Errorf("%s: %d coordinates need %d partials, got %d", p.Func.Name, n, reduce.ReduceChunks(n), len(part))
+		}
 	}
 	host := p.reduceRegs(scalars)
 	terms := make([][]float32, len(partials))
@@ -105,9 +111,6 @@ func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32,
 		}
 		p.reduce.run(host, chunk, noNoise)
 		for i, t := range terms {
-			if len(partials[i]) != reduce.ReduceChunks(n) {
-				return fmt.Errorf("%s: %d coordinates need %d partials, got %d", p.Func.Name, n, reduce.ReduceChunks(n), len(partials[i]))
-			}
 			partials[i][c] = chunkSum(t[:hi-lo])
 		}
 	}
@@ -123,7 +126,7 @@ func (p *Program) reduceRegs(scalars []float32) regs {
 			r.f64[in.dst], r.f32[in.dst] = in.konst, float32(in.konst)
 		}
 	}
-	for i, v := range ir.HostScalars(p.Func.Reduce) {
+	for i, v := range p.reduceScalars {
 		r.f32[p.reduce.index[v]] = scalars[i]
 	}
 	return r
