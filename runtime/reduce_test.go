@@ -205,3 +205,19 @@ func TestReduceGeneratedPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestCUDAReduce holds lamb and lars on a real GPU, Philox and secure, bit
+// for bit to the go backend: the reduction kernel's partials, summed on the
+// host, give the step the same scalars as the Go reference.
+func TestCUDAReduce(t *testing.T) {
+	needCUDA(t)
+	for _, opt := range []string{"lamb", "lars"} {
+		for _, secure := range []bool{false, true} {
+			want := runReduced(t, opt, runtime.Go, secure)
+			got := runReduced(t, opt, runtime.CUDA, secure)
+			if d := floatbits.Diff(want, got); d != "" {
+				t.Errorf("%s (secure %v): cuda against go: %s", opt, secure, d)
+			}
+		}
+	}
+}

@@ -8,9 +8,9 @@
 #
 # It runs, with FIBERGEN_REQUIRE_CUDA=1 so that a missing driver or device fails instead of
 # skipping: the driver binding's tests (runtime/cudadrv), the runtime's CUDA backend against the
-# Go backend (runtime: CUDA, StepDevice, Shard), the PTX kernels against the Go reference bit for bit
+# Go backend (runtime: CUDA, StepDevice, Shard, the reductions), the PTX kernels against the Go reference bit for bit
 # (tests: GPU, secure noise included), then `fibergen bench generated/NAME --backend cuda` for fiber,
-# dp_adamw and dp_sgd at n = 64M and 256M in both noise modes (JSON: step and device-to-device copy
+# dp_adamw and dp_sgd at n = 64M and 256M in both noise modes, and lamb and lars with Philox (JSON: step and device-to-device copy
 # bandwidth of the same run), and, where
 # Python can import torch, scripts/torch_adamw.py at the same sizes and the PyTorch binding's
 # CUDA tests (python/tests/test_cuda.py, on bin/gpu/libfibergen.so and bin/gpu/generated).
@@ -48,6 +48,9 @@ for n in 64M 256M; do
 		for mode in philox secure; do # issue 37: secure within 1.3x of philox, same run
 			check "bench-$o-$n-$mode" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --noise-mode "$mode" --json
 		done
+	done
+	for o in lamb lars; do # issue 34: the reduction pass before the step
+		check "bench-$o-$n-philox" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --json
 	done
 	if python3 -c 'import torch' 2>/dev/null; then
 		check "torch-adamw-$n" "$root" python3 scripts/torch_adamw.py --n "$n" --steps 50 --json
