@@ -39,7 +39,8 @@ gpu-bundle: deps
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/fibergen ./cmd/fibergen
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -ldflags='-s -w' -o bin/gpu/libfibergen.so ./capi
 	rm -rf bin/gpu/generated && bin/gpu/fibergen build -o bin/gpu/generated $(DSL) >/dev/null
-	rm -f bin/gpu/generated/*/*.go bin/gpu/generated/*/*.ll  # the GPU host needs no Go and no LLVM (go vet ./... would take the .go for packages), and carry is 64 MiB
+	rm -f bin/gpu/generated/*/*.go bin/gpu/generated/*/*.ll  # the GPU host needs no Go and no LLVM (go vet ./... would take the .go for packages)
+	tar czf bin/gpu.tgz -C bin gpu  # the bundle as one file, for a tool that carries few (docs/benchmarks.md)
 
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz
 ## corpora run as ordinary tests); deterministic, as CI must be. unit, race and

@@ -37,12 +37,15 @@ type ptxRun struct {
 	steps     int
 	privCases func(name string) []privCase // the privatize cases of the optimizer name
 	diagSizes []int
+	// parallel runs the optimizers side by side: on a GPU host the Go
+	// reference, one core each, is most of the check's time.
+	parallel bool
 }
 
 // gpuRun is the check on device 0, with the host kernel test's cases; it
 // skips without a GPU.
 func gpuRun(t *testing.T) ptxRun {
-	return ptxRun{ctx: gpuContext(t), cases: kernelCases(), steps: kernelSteps, privCases: func(name string) []privCase { return casesFor(name, true) }, diagSizes: diagSizes}
+	return ptxRun{ctx: gpuContext(t), cases: kernelCases(), steps: kernelSteps, privCases: func(name string) []privCase { return casesFor(name, true) }, diagSizes: diagSizes, parallel: true}
 }
 
 // simSizes are the step kernel's sizes on the simulator: empty, shorter
@@ -282,6 +285,9 @@ func TestPTXSimMatchesGo(t *testing.T) {
 func checkPTXKernels(t *testing.T, run ptxRun) {
 	for _, opt := range optimizers {
 		t.Run(opt.name, func(t *testing.T) {
+			if run.parallel {
+				t.Parallel()
+			}
 			k := loadGPUKernel(t, run.ctx, opt)
 			for i, c := range run.cases {
 				t.Run(c.String(), func(t *testing.T) { checkGPUKernel(t, opt, k, c, run.steps, gpuShapes[i%len(gpuShapes)]) })
