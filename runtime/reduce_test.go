@@ -1,12 +1,14 @@
 package runtime_test
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"testing"
 
 	"github.com/fibergen/fibergen/generated/lamb"
 	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -218,6 +220,49 @@ func TestCUDAReduce(t *testing.T) {
 			if d := floatbits.Diff(want, got); d != "" {
 				t.Errorf("%s (secure %v): cuda against go: %s", opt, secure, d)
 			}
+		}
+	}
+}
+
+// TestCUDAStepDeviceReduce steps lamb and lars as the PyTorch binding does
+// on a GPU, each tensor a range of device buffers of the trainer's
+// (RegisterRange, StepDevice), bit for bit as the Go backend steps the
+// same tensors registered with values of their own.
+func TestCUDAStepDeviceReduce(t *testing.T) {
+	ctx := cudaContext(t)
+	theta, grads := reduceInputs(3)
+	for _, opt := range []string{"lamb", "lars"} {
+		want := runReduced(t, opt, runtime.Go, false)
+		o, err := runtime.Open(ptxDir(t, opt), runtime.Options{Backend: runtime.CUDA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		var ts []*runtime.Tensor
+		for i, s := range reduceSizes {
+			tn, err := o.RegisterRange(string(rune('a'+i)), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, tn)
+		}
+		if err := errors.Join(ts[2].SetHypers(map[string]float64{"wd": 0}), o.SetDP(testDP), o.SetSeed(2026)); err != nil {
+			t.Fatal(err)
+		}
+		n := len(theta)
+		a := newDeviceArena(t, ctx, len(o.Manifest().Buffers), n, 1)
+		a.put(t, ir.ThetaBuffer, theta)
+		if err := o.InitDeviceStates(a.bufs, n); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range grads {
+			a.put(t, ir.GradBuffer, g)
+			if err := errors.Join(o.GradientWritten(), o.TrustClippedGradient(), o.StepDevice(a.bufs, n, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := floatbits.Diff(want, a.get(t, ir.ThetaBuffer)); d != "" {
+			t.Errorf("%s: StepDevice over ranges against the go backend: %s", opt, d)
 		}
 	}
 }

@@ -15,7 +15,7 @@
 //	fibergen check SOURCE...
 //	fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
 //	fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
-//	        (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N | --noise-mode secure]
+//	        (--sigma-w2 X | --noise off) [--set name=value ...] [--tensors N,...] [--seed N | --noise-mode secure]
 //	        [--backend go|cpu|ptxsim] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy] [--state-out NAME=S.npy ...]
 //	fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
 //	        (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
@@ -58,7 +58,7 @@ const usage = `usage:
   fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
                                          the settings checked as run checks them (step 0)
   fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
-          (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N | --noise-mode secure]
+          (--sigma-w2 X | --noise off) [--set name=value ...] [--tensors N,...] [--seed N | --noise-mode secure]
           [--backend go|cpu|ptxsim] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy] [--state-out NAME=S.npy ...]
   fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/floatbits"
 )
 
 // unguardedDSL divides by a norm, on the host, that is 0 where the
@@ -58,5 +60,59 @@ func TestReduceNested(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 		t.Error("build wrote output for a file with errors")
+	}
+}
+
+// TestRunTensors checks --tensors: lamb over theta as tensors of 3 and 5
+// coordinates is, on every backend, lamb over each tensor alone (the
+// gradients privatized, so no noise tells the offsets apart), and not lamb
+// over the one tensor of 8.
+func TestRunTensors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const steps, n = 3, 8
+	theta, grads := randFloats(rng, n), randFloats(rng, steps*n)
+	part := func(lo, hi int) (th, g []float32) {
+		for s := range steps {
+			g = append(g, grads[s*n+lo:s*n+hi]...)
+		}
+		return theta[lo:hi], g
+	}
+	th0, g0 := part(0, 3)
+	th1, g1 := part(3, n)
+	for _, backend := range []string{"go", "cpu", "ptxsim"} {
+		flags := []string{"--backend", backend, "--noise", "off"}
+		want := append(runOut(t, "lamb", th0, g0, steps, flags...), runOut(t, "lamb", th1, g1, steps, flags...)...)
+		got := runOut(t, "lamb", theta, grads, steps, append(flags, "--tensors", "3,5")...)
+		if !floatbits.Equal(got, want) {
+			t.Errorf("%s: --tensors 3,5 gives %v, each tensor alone %v", backend, got, want)
+		}
+		if whole := runOut(t, "lamb", theta, grads, steps, flags...); floatbits.Equal(whole, want) {
+			t.Errorf("%s: one tensor of 8 steps as two: the test cannot tell them apart", backend)
+		}
+	}
+}
+
+// TestRunTensorsErrors: sizes that are not whole numbers, that do not sum
+// to theta's, or a group that cuts a tensor, are refused in one line naming
+// the flag, with nothing written.
+func TestRunTensorsErrors(t *testing.T) {
+	theta, grads := randFloats(rand.New(rand.NewPCG(1, 1)), 8), make([]float32, 8)
+	th, g, out := runInputs(t, theta, grads, 1)
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--tensors", "3,x"}, `fibergen run: --tensors "3,x": want sizes N[,N...], each a whole number > 0`},
+		{[]string{"--tensors", "3,0,5"}, "each a whole number > 0"},
+		{[]string{"--tensors", "3,4"}, "--tensors 3,4: the sizes sum to 7, theta has 8 coordinates"},
+		{[]string{"--tensors", "3,5", "--group", "2:8:wd=0"}, "--group 2:8:wd=0: cuts a tensor of --tensors 3,5 (a group holds whole tensors)"},
+	} {
+		r := runMain(append([]string{"run", optPath("lamb"), "--grads", g, "--theta", th, "--out", out, "--noise", "off"}, c.flags...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 1 {
+			t.Errorf("%v: exit %d, stderr %q; want one line with %q", c.flags, r.code, r.stderr, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("%v: %s written", c.flags, filepath.Base(out))
+		}
 	}
 }

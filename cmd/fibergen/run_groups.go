@@ -60,22 +60,45 @@ func (l *groupsFlag) Set(s string) error {
 	return nil
 }
 
+// sizesFlag is --tensors N[,N...]: theta's tensors, by their sizes in
+// order, each registered as its own (per-tensor reductions: lamb's trust
+// ratio is each tensor's).
+type sizesFlag []int
+
+func (l *sizesFlag) String() string {
+	parts := make([]string, len(*l))
+	for i, n := range *l {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *sizesFlag) Set(s string) error {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return errors.New("want sizes N[,N...], each a whole number > 0")
+		}
+		sizes = append(sizes, n)
+	}
+	*l = sizes
+	return nil
+}
+
 // tensors are theta's tensors, registered in order, split where a group
 // starts or ends: the flat vector of a run.
 type tensors []*runtime.Tensor
 
-// register registers theta as tensors split at the groups' ends and gives
-// each group's tensor its hypers; a group past the end of theta is an error.
-func (gs groupsFlag) register(opt *runtime.Optimizer, theta []float32) (tensors, error) {
-	cuts := []int{0, len(theta)}
-	for _, g := range gs {
-		if g.hi > len(theta) {
-			return nil, fmt.Errorf("--group %s: theta has %d coordinates", g.text, len(theta))
-		}
-		cuts = append(cuts, g.lo, g.hi)
+// register registers theta as tensors, split at the ends of --tensors'
+// sizes and of the groups, and gives each group's tensors its hypers. A
+// group past the end of theta, sizes that do not sum to theta's, or a group
+// that cuts one of the sizes' tensors is an error.
+func (o *runOptions) register(opt *runtime.Optimizer, theta []float32) (tensors, error) {
+	cuts, err := o.cuts(len(theta))
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(cuts)
-	cuts = slices.Compact(cuts)
 	var ts tensors
 	for i := 1; i < len(cuts); i++ {
 		name := "theta"
@@ -86,7 +109,7 @@ func (gs groupsFlag) register(opt *runtime.Optimizer, theta []float32) (tensors,
 		if err != nil {
 			return nil, err
 		}
-		if g := gs.at(cuts[i-1]); g != nil {
+		if g := o.groups.at(cuts[i-1]); g != nil {
 			if err := t.SetHypers(g.hypers); err != nil {
 				return nil, fmt.Errorf("--group %s: %w", g.text, cause(err))
 			}
@@ -94,6 +117,32 @@ func (gs groupsFlag) register(opt *runtime.Optimizer, theta []float32) (tensors,
 		ts = append(ts, t)
 	}
 	return ts, nil
+}
+
+// cuts are where theta's n coordinates split into tensors, 0 and n
+// included, sorted.
+func (o *runOptions) cuts(n int) ([]int, error) {
+	cuts, end := []int{0}, 0
+	for _, s := range o.tensorSizes {
+		end += s
+		cuts = append(cuts, end)
+	}
+	if len(o.tensorSizes) > 0 && end != n {
+		return nil, fmt.Errorf("--tensors %s: the sizes sum to %d, theta has %d coordinates", o.tensorSizes.String(), end, n)
+	}
+	whole := slices.Clone(cuts)
+	cuts = append(cuts, n)
+	for _, g := range o.groups {
+		if g.hi > n {
+			return nil, fmt.Errorf("--group %s: theta has %d coordinates", g.text, n)
+		}
+		if len(o.tensorSizes) > 0 && !(slices.Contains(whole, g.lo) && slices.Contains(whole, g.hi)) {
+			return nil, fmt.Errorf("--group %s: cuts a tensor of --tensors %s (a group holds whole tensors)", g.text, o.tensorSizes.String())
+		}
+		cuts = append(cuts, g.lo, g.hi)
+	}
+	slices.Sort(cuts)
+	return slices.Compact(cuts), nil
 }
 
 // at is the group that holds coordinate i, or nil.

@@ -65,6 +65,11 @@ class _Group:
     def __init__(self, handle: _lib.Handle, name: str, lo: int, hi: int, off: int):
         self.handle, self.name, self.lo, self.hi, self.off = handle, name, lo, hi, off
         self.states: list[torch.Tensor] = []
+        # The runtime's ranges that the group's coordinates are, in order:
+        # none where the group is the whole optimizer, one a parameter where
+        # the step reads per-tensor reductions (each parameter's norm is its
+        # own), else the group whole.
+        self.ranges: list[str] = []
         # Every hyper's value as the runtime holds it for the group (those
         # it derives included: fg_info), which the param group's values are
         # compared with; and, for a group past the first, the values it sets
@@ -307,11 +312,7 @@ class Optimizer(torch.optim.Optimizer):
                       "no_clamp_warning": not clamp_warning, "noise_mode": "secure" if secure else "philox"}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
-        if self._info.get("reductions"):
-            raise FibergenError(f"fibergen: {self._info['name']}'s step reads per-tensor norms, sums or means (norm, sum, "
-                                "mean), and the PyTorch binding lays out its buffers by parameter group, not by parameter, "
-                                "and shards them across ranks: it cannot run it yet. Run it with package runtime "
-                                "(one tensor per Register) or fibergen run (docs/runtime.md, \"Reductions\")")
+        self._per_tensor = bool(self._info.get("reductions"))  # each parameter a range of its own
         self._states = self._info["buffers"][_abi.FIRST_STATE:]
         self._clamp_watch = bool(self._info["clamp_warning"])  # the runtime may warn after a step
         self._names = _Names(self._info["hypers"])
@@ -326,6 +327,11 @@ class Optimizer(torch.optim.Optimizer):
         self._pg = process_group
         self._rank, self._world = (dist.get_rank(process_group), dist.get_world_size(process_group)) \
             if process_group is not None else (0, 1)
+        if self._per_tensor and self._world > 1:
+            raise FibergenError(f"fibergen: {self._info['name']}'s step reads per-tensor norms, sums or means (norm, sum, "
+                                f"mean), and a process group of {self._world} ranks shards the flat buffers across them, "
+                                "splitting parameters, whose sums would then need every rank's part: the binding cannot "
+                                "run it sharded yet. Run it without process_group (docs/pytorch.md, \"Reductions\")")
         if seed is not None and not (isinstance(seed, int) and 0 <= seed < 1 << 64):
             raise ValueError(f"fibergen: seed = {seed!r}: want a whole number in [0, 2^64)")
         self._layout()
@@ -427,7 +433,13 @@ class Optimizer(torch.optim.Optimizer):
         off = 0
         for i, (lo, hi) in enumerate(self._shard["parts"]):
             g = _Group(self._handle, f"group{i}", lo, hi, off)
-            if len(self._shard["parts"]) > 1:
+            if self._per_tensor:
+                params = self.param_groups[i]["params"]
+                g.ranges = [f'param_groups[{i}]["params"][{j}]' for j in range(len(params))]  # what a refusal names
+                for name, p in zip(g.ranges, params):
+                    self._handle.register_range(name, p.numel())
+            elif len(self._shard["parts"]) > 1:
+                g.ranges = [g.name]
                 self._handle.register_range(g.name, g.n)
             self._groups.append(g)
             off += g.n
@@ -529,7 +541,8 @@ class Optimizer(torch.optim.Optimizer):
             # a group's own value: one that differs from group 0's, or one group 0 did not give (which the
             # runtime may derive for each group from the group's own hypers: fiber_cosine's lr_min)
             if (own := {k: x for k, x in v.items() if k not in values[0] or x != values[0][k]}) != g.own:
-                self._handle.set_tensor_hypers(g.name, own)
+                for name in g.ranges:
+                    self._handle.set_tensor_hypers(name, own)
                 overrides = True
         if base or overrides:
             self._refresh_hypers()
@@ -544,7 +557,7 @@ class Optimizer(torch.optim.Optimizer):
         base = {h["name"]: h["value"] for h in info["hypers"]}
         tensors = {t["name"]: t for t in info["tensors"]}
         for g in self._groups:
-            t = tensors.get(g.name) if g is not self._groups[0] else None
+            t = tensors[g.ranges[0]] if g is not self._groups[0] and g.ranges else None
             g.applied = {h["name"]: h["value"] for h in t["hypers"]} if t else dict(base)
             g.own = dict(t["own"]) if t else {}
 

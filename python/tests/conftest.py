@@ -5,7 +5,6 @@ $FIBERGEN_BIN (make python-test sets both), else built here with Go."""
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import subprocess
@@ -32,11 +31,6 @@ os.environ["FIBERGEN_CACHE"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
 
 OPTIMIZERS = sorted(p.stem for p in (ROOT / "optimizers").glob("*.dsl"))
-# The shipped optimizers the PyTorch binding runs: not those whose step
-# reads per-tensor reductions, which it refuses (test_byname's
-# test_reductions_refused; docs/decisions.md, 125).
-BINDING_OPTIMIZERS = [n for n in OPTIMIZERS
-                      if "reduce" not in json.loads((ROOT / "generated" / n / f"{n}.json").read_text())["kernels"]]
 
 
 @pytest.fixture(scope="session")

@@ -99,11 +99,3 @@ def test_processes_race_on_an_empty_cache(cache: Path):
         p.join(timeout=60)
     assert len(set(dirs)) == 1 and not dirs[0].startswith("error"), dirs
     assert not [p for p in (cache / "opt").iterdir() if p.name.startswith(".")], "temporary directories left"
-
-
-def test_reductions_refused(cache: Path) -> None:
-    """An optimizer whose step reads per-tensor norms (lamb) is refused
-    at construction, saying why, rather than normed over a group."""
-    p = torch.nn.Parameter(torch.randn(10))
-    with pytest.raises(FibergenError, match="per-tensor norms, sums or means"):
-        ft.Optimizer([p], "lamb")

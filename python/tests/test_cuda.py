@@ -41,7 +41,7 @@ def bits(ps: list[torch.Tensor]) -> np.ndarray:
 
 
 @pytest.mark.parametrize("secure", [False, True])
-@pytest.mark.parametrize("name", ["fiber", "dp_adamw", "dp_sgd", "doppler"])
+@pytest.mark.parametrize("name", ["fiber", "dp_adamw", "dp_sgd", "doppler", "lamb", "lars"])  # lamb, lars: per-tensor norms
 def test_cuda_matches_cpu(name, secure, generated):
     got, want = params("cuda"), params("cpu")
     groups = lambda ps: [{"params": ps[:2]}, {"params": ps[2:], "lr": 2e-3}]  # noqa: E731

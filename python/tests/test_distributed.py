@@ -47,6 +47,14 @@ def test_secure_ranks_share_rank_0s_key(generated, tmp_path):
         assert steps == 5
 
 
+def test_reductions_refused_sharded(generated, tmp_path):
+    """lamb's norms are each parameter's, which the ranks' shards split:
+    both ranks refuse it, saying why."""
+    ranks(tmp_path, "reductions", generated, "lamb")
+    for r in range(2):
+        assert "process group of 2 ranks" in (tmp_path / f"reductions-{r}.txt").read_text()
+
+
 def test_training_is_deterministic(generated, tmp_path):
     runs = []
     for i in range(2):

@@ -11,9 +11,10 @@ import pytest
 import torch
 
 import fibergen.torch as ft
-from conftest import BINDING_OPTIMIZERS
+from conftest import OPTIMIZERS
 
 SHAPES = [(7, 13), (64,), (3, 5, 11), (1,)]  # 320 coordinates in four tensors
+TENSORS = ",".join(str(int(np.prod(s))) for s in SHAPES)  # fibergen run's --tensors: each its own (lamb's norms)
 STEPS = 50
 SEED = 20261125
 SIGMA_W2 = 1e-4
@@ -42,14 +43,14 @@ def data(n: int, steps: int, rng_seed: int = 1) -> tuple[np.ndarray, np.ndarray]
     return theta, grads
 
 
-@pytest.mark.parametrize("name", BINDING_OPTIMIZERS)
+@pytest.mark.parametrize("name", OPTIMIZERS)
 def test_clipped_means_match_fibergen_run(name, generated, fibergen_bin, tmp_path):
     n = sum(int(np.prod(s)) for s in SHAPES)
     theta, grads = data(n, STEPS)
     np.save(tmp_path / "theta.npy", theta)
     np.save(tmp_path / "grads.npy", grads)
     dsl = Path(__file__).resolve().parents[2] / "optimizers" / f"{name}.dsl"
-    args = ["--grads", str(tmp_path / "grads.npy"), "--sigma-w2", repr(SIGMA_W2)]
+    args = ["--grads", str(tmp_path / "grads.npy"), "--sigma-w2", repr(SIGMA_W2), "--tensors", TENSORS]
     want = {b: fibergen_run(fibergen_bin, dsl, tmp_path, b, *args) for b in ("go", "cpu")}
     assert want["go"].tobytes() == want["cpu"].tobytes()
 
@@ -68,7 +69,7 @@ def test_clipped_means_match_fibergen_run(name, generated, fibergen_bin, tmp_pat
     np.testing.assert_array_equal(got.view(np.uint32), want["go"].view(np.uint32))
 
 
-@pytest.mark.parametrize("name", ["fiber", "disk", "dp_adamw", "dp_sgd"])
+@pytest.mark.parametrize("name", ["fiber", "disk", "dp_adamw", "dp_sgd", "lamb"])
 def test_privatize_matches_fibergen_run(name, generated, fibergen_bin, tmp_path):
     n, batch, steps, clip, sigma = sum(int(np.prod(s)) for s in SHAPES), 6, STEPS, 0.5, 0.8
     rng = np.random.default_rng(2)
@@ -82,7 +83,8 @@ def test_privatize_matches_fibergen_run(name, generated, fibergen_bin, tmp_path)
     opt = ft.Optimizer(params, generated / name, seed=SEED)
     two_point = opt.observation()["kind"] == "two_point"
     dsl = Path(__file__).resolve().parents[2] / "optimizers" / f"{name}.dsl"
-    args = ["--example-grads", str(tmp_path / "cur.npy"), "--clip", repr(clip), "--noise-multiplier", repr(sigma)]
+    args = ["--example-grads", str(tmp_path / "cur.npy"), "--clip", repr(clip), "--noise-multiplier", repr(sigma),
+            "--tensors", TENSORS]
     if two_point:
         args += ["--lookahead-grads", str(tmp_path / "look.npy")]
     want = fibergen_run(fibergen_bin, dsl, tmp_path, "cpu", *args)
