@@ -10,6 +10,7 @@ import (
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/tests/oracle"
 )
 
 // reduceSizes are the tensors of the reduction tests: several chunks with
@@ -95,70 +96,73 @@ func TestReduceBackends(t *testing.T) {
 	}
 }
 
-// TestReduceOracle holds lamb without noise, on the cpu backend, to a
-// float64 LAMB over each tensor: a trust ratio over the whole buffer, or
-// over the wrong tensor, moves the parameters by far more than the bound.
-func TestReduceOracle(t *testing.T) {
-	theta, grads := reduceInputs(3)
-	o, ts := openSized(t, kernelDir(t, "lamb"), runtime.Options{Backend: runtime.CPU}, reduceSizes, theta)
-	if err := o.SetNoise(runtime.Noise{SigmaW2: 0}); err != nil {
-		t.Fatal(err)
-	}
-	want := make([]float64, len(theta))
-	off := 0
-	for _, s := range reduceSizes {
-		tensorGrads := make([][]float32, len(grads))
-		for k, g := range grads {
-			tensorGrads[k] = g[off : off+s]
-		}
-		copy(want[off:off+s], lambOracle(theta[off:off+s], tensorGrads))
-		off += s
-	}
-	for step, g := range grads {
-		for _, tn := range ts {
-			if err := tn.SetGrad(g[tn.Offset : tn.Offset+tn.Len]); err != nil {
-				t.Fatal(err)
+// TestReduceOracles holds lamb and lars without noise, on the go, cpu and
+// ptxsim backends, to the float64 LAMB and LARS of tests/oracle over each
+// tensor. The bound is float32's: each of the steps rounds θ (half an ulp
+// of |θ| ≤ 2) and computes an update whose relative error is a few dozen
+// roundings (norms over 9001 terms summed in chunks); a trust ratio over
+// the whole buffer, or over the wrong tensor, moves θ by orders more.
+func TestReduceOracles(t *testing.T) {
+	const steps = 3
+	theta, grads := reduceInputs(steps)
+	for _, opt := range []string{"lamb", "lars"} {
+		want, moved := reduceOracle(opt, theta, grads)
+		bound := steps * (0x1p-23*2 + 0x1p-17*moved)
+		for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+			got := runOracleCase(t, opt, b, theta, grads)
+			for i := range got {
+				if d := math.Abs(float64(got[i]) - want[i]); d > bound {
+					t.Fatalf("%s on %s: theta[%d] = %v, the float64 oracle's %v (off by %.3g > %.3g)", opt, b, i, got[i], want[i], d, bound)
+				}
 			}
-		}
-		if err := o.Step(); err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
-	}
-	got := flatParams(t, ts)
-	for i := range got {
-		if d := math.Abs(float64(got[i]) - want[i]); d > 2e-6 {
-			t.Fatalf("theta[%d] = %v, the float64 LAMB %v (off by %.3g)", i, got[i], want[i], d)
 		}
 	}
 }
 
-// lambOracle runs LAMB at lamb.dsl's defaults in float64 on one tensor.
-func lambOracle(theta32 []float32, grads [][]float32) []float64 {
-	const lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-6, 0.01
-	n := len(theta32)
-	theta, m, v, u := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	for i, x := range theta32 {
-		theta[i] = float64(x)
+// runOracleCase steps opt on backend over reduceSizes, no noise, the
+// default hypers everywhere, and returns the parameters.
+func runOracleCase(t *testing.T, opt string, backend runtime.Backend, theta []float32, grads [][]float32) []float32 {
+	t.Helper()
+	o, ts := openSized(t, kernelDir(t, opt), simOptions(t, runtime.Options{Backend: backend}), reduceSizes, theta)
+	if err := o.SetNoise(runtime.Noise{SigmaW2: 0}); err != nil {
+		t.Fatal(err)
 	}
-	for t, g := range grads {
-		var wn, un float64
-		for i := range theta {
-			gi := float64(g[i])
-			m[i] = b1*m[i] + (1-b1)*gi
-			v[i] = b2*v[i] + (1-b2)*gi*gi
-			mh, vh := m[i]/(1-math.Pow(b1, float64(t+1))), v[i]/(1-math.Pow(b2, float64(t+1)))
-			u[i] = mh/(math.Sqrt(vh)+eps) + wd*theta[i]
-			wn, un = wn+theta[i]*theta[i], un+u[i]*u[i]
-		}
-		trust := 1.0
-		if wn > 0 && un > 0 {
-			trust = math.Sqrt(wn) / math.Sqrt(un)
-		}
-		for i := range theta {
-			theta[i] -= lr * trust * u[i]
+	for step, g := range grads {
+		if err := stepAll(o, ts, g); err != nil {
+			t.Fatalf("%s step %d: %v", backend, step, err)
 		}
 	}
-	return theta
+	return flatParams(t, ts)
+}
+
+// reduceOracle runs the float64 oracle of opt at its .dsl's defaults on
+// each tensor of reduceSizes; it returns θ and the most any coordinate
+// moved.
+func reduceOracle(opt string, theta32 []float32, grads [][]float32) (theta []float64, moved float64) {
+	theta = widen(theta32)
+	off := 0
+	for _, s := range reduceSizes {
+		step := oracle.NewLARS(oracle.LARSHypers{Lr: 0.1, Mu: 0.9, Wd: 5e-4, Eta: 1e-3}, s).Step
+		if opt == "lamb" {
+			step = oracle.NewLAMB(oracle.AdamW{Lr: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-6, Wd: 0.01}, s).Step
+		}
+		for _, g := range grads {
+			step(theta[off:off+s], widen(g[off:off+s]))
+		}
+		off += s
+	}
+	for i, x := range theta {
+		moved = max(moved, math.Abs(x-float64(theta32[i])))
+	}
+	return theta, moved
+}
+
+func widen(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
 }
 
 // TestReduceGeneratedPackage holds the generated lamb package's Update

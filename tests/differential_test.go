@@ -39,7 +39,7 @@ func TestOptimizersRegistered(t *testing.T) {
 		if fn.Reduce != nil {
 			// Per-tensor reductions: the tests here step one flat buffer
 			// against bound arithmetic that has no reduction yet; the
-			// runtime's TestReduceOracle and TestReduceBackends hold them.
+			// runtime's TestReduceOracles and TestReduceBackends hold them.
 			continue
 		}
 		switch {

@@ -8,8 +8,9 @@
 // tracker with the attenuation of its level from the tracking literature,
 // DP-Lion (Chen et al. 2023), Schedule-Free AdamW (Defazio et al. 2024),
 // AdEMAMix (Pagliardini et al. 2025; ademamix.go),
-// and BLT DP-SGD and BLT DP-Adam, whose gradient carries correlated noise
-// from a buffered linear Toeplitz filter (Dvijotham et al. 2024; blt.go).
+// BLT DP-SGD and BLT DP-Adam, whose gradient carries correlated noise
+// from a buffered linear Toeplitz filter (Dvijotham et al. 2024; blt.go),
+// and LAMB and LARS, which step each tensor by its own norms (reduce.go).
 //
 // The code is transcribed from the paper's equations and never from
 // fibergen's DSL, IR or generated code, so that a bug shared by every
