@@ -96,6 +96,7 @@ type shardRequest struct {
 	Sizes []int `json:"sizes"`
 	World int   `json:"world"`
 	Rank  int   `json:"rank"`
+	Whole bool  `json:"whole,omitempty"` // runtime.ShardWhole: each tensor one worker's
 }
 
 // fg_shard lays out tensors of the sizes of the JSON object {"sizes":
@@ -104,7 +105,9 @@ type shardRequest struct {
 // *out (free it with fg_free) worker rank's shard (runtime.Shard):
 // {"slice", "lo", "hi", "parts"}, every shard's length (a multiple of 4),
 // this shard's coordinates [lo, hi) and each tensor's [lo, hi) in it.
-// Without an optimizer.
+// With "whole": true, the shards are cut only where a tensor ends
+// (runtime.ShardWhole, for per-tensor reductions), of unequal length, and
+// the answer's "bounds" are every worker's. Without an optimizer.
 //
 //export fg_shard
 func fg_shard(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
@@ -112,6 +115,9 @@ func fg_shard(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int
 		var q shardRequest
 		if e := decodeJSON("shard", C.GoString(request), &q); e != nil {
 			return nil, e
+		}
+		if q.Whole {
+			return runtime.ShardWhole(q.Sizes, q.World, q.Rank)
 		}
 		return runtime.Shard(q.Sizes, q.World, q.Rank)
 	}), err, errlen)

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/fibergen/fibergen/runtime"
@@ -70,7 +71,42 @@ func FuzzShard(f *testing.F) {
 				t.Fatalf("Shard(%v, %d): tensor %d covered %d of %d coordinates", sizes, world, i, c, sizes[i])
 			}
 		}
+		checkShardWhole(t, sizes, int(world))
 	})
+}
+
+// checkShardWhole checks ShardWhole's layouts of sizes over world workers:
+// shards one after the other from 0 to the total, cut only where a tensor
+// ends, Slice a multiple of 4 that holds the longest, each tensor wholly in
+// one shard, and every worker given the same bounds.
+func checkShardWhole(t *testing.T, sizes []int, world int) {
+	t.Helper()
+	n := 0
+	ends := map[int]bool{0: true}
+	for _, s := range sizes {
+		n += s
+		ends[n] = true
+	}
+	var first runtime.ShardLayout
+	for rank := range world {
+		l, err := runtime.ShardWhole(sizes, world, rank)
+		if err != nil {
+			t.Fatalf("ShardWhole(%v, %d, %d): %v", sizes, world, rank, err)
+		}
+		if rank == 0 {
+			first = l
+		}
+		b := l.Bounds
+		if len(b) != world+1 || b[0] != 0 || b[world] != n || !slices.Equal(b, first.Bounds) || l.Lo != b[rank] || l.Hi != b[rank+1] ||
+			l.Slice%4 != 0 || l.Hi-l.Lo > l.Slice || !ends[l.Lo] || !ends[l.Hi] || l.Lo > l.Hi {
+			t.Fatalf("ShardWhole(%v, %d, %d) = %+v", sizes, world, rank, l)
+		}
+		for i, p := range l.Parts {
+			if p[1]-p[0] != 0 && p[1]-p[0] != sizes[i] {
+				t.Fatalf("ShardWhole(%v, %d, %d): tensor %d split, part %v", sizes, world, rank, i, p)
+			}
+		}
+	}
 }
 
 // checkShard checks one shard's layout and adds its parts to covered.

@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 )
 
 // Tensors over the trainer's buffers. An optimizer that steps buffers the
@@ -139,7 +141,8 @@ const shardAlign = 4
 type ShardLayout struct {
 	// Slice is every shard's length, the same for all, a multiple of 4:
 	// the flat buffers hold world·Slice coordinates, the ones past the
-	// tensors' padding that no step touches.
+	// tensors' padding that no step touches. With Bounds, the longest
+	// shard's, rounded up to 4.
 	Slice int `json:"slice"`
 	// Lo and Hi are the shard's coordinates [Lo, Hi) of the flat buffers.
 	Lo int `json:"lo"`
@@ -149,32 +152,91 @@ type ShardLayout struct {
 	// order: consecutive, from Lo, so the shard's optimizer registers them
 	// as ranges of hi−lo coordinates and steps buffers of their sum.
 	Parts [][2]int `json:"parts"`
+	// Bounds are where every worker's shard starts, and the last one ends,
+	// where the shards are of unequal length (ShardWhole): worker r's is
+	// [Bounds[r], Bounds[r+1]).
+	Bounds []int `json:"bounds,omitempty"`
 }
 
 // Shard lays out tensors of the given sizes, consecutive in one flat
 // buffer, over world workers and returns worker rank's shard.
 func Shard(sizes []int, world, rank int) (ShardLayout, error) {
-	if world < 1 || world > maxCoords || rank < 0 || rank >= world {
-		return ShardLayout{}, fmt.Errorf("runtime: shard %d of %d workers", rank, world)
-	}
-	n := 0
-	for i, s := range sizes {
-		if s < 0 || s > maxCoords-n {
-			return ShardLayout{}, fmt.Errorf("runtime: tensor %d of %d coordinates (after %d)", i, s, n)
-		}
-		n += s
+	n, err := shardTotal(sizes, world, rank)
+	if err != nil {
+		return ShardLayout{}, err
 	}
 	per := (n + world - 1) / world
 	per += -per & (shardAlign - 1)
 	l := ShardLayout{Slice: per, Lo: rank * per, Hi: (rank + 1) * per}
+	l.Parts = shardParts(sizes, l.Lo, l.Hi)
+	return l, nil
+}
+
+// ShardWhole is Shard for an optimizer with per-tensor reductions (lamb's
+// norms): it cuts the shards only where a tensor ends, at the end nearest
+// each worker's even share, so that each tensor is wholly one worker's and
+// its sums need no other worker's coordinates. The shards are of unequal
+// length (Bounds), start at any coordinate (the CUDA kernel's vector path
+// then runs only where a shard's offset is a multiple of 4: the same bits,
+// slower), and balance as well as the tensors' sizes let them.
+func ShardWhole(sizes []int, world, rank int) (ShardLayout, error) {
+	n, err := shardTotal(sizes, world, rank)
+	if err != nil {
+		return ShardLayout{}, err
+	}
+	ends := []int{0}
+	for _, s := range sizes {
+		ends = append(ends, ends[len(ends)-1]+s)
+	}
+	l := ShardLayout{Bounds: []int{0}}
+	for r := 1; r < world; r++ {
+		l.Bounds = append(l.Bounds, nearestEnd(ends, float64(r)*float64(n)/float64(world)))
+	}
+	l.Bounds = append(l.Bounds, n)
+	for r := range world {
+		l.Slice = max(l.Slice, l.Bounds[r+1]-l.Bounds[r])
+	}
+	l.Slice += -l.Slice & (shardAlign - 1)
+	l.Lo, l.Hi = l.Bounds[rank], l.Bounds[rank+1]
+	l.Parts = shardParts(sizes, l.Lo, l.Hi)
+	return l, nil
+}
+
+// nearestEnd is the tensor end in ends (ascending) nearest target, the
+// lower one of two as near.
+func nearestEnd(ends []int, target float64) int {
+	i, _ := slices.BinarySearch(ends, int(math.Ceil(target)))
+	if i == len(ends) || i > 0 && target-float64(ends[i-1]) <= float64(ends[i])-target {
+		i--
+	}
+	return ends[i]
+}
+
+// shardTotal checks Shard's arguments and returns the tensors' total.
+func shardTotal(sizes []int, world, rank int) (int, error) {
+	if world < 1 || world > maxCoords || rank < 0 || rank >= world {
+		return 0, fmt.Errorf("runtime: shard %d of %d workers", rank, world)
+	}
+	n := 0
+	for i, s := range sizes {
+		if s < 0 || s > maxCoords-n {
+			return 0, fmt.Errorf("runtime: tensor %d of %d coordinates (after %d)", i, s, n)
+		}
+		n += s
+	}
+	return n, nil
+}
+
+// shardParts are each tensor's coordinates in the shard [lo, hi).
+func shardParts(sizes []int, lo, hi int) [][2]int {
+	var parts [][2]int
 	start := 0
 	for _, s := range sizes {
-		lo := min(max(start, l.Lo), l.Hi) // a tensor past the shard: an empty part at its end
-		hi := max(min(start+s, l.Hi), lo)
-		l.Parts = append(l.Parts, [2]int{lo, hi})
+		a := min(max(start, lo), hi) // a tensor past the shard: an empty part at its end
+		parts = append(parts, [2]int{a, max(min(start+s, hi), a)})
 		start += s
 	}
-	return l, nil
+	return parts
 }
 
 // maxCoords is the most coordinates a sharded buffer may hold: room for

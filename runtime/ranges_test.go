@@ -197,6 +197,7 @@ func TestRangesRefused(t *testing.T) {
 // part of a shard.
 func TestShard(t *testing.T) {
 	for _, c := range []struct {
+		whole       bool // ShardWhole
 		sizes       []int
 		world, rank int
 		want        runtime.ShardLayout
@@ -211,9 +212,21 @@ func TestShard(t *testing.T) {
 		{sizes: []int{4}, world: 0, err: "shard 0 of 0"},
 		{sizes: []int{-1}, world: 1, err: "tensor 0 of -1"},
 		{sizes: []int{1 << 60, 1}, world: 1, err: "tensor 1 of 1"},
+		// ShardWhole: 12 is the end nearest 32/2, and the shards are 12 and 20 long
+		{whole: true, sizes: []int{5, 6, 1, 20}, world: 2, rank: 1, want: runtime.ShardLayout{Slice: 20, Lo: 12, Hi: 32,
+			Parts: [][2]int{{12, 12}, {12, 12}, {12, 12}, {12, 32}}, Bounds: []int{0, 12, 32}}},
+		{whole: true, sizes: []int{4, 4}, world: 2, rank: 0, want: runtime.ShardLayout{Slice: 4, Lo: 0, Hi: 4,
+			Parts: [][2]int{{0, 4}, {4, 4}}, Bounds: []int{0, 4, 8}}},
+		{whole: true, sizes: []int{9}, world: 3, rank: 1, want: runtime.ShardLayout{Slice: 12, Lo: 0, Hi: 9, // one tensor: one worker's
+			Parts: [][2]int{{0, 9}}, Bounds: []int{0, 0, 9, 9}}},
+		{whole: true, sizes: []int{4}, world: 1, rank: 1, err: "shard 1 of 1"},
 	} {
-		t.Run(fmt.Sprint(c.sizes, c.world, c.rank), func(t *testing.T) {
-			got, err := runtime.Shard(c.sizes, c.world, c.rank)
+		t.Run(fmt.Sprint(c.whole, c.sizes, c.world, c.rank), func(t *testing.T) {
+			shard := runtime.Shard
+			if c.whole {
+				shard = runtime.ShardWhole
+			}
+			got, err := shard(c.sizes, c.world, c.rank)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("%v, want an error with %q", err, c.err)

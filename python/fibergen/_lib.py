@@ -195,12 +195,14 @@ def resolve(spec: str | os.PathLike) -> dict:
     return json.loads(take_string(out))
 
 
-def shard(sizes: Sequence[int], world: int, rank: int) -> dict:
+def shard(sizes: Sequence[int], world: int, rank: int, whole: bool = False) -> dict:
     """fg_shard: where rank's shard of tensors of these sizes, consecutive in
     one flat buffer sharded over world workers, lies: {"slice", "lo", "hi",
-    "parts"} (runtime.Shard)."""
+    "parts"} (runtime.Shard); with whole, cut only where a tensor ends, and
+    every worker's "bounds" (runtime.ShardWhole)."""
     out = ctypes.c_void_p()
-    call("shard", encode({"sizes": list(sizes), "world": world, "rank": rank}, "shard"), ctypes.byref(out))
+    request = {"sizes": list(sizes), "world": world, "rank": rank, **({"whole": True} if whole else {})}
+    call("shard", encode(request, "shard"), ctypes.byref(out))
     return json.loads(take_string(out))
 
 

@@ -58,9 +58,8 @@ _AGREED_OPTIONS = ("allow_extrapolation", "allow_resume_again", "allow_unstable"
 
 class _Group:
     """One parameter group: this rank's part [lo, hi) of the flat buffers'
-    coordinates, which is the range name of the runtime optimizer's buffers
-    from off on (with more than one group), and its states, views of the
-    optimizer's."""
+    coordinates, which are the runtime optimizer's buffers from off on (its
+    ranges), and its states, views of the optimizer's."""
 
     def __init__(self, handle: _lib.Handle, name: str, lo: int, hi: int, off: int):
         self.handle, self.name, self.lo, self.hi, self.off = handle, name, lo, hi, off
@@ -80,6 +79,14 @@ class _Group:
     @property
     def n(self) -> int:
         return self.hi - self.lo
+
+
+def _global_rank(pg: Any, r: int) -> int:
+    """Rank r of process group pg as the default group numbers it, which
+    broadcast's src is."""
+    if pg is None or pg is dist.group.WORLD:
+        return r
+    return dist.get_global_rank(pg, r) if hasattr(dist, "get_global_rank") else dist.distributed_c10d._get_global_rank(pg, r)
 
 
 def _failing_together(init: Any) -> Any:
@@ -327,11 +334,6 @@ class Optimizer(torch.optim.Optimizer):
         self._pg = process_group
         self._rank, self._world = (dist.get_rank(process_group), dist.get_world_size(process_group)) \
             if process_group is not None else (0, 1)
-        if self._per_tensor and self._world > 1:
-            raise FibergenError(f"fibergen: {self._info['name']}'s step reads per-tensor norms, sums or means (norm, sum, "
-                                f"mean), and a process group of {self._world} ranks shards the flat buffers across them, "
-                                "splitting parameters, whose sums would then need every rank's part: the binding cannot "
-                                "run it sharded yet. Run it without process_group (docs/pytorch.md, \"Reductions\")")
         if seed is not None and not (isinstance(seed, int) and 0 <= seed < 1 << 64):
             raise ValueError(f"fibergen: seed = {seed!r}: want a whole number in [0, 2^64)")
         self._layout()
@@ -390,8 +392,10 @@ class Optimizer(torch.optim.Optimizer):
                 raise FibergenError(f"fibergen: parameter {i} is {p.dtype} on {p.device}: every parameter must be "
                                     f"float32 on one device ({dev}), as the kernels are")
         self.numel = sum(p.numel() for p in params)
-        self._shard = _lib.shard([sum(p.numel() for p in pg["params"]) for pg in self.param_groups],
-                                 self._world, self._rank)
+        # per-tensor reductions: each parameter a tensor of the layout, wholly one rank's (runtime.ShardWhole)
+        sizes = [p.numel() for p in params] if self._per_tensor else \
+            [sum(p.numel() for p in pg["params"]) for pg in self.param_groups]
+        self._shard = _lib.shard(sizes, self._world, self._rank, whole=self._per_tensor)
         self._slice = self._shard["slice"]
         total = self._slice * self._world
         self._device = dev
@@ -431,13 +435,13 @@ class Optimizer(torch.optim.Optimizer):
         self._handle = _lib.Handle(self._path, **opts)
         self._groups: list[_Group] = []
         off = 0
-        for i, (lo, hi) in enumerate(self._shard["parts"]):
+        for i, (lo, hi) in enumerate(self._group_parts()):
             g = _Group(self._handle, f"group{i}", lo, hi, off)
             if self._per_tensor:
-                params = self.param_groups[i]["params"]
-                g.ranges = [f'param_groups[{i}]["params"][{j}]' for j in range(len(params))]  # what a refusal names
-                for name, p in zip(g.ranges, params):
-                    self._handle.register_range(name, p.numel())
+                parts = self._param_parts(i)
+                g.ranges = [f'param_groups[{i}]["params"][{j}]' for j in range(len(parts))]  # what a refusal names
+                for name, (a, b) in zip(g.ranges, parts):
+                    self._handle.register_range(name, b - a)
             elif len(self._shard["parts"]) > 1:
                 g.ranges = [g.name]
                 self._handle.register_range(g.name, g.n)
@@ -457,6 +461,24 @@ class Optimizer(torch.optim.Optimizer):
             self._handle.init_device_states(self._bound, self._n)
         else:
             self._handle.use_buffers(self._bound, self._n)
+
+    def _param_parts(self, i: int) -> list[list[int]]:
+        """Group i's parameters' [lo, hi) in this rank's shard, where the
+        layout's tensors are the parameters (each whole or empty)."""
+        k = sum(len(pg["params"]) for pg in self.param_groups[:i])
+        return self._shard["parts"][k:k + len(self.param_groups[i]["params"])]
+
+    def _group_parts(self) -> list[tuple[int, int]]:
+        """Each group's [lo, hi) in this rank's shard, one after the other
+        from the shard's start."""
+        if not self._per_tensor:
+            return [tuple(p) for p in self._shard["parts"]]
+        out: list[tuple[int, int]] = []
+        for i in range(len(self.param_groups)):
+            parts = self._param_parts(i)
+            lo = parts[0][0] if parts else (out[-1][1] if out else self._shard["lo"])
+            out.append((lo, parts[-1][1] if parts else lo))
+        return out
 
     def _expose_states(self) -> None:
         """Fills torch's ``state``: for every parameter this rank holds whole,
@@ -1117,6 +1139,11 @@ class Optimizer(torch.optim.Optimizer):
     def _gather(self) -> None:
         """All-gathers the ranks' slices of the parameters."""
         if self._pg is None:
+            return
+        if bounds := self._shard.get("bounds"):  # shards of unequal length, which all_gather refuses
+            for r in range(self._world):
+                if bounds[r + 1] > bounds[r]:
+                    dist.broadcast(self._theta[bounds[r]:bounds[r + 1]], src=_global_rank(self._pg, r), group=self._pg)
             return
         parts = list(self._theta.split(self._slice))
         mine = parts[self._rank].clone()

@@ -14,7 +14,6 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 import fibergen.torch as ft
-from fibergen import FibergenError
 
 
 def step_both(opt, ref, ps: list, rps: list, steps: int) -> None:
@@ -125,22 +124,11 @@ def secure(rank: int, out: Path, gen: Path, name: str) -> None:
     np.save(out / f"secure-{rank}.npy", np.array([len(set(digests)) == 1, same_params, opt.steps], dtype=np.int64))
 
 
-def reductions(rank: int, out: Path, gen: Path, name: str) -> None:
-    """An optimizer with per-tensor reductions under a process group: every
-    rank refuses it at construction, with the same error."""
-    try:
-        ft.Optimizer(model().parameters(), gen / name, process_group=dist.group.WORLD)
-        msg = "opened"
-    except FibergenError as e:
-        msg = str(e)
-    (out / f"reductions-{rank}.txt").write_text(msg)
-
-
 def main() -> None:
     rank, world, rdv, scenario, out, gen, name = sys.argv[1:8]
     dist.init_process_group("gloo", init_method=f"file://{rdv}", rank=int(rank), world_size=int(world))
     try:
-        {"sharded": sharded_step, "training": training, "secure": secure, "reductions": reductions}[scenario](int(rank), Path(out), Path(gen), name)
+        {"sharded": sharded_step, "training": training, "secure": secure}[scenario](int(rank), Path(out), Path(gen), name)
     finally:
         dist.destroy_process_group()
 

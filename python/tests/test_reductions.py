@@ -1,7 +1,7 @@
 """Optimizers whose step reads per-tensor norms, sums or means (lamb, lars)
 in the PyTorch binding: each parameter is a tensor of its own, bit for bit
 as `fibergen run --tensors` steps it, with parameter groups and through a
-checkpoint. (A process group's refusal: test_distributed.)"""
+checkpoint; sharded under a process group: test_distributed."""
 
 from __future__ import annotations
 
