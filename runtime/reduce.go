@@ -29,13 +29,16 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 		return a, nil
 	}
 	sigmaW2 := o.stepNoise().SigmaW2
-	entry := o.reduceEntry(a)
+	ts := o.reduceTensors(a)
+	r := o.reduceEntry(a, ts, sigmaW2)
+	partials := make([]float32, r.Len())
+	if err := o.back.Reduce(m, r, partials); err != nil {
+		return a, fmt.Errorf("runtime: the reduction pass: %w", err)
+	}
 	var segs []backend.Segment
-	for _, t := range o.reduceTensors(a) {
-		red, err := o.reduceTensor(m, entry, t, sigmaW2)
-		if err != nil {
-			return a, err
-		}
+	for i, part := range r.Split(partials) {
+		t, n := ts[i], ts[i].hi-ts[i].lo
+		red := interp.Finish(termRows(part, reduce.ReduceChunks(n)), n)
 		host := o.prog.HostScalarsReduced(t.hypers, o.t, sigmaW2, red)
 		seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, sigmaW2)}
 		if err := o.checkReduced(t, seg); err != nil {
@@ -81,25 +84,17 @@ func (o *Optimizer) reduceTensors(a backend.Step) []reduceTensor {
 	return out
 }
 
-// reduceEntry names the reduction pass's entry points for step a.
-func (o *Optimizer) reduceEntry(a backend.Step) backend.Reduce {
-	r := backend.Reduce{Reference: o.prog, Noise: a.Noise, Offset: a.Offset}
+// reduceEntry is the reduction pass of step a over the tensors ts, each
+// with the scalars of its hypers.
+func (o *Optimizer) reduceEntry(a backend.Step, ts []reduceTensor, sigmaW2 float64) backend.Reduce {
+	r := backend.Reduce{Reference: o.prog, Terms: o.prog.Func.NumReductions(), Noise: a.Noise, Offset: a.Offset}
 	if k := o.m.Kernels.Reduce; k != nil {
 		r.Kernel, r.HostFunction = k.Kernel, k.HostFunction
 	}
-	return r
-}
-
-// reduceTensor runs the reduction pass over tensor t and finishes its sums.
-func (o *Optimizer) reduceTensor(m backend.Memory, r backend.Reduce, t reduceTensor, sigmaW2 float64) (*interp.Reduced, error) {
-	n := t.hi - t.lo
-	r.Scalars = o.prog.ReduceScalars(t.hypers, o.t, sigmaW2)
-	chunks := reduce.ReduceChunks(n)
-	partials := make([]float32, o.prog.Func.NumReductions()*chunks)
-	if err := o.back.Reduce(m, r, backend.Segment{Lo: t.lo, Hi: t.hi}, partials); err != nil {
-		return nil, fmt.Errorf("runtime: the reduction pass over tensor %s: %w", t.name, err)
+	for _, t := range ts {
+		r.Tensors = append(r.Tensors, backend.ReduceTensor{Lo: t.lo, Hi: t.hi, Scalars: o.prog.ReduceScalars(t.hypers, o.t, sigmaW2)})
 	}
-	return interp.Finish(termRows(partials, chunks), n), nil
+	return r
 }
 
 // termRows splits term-major partials into one slice per term.
@@ -124,11 +119,11 @@ func (o *Optimizer) checkReduced(t reduceTensor, seg backend.Segment) error {
 	return nil
 }
 
-// Reduce runs the reduction pass over segment s on every core: with the
+// Reduce runs the reduction pass over each tensor on every core: with the
 // host function where the shared object is loaded, else with the
 // interpreter. Each core takes whole chunks, so the split does not change a
 // bit.
-func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, s backend.Segment, partials []float32) error {
+func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, partials []float32) error {
 	if err := b.host(m); err != nil {
 		return err
 	}
@@ -136,18 +131,29 @@ func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, s backend.Segmen
 	if err != nil {
 		return err
 	}
+	for i, part := range r.Split(partials) {
+		if err := b.reduceTensor(host, r, r.Tensors[i], part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reduceTensor runs the reduction pass over tensor t into its partials:
+// with the host function host, else (nil) with the interpreter.
+func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t backend.ReduceTensor, partials []float32) error {
 	bufs := make([][]float32, len(b.bufs))
 	for i, buf := range b.bufs {
-		bufs[i] = buf[s.Lo:s.Hi]
+		bufs[i] = buf[t.Lo:t.Hi]
 	}
-	n := s.Hi - s.Lo
+	n := t.Hi - t.Lo
 	chunks := reduce.ReduceChunks(n)
 	per, rows := max((chunks+b.threads-1)/b.threads, 1), termRows(partials, chunks)
-	nz, offset := r.Noise, r.Offset+int64(s.Lo)
+	nz, offset := r.Noise, r.Offset+int64(t.Lo)
 	return parallelChunks(chunks, per, func(lo, hi int) error {
 		if host != nil {
 			rg := hostkernel.Range{Lo: int64(lo), Hi: int64(hi), Offset: offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(nz.Mode), Key: nz.Key}
-			return host.Run(bufs, r.Scalars, n, rg, partials)
+			return host.Run(bufs, t.Scalars, n, rg, partials)
 		}
 		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, n)
 		part := make([][]float32, len(rows))
@@ -158,8 +164,8 @@ func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, s backend.Segmen
 		for i, buf := range bufs {
 			sub[i] = buf[start:end]
 		}
-		in := &interp.Noise{Stream: nz, SigmaW: r.Scalars[len(r.Scalars)-1], Offset: uint64(offset) + uint64(start)}
-		return r.Reference.ReducePartials(r.Scalars, in, sub, part)
+		in := &interp.Noise{Stream: nz, SigmaW: t.Scalars[len(t.Scalars)-1], Offset: uint64(offset) + uint64(start)}
+		return r.Reference.ReducePartials(t.Scalars, in, sub, part)
 	})
 }
 
@@ -172,7 +178,7 @@ func (b *cpuBackend) reducePass(r backend.Reduce) (*hostkernel.Reduce, error) {
 	if b.reduce != nil {
 		return b.reduce, nil
 	}
-	h, err := hostkernel.OpenReduce(b.so, r.HostFunction, b.kernel.NumBuffers, len(r.Scalars), b.prog.Func.NumReductions())
+	h, err := hostkernel.OpenReduce(b.so, r.HostFunction, b.kernel.NumBuffers, len(ir.HostScalars(b.prog.Func.Reduce))+1, r.Terms)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}

@@ -48,19 +48,23 @@ func (k *kernel) diagReduction(d *ir.Diagnostic, idx []int, scalars []value.Valu
 	reads := d.Reads(k.fn)
 	return reduction{inputs: len(reads), sums: len(ir.DiagTerms),
 		terms: func(b *llvm.Block, w lanes, in []value.Value, _ func() value.Value) []value.Value {
-			vals := map[*ir.Value]value.Value{}
-			for i, v := range ir.HostScalars(d.Block) {
-				vals[v] = broadcast(b, w, scalars[idx[i]])
+			host := make([]value.Value, len(idx))
+			for i, j := range idx {
+				host[i] = scalars[j]
 			}
-			return k.blockTerms(b, w, d.Block, ir.DiagTerms, vals, in, reads)
+			return k.blockTerms(b, w, d.Block, ir.DiagTerms, host, in, reads)
 		}}
 }
 
 // blockTerms emits the per-coordinate values of blk, a block that stores
 // terms, on w lanes of coordinates whose buffers it loads are in (in the
-// order of reads); vals holds its host scalars. It returns the stored
-// terms in the order of terms.
-func (k *kernel) blockTerms(b *llvm.Block, w lanes, blk *ir.Block, terms []string, vals map[*ir.Value]value.Value, in []value.Value, reads []string) []value.Value {
+// order of reads); host are the values of its host scalars
+// (ir.HostScalars order). It returns the stored terms in the order of terms.
+func (k *kernel) blockTerms(b *llvm.Block, w lanes, blk *ir.Block, terms []string, host, in []value.Value, reads []string) []value.Value {
+	vals := map[*ir.Value]value.Value{}
+	for i, v := range ir.HostScalars(blk) {
+		vals[v] = broadcast(b, w, host[i])
+	}
 	out := make([]value.Value, len(terms))
 	for _, v := range blk.Values {
 		switch {

@@ -90,16 +90,24 @@ func constantUndef(t types.Type) value.Value { return constant.NewUndef(t) }
 // intrinsic returns the declaration of an LLVM intrinsic in m, adding it on
 // first use.
 func intrinsic(m *llvm.Module, name string, ret types.Type, params ...types.Type) *llvm.Func {
-	for _, f := range m.Funcs {
-		if f.Name() == name {
-			return f
-		}
+	if f := funcNamed(m, name); f != nil {
+		return f
 	}
 	var ps []*llvm.Param
 	for _, p := range params {
 		ps = append(ps, llvm.NewParam("", p))
 	}
 	return m.NewFunc(name, ret, ps...)
+}
+
+// funcNamed is the function of m named name, or nil.
+func funcNamed(m *llvm.Module, name string) *llvm.Func {
+	for _, f := range m.Funcs {
+		if f.Name() == name {
+			return f
+		}
+	}
+	return nil
 }
 
 // sqrtF32 is llvm.sqrt.f32: IEEE square root (sqrt.rn.f32 on NVPTX, sqrtss on x86).

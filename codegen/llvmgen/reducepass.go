@@ -153,11 +153,7 @@ func (k *kernel) reducePass(d *draw, scalars []value.Value) reduction {
 			if d != nil && g >= 0 {
 				in[g] = d.add(b, w, in[g], k.drawLanes(b, w, d, b.NewAdd(d.offset, at())))
 			}
-			vals := map[*ir.Value]value.Value{}
-			for i, v := range ir.HostScalars(k.fn.Reduce) {
-				vals[v] = broadcast(b, w, scalars[i])
-			}
-			return k.blockTerms(b, w, k.fn.Reduce, k.fn.ReduceTerms(), vals, in, reads)
+			return k.blockTerms(b, w, k.fn.Reduce, k.fn.ReduceTerms(), scalars, in, reads)
 		}}
 }
 
@@ -185,10 +181,8 @@ func (k *kernel) drawLanes(b *llvm.Block, w lanes, d *draw, first value.Value) v
 // call — else one element's draw at a time; each gives the same bits.
 func (k *kernel) noiseRow(w lanes, secure bool) *llvm.Func {
 	name := fmt.Sprintf("%s_noise_row%d_%v", k.Name, w, secure)
-	for _, f := range k.m.Funcs {
-		if f.Name() == name {
-			return f
-		}
+	if f := funcNamed(k.m, name); f != nil {
+		return f
 	}
 	params := []*llvm.Param{llvm.NewParam("seed", i64)}
 	if secure {

@@ -71,12 +71,12 @@ type Backend interface {
 	// m, one per reduce.ReduceChunk coordinates of the segment, into num
 	// and den (len: reduce.ReduceChunks(seg.Hi-seg.Lo)).
 	Partials(m Memory, d Diagnostic, seg Segment, num, den []float32) error
-	// Reduce runs the reduction pass of r over segment seg of m, one
-	// tensor: partials[i·chunks + c] is term i's partial sum over chunk c
-	// of the segment's reduce.ReduceChunk-coordinate chunks (chunks =
-	// reduce.ReduceChunks(seg.Hi-seg.Lo)), g privatized with r.Noise as
-	// the step privatizes it. It writes no buffer.
-	Reduce(m Memory, r Reduce, seg Segment, partials []float32) error
+	// Reduce runs the reduction pass of r over each of its tensors of m,
+	// g privatized with r.Noise as the step privatizes it, into partials
+	// (len r.Len()), tensor after tensor (r.Split): a tensor's
+	// partials[i·chunks + c] is term i's partial sum over chunk c of its
+	// reduce.ReduceChunk-coordinate chunks. It writes no buffer.
+	Reduce(m Memory, r Reduce, partials []float32) error
 	// Fill sets every float of buffer buf of m to v, and waits.
 	Fill(m Memory, buf int, v float32) error
 
@@ -178,9 +178,37 @@ type Reduce struct {
 	// Reference is the interpreter's program, for a backend without
 	// compiled entry points.
 	Reference *interp.Program
-	Scalars   []float32  // the reduce block's scalars, then σ_w (interp.Program.ReduceScalars)
-	Noise     rng.Stream // the step's noise
-	Offset    int64      // the global index of the memory's coordinate 0
+	Terms     int            // the sums a tensor has (ir.Func.NumReductions)
+	Tensors   []ReduceTensor // in order
+	Noise     rng.Stream     // the step's noise
+	Offset    int64          // the global index of the memory's coordinate 0
+}
+
+// ReduceTensor is one tensor of a reduction pass: its coordinates [Lo, Hi)
+// of the memory and its scalars, the reduce block's then σ_w
+// (interp.Program.ReduceScalars).
+type ReduceTensor struct {
+	Lo, Hi  int
+	Scalars []float32
+}
+
+// Len is how many partials the pass computes.
+func (r Reduce) Len() int {
+	n := 0
+	for _, t := range r.Tensors {
+		n += r.Terms * reduce.ReduceChunks(t.Hi-t.Lo)
+	}
+	return n
+}
+
+// Split cuts partials (len r.Len()) into each tensor's.
+func (r Reduce) Split(partials []float32) [][]float32 {
+	out := make([][]float32, len(r.Tensors))
+	for i, t := range r.Tensors {
+		k := r.Terms * reduce.ReduceChunks(t.Hi-t.Lo)
+		out[i], partials = partials[:k:k], partials[k:]
+	}
+	return out
 }
 
 // Diagnostic names a diagnostic's entry points.

@@ -54,6 +54,30 @@ type Backend struct {
 	host [][]float32
 	n    int
 	dev  []cudadrv.DevicePtr
+	// scratch is device memory that the kernels' partials go through
+	// (reduction pass, diagnostics), scratchBytes long, kept between
+	// steps and grown when a call needs more.
+	scratch      cudadrv.DevicePtr
+	scratchBytes int
+}
+
+// scratchFor returns the scratch memory, at least bytes long.
+func (b *Backend) scratchFor(bytes int) (cudadrv.DevicePtr, error) {
+	if bytes <= b.scratchBytes {
+		return b.scratch, nil
+	}
+	if b.scratchBytes > 0 {
+		if err := b.k.ctx.Free(b.scratch); err != nil {
+			return 0, err
+		}
+		b.scratch, b.scratchBytes = 0, 0
+	}
+	p, err := b.k.ctx.Alloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	b.scratch, b.scratchBytes = p, bytes
+	return p, nil
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -255,7 +279,10 @@ func (b *Backend) release() error {
 	for _, p := range b.dev {
 		errs = append(errs, b.k.ctx.Free(p))
 	}
-	b.dev = nil
+	if b.scratchBytes > 0 {
+		errs = append(errs, b.k.ctx.Free(b.scratch))
+	}
+	b.dev, b.scratch, b.scratchBytes = nil, 0, 0
 	errs = append(errs, b.k.close())
 	b.k = nil
 	return errors.Join(errs...)

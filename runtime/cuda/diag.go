@@ -17,11 +17,10 @@ func (b *Backend) Partials(m backend.Memory, d backend.Diagnostic, seg backend.S
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	out, err := b.k.ctx.Alloc(8 * len(num))
+	out, err := b.scratchFor(8 * len(num))
 	if err != nil {
 		return fmt.Errorf("runtime: %s: %w", d.Kernel, err)
 	}
-	defer b.k.ctx.Free(out)
 	var args []any
 	for _, p := range offsetPtrs(bufs, seg.Lo) {
 		args = append(args, p)

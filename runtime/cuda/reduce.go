@@ -7,38 +7,40 @@ import (
 	"github.com/fibergen/fibergen/runtime/backend"
 )
 
-// Reduce runs the reduction pass's kernel over segment seg of m, one warp
-// per chunk, and copies the partials back.
-func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, seg backend.Segment, partials []float32) error {
-	n := seg.Hi - seg.Lo
-	if n == 0 {
-		return nil
+// Reduce runs the reduction pass's kernel over each tensor of m, one warp
+// per chunk, into the backend's device scratch, and copies every tensor's
+// partials back at once.
+func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, partials []float32) error {
+	if len(partials) != r.Len() {
+		return fmt.Errorf("runtime: %s: %d partials for %d", r.Kernel, len(partials), r.Len())
 	}
-	chunks := reduce.ReduceChunks(n)
-	if len(partials) == 0 || len(partials)%chunks != 0 {
-		return fmt.Errorf("runtime: %s: %d partials for chunks of %d", r.Kernel, len(partials), chunks)
+	if len(partials) == 0 {
+		return nil
 	}
 	bufs, _ := b.buffers(m)
 	fn, err := b.k.mod.Function(r.Kernel)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	out, err := b.k.ctx.Alloc(4 * len(partials))
+	out, err := b.scratchFor(4 * len(partials))
 	if err != nil {
 		return fmt.Errorf("runtime: %s: %w", r.Kernel, err)
 	}
-	defer b.k.ctx.Free(out)
-	var args []any
-	for _, p := range offsetPtrs(bufs, seg.Lo) {
-		args = append(args, p)
-	}
-	for _, s := range r.Scalars {
-		args = append(args, s)
-	}
-	nz := r.Noise
-	args = append(args, int64(n), r.Offset+int64(seg.Lo), nz.Seed, nz.Step, uint32(nz.Mode), nz.Key[0], nz.Key[1], nz.Key[2], nz.Key[3], out)
-	if err := b.k.launch(fn, 32*chunks, args...); err != nil {
-		return err
+	nz, at := r.Noise, 0
+	for _, t := range r.Tensors {
+		n := t.Hi - t.Lo
+		var args []any
+		for _, p := range offsetPtrs(bufs, t.Lo) {
+			args = append(args, p)
+		}
+		for _, s := range t.Scalars {
+			args = append(args, s)
+		}
+		args = append(args, int64(n), r.Offset+int64(t.Lo), nz.Seed, nz.Step, uint32(nz.Mode), nz.Key[0], nz.Key[1], nz.Key[2], nz.Key[3], out.Add(4*at))
+		if err := b.k.launch(fn, 32*reduce.ReduceChunks(n), args...); err != nil {
+			return err
+		}
+		at += r.Terms * reduce.ReduceChunks(n)
 	}
 	if err := b.k.ctx.CopyDtoH(partials, out); err != nil {
 		return fmt.Errorf("runtime: %s: %w", r.Kernel, err)

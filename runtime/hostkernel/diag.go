@@ -1,7 +1,6 @@
 package hostkernel
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -57,20 +56,31 @@ func (d *Diagnostic) Run(bufs [][]float32, scalars []float32, n int, lo, hi int,
 
 // check validates the arguments of Run.
 func (d *Diagnostic) check(bufs [][]float32, scalars []float32, n int, lo, hi int, num, den []float32) error {
-	chunks := reduce.ReduceChunks(n)
-	switch {
-	case d.fn == 0:
-		return errors.New("hostkernel: the diagnostic is closed")
-	case len(bufs) != d.NumBuffers || len(scalars) != d.NumScalars:
-		return fmt.Errorf("hostkernel: %s takes %d buffers and %d scalars, got %d and %d", d.Name, d.NumBuffers, d.NumScalars, len(bufs), len(scalars))
-	case lo < 0 || hi < lo || hi > chunks:
-		return fmt.Errorf("hostkernel: %s: chunks [%d, %d) outside [0, %d)", d.Name, lo, hi, chunks)
-	case len(num) < hi || len(den) < hi:
+	if err := d.checkChunks("the diagnostic", bufs, scalars, n, int64(lo), int64(hi)); err != nil {
+		return err
+	}
+	if len(num) < hi || len(den) < hi {
 		return fmt.Errorf("hostkernel: %s: %d and %d partials for %d chunks", d.Name, len(num), len(den), hi)
+	}
+	return nil
+}
+
+// checkChunks validates the arguments that a function over the chunks
+// [lo, hi) of n coordinates of bufs takes (a diagnostic, the reduction
+// pass); what names it once closed.
+func (e *entry) checkChunks(what string, bufs [][]float32, scalars []float32, n int, lo, hi int64) error {
+	chunks := int64(reduce.ReduceChunks(n))
+	switch {
+	case e.fn == 0:
+		return fmt.Errorf("hostkernel: %s is closed", what)
+	case len(bufs) != e.NumBuffers || len(scalars) != e.NumScalars:
+		return fmt.Errorf("hostkernel: %s takes %d buffers and %d scalars, got %d and %d", e.Name, e.NumBuffers, e.NumScalars, len(bufs), len(scalars))
+	case lo < 0 || hi < lo || hi > chunks:
+		return fmt.Errorf("hostkernel: %s: chunks [%d, %d) outside [0, %d)", e.Name, lo, hi, chunks)
 	}
 	for i, b := range bufs {
 		if len(b) < n {
-			return fmt.Errorf("hostkernel: %s: buffer %d holds %d values, not %d", d.Name, i, len(b), n)
+			return fmt.Errorf("hostkernel: %s: buffer %d holds %d values, not %d", e.Name, i, len(b), n)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package hostkernel
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -57,22 +56,14 @@ func (d *Reduce) Run(bufs [][]float32, scalars []float32, n int, r Range, partia
 // check validates the arguments of Run.
 func (d *Reduce) check(bufs [][]float32, scalars []float32, n int, r Range, partials []float32) error {
 	chunks := int64(reduce.ReduceChunks(n))
+	if err := d.checkChunks("the reduction pass", bufs, scalars, n, r.Lo, r.Hi); err != nil {
+		return err
+	}
 	switch {
-	case d.fn == 0:
-		return errors.New("hostkernel: the reduction pass is closed")
-	case len(bufs) != d.NumBuffers || len(scalars) != d.NumScalars:
-		return fmt.Errorf("hostkernel: %s takes %d buffers and %d scalars, got %d and %d", d.Name, d.NumBuffers, d.NumScalars, len(bufs), len(scalars))
-	case r.Lo < 0 || r.Hi < r.Lo || r.Hi > chunks:
-		return fmt.Errorf("hostkernel: %s: chunks [%d, %d) outside [0, %d)", d.Name, r.Lo, r.Hi, chunks)
 	case int64(len(partials)) < int64(d.Terms)*chunks:
 		return fmt.Errorf("hostkernel: %s: %d partials for %d terms of %d chunks", d.Name, len(partials), d.Terms, chunks)
 	case r.Offset < 0 || r.Offset > (1<<62):
 		return fmt.Errorf("hostkernel: offset %d out of range", r.Offset)
-	}
-	for i, b := range bufs {
-		if len(b) < n {
-			return fmt.Errorf("hostkernel: %s: buffer %d holds %d values, not %d", d.Name, i, len(b), n)
-		}
 	}
 	return nil
 }
