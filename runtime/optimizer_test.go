@@ -168,6 +168,12 @@ func openSized(t *testing.T, dir string, opts runtime.Options, sizes []int, thet
 	if err := o.SetSeed(2026); err != nil {
 		t.Fatal(err)
 	}
+	return o, registerSized(t, o, sizes, theta)
+}
+
+// registerSized registers theta as tensors a, b, … of the given sizes.
+func registerSized(t *testing.T, o *runtime.Optimizer, sizes []int, theta []float32) []*runtime.Tensor {
+	t.Helper()
 	var ts []*runtime.Tensor
 	off := 0
 	for i, s := range sizes {
@@ -178,7 +184,7 @@ func openSized(t *testing.T, dir string, opts runtime.Options, sizes []int, thet
 		ts = append(ts, tn)
 		off += s
 	}
-	return o, ts
+	return ts
 }
 
 // stepAll sets every tensor's gradient from the flat g — a clipped mean,

@@ -35,15 +35,7 @@ func runReduced(t *testing.T, opt string, backend runtime.Backend, secure bool) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ts []*runtime.Tensor
-	off := 0
-	for i, s := range reduceSizes {
-		tn, err := o.Register(string(rune('a'+i)), theta[off:off+s])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts, off = append(ts, tn), off+s
-	}
+	ts := registerSized(t, o, reduceSizes, theta)
 	if err := ts[2].SetHypers(map[string]float64{"wd": 0}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ var probeSets = map[string][]setting{
 	"starts":       {{"lr", 0.25}},
 	"blt_probe":    {{"decay", 0.8}, {"mu", 0.3}},
 	"varying":      {{"beta", 0.5}, {"warmup", 3}},
+	"unguarded":    {{"lr", 0.05}},
 }
 
 // probe is one generated package in the temporary module.

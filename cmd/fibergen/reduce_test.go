@@ -2,7 +2,6 @@ package main
 
 import (
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,21 +9,11 @@ import (
 	"github.com/fibergen/fibergen/internal/floatbits"
 )
 
-// unguardedDSL divides by a norm, on the host, that is 0 where the
-// gradient is.
-const unguardedDSL = `optimizer unguarded
-hyper lr = 0.1 in [0, inf)
-step {
-	theta = theta - lr / norm(g) * g
-}
-`
-
 // TestReduceNonFinite checks that a step whose host value is not finite
 // for a tensor (a division by the norm of a zero gradient) is refused
 // naming the tensor and the value, with no output written.
 func TestReduceNonFinite(t *testing.T) {
-	dir := t.TempDir()
-	src := writeFile(t, dir, "unguarded.dsl", []byte(unguardedDSL))
+	src := "../../tests/testdata/dsl/unguarded.dsl"
 	theta, grads := randFloats(rand.New(rand.NewPCG(1, 2)), 5), make([]float32, 5)
 	th, g, out := runInputs(t, theta, grads, 1)
 	for _, backend := range []string{"go", "cpu"} {
@@ -33,7 +22,7 @@ func TestReduceNonFinite(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, want) {
 			t.Errorf("%s: exit %d, stderr %q; want an error with %q", backend, r.code, r.stderr, want)
 		}
-		if _, err := os.Stat(out); err == nil {
+		if exists(out) {
 			t.Errorf("%s: %s written after the refused step", backend, filepath.Base(out))
 		}
 	}
@@ -58,7 +47,7 @@ func TestReduceNested(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, want) {
 		t.Errorf("exit %d, stderr %q; want %q", r.code, r.stderr, want)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+	if exists(filepath.Join(dir, "out")) {
 		t.Error("build wrote output for a file with errors")
 	}
 }
@@ -88,31 +77,6 @@ func TestRunTensors(t *testing.T) {
 		}
 		if whole := runOut(t, "lamb", theta, grads, steps, flags...); floatbits.Equal(whole, want) {
 			t.Errorf("%s: one tensor of 8 steps as two: the test cannot tell them apart", backend)
-		}
-	}
-}
-
-// TestRunTensorsErrors: sizes that are not whole numbers, that do not sum
-// to theta's, or a group that cuts a tensor, are refused in one line naming
-// the flag, with nothing written.
-func TestRunTensorsErrors(t *testing.T) {
-	theta, grads := randFloats(rand.New(rand.NewPCG(1, 1)), 8), make([]float32, 8)
-	th, g, out := runInputs(t, theta, grads, 1)
-	for _, c := range []struct {
-		flags []string
-		want  string
-	}{
-		{[]string{"--tensors", "3,x"}, `fibergen run: --tensors "3,x": want sizes N[,N...], each a whole number > 0`},
-		{[]string{"--tensors", "3,0,5"}, "each a whole number > 0"},
-		{[]string{"--tensors", "3,4"}, "--tensors 3,4: the sizes sum to 7, theta has 8 coordinates"},
-		{[]string{"--tensors", "3,5", "--group", "2:8:wd=0"}, "--group 2:8:wd=0: cuts a tensor of --tensors 3,5 (a group holds whole tensors)"},
-	} {
-		r := runMain(append([]string{"run", optPath("lamb"), "--grads", g, "--theta", th, "--out", out, "--noise", "off"}, c.flags...)...)
-		if r.code == 0 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 1 {
-			t.Errorf("%v: exit %d, stderr %q; want one line with %q", c.flags, r.code, r.stderr, c.want)
-		}
-		if _, err := os.Stat(out); err == nil {
-			t.Fatalf("%v: %s written", c.flags, filepath.Base(out))
 		}
 	}
 }

@@ -122,25 +122,24 @@ func (o *runOptions) register(opt *runtime.Optimizer, theta []float32) (tensors,
 // cuts are where theta's n coordinates split into tensors, 0 and n
 // included, sorted.
 func (o *runOptions) cuts(n int) ([]int, error) {
-	cuts, end := []int{0}, 0
+	cuts, sized := []int{0}, len(o.tensorSizes) > 0
 	for _, s := range o.tensorSizes {
-		end += s
-		cuts = append(cuts, end)
+		cuts = append(cuts, cuts[len(cuts)-1]+s)
 	}
-	if len(o.tensorSizes) > 0 && end != n {
+	if end := cuts[len(cuts)-1]; sized && end != n {
 		return nil, fmt.Errorf("--tensors %s: the sizes sum to %d, theta has %d coordinates", o.tensorSizes.String(), end, n)
 	}
-	whole := slices.Clone(cuts)
-	cuts = append(cuts, n)
 	for _, g := range o.groups {
-		if g.hi > n {
+		switch {
+		case g.hi > n:
 			return nil, fmt.Errorf("--group %s: theta has %d coordinates", g.text, n)
-		}
-		if len(o.tensorSizes) > 0 && !(slices.Contains(whole, g.lo) && slices.Contains(whole, g.hi)) {
+		case !sized:
+			cuts = append(cuts, g.lo, g.hi)
+		case !slices.Contains(cuts, g.lo) || !slices.Contains(cuts, g.hi):
 			return nil, fmt.Errorf("--group %s: cuts a tensor of --tensors %s (a group holds whole tensors)", g.text, o.tensorSizes.String())
 		}
-		cuts = append(cuts, g.lo, g.hi)
 	}
+	cuts = append(cuts, n)
 	slices.Sort(cuts)
 	return slices.Compact(cuts), nil
 }

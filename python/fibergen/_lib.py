@@ -201,8 +201,7 @@ def shard(sizes: Sequence[int], world: int, rank: int, whole: bool = False) -> d
     "parts"} (runtime.Shard); with whole, cut only where a tensor ends, and
     every worker's "bounds" (runtime.ShardWhole)."""
     out = ctypes.c_void_p()
-    request = {"sizes": list(sizes), "world": world, "rank": rank, **({"whole": True} if whole else {})}
-    call("shard", encode(request, "shard"), ctypes.byref(out))
+    call("shard", encode({"sizes": list(sizes), "world": world, "rank": rank, "whole": whole}, "shard"), ctypes.byref(out))
     return json.loads(take_string(out))
 
 

@@ -334,6 +334,7 @@ class Optimizer(torch.optim.Optimizer):
         self._pg = process_group
         self._rank, self._world = (dist.get_rank(process_group), dist.get_world_size(process_group)) \
             if process_group is not None else (0, 1)
+        self._sources = [_global_rank(process_group, r) for r in range(self._world)]  # broadcast's src of each rank
         if seed is not None and not (isinstance(seed, int) and 0 <= seed < 1 << 64):
             raise ValueError(f"fibergen: seed = {seed!r}: want a whole number in [0, 2^64)")
         self._layout()
@@ -397,7 +398,8 @@ class Optimizer(torch.optim.Optimizer):
             [sum(p.numel() for p in pg["params"]) for pg in self.param_groups]
         self._shard = _lib.shard(sizes, self._world, self._rank, whole=self._per_tensor)
         self._slice = self._shard["slice"]
-        total = self._slice * self._world
+        # unequal shards (bounds) hold exactly the parameters; equal ones world slices
+        total = self._shard["bounds"][-1] if "bounds" in self._shard else self._slice * self._world
         self._device = dev
         self._theta = self._buffer(_abi.THETA_BUFFER, total)
         self._grad = self._buffer(_abi.GRAD_BUFFER, total)
@@ -1141,9 +1143,9 @@ class Optimizer(torch.optim.Optimizer):
         if self._pg is None:
             return
         if bounds := self._shard.get("bounds"):  # shards of unequal length, which all_gather refuses
-            for r in range(self._world):
+            for r, src in enumerate(self._sources):
                 if bounds[r + 1] > bounds[r]:
-                    dist.broadcast(self._theta[bounds[r]:bounds[r + 1]], src=_global_rank(self._pg, r), group=self._pg)
+                    dist.broadcast(self._theta[bounds[r]:bounds[r + 1]], src=src, group=self._pg)
             return
         parts = list(self._theta.split(self._slice))
         mine = parts[self._rank].clone()

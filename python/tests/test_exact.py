@@ -36,6 +36,18 @@ def fibergen_run(bin: Path, dsl: Path, tmp: Path, backend: str, *args: str) -> n
     return np.load(out)
 
 
+def step_on(opt: ft.Optimizer, params: list[torch.nn.Parameter], grads: np.ndarray) -> np.ndarray:
+    """Steps opt once a row of grads (the flat clipped means), each cut
+    into the parameters' gradients, and returns the flat parameters."""
+    for row in grads:
+        off = 0
+        for p in params:
+            p.grad.copy_(torch.from_numpy(row[off:off + p.numel()]).reshape(p.shape))
+            off += p.numel()
+        opt.step()
+    return torch.cat([p.detach().reshape(-1) for p in params]).numpy()
+
+
 def data(n: int, steps: int, rng_seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(rng_seed)
     theta = rng.normal(0, 1, n).astype(np.float32)
@@ -57,14 +69,7 @@ def test_clipped_means_match_fibergen_run(name, generated, fibergen_bin, tmp_pat
     params = make_params(theta)
     opt = ft.Optimizer(params, generated / name, seed=SEED)
     opt.set_noise(SIGMA_W2)
-    for t in range(STEPS):
-        flat = torch.from_numpy(grads[t])
-        off = 0
-        for p in params:
-            p.grad.copy_(flat[off:off + p.numel()].reshape(p.shape))
-            off += p.numel()
-        opt.step()
-    got = torch.cat([p.detach().reshape(-1) for p in params]).numpy()
+    got = step_on(opt, params, grads)
     assert opt.steps == STEPS
     np.testing.assert_array_equal(got.view(np.uint32), want["go"].view(np.uint32))
 

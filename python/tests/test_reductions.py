@@ -1,11 +1,10 @@
 """Optimizers whose step reads per-tensor norms, sums or means (lamb, lars)
 in the PyTorch binding: each parameter is a tensor of its own, bit for bit
-as `fibergen run --tensors` steps it, with parameter groups and through a
-checkpoint; sharded under a process group: test_distributed."""
+as `fibergen run --tensors` steps it, with parameter groups; resumed:
+test_torch; sharded under a process group: test_distributed."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +13,7 @@ import torch
 
 import fibergen.torch as ft
 from fibergen import FibergenError
-from test_exact import SEED, SHAPES, SIGMA_W2, TENSORS, data, fibergen_run, make_params
-from test_torch import bits, model, run
+from test_exact import SEED, SHAPES, SIGMA_W2, TENSORS, data, fibergen_run, make_params, step_on
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_TWO = sum(int(np.prod(s)) for s in SHAPES[:2])  # the coordinates of the first group
@@ -40,57 +38,17 @@ def test_groups_match_fibergen_run(name, generated, fibergen_bin, tmp_path):
     params = make_params(theta)
     opt = ft.Optimizer([{"params": params[:2], "weight_decay": 0.0}, {"params": params[2:]}], generated / name, seed=SEED)
     opt.set_noise(SIGMA_W2)
-    for t in range(steps):
-        off = 0
-        for p in params:
-            p.grad.copy_(torch.from_numpy(grads[t, off:off + p.numel()]).reshape(p.shape))
-            off += p.numel()
-        opt.step()
-    got = torch.cat([p.detach().reshape(-1) for p in params]).numpy()
+    got = step_on(opt, params, grads)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     assert opt.param_groups[0]["weight_decay"] == 0.0 and opt.param_groups[1]["weight_decay"] > 0
 
 
-def test_resume_is_bit_identical(generated):
-    """lamb saved after 4 steps and loaded into a new optimizer steps on as
-    the run that never stopped."""
-    m = model()
-    opt = ft.Optimizer(m.parameters(), generated / "lamb", seed=7)
-    opt.set_noise(1e-4)
-    run(opt, list(m.parameters()), range(8))
-    want = bits(list(m.parameters()))
-
-    m1 = model()
-    opt1 = ft.Optimizer(m1.parameters(), generated / "lamb", seed=7)
-    opt1.set_noise(1e-4)
-    run(opt1, list(m1.parameters()), range(4))
-    buf = io.BytesIO()
-    torch.save({"model": m1.state_dict(), "opt": opt1.state_dict()}, buf)
-    buf.seek(0)
-    saved = torch.load(buf)
-    m2 = model(seed=5)
-    m2.load_state_dict(saved["model"])
-    opt2 = ft.Optimizer(m2.parameters(), generated / "lamb")
-    opt2.load_state_dict(saved["opt"])
-    run(opt2, list(m2.parameters()), range(4, 8))
-    assert (bits(list(m2.parameters())) == want).all()
-
-
-UNGUARDED = """optimizer unguarded
-hyper lr = 0.1 in [0, inf)
-step {
-	theta = theta - lr / norm(g) * g
-}
-"""
-
-
-def test_zero_gradient_refuses_the_step(tmp_path):
+def test_zero_gradient_refuses_the_step():
     """A step that divides by each parameter's gradient norm, on a
     parameter whose privatized gradient is 0: refused, naming the parameter
     as torch finds it, nothing changed."""
-    (tmp_path / "unguarded.dsl").write_text(UNGUARDED)
     ps = [torch.nn.Parameter(torch.linspace(-1, 1, 12)), torch.nn.Parameter(torch.ones(5))]
-    opt = ft.Optimizer(ps, tmp_path / "unguarded.dsl", seed=1)
+    opt = ft.Optimizer(ps, ROOT / "tests" / "testdata" / "dsl" / "unguarded.dsl", seed=1)
     opt.set_noise(0.0)
     ps[0].grad.fill_(0.1)
     ps[1].grad.zero_()

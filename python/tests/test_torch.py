@@ -83,13 +83,14 @@ def test_groups_with_decay_match_decay_everywhere(generated):
     assert opt1.param_groups[1]["wd"] == 0.1 and opt1.param_groups[0]["wd"] == 0.0
 
 
-def test_state_dict_resume_is_bit_identical(generated):
-    m, opt = opened(generated)
+@pytest.mark.parametrize("name", ["fiber", "lamb"])  # lamb: per-parameter norms (test_reductions.py)
+def test_state_dict_resume_is_bit_identical(generated, name):
+    m, opt = opened(generated, name)
     params = list(m.parameters())
     run(opt, params, range(30))
     want = bits(params)
 
-    m1, opt1 = opened(generated)
+    m1, opt1 = opened(generated, name)
     run(opt1, list(m1.parameters()), range(12))
     buf = io.BytesIO()
     torch.save({"model": m1.state_dict(), "opt": opt1.state_dict()}, buf)
@@ -98,7 +99,7 @@ def test_state_dict_resume_is_bit_identical(generated):
 
     m2 = model(seed=5)  # other initial weights: the model's state_dict restores them
     m2.load_state_dict(saved["model"])
-    opt2 = ft.Optimizer(m2.parameters(), generated / "fiber")  # another seed: the checkpoint's wins
+    opt2 = ft.Optimizer(m2.parameters(), generated / name)  # another seed: the checkpoint's wins
     opt2.load_state_dict(saved["opt"])
     assert opt2.steps == 12
     run(opt2, list(m2.parameters()), range(12, 30))
