@@ -3,14 +3,13 @@ package corrnoise
 import (
 	"fmt"
 	"math"
-	"sync"
 )
 
 // DenseSteps is the most steps OptimalDense takes: each of its iterations
 // is an n×n symmetric eigendecomposition.
 const DenseSteps = 120
 
-// Dense is the optimal dense factorization of the prefix sums under one
+// Dense is the optimal dense factorization of the prefix sums under its
 // participation and its mean loss (sens² × mean error).
 type Dense struct {
 	Steps          int     `json:"steps"`
@@ -22,6 +21,14 @@ type Dense struct {
 	// how far MeanLoss is from the optimum.
 	LowerBound float64 `json:"lower_bound"`
 	Iterations int     `json:"iterations"`
+}
+
+// checkDenseSteps refuses a number of steps the dense optima do not take.
+func checkDenseSteps(n int) error {
+	if n < 1 || n > DenseSteps {
+		return fmt.Errorf("corrnoise: the dense optimum takes 1 to %d steps, got %d", DenseSteps, n)
+	}
+	return nil
 }
 
 // OptimalDense returns the factorization A = B C over n steps with one
@@ -37,8 +44,8 @@ type Dense struct {
 // lower bound is the dual value at λ, (tr M)²/(n Σλ) (epochs.bound with
 // U = Λ).
 func OptimalDense(n int) (Dense, error) {
-	if n < 1 || n > DenseSteps {
-		return Dense{}, fmt.Errorf("corrnoise: the dense optimum takes 1 to %d steps, got %d", DenseSteps, n)
+	if err := checkDenseSteps(n); err != nil {
+		return Dense{}, err
 	}
 	lambda := make([]float64, n)
 	for i := range lambda {
@@ -176,34 +183,17 @@ func frobenius(a [][]float64) float64 {
 	return s
 }
 
-// denseCache holds the dense optima denseFor has computed, by steps and
-// minimum separation: a table or a search asks for each several times.
-var denseCache = struct {
-	sync.Mutex
-	m map[[2]int]Dense
-}{m: map[[2]int]Dense{}}
-
-// denseFor returns the dense optimum Design reports next to a design: for
-// the mean objective and at most DenseSteps steps, OptimalDense under one
-// participation and OptimalDenseEpochs under several; else nil.
-func denseFor(n, b, k int, o Objective) *Dense {
+// denseFor returns the dense optimum Design reports next to a design of n
+// steps at minimum separation b: for the mean objective and at most
+// DenseSteps steps, OptimalDenseEpochs (b = n is one participation); else
+// nil.
+func denseFor(n, b int, o Objective) *Dense {
 	if o != Mean || n > DenseSteps {
 		return nil
 	}
-	denseCache.Lock()
-	defer denseCache.Unlock()
-	d, ok := denseCache.m[[2]int{n, b}]
-	if !ok {
-		var err error
-		if k == 1 {
-			d, err = OptimalDense(n)
-		} else {
-			d, err = OptimalDenseEpochs(n, b)
-		}
-		if err != nil {
-			return nil
-		}
-		denseCache.m[[2]int{n, b}] = d
+	d, err := OptimalDenseEpochs(n, b)
+	if err != nil {
+		return nil
 	}
 	return &d
 }

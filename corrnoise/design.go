@@ -178,7 +178,7 @@ func (m *Mechanism) finish(designed BLT) error {
 	if m.DPSGD, err = DPSGD(m.Steps, m.MinSep); err != nil {
 		return err
 	}
-	m.Dense = denseFor(m.Steps, m.MinSep, m.Participations, m.Objective)
+	m.Dense = denseFor(m.Steps, m.MinSep, m.Objective)
 	return nil
 }
 

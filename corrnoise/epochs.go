@@ -1,7 +1,6 @@
 package corrnoise
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -28,8 +27,8 @@ func OptimalDenseEpochs(n, b int) (Dense, error) {
 	if err != nil {
 		return Dense{}, err
 	}
-	if n > DenseSteps {
-		return Dense{}, fmt.Errorf("corrnoise: the dense optimum takes 1 to %d steps, got %d", DenseSteps, n)
+	if err := checkDenseSteps(n); err != nil {
+		return Dense{}, err
 	}
 	s := solveEpochs(n, b)
 	return Dense{Steps: n, MinSep: b, Participations: k, MeanLoss: s.loss, LowerBound: s.bound, Iterations: s.iterations}, nil
@@ -172,29 +171,23 @@ func cholesky(x []float64, n int) ([]float64, bool) {
 	return l, true
 }
 
-// lowerInverseFlat returns L⁻¹ of the lower-triangular l (row-major).
+// lowerInverseFlat returns L⁻¹ of the lower-triangular l (row-major), row
+// by row by forward substitution on the rows of L⁻¹L = I:
+// (L⁻¹)_ij = (δ_ij − Σ_{j<m≤i} (L⁻¹)_im L_mj)/L_jj, for j from i down.
 func lowerInverseFlat(l []float64, n int) []float64 {
 	inv := make([]float64, n*n)
 	for i := range n {
-		copy(inv[i*n:i*n+n], lowerRowInverse(l, n, i))
+		r := inv[i*n : i*n+n]
+		r[i] = 1 / l[i*n+i]
+		for j := i - 1; j >= 0; j-- {
+			var s float64
+			for m := j + 1; m <= i; m++ {
+				s += r[m] * l[m*n+j]
+			}
+			r[j] = -s / l[j*n+j]
+		}
 	}
 	return inv
-}
-
-// lowerRowInverse returns row i of L⁻¹ by forward substitution on the
-// rows of L⁻¹L = I: (L⁻¹)_ij = (δ_ij − Σ_{j<m≤i} (L⁻¹)_im L_mj)/L_jj,
-// for j from i down.
-func lowerRowInverse(l []float64, n, i int) []float64 {
-	r := make([]float64, n)
-	r[i] = 1 / l[i*n+i]
-	for j := i - 1; j >= 0; j-- {
-		var s float64
-		for m := j + 1; m <= i; m++ {
-			s += r[m] * l[m*n+j]
-		}
-		r[j] = -s / l[j*n+j]
-	}
-	return r
 }
 
 // dot returns Σ a_i b_i.
@@ -239,7 +232,7 @@ func (e epochs) bound(h []float64) float64 {
 	for p := range e.b {
 		total += e.raiseDiagonal(u, p)
 	}
-	t := traceSqrt(prefixSandwich(u, n))
+	_, t := sqrtDiag(prefixSandwich(u, n))
 	return t * t / (total * float64(n))
 }
 
@@ -289,15 +282,4 @@ func prefixSandwich(u []float64, n int) [][]float64 {
 		}
 	}
 	return m
-}
-
-// traceSqrt returns tr(S^{1/2}) of the symmetric positive semi-definite s
-// (destroyed): the sum of the square roots of its eigenvalues.
-func traceSqrt(s [][]float64) float64 {
-	jacobiEigen(s)
-	var t float64
-	for i := range s {
-		t += math.Sqrt(math.Max(s[i][i], 0))
-	}
-	return t
 }
