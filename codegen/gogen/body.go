@@ -14,6 +14,9 @@ type env struct {
 	names   map[*ir.Value]jen.Code
 	tSym    jen.Code // the step index as float64
 	sigmaW2 jen.Code
+	// steady reads attenuation(s) from the Host's steady<S> field, which
+	// NewHost computes once (in scalarStep, which runs every step).
+	steady bool
 }
 
 func (g *generator) newEnv() *env {
@@ -59,7 +62,10 @@ func (e *env) expr(v *ir.Value) jen.Code {
 	case ir.OpLoad:
 		return jen.Id(bufName(v.Name)).Index(jen.Id("i"))
 	case ir.OpAtten:
-		return jen.Id("steadyGain").Call(jen.Id(filterFunc(v.Name)).Call(jen.Id("h")))
+		if e.steady {
+			return jen.Id("c").Dot(steadyField(v.Name))
+		}
+		return steadyGainOf(v.Name)
 	case ir.OpAttenT:
 		return jen.Id("c").Dot(gainField(v.Name)).Dot("at").Call(jen.Id("t"))
 	case ir.OpScalar:

@@ -30,6 +30,9 @@ func (g *generator) genHost() {
 	for _, fl := range gains {
 		hostFields = append(hostFields, jen.Id(gainField(fl.State)).Op("*").Id("finiteGain").Comment("attenuation_t("+fl.State+")"))
 	}
+	for _, s := range g.steadyGains() {
+		hostFields = append(hostFields, jen.Id(steadyField(s)).Float64().Comment("attenuation("+s+")"))
+	}
 	if len(g.fn.Scalars) > 0 {
 		hostFields = append(hostFields,
 			jen.Id("scal").Index().Float64().Comment("the scalars "+strings.Join(g.fn.Scalars, ", ")+" at step scalT and noise variance scalSigma (scalarsAt)"),
@@ -85,6 +88,27 @@ func goType(v *ir.Value) jen.Code {
 
 func gainField(state string) string { return "gain" + exportedName(state) }
 
+func steadyField(state string) string { return "steady" + exportedName(state) }
+
+// steadyGainOf is the Go expression solving attenuation(state) at hypers h.
+func steadyGainOf(state string) jen.Code {
+	return jen.Id("steadyGain").Call(jen.Id(filterFunc(state)).Call(jen.Id("h")))
+}
+
+// steadyGains lists the states whose attenuation scalarStep reads: NewHost
+// solves each once.
+func (g *generator) steadyGains() []string {
+	var out []string
+	if g.fn.ScalarStep != nil {
+		for _, v := range g.fn.ScalarStep.Values {
+			if v.Op == ir.OpAtten && !slices.Contains(out, v.Name) {
+				out = append(out, v.Name)
+			}
+		}
+	}
+	return out
+}
+
 func filterFunc(state string) string { return "filter" + exportedName(state) }
 
 // finiteGains lists the filters attenuation_t reads.
@@ -114,6 +138,9 @@ func (g *generator) genNewHost(fixed map[*ir.Value]bool, kept []*ir.Value, gains
 	}
 	for _, fl := range gains {
 		body = append(body, jen.Id("c").Dot(gainField(fl.State)).Op("=").Id("newFiniteGain").Call(jen.Id(filterFunc(fl.State)).Call(jen.Id("h"))))
+	}
+	for _, s := range g.steadyGains() {
+		body = append(body, jen.Id("c").Dot(steadyField(s)).Op("=").Add(steadyGainOf(s)))
 	}
 	body = append(body, jen.Return(jen.Id("c"), jen.Nil()))
 	g.file.Comment("NewHost checks h (Validate) and computes the host values that depend on the")
@@ -171,11 +198,11 @@ func (g *generator) genScalarRecursion() {
 	}
 	names := strings.Join(g.fn.Scalars, ", ")
 	g.file.Commentf("scalarInit returns the scalars %s before step 0.", names)
-	g.file.Func().Id("scalarInit").Params(jen.Id("h").Id("Hypers")).Index().Float64().Block(g.scalarBlock(g.fn.ScalarInit)...)
+	g.file.Func().Id("scalarInit").Params(jen.Id("h").Id("Hypers")).Index().Float64().Block(g.scalarBlock(g.fn.ScalarInit, false)...)
 	g.file.Commentf("scalarStep returns the scalars %s at step t from sc, their values at step t-1,", names)
 	g.file.Comment("for the hypers of c and the noise variance sigmaW2.")
-	step := g.scalarBlock(g.fn.ScalarStep)
-	if slices.ContainsFunc(g.fn.ScalarStep.Values, func(v *ir.Value) bool { return v.Op == ir.OpHyper || v.Op == ir.OpAtten }) {
+	step := g.scalarBlock(g.fn.ScalarStep, true)
+	if slices.ContainsFunc(g.fn.ScalarStep.Values, func(v *ir.Value) bool { return v.Op == ir.OpHyper }) {
 		step = append([]jen.Code{jen.Id("h").Op(":=").Id("c").Dot("h")}, step...)
 	}
 	g.file.Func().Id("scalarStep").Params(jen.Id("c").Op("*").Id("Host"), jen.Id("t").Int(), jen.Id("sigmaW2").Float64(), jen.Id("sc").Index().Float64()).Index().Float64().Block(step...)
@@ -196,9 +223,11 @@ func (g *generator) genScalarRecursion() {
 }
 
 // scalarBlock is the body of a function computing a scalar block: its
-// values, then the stored ones in Func.Scalars order.
-func (g *generator) scalarBlock(b *ir.Block) []jen.Code {
+// values, then the stored ones in Func.Scalars order; steady: reading
+// attenuation(s) from the Host (scalarStep).
+func (g *generator) scalarBlock(b *ir.Block, steady bool) []jen.Code {
 	e := g.newEnv()
+	e.steady = steady
 	body := e.hostPart(b)
 	stored := map[string]jen.Code{}
 	for _, s := range b.Stores() {
