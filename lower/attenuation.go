@@ -159,15 +159,26 @@ func (l *lowerer) newFilter(fn *ir.Func, g *noise.Gain) *ir.Filter {
 // addFilter adds to fn the Filter of model m, whose fractions are in
 // symbols.
 func (l *lowerer) addFilter(fn *ir.Func, m *noise.Model, symbols []*ir.Value) *ir.Filter {
-	fl := &ir.Filter{State: m.State, States: m.States, Target: m.Target, Model: &ir.Block{Name: "filter_" + m.State, Kind: ir.ModelBlock}}
-	names := fl.EntryNames()
-	entries := slices.Concat(slices.Concat(m.M...), m.B)
-	for i, e := range entries {
-		v := l.lowerUniform(fl.Model, FracExpr(e, symbols), nil)
-		s := fl.Model.NewValue(ir.OpStore, ir.None, true, v)
-		s.Name = names[i]
-	}
+	fl := l.modelFilter(m, "filter_", symbols, nil)
 	fn.Filters = append(fn.Filters, fl)
+	return fl
+}
+
+// modelFilter is the Filter of model m, its block named prefix+state,
+// whose fractions are in symbols and may read the scalars named (OpScalar
+// at the step).
+func (l *lowerer) modelFilter(m *noise.Model, prefix string, symbols []*ir.Value, scalarNames []string) *ir.Filter {
+	fl := &ir.Filter{State: m.State, States: m.States, Target: m.Target, Model: &ir.Block{Name: prefix + m.State, Kind: ir.ModelBlock}}
+	scalars := map[string]*ir.Value{}
+	for _, name := range scalarNames {
+		scalars[name] = fl.Model.NewValue(ir.OpScalar, ir.F64, true)
+		scalars[name].Name = name
+	}
+	names := fl.EntryNames()
+	for i, e := range slices.Concat(slices.Concat(m.M...), m.B) {
+		v := l.lowerUniform(fl.Model, FracExpr(e, symbols), scalars)
+		fl.Model.NewValue(ir.OpStore, ir.None, true, v).Name = names[i]
+	}
 	return fl
 }
 

@@ -248,18 +248,8 @@ func (l *lowerer) varyingFilters(fn *ir.Func) {
 			slices.ContainsFunc(fn.Varying, func(fl *ir.Filter) bool { return fl.Over(m.States) }) {
 			continue
 		}
-		fl := &ir.Filter{State: m.State, States: m.States, Target: m.Target, Bounded: true,
-			Model: &ir.Block{Name: "varying_" + m.State, Kind: ir.ModelBlock}}
-		scalars := map[string]*ir.Value{}
-		for _, name := range fn.Scalars {
-			scalars[name] = fl.Model.NewValue(ir.OpScalar, ir.F64, true)
-			scalars[name].Name = name
-		}
-		names := fl.EntryNames()
-		for i, e := range slices.Concat(slices.Concat(m.M...), m.B) {
-			v := l.lowerUniform(fl.Model, FracExpr(e, l.noise.Symbols), scalars)
-			fl.Model.NewValue(ir.OpStore, ir.None, true, v).Name = names[i]
-		}
+		fl := l.modelFilter(m, "varying_", l.noise.Symbols, fn.Scalars)
+		fl.Bounded = true
 		conds, _ := noise.Conditions(m)
 		fl.Stability = ConditionStrings(conds, l.noise.Symbols)
 		fn.Varying = append(fn.Varying, fl)

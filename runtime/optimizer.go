@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/fibergen/fibergen/ir"
@@ -801,8 +801,8 @@ func (o *Optimizer) canStep() error {
 func (o *Optimizer) checkVarying() error {
 	sigmaW2 := o.stepNoise().SigmaW2
 	settings := [][]float64{o.hypers}
-	for _, t := range o.tensors {
-		if t.hypers != nil {
+	for _, t := range o.tensors { // each setting once: a binding's group gives every parameter its hypers
+		if t.hypers != nil && !slices.ContainsFunc(settings, func(h []float64) bool { return slices.Equal(h, t.hypers) }) {
 			settings = append(settings, t.hypers)
 		}
 	}

@@ -114,8 +114,9 @@ func filterFunc(state string) string { return "filter" + exportedName(state) }
 // finiteGains lists the filters attenuation_t reads.
 func (g *generator) finiteGains() []*ir.Filter {
 	var out []*ir.Filter
+	host := g.hostValues()
 	for _, fl := range g.fn.Filters {
-		if slices.ContainsFunc(g.hostValues(), func(v *ir.Value) bool { return v.Op == ir.OpAttenT && v.Name == fl.State }) {
+		if slices.ContainsFunc(host, func(v *ir.Value) bool { return v.Op == ir.OpAttenT && v.Name == fl.State }) {
 			out = append(out, fl)
 		}
 	}
