@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/fibergen/fibergen/ir"

@@ -74,15 +74,21 @@ func (d *Diagnostic) Partials(scalars []float32, states [][]float32, num, den []
 	return nil
 }
 
-// hostRegs fills the registers of the host part: constants and the host
-// scalars, taken from the step kernel's scalars.
-func (d *Diagnostic) hostRegs(scalars []float32) regs {
-	r := regs{f64: make([]float64, d.code.n), f32: make([]float32, d.code.n)}
-	for _, in := range d.code.hostPart {
+// constRegs are c's registers with the constants of its host part set.
+func (c *code) constRegs() regs {
+	r := regs{f64: make([]float64, c.n), f32: make([]float32, c.n)}
+	for _, in := range c.hostPart {
 		if in.op == ir.OpConst {
 			r.f64[in.dst], r.f32[in.dst] = in.konst, float32(in.konst)
 		}
 	}
+	return r
+}
+
+// hostRegs fills the registers of the host part: constants and the host
+// scalars, taken from the step kernel's scalars.
+func (d *Diagnostic) hostRegs(scalars []float32) regs {
+	r := d.code.constRegs()
 	for reg, i := range d.scalars {
 		if i < len(scalars) {
 			r.f32[reg] = scalars[i]

@@ -120,12 +120,7 @@ func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32,
 // reduceRegs fills the registers of the reduce block's host part from its
 // kernel scalars.
 func (p *Program) reduceRegs(scalars []float32) regs {
-	r := regs{f64: make([]float64, p.reduce.n), f32: make([]float32, p.reduce.n)}
-	for _, in := range p.reduce.hostPart {
-		if in.op == ir.OpConst {
-			r.f64[in.dst], r.f32[in.dst] = in.konst, float32(in.konst)
-		}
-	}
+	r := p.reduce.constRegs()
 	for i, v := range p.reduceScalars {
 		r.f32[p.reduce.index[v]] = scalars[i]
 	}
