@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/ir"
@@ -12,10 +13,14 @@ import (
 // norms, sums or means (docs/kernels.md, "Reductions"): a pass over each
 // tensor before the step that reads Reads (4 bytes each per coordinate)
 // and sums each term per tensor, then the step, which reads the sums.
+// Where the pass reads g (KeepsGradient) and the step draws noise, the pass
+// also writes the privatized g, which the step reads instead of drawing
+// again.
 type Reduce struct {
-	Reads      []string `json:"reads"`
-	Terms      []Value  `json:"terms"` // each term's name and expression; Value unused
-	Operations int      `json:"operations"`
+	Reads         []string `json:"reads"`
+	KeepsGradient bool     `json:"keeps_gradient"`
+	Terms         []Value  `json:"terms"` // each term's name and expression; Value unused
+	Operations    int      `json:"operations"`
 }
 
 // describeReduce describes fn's reduction pass; nil without one.
@@ -24,6 +29,7 @@ func describeReduce(fn *ir.Func) *Reduce {
 		return nil
 	}
 	r := &Reduce{Reads: fn.ReduceReads(), Operations: describeKernel(fn.Reduce).Operations}
+	r.KeepsGradient = slices.Contains(r.Reads, ir.GradName)
 	for _, st := range fn.Reduce.Stores() {
 		r.Terms = append(r.Terms, Value{Name: st.Name, Expr: ir.ExprString(st.Args[0])})
 	}
@@ -36,8 +42,11 @@ func writeReduce(w io.Writer, r *Reduce) {
 		return
 	}
 	fmt.Fprintf(w, "\npasses over memory: 2 (per tensor: the reduction pass, the host's float64 sums, then the step)\n")
-	fmt.Fprintf(w, "  reduction pass: reads %s (%d bytes a coordinate; g privatized as the step privatizes it); %d operations; sums per tensor:\n",
-		strings.Join(r.Reads, " "), 4*len(r.Reads), r.Operations)
+	what := fmt.Sprintf("reads %s (%d bytes a coordinate)", strings.Join(r.Reads, " "), 4*len(r.Reads))
+	if r.KeepsGradient {
+		what = fmt.Sprintf("reads %s and writes g privatized (%d bytes a coordinate; the step reads that g and draws no noise of its own)", strings.Join(r.Reads, " "), 4*len(r.Reads)+4)
+	}
+	fmt.Fprintf(w, "  reduction pass: %s; %d operations; sums per tensor:\n", what, r.Operations)
 	for _, t := range r.Terms {
 		fmt.Fprintf(w, "    sum(%s) = Σ %s\n", t.Name, t.Expr)
 	}

@@ -132,6 +132,11 @@ type cpuBackend struct {
 	// reduce is the reduction pass's host function, loaded from so at its
 	// first use (reduce.go).
 	reduce *hostkernel.Reduce
+	// kept is the gradient the last reduction pass kept (backend.Reduce's
+	// Keep), reused as scratch by the next; keptFresh: the step after that
+	// pass has not read it yet.
+	kept      []float32
+	keptFresh bool
 	// partials are the norm partials of the last Privatize, reused by the
 	// next (Norms sets every one it reads): a step allocates none.
 	partials []float32
@@ -208,13 +213,31 @@ func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
 	if err := b.host(m); err != nil {
 		return err
 	}
+	bufs, err := b.stepBuffers(s)
+	if err != nil {
+		return err
+	}
 	var work []func() error
 	for _, seg := range s.Segments {
 		for _, c := range segmentChunks(seg.Lo, seg.Hi, b.threads, pieceOf(b.kernel != nil)) {
-			work = append(work, func() error { return b.stepRange(s, seg, c[0], c[1]) })
+			work = append(work, func() error { return b.stepRange(bufs, s, seg, c[0], c[1]) })
 		}
 	}
 	return runLimited(work, max(b.threads, 1))
+}
+
+// stepBuffers are the buffers step s reads: the own ones, the gradient
+// the last Reduce kept (s.Kept) in place of g.
+func (b *cpuBackend) stepBuffers(s backend.Step) ([][]float32, error) {
+	if !s.Kept {
+		return b.bufs, nil
+	}
+	if !b.keptFresh || s.Noise.Mode != rng.Off {
+		return nil, errors.New("runtime: a step on the kept gradient, with no reduction pass that kept it or with noise of its own")
+	}
+	bufs := slices.Clone(b.bufs)
+	bufs[ir.GradBuffer], b.keptFresh = b.kept, false // read once: the next step reads what the next pass keeps
+	return bufs, nil
 }
 
 // segmentChunks splits [lo, hi) as splitSteps splits its length, with the
@@ -234,36 +257,36 @@ func segmentChunks(lo, hi, threads, least int) [][2]int {
 	return slices.DeleteFunc(cs, func(c [2]int) bool { return c[0] >= c[1] })
 }
 
-// stepRange steps [lo, hi) of segment seg of step s.
-func (b *cpuBackend) stepRange(s backend.Step, seg segment, lo, hi int) error {
+// stepRange steps [lo, hi) of segment seg of step s on bufs.
+func (b *cpuBackend) stepRange(bufs [][]float32, s backend.Step, seg segment, lo, hi int) error {
 	nz := s.Noise
 	if b.kernel != nil {
 		rg := hostkernel.Range{Lo: int64(lo), Hi: int64(hi), Offset: s.Offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(nz.Mode), Key: nz.Key}
-		return b.kernel.Run(b.bufs, seg.Scalars, rg)
+		return b.kernel.Run(bufs, seg.Scalars, rg)
 	}
 	if b.goStep != nil {
-		b.goStep(b.bufs, seg.Scalars, lo, hi, uint64(s.Offset), uint32(nz.Mode), nz.Seed, nz.Key, nz.Step)
+		b.goStep(bufs, seg.Scalars, lo, hi, uint64(s.Offset), uint32(nz.Mode), nz.Seed, nz.Key, nz.Step)
 		return nil
 	}
-	return b.stepReference(nz, uint64(s.Offset), seg, lo, hi)
+	return b.stepReference(bufs, nz, uint64(s.Offset), seg, lo, hi)
 }
 
-// stepReference runs the interpreter on [lo, hi), drawing the noise nz of
-// those coordinates' global indexes (coordinate 0's is offset): into g
-// first, or, for a noise block, in the step.
-func (b *cpuBackend) stepReference(nz rng.Stream, offset uint64, s segment, lo, hi int) error {
-	g := b.bufs[ir.GradBuffer][lo:hi]
+// stepReference runs the interpreter on [lo, hi) of bufs, drawing the
+// noise nz of those coordinates' global indexes (coordinate 0's is
+// offset): into g first, or, for a noise block, in the step.
+func (b *cpuBackend) stepReference(bufs [][]float32, nz rng.Stream, offset uint64, s segment, lo, hi int) error {
+	g := bufs[ir.GradBuffer][lo:hi]
 	sigma := s.Scalars[ir.SigmaWScalar(len(s.Scalars))]
 	in := &interp.Noise{Stream: nz, SigmaW: sigma, Offset: offset + uint64(lo)}
 	if nz.Mode != rng.Off && b.prog.Func.Noise == nil {
 		g = make([]float32, hi-lo)
-		nz.Privatize(g, b.bufs[ir.GradBuffer][lo:hi], sigma, offset+uint64(lo))
+		nz.Privatize(g, bufs[ir.GradBuffer][lo:hi], sigma, offset+uint64(lo))
 	}
 	var states [][]float32
-	for _, st := range b.bufs[ir.FirstState:] {
+	for _, st := range bufs[ir.FirstState:] {
 		states = append(states, st[lo:hi])
 	}
-	return b.prog.Step(s.Host, in, b.bufs[ir.ThetaBuffer][lo:hi], g, states)
+	return b.prog.Step(s.Host, in, bufs[ir.ThetaBuffer][lo:hi], g, states)
 }
 
 // runLimited runs the functions, at most limit at once, and returns their

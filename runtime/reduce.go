@@ -3,10 +3,12 @@ package runtime
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/backend"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -47,6 +49,9 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 		segs = append(segs, seg)
 	}
 	a.Segments = segs
+	if r.Keep { // the step reads the gradient the pass privatized: the noise is drawn once
+		a.Kept, a.Noise.Mode = true, rng.Off
+	}
 	return a, nil
 }
 
@@ -87,7 +92,8 @@ func (o *Optimizer) reduceTensors(a backend.Step) []reduceTensor {
 // reduceEntry is the reduction pass of step a over the tensors ts, each
 // with the scalars of its hypers.
 func (o *Optimizer) reduceEntry(a backend.Step, ts []reduceTensor, sigmaW2 float64) backend.Reduce {
-	r := backend.Reduce{Reference: o.prog, Terms: o.prog.Func.NumReductions(), Noise: a.Noise, Offset: a.Offset}
+	r := backend.Reduce{Reference: o.prog, Terms: o.prog.Func.NumReductions(), Noise: a.Noise, Offset: a.Offset,
+		Keep: a.Noise.Mode != rng.Off && slices.Contains(o.prog.Func.ReduceReads(), ir.GradName)}
 	if k := o.m.Kernels.Reduce; k != nil {
 		r.Kernel, r.HostFunction = k.Kernel, k.HostFunction
 	}
@@ -131,17 +137,27 @@ func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, partials []float
 	if err != nil {
 		return err
 	}
+	b.keptFresh = false
+	if r.Keep && len(b.kept) != len(b.bufs[ir.GradBuffer]) {
+		b.kept = make([]float32, len(b.bufs[ir.GradBuffer]))
+	}
 	for i, part := range r.Split(partials) {
-		if err := b.reduceTensor(host, r, r.Tensors[i], part); err != nil {
+		var kept []float32
+		if t := r.Tensors[i]; r.Keep {
+			kept = b.kept[t.Lo:t.Hi]
+		}
+		if err := b.reduceTensor(host, r, r.Tensors[i], part, kept); err != nil {
 			return err
 		}
 	}
+	b.keptFresh = r.Keep
 	return nil
 }
 
-// reduceTensor runs the reduction pass over tensor t into its partials:
-// with the host function host, else (nil) with the interpreter.
-func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t backend.ReduceTensor, partials []float32) error {
+// reduceTensor runs the reduction pass over tensor t into its partials,
+// keeping its privatized g in kept (nil: not kept): with the host function
+// host, else (nil) with the interpreter.
+func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t backend.ReduceTensor, partials, kept []float32) error {
 	bufs := make([][]float32, len(b.bufs))
 	for i, buf := range b.bufs {
 		bufs[i] = buf[t.Lo:t.Hi]
@@ -153,7 +169,7 @@ func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t b
 	return parallelChunks(chunks, per, func(lo, hi int) error {
 		if host != nil {
 			rg := hostkernel.Range{Lo: int64(lo), Hi: int64(hi), Offset: offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(nz.Mode), Key: nz.Key}
-			return host.Run(bufs, t.Scalars, n, rg, partials)
+			return host.Run(bufs, t.Scalars, n, rg, partials, kept)
 		}
 		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, n)
 		part := make([][]float32, len(rows))
@@ -165,7 +181,11 @@ func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t b
 			sub[i] = buf[start:end]
 		}
 		in := &interp.Noise{Stream: nz, SigmaW: t.Scalars[len(t.Scalars)-1], Offset: uint64(offset) + uint64(start)}
-		return r.Reference.ReducePartials(t.Scalars, in, sub, part)
+		var keep []float32
+		if kept != nil {
+			keep = kept[start:end]
+		}
+		return r.Reference.ReducePartials(t.Scalars, in, sub, part, keep)
 	})
 }
 

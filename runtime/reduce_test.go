@@ -9,6 +9,7 @@ import (
 	"github.com/fibergen/fibergen/generated/lamb"
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/tests/oracle"
 )
@@ -23,14 +24,26 @@ var reduceSizes = []int{9001, 1, 7, 4096, 130}
 // options' noise (the secure scheme with a fixed key where asked); it
 // returns the parameters.
 func runReduced(t *testing.T, opt string, backend runtime.Backend, secure bool) []float32 {
+	return runReducedNoise(t, opt, backend, secure, false)
+}
+
+// runReducedNoise is runReduced; with privatized, the test draws the
+// noise into the gradients itself (rng.Stream.Privatize, the stream the
+// optimizer would draw) and the optimizer takes them as privatized.
+func runReducedNoise(t *testing.T, opt string, backend runtime.Backend, secure, privatized bool) []float32 {
 	t.Helper()
 	theta, grads := reduceInputs(3)
 	o := openDP(t, kernelDir(t, opt), simOptions(t, runtime.Options{Backend: backend, SecureNoise: secure}), testDP)
+	stream := rng.Stream{Mode: rng.Philox, Seed: 2026}
 	var err error
 	if secure {
-		err = o.SetKey(testKey(3))
+		stream = rng.Stream{Mode: rng.Secure, Key: testKey(3)}
+		err = o.SetKey(stream.Key)
 	} else {
-		err = o.SetSeed(2026)
+		err = o.SetSeed(stream.Seed)
+	}
+	if err == nil && privatized {
+		err = o.SetNoise(runtime.Noise{SigmaW2: testDP.SigmaW2()})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -40,11 +53,32 @@ func runReduced(t *testing.T, opt string, backend runtime.Backend, secure bool) 
 		t.Fatal(err)
 	}
 	for step, g := range grads {
+		if privatized {
+			stream.Step = uint32(step)
+			stream.Privatize(g, slices.Clone(g), rng.SigmaW(testDP.SigmaW2()), 0)
+		}
 		if err := stepAll(o, ts, g); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
 	}
 	return flatParams(t, ts)
+}
+
+// TestReduceKeptGradient: the step of an optimizer with reductions reads
+// the gradient its reduction pass privatized (backend.Reduce's Keep), on
+// every backend, in both schemes, and steps bit for bit as on gradients
+// the test privatized itself with the stream the optimizer draws: the
+// kept gradient is the privatized one at every coordinate of every tensor
+// (offsets inside Philox groups and secure octets, partial rows).
+func TestReduceKeptGradient(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+			want := runReducedNoise(t, "lamb", b, secure, true)
+			if d := floatbits.Diff(want, runReduced(t, "lamb", b, secure)); d != "" {
+				t.Errorf("lamb (secure %v) on %s: drawn in the pass against privatized by the test: %s", secure, b, d)
+			}
+		}
+	}
 }
 
 // reduceInputs are theta and the gradients of steps steps over reduceSizes.

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
@@ -146,10 +147,12 @@ type benchResult struct {
 	BuffersRead    int    `json:"buffers_read"`
 	BuffersWritten int    `json:"buffers_written"`
 	// Passes over memory a step makes: 2 with a reduction pass, which
-	// reads ReduceRead buffers before the step (docs/kernels.md,
-	// "Reductions"); the bytes count both.
+	// reads ReduceRead buffers before the step and writes ReduceWritten
+	// (the privatized g the step then reads in place of g; docs/kernels.md,
+	// "Reductions"); the bytes count both passes.
 	Passes        int     `json:"passes"`
 	ReduceRead    int     `json:"reduce_buffers_read,omitempty"`
+	ReduceWritten int     `json:"reduce_buffers_written,omitempty"`
 	BytesPerCoord int     `json:"bytes_per_coordinate"`
 	BytesPerStep  int64   `json:"bytes_per_step"`
 	MsPerStep     float64 `json:"ms_per_step"`
@@ -281,8 +284,11 @@ func newBenchResult(opt *runtime.Optimizer, n, steps int) (*benchResult, error) 
 	r.Passes = 1
 	if red := m.Kernels.Reduce; red != nil {
 		r.Passes, r.ReduceRead = 2, len(red.Reads)
+		if slices.Contains(red.Reads, ir.GradName) { // bench draws noise: the pass keeps g
+			r.ReduceWritten = 1
+		}
 	}
-	r.BytesPerCoord = 4 * (r.BuffersRead + r.BuffersWritten + r.ReduceRead)
+	r.BytesPerCoord = 4 * (r.BuffersRead + r.BuffersWritten + r.ReduceRead + r.ReduceWritten)
 	r.BytesPerStep = int64(r.BytesPerCoord) * int64(n)
 	return r, nil
 }
@@ -463,7 +469,7 @@ func (r *benchResult) print(w io.Writer) {
 	r.printBaseline(w)
 	fmt.Fprintf(w, "  bytes/coordinate = 4 × (%d %s read + %d written", r.BuffersRead, plural(r.BuffersRead, "buffer"), r.BuffersWritten)
 	if r.Passes > 1 {
-		fmt.Fprintf(w, " + %d read by the reduction pass: %d passes", r.ReduceRead, r.Passes)
+		fmt.Fprintf(w, " + %d read and %d written by the reduction pass: %d passes", r.ReduceRead, r.ReduceWritten, r.Passes)
 	}
 	fmt.Fprintf(w, ")")
 	if r.Statistic == "median" {

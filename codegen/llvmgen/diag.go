@@ -47,7 +47,7 @@ func (k *kernel) emitDiagnostics() error {
 func (k *kernel) diagReduction(d *ir.Diagnostic, idx []int, scalars []value.Value) reduction {
 	reads := d.Reads(k.fn)
 	return reduction{inputs: len(reads), sums: len(ir.DiagTerms),
-		terms: func(b *llvm.Block, w lanes, in []value.Value, _ func() value.Value) []value.Value {
+		terms: func(b *llvm.Block, w lanes, in []value.Value) []value.Value {
 			host := make([]value.Value, len(idx))
 			for i, j := range idx {
 				host[i] = scalars[j]

@@ -93,7 +93,7 @@ func (p privArgs) mix(b *llvm.Block, w lanes, in []value.Value) value.Value {
 
 // norms is the reduction of the squared norms: the one term u·u.
 func (p privArgs) norms(two bool) reduction {
-	return reduction{inputs: len(p.inputs(two)), sums: 1, terms: func(b *llvm.Block, w lanes, in []value.Value, _ func() value.Value) []value.Value {
+	return reduction{inputs: len(p.inputs(two)), sums: 1, terms: func(b *llvm.Block, w lanes, in []value.Value) []value.Value {
 		u := p.mix(b, w, in)
 		return []value.Value{b.NewFMul(u, u)}
 	}}

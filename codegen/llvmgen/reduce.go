@@ -36,13 +36,52 @@ type reduction struct {
 	// inputs are the float arrays read: row r of input k starts at
 	// ins[k] + r·n.
 	inputs int
-	// terms returns the float32 terms to sum at one element (w lanes of
-	// elements), from the inputs' values there; at emits the index in the
-	// row of lane 0's element (the lanes' follow it), for the terms that
-	// need it. Every result is a sum of its own. An emitter calls it once
-	// per copy of the loop it emits.
-	terms func(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value
+	// prepare, where set, returns the inputs as the terms read them at w
+	// lanes of elements (the gradient privatized), from their loaded
+	// values; at emits the index in the row of lane 0's element (the
+	// lanes' follow it).
+	prepare func(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value
+	// keep, where set, is a float pointer at which the loops store the
+	// prepared input keepInput of every element below n, at its index in
+	// the row (one row only); where it is null at run time they store
+	// nothing.
+	keep      value.Value
+	keepInput int
+	// terms returns the float32 terms to sum at w lanes of elements, from
+	// the (prepared) inputs' values there. Every result is a sum of its
+	// own. An emitter calls it once per copy of the loop it emits.
+	terms func(b *llvm.Block, w lanes, in []value.Value) []value.Value
 	sums  int // how many values terms returns
+	// prefetch: the host loop asks for its inputs' rows prefetchAhead
+	// elements ahead, for a pass whose work between loads (a noise draw)
+	// is long enough to leave the loads' latency exposed.
+	prefetch bool
+}
+
+// prepared is in as r's terms read it at w lanes of elements from index at.
+func (r reduction) prepared(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value {
+	if r.prepare == nil {
+		return in
+	}
+	return r.prepare(b, w, in, at)
+}
+
+// keepStore emits, after block b, the store of r's kept input of in (w
+// lanes of elements from index at) at r.keep + at, where r.keep is not
+// null and cond (nil: true) holds, and returns the block after it.
+func (k *kernel) keepStore(f *llvm.Func, b *llvm.Block, r reduction, in []value.Value, w lanes, at, cond value.Value) *llvm.Block {
+	if r.keep == nil {
+		return b
+	}
+	var on value.Value = b.NewICmp(enum.IPredNE, r.keep, constant.NewNull(f32Ptr))
+	if cond != nil {
+		on = b.NewAnd(on, cond)
+	}
+	st, done := f.NewBlock(k.label("keep")), f.NewBlock(k.label("kept"))
+	b.NewCondBr(on, st, done)
+	store(st, in[r.keepInput], st.NewBitCast(st.NewGetElementPtr(f32, r.keep, at), types.NewPointer(w.f32())), 4)
+	st.NewBr(done)
+	return done
 }
 
 // chunkCount emits ceil(n / ReduceChunk) for n >= 0.
@@ -161,7 +200,7 @@ func (k *kernel) warpReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 // clamped below n, the terms of the elements past n skipped.
 func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []value.Value, base, n, aligned value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 	full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(4)), n)
-	add := func(b *llvm.Block, vals [][]value.Value, masked bool) []value.Value {
+	add := func(b *llvm.Block, vals [][]value.Value, masked bool) (*llvm.Block, []value.Value) {
 		out := append([]value.Value(nil), acc...)
 		for e := range 4 {
 			var in []value.Value
@@ -169,22 +208,25 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 				in = append(in, v[e])
 			}
 			inRange := b.NewICmp(enum.IPredSLT, b.NewAdd(base, i64c(int64(e))), n)
-			at := func() value.Value { return b.NewAdd(base, i64c(int64(e))) }
-			for s, t := range r.terms(b, 1, in, at) {
+			in = r.prepared(b, 1, in, func() value.Value { return b.NewAdd(base, i64c(int64(e))) })
+			if r.keep != nil {
+				b = k.keepStore(f, b, r, in, 1, b.NewAdd(base, i64c(int64(e))), inRange)
+			}
+			for s, t := range r.terms(b, 1, in) {
 				if masked {
 					t = b.NewSelect(inRange, t, f32c(0))
 				}
 				out[s] = b.NewFAdd(out[s], t)
 			}
 		}
-		return out
+		return b, out
 	}
 	return k.ifElse(f, b, b.NewAnd(aligned, full), func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		var vals [][]value.Value
 		for _, p := range ptrs {
 			vals = append(vals, k.loadCoords(b, b.NewGetElementPtr(f32, p, base), 4, true))
 		}
-		return b, add(b, vals, false)
+		return add(b, vals, false)
 	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		last := b.NewSub(n, i64c(1))
 		var vals [][]value.Value
@@ -197,7 +239,7 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 			}
 			vals = append(vals, v)
 		}
-		return b, add(b, vals, true)
+		return add(b, vals, true)
 	})
 }
 
@@ -213,12 +255,20 @@ func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
 		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(reduceLanes, r.sums), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 			base := b.NewAdd(start, b.NewMul(row, i64c(reduceRow)))
+			if r.prefetch {
+				k.prefetchRows(b, ptrs, b.NewAdd(base, i64c(prefetchAhead)))
+			}
 			full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(reduceRow)), n)
 			return k.ifElse(f, b, full, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-				return b, k.rowTerms(b, r, ptrs, base, base, nil, acc)
+				in := r.prepared(b, reduceRow, rowLoads(b, ptrs, base), func() value.Value { return base })
+				b = k.keepStore(f, b, r, in, reduceRow, base, nil)
+				return b, rowTerms(b, r, in, nil, acc)
 			}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 				b, padded := k.padRows(f, b, ptrs, base, n)
-				return b, k.rowTerms(b, r, padded, i64c(0), base, rowMask(b, base, n), acc)
+				mask := rowMask(b, base, n)
+				in := r.prepared(b, reduceRow, rowLoads(b, padded, i64c(0)), func() value.Value { return base })
+				b = k.keepTail(f, b, r, in, base, n)
+				return b, rowTerms(b, r, in, mask, acc)
 			})
 		})
 		for _, off := range []int{16, 8, 4, 2, 1} {
@@ -250,19 +300,23 @@ func rowIndexes(b *llvm.Block, base value.Value) value.Value {
 	return b.NewAdd(broadcast(b, lanes(reduceRow), base), constant.NewVector(types.NewVector(reduceRow, i64), idx...))
 }
 
-// rowTerms adds the terms of the row base..base+127 of ptrs, the elements
-// at..at+127 of the rows, to the lane accumulators acc: element 4l+j of the
-// row to lane l, j = 0, 1, 2, 3 in turn. mask nil adds every term; else the
-// terms of the elements it clears are added as +0.
-func (k *kernel) rowTerms(b *llvm.Block, r reduction, ptrs []value.Value, base, at, mask value.Value, acc []value.Value) []value.Value {
-	index := func() value.Value { return at }
-	w := lanes(reduceRow)
+// rowLoads loads the rows base..base+127 of ptrs, one <128 x float> each.
+func rowLoads(b *llvm.Block, ptrs []value.Value, base value.Value) []value.Value {
 	var in []value.Value
 	for _, p := range ptrs {
 		in = append(in, load(b, rowVec, b.NewBitCast(b.NewGetElementPtr(f32, p, base), types.NewPointer(rowVec)), 4))
 	}
+	return in
+}
+
+// rowTerms adds the terms of one row's values in to the lane accumulators
+// acc: element 4l+j of the row to lane l, j = 0, 1, 2, 3 in turn. mask nil
+// adds every term; else the terms of the elements it clears are added as
+// +0.
+func rowTerms(b *llvm.Block, r reduction, in []value.Value, mask value.Value, acc []value.Value) []value.Value {
+	w := lanes(reduceRow)
 	out := append([]value.Value(nil), acc...)
-	for s, t := range r.terms(b, w, in, index) {
+	for s, t := range r.terms(b, w, in) {
 		if mask != nil {
 			t = b.NewSelect(mask, t, zero(w))
 		}
@@ -271,6 +325,22 @@ func (k *kernel) rowTerms(b *llvm.Block, r reduction, ptrs []value.Value, base, 
 		}
 	}
 	return out
+}
+
+// keepTail stores r's kept input of the row in, elements base..n-1 (fewer
+// than 128), at r.keep + base, through a row on f's stack, where r.keep is
+// not null; it returns the block after.
+func (k *kernel) keepTail(f *llvm.Func, b *llvm.Block, r reduction, in []value.Value, base, n value.Value) *llvm.Block {
+	if r.keep == nil {
+		return b
+	}
+	row := k.stackRow(f, b)
+	store(b, in[r.keepInput], b.NewBitCast(row, types.NewPointer(rowVec)), 4)
+	return k.forLoop(f, b, "keep", i64c(0), b.NewSelect(b.NewICmp(enum.IPredNE, r.keep, constant.NewNull(f32Ptr)), b.NewSub(n, base), i64c(0)), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
+		st := b.NewStore(load(b, f32, b.NewGetElementPtr(f32, row, e), 4), b.NewGetElementPtr(f32, r.keep, b.NewAdd(base, e)))
+		st.Align, st.Volatile = 4, true
+		return b
+	})
 }
 
 // padRows copies the elements base..n-1 of the rows ptrs (fewer than 128)
@@ -321,4 +391,22 @@ func broadcast(b *llvm.Block, w lanes, x value.Value) value.Value {
 	}
 	v := b.NewInsertElement(constantUndef(w.vec(x.Type())), x, i32c(0))
 	return b.NewShuffleVector(v, constantUndef(v.Type()), constant.NewZeroInitializer(types.NewVector(uint64(w), i32)))
+}
+
+// prefetchAhead is how far ahead of the row it reduces a prefetching host
+// loop asks for its inputs, in elements: four rows measured best (2, 8 and
+// 16 rows were slower; docs/benchmarks.md, "Draw once").
+const prefetchAhead = 4 * reduceRow
+
+// prefetchRows emits a prefetch (read, keep in every cache level) of the
+// cache lines of a row of reduceRow elements from index at of each of ptrs.
+func (k *kernel) prefetchRows(b *llvm.Block, ptrs []value.Value, at value.Value) {
+	i8p := types.NewPointer(types.I8)
+	fn := intrinsic(k.m, "llvm.prefetch.p0i8", types.Void, i8p, i32, i32, i32)
+	for _, p := range ptrs {
+		for line := int64(0); line < reduceRow; line += 16 {
+			addr := b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(at, i64c(line))), i8p)
+			b.NewCall(fn, addr, i32c(0), i32c(3), i32c(1))
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
 )
@@ -20,8 +21,10 @@ import (
 // that compute, over one tensor's coordinates, the chunk partials of every
 // term of the reduce block, in the order of reduce.go. They read the
 // buffers before the step and privatize g as the step does — the same
-// draw of the same global index, so the same bits — and write nothing but
-// the partials.
+// draw of the same global index, so the same bits — and write the partials
+// and, where the caller gives a place for it (kept, not null), the
+// privatized gradient, which the step then reads with no noise of its own:
+// the noise is drawn once (docs/kernels.md, "Reductions").
 
 // ReduceKernel is the NVPTX kernel of the reduction pass, e.g. lamb_reduce.
 func (k *Module) ReduceKernel() string { return k.Name + "_reduce" }
@@ -65,14 +68,15 @@ func (k *kernel) reduceScalarParams() []cparam {
 // reduceSignature is the NVPTX kernel of the reduction pass
 //
 //	<name>_reduce(float *buffers..., float R0..., float sigma_w, u64 n, u64 offset,
-//	              u64 seed, u32 step, u32 noise, u64 key0..3, float *partials)
+//	              u64 seed, u32 step, u32 noise, u64 key0..3, float *partials, float *kept)
 //
 // over the n coordinates of one tensor, coordinate 0 of global index
-// offset; partials[i·chunks(n) + c] is term i's sum over chunk c.
+// offset; partials[i·chunks(n) + c] is term i's sum over chunk c, and
+// kept[i] (kept not null) coordinate i's privatized gradient.
 func (k *kernel) reduceSignature() signature {
 	ps := slices.Concat(k.bufferParams(func(ir.Buffer) bool { return true }), k.reduceScalarParams(),
 		[]cparam{param("n", cU64), param("offset", cU64), param("seed", cU64), param("step", cU32), param("noise", cU32),
-			param("key0", cU64), param("key1", cU64), param("key2", cU64), param("key3", cU64), param("partials", cFloatPtr)})
+			param("key0", cU64), param("key1", cU64), param("key2", cU64), param("key3", cU64), param("partials", cFloatPtr), param("kept", cFloatPtr)})
 	return signature{symbol: k.ReduceKernel(), kernel: true, params: ps}
 }
 
@@ -86,7 +90,7 @@ func (k *kernel) emitReduceKernel(sig signature) {
 	d := &draw{seed: rest[2], step: rest[3], offset: offset, sigma: scalars[ns-1], drawFuncs: k.noise.device}
 	outs := k.termRows(b, rest[9], n)
 	k.modeSwitch(f, b, rest[4], d, paramValues(rest[5:9]), func(b *llvm.Block, d *draw) {
-		r := k.reducePass(d, scalars[:ns-1])
+		r := k.reducePass(d, 1, scalars[:ns-1], rest[10])
 		k.warpReduce(f, b, r, k.reducePtrs(ptrs), outs, i64c(1), n).NewRet(nil)
 	})
 }
@@ -94,32 +98,45 @@ func (k *kernel) emitReduceKernel(sig signature) {
 // reduceHostSignature is the host function of the reduction pass
 //
 //	void <name>_reduce_cpu(float *const *buffers, const float *scalars, int64_t n,
-//	                       const struct fibergen_range *r, float *partials)
+//	                       const struct fibergen_range *r, float *partials, float *kept)
 //
 // which computes the partials of the chunks [r->lo, r->hi) of the n
-// coordinates (of global index r->offset + i) in r's noise; scalars are
-// the reduce block's, then sqrt(sigma_w2).
+// coordinates (of global index r->offset + i) in r's noise, and where kept
+// is not null stores their privatized gradient at kept[i]; scalars are the
+// reduce block's, then sqrt(sigma_w2).
 func (k *kernel) reduceHostSignature() signature {
 	r := param("r", rangeStruct.ptr())
 	r.llName = "range"
 	return signature{symbol: k.ReduceHostFunc(), params: []cparam{param("buffers", cBuffers), param("scalars", cScalars),
-		param("n", cInt64), r, param("partials", cFloatPtr)}}
+		param("n", cInt64), r, param("partials", cFloatPtr), param("kept", cFloatPtr)}}
 }
 
-// emitReduceHost emits the host function, one for every variant.
+// emitReduceHost emits the host function, one for every variant: those
+// whose step draws the same number of groups at once share their loops,
+// which draw the noise as wide.
 func (k *kernel) emitReduceHost(sig signature) {
+	loops := map[lanes]*llvm.Func{}
+	for _, w := range hostWidths() {
+		loops[w] = k.emitReduceLoops(sig, w)
+	}
+	k.emitHostVariants(sig, func(v hostisa.Variant) *llvm.Func { return loops[hostGroupsFor(v)] })
+}
+
+// emitReduceLoops emits <name>_reduce_host<w>, the host function's loops
+// drawing the noise of w groups (Philox) or w octets (secure) a call.
+func (k *kernel) emitReduceLoops(sig signature, w lanes) *llvm.Func {
 	ps := sig.newParams()
-	f, b := newHelper(k.m, k.ReduceKernel()+"_host", types.Void, ps...)
+	f, b := newHelper(k.m, fmt.Sprintf("%s_host%d", k.ReduceKernel(), w), types.Void, ps...)
 	ns := len(ir.HostScalars(k.fn.Reduce)) + 1
 	ptrs, scalars := k.loadPtrs(b, ps[0]), loadFloats(b, ps[1], ns)
 	lo, hi := rangeStruct.load(b, ps[3], "lo"), rangeStruct.load(b, ps[3], "hi")
 	philox, mode, key := k.rangeDraw(b, ps[3], scalars[ns-1])
 	outs := k.termRows(b, ps[4], ps[2])
 	k.modeSwitch(f, b, mode, philox, key, func(b *llvm.Block, d *draw) {
-		r := k.reducePass(d, scalars[:ns-1])
+		r := k.reducePass(d, w, scalars[:ns-1], ps[5])
 		k.hostReduce(f, b, r, k.reducePtrs(ptrs), outs, ps[2], lo, hi).NewRet(nil)
 	})
-	k.emitHostVariants(sig, sameLoops(f))
+	return f
 }
 
 // termRows returns where each term's partials start: partials + i·chunks(n).
@@ -142,24 +159,32 @@ func (k *kernel) reducePtrs(ptrs []value.Value) []value.Value {
 }
 
 // reducePass is the reduction of the reduce block's terms, g privatized
-// with the noise d (nil: none) at the global index of each element;
-// scalars are the block's host scalars.
-func (k *kernel) reducePass(d *draw, scalars []value.Value) reduction {
+// with the noise d (nil: none) at the global index of each element, drawn
+// groups wide on the host (noiseRow), and kept at the float pointer kept
+// (null at run time: not kept); scalars are the block's host scalars.
+func (k *kernel) reducePass(d *draw, groups lanes, scalars []value.Value, kept value.Value) reduction {
 	reads := k.fn.ReduceReads()
 	g := slices.Index(reads, ir.GradName)
-	return reduction{inputs: len(reads), sums: k.fn.NumReductions(),
-		terms: func(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value {
-			in = slices.Clone(in)
-			if d != nil && g >= 0 {
-				in[g] = d.add(b, w, in[g], k.drawLanes(b, w, d, b.NewAdd(d.offset, at())))
-			}
+	r := reduction{inputs: len(reads), sums: k.fn.NumReductions(), prefetch: true,
+		terms: func(b *llvm.Block, w lanes, in []value.Value) []value.Value {
 			return k.blockTerms(b, w, k.fn.Reduce, k.fn.ReduceTerms(), scalars, in, reads)
 		}}
+	if d == nil || g < 0 {
+		return r
+	}
+	r.keep, r.keepInput = kept, g
+	r.prepare = func(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value {
+		in = slices.Clone(in)
+		in[g] = d.add(b, w, in[g], k.drawLanes(b, w, groups, d, b.NewAdd(d.offset, at())))
+		return in
+	}
+	return r
 }
 
 // drawLanes draws the Gaussians of w consecutive elements from global
-// index first: one element's draw (w = 1), or a host row's (noiseRow).
-func (k *kernel) drawLanes(b *llvm.Block, w lanes, d *draw, first value.Value) value.Value {
+// index first: one element's draw (w = 1), or a host row's (noiseRow,
+// groups wide).
+func (k *kernel) drawLanes(b *llvm.Block, w, groups lanes, d *draw, first value.Value) value.Value {
 	if w == 1 && d.secure() {
 		return secureElem(b, d, first)
 	}
@@ -170,17 +195,17 @@ func (k *kernel) drawLanes(b *llvm.Block, w lanes, d *draw, first value.Value) v
 	if d.secure() {
 		args = d.key
 	}
-	return b.NewCall(k.noiseRow(w, d.secure()), append(args, d.step, first)...)
+	return b.NewCall(k.noiseRow(w, groups, d.secure()), append(args, d.step, first)...)
 }
 
 // noiseRow returns the helper that draws the Gaussians of w consecutive
 // elements from a global index, in the Philox or the secure scheme:
 // (seed | key0..3, step, first) <w x float>. Where first starts a block of
 // draws (a Philox group of four, a secure octet of eight) it draws whole
-// blocks — the host step's wide Philox draw, gaussianC, eight groups a
-// call — else one element's draw at a time; each gives the same bits.
-func (k *kernel) noiseRow(w lanes, secure bool) *llvm.Func {
-	name := fmt.Sprintf("%s_noise_row%d_%v", k.Name, w, secure)
+// blocks — the host step's wide draws, groups groups or octets a call —
+// else one element's draw at a time; each gives the same bits.
+func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
+	name := fmt.Sprintf("%s_noise_row%d_%d_%v", k.Name, w, groups, secure)
 	if f := funcNamed(k.m, name); f != nil {
 		return f
 	}
@@ -201,10 +226,10 @@ func (k *kernel) noiseRow(w lanes, secure bool) *llvm.Func {
 	blk := d.block()
 	aligned := b.NewICmp(enum.IPredEQ, b.NewAnd(first, i64c(blk-1)), i64c(0))
 	b, _ = k.ifElse(f, b, aligned, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-		return k.drawBlocks(f, b, d, w, first, rowPtr), nil
+		return k.drawBlocks(f, b, d, w, groups, first, rowPtr), nil
 	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		return k.forLoop(f, b, "draw", i64c(0), i64c(int64(w)), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
-			store(b, k.drawLanes(b, 1, d, b.NewAdd(first, e)), b.NewGetElementPtr(f32, rowPtr, e), 4)
+			store(b, k.drawLanes(b, 1, 1, d, b.NewAdd(first, e)), b.NewGetElementPtr(f32, rowPtr, e), 4)
 			return b
 		}), nil
 	})
@@ -213,25 +238,19 @@ func (k *kernel) noiseRow(w lanes, secure bool) *llvm.Func {
 }
 
 // drawBlocks stores at row the Gaussians of the w elements from first,
-// which starts a block of d: gaussianC's 32 a call in the Philox scheme,
-// an octet a call in the secure one.
-func (k *kernel) drawBlocks(f *llvm.Func, b *llvm.Block, d *draw, w lanes, first, row value.Value) *llvm.Block {
-	per, wide := d.block(), lanes(hostGroups)
-	if !d.secure() {
-		per = 4 * int64(wide)
+// which starts a block of d: the step's wide draws, gaussianC's 4·wide a
+// call in the Philox scheme, secure.wide's 8·wide in the secure one, each
+// in coordinate order.
+func (k *kernel) drawBlocks(f *llvm.Func, b *llvm.Block, d *draw, w, wide lanes, first, row value.Value) *llvm.Block {
+	vecs, fn := 4, k.noise.gaussianC[wide]
+	if d.secure() {
+		vecs, fn = 8, k.noise.secure.wide[wide]
 	}
+	per := int64(vecs) * int64(wide)
 	return k.forLoop(f, b, "blocks", i64c(0), i64c(int64(w)/per), i64c(1), func(b *llvm.Block, c value.Value) *llvm.Block {
 		at := b.NewMul(c, i64c(per))
-		idx := b.NewLShr(b.NewAdd(first, at), i64c(int64(bits.TrailingZeros64(uint64(d.block())))))
-		if d.secure() {
-			z := d.call(b, d.octet, idx)
-			for e := range 8 {
-				store(b, b.NewExtractValue(z, uint64(e)), b.NewGetElementPtr(f32, row, b.NewAdd(at, i64c(int64(e)))), 4)
-			}
-			return b
-		}
-		z := d.call(b, k.noise.gaussianC[wide], idx)
-		for v := range 4 {
+		z := d.call(b, fn, b.NewLShr(b.NewAdd(first, at), i64c(int64(bits.TrailingZeros64(uint64(d.block()))))))
+		for v := range vecs {
 			ptr := b.NewBitCast(b.NewGetElementPtr(f32, row, b.NewAdd(at, i64c(int64(v)*int64(wide)))), types.NewPointer(wide.f32()))
 			store(b, b.NewExtractValue(z, uint64(v)), ptr, 4)
 		}

@@ -9364,7 +9364,7 @@ entry:
 	ret void
 }
 
-define ptx_kernel void @lamb_reduce(float* noalias readonly %p.theta, float* noalias readonly %p.g, float* noalias readonly %p.m, float* noalias readonly %p.v, float %r.0, float %r.1, float %r.2, float %r.3, float %r.4, float %r.5, float %r.6, float %r.7, float %r.8, i64 %n, i64 %offset, i64 %seed, i32 %step, i32 %noise, i64 %key0, i64 %key1, i64 %key2, i64 %key3, float* %partials) nounwind {
+define ptx_kernel void @lamb_reduce(float* noalias readonly %p.theta, float* noalias readonly %p.g, float* noalias readonly %p.m, float* noalias readonly %p.v, float %r.0, float %r.1, float %r.2, float %r.3, float %r.4, float %r.5, float %r.6, float %r.7, float %r.8, i64 %n, i64 %offset, i64 %seed, i32 %step, i32 %noise, i64 %key0, i64 %key1, i64 %key2, i64 %key3, float* %partials, float* %kept) nounwind {
 entry:
 	%0 = add i64 %n, 4095
 	%1 = sdiv i64 %0, u0x1000
@@ -9450,7 +9450,7 @@ with_secure_noise:
 	%68 = add i64 %n, 4095
 	%69 = sdiv i64 %68, u0x1000
 	%70 = mul i64 1, %69
-	br label %task.head.306
+	br label %task.head.322
 
 unknown_mode:
 	ret void
@@ -9852,7 +9852,7 @@ stored.294:
 	br label %task.head.284
 
 task.head.295:
-	%432 = phi i64 [ %34, %with_noise ], [ %832, %stored.305 ]
+	%432 = phi i64 [ %34, %with_noise ], [ %872, %stored.321 ]
 	%433 = icmp slt i64 %432, %39
 	br i1 %433, label %task.296, label %task.done.297
 
@@ -9903,9 +9903,9 @@ task.done.297:
 	ret void
 
 row.head.298:
-	%474 = phi i64 [ 0, %task.296 ], [ %829, %join.303 ]
-	%475 = phi float [ 0.0, %task.296 ], [ %827, %join.303 ]
-	%476 = phi float [ 0.0, %task.296 ], [ %828, %join.303 ]
+	%474 = phi i64 [ 0, %task.296 ], [ %641, %join.303 ]
+	%475 = phi float [ 0.0, %task.296 ], [ %639, %join.303 ]
+	%476 = phi float [ 0.0, %task.296 ], [ %640, %join.303 ]
 	%477 = icmp slt i64 %474, %449
 	br i1 %477, label %row.299, label %row.done.300
 
@@ -9941,7 +9941,7 @@ row.done.300:
 	%503 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %500, i32 1, i32 31)
 	%504 = fadd float %500, %503
 	%505 = icmp eq i64 %36, 0
-	br i1 %505, label %lane0.304, label %stored.305
+	br i1 %505, label %lane0.320, label %stored.321
 
 then.301:
 	%506 = getelementptr float, float* %437, i64 %481
@@ -9983,597 +9983,656 @@ then.301:
 	%542 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %541)
 	%543 = fmul float %r.8, %542
 	%544 = fadd float %518, %543
-	%545 = fmul float %510, %510
-	%546 = fmul float %r.0, %526
-	%547 = fmul float %r.1, %544
-	%548 = fadd float %546, %547
-	%549 = fdiv float %548, %r.2
-	%550 = fmul float %r.3, %534
-	%551 = fmul float %544, %544
-	%552 = fmul float %r.4, %551
-	%553 = fadd float %550, %552
-	%554 = fdiv float %553, %r.5
-	%555 = call float @llvm.sqrt.f32(float %554)
-	%556 = fadd float %555, %r.6
-	%557 = fdiv float %549, %556
-	%558 = fmul float %r.7, %510
-	%559 = fadd float %557, %558
-	%560 = fmul float %559, %559
-	%561 = fadd float %475, %545
-	%562 = fadd float %476, %560
-	%563 = add i64 %481, 1
-	%564 = icmp slt i64 %563, %n
-	%565 = add i64 %481, 1
-	%566 = add i64 %offset, %565
-	%567 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %566)
-	%568 = fmul float %r.8, %567
-	%569 = fadd float %519, %568
-	%570 = fmul float %511, %511
-	%571 = fmul float %r.0, %527
-	%572 = fmul float %r.1, %569
-	%573 = fadd float %571, %572
-	%574 = fdiv float %573, %r.2
-	%575 = fmul float %r.3, %535
-	%576 = fmul float %569, %569
-	%577 = fmul float %r.4, %576
-	%578 = fadd float %575, %577
-	%579 = fdiv float %578, %r.5
-	%580 = call float @llvm.sqrt.f32(float %579)
-	%581 = fadd float %580, %r.6
-	%582 = fdiv float %574, %581
-	%583 = fmul float %r.7, %511
-	%584 = fadd float %582, %583
-	%585 = fmul float %584, %584
-	%586 = fadd float %561, %570
-	%587 = fadd float %562, %585
-	%588 = add i64 %481, 2
-	%589 = icmp slt i64 %588, %n
-	%590 = add i64 %481, 2
-	%591 = add i64 %offset, %590
-	%592 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %591)
-	%593 = fmul float %r.8, %592
-	%594 = fadd float %520, %593
-	%595 = fmul float %512, %512
-	%596 = fmul float %r.0, %528
-	%597 = fmul float %r.1, %594
-	%598 = fadd float %596, %597
-	%599 = fdiv float %598, %r.2
-	%600 = fmul float %r.3, %536
-	%601 = fmul float %594, %594
-	%602 = fmul float %r.4, %601
-	%603 = fadd float %600, %602
-	%604 = fdiv float %603, %r.5
-	%605 = call float @llvm.sqrt.f32(float %604)
-	%606 = fadd float %605, %r.6
-	%607 = fdiv float %599, %606
-	%608 = fmul float %r.7, %512
-	%609 = fadd float %607, %608
-	%610 = fmul float %609, %609
-	%611 = fadd float %586, %595
-	%612 = fadd float %587, %610
-	%613 = add i64 %481, 3
-	%614 = icmp slt i64 %613, %n
-	%615 = add i64 %481, 3
-	%616 = add i64 %offset, %615
-	%617 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %616)
-	%618 = fmul float %r.8, %617
-	%619 = fadd float %521, %618
-	%620 = fmul float %513, %513
-	%621 = fmul float %r.0, %529
-	%622 = fmul float %r.1, %619
-	%623 = fadd float %621, %622
-	%624 = fdiv float %623, %r.2
-	%625 = fmul float %r.3, %537
-	%626 = fmul float %619, %619
-	%627 = fmul float %r.4, %626
-	%628 = fadd float %625, %627
-	%629 = fdiv float %628, %r.5
-	%630 = call float @llvm.sqrt.f32(float %629)
-	%631 = fadd float %630, %r.6
-	%632 = fdiv float %624, %631
-	%633 = fmul float %r.7, %513
-	%634 = fadd float %632, %633
-	%635 = fmul float %634, %634
-	%636 = fadd float %611, %620
-	%637 = fadd float %612, %635
-	br label %join.303
+	%545 = add i64 %481, 0
+	%546 = icmp ne float* %kept, null
+	%547 = and i1 %546, %539
+	br i1 %547, label %keep.304, label %kept.305
 
 else.302:
-	%638 = sub i64 %n, 1
-	%639 = add i64 %481, 0
-	%640 = icmp slt i64 %639, %n
-	%641 = select i1 %640, i64 %639, i64 %638
-	%642 = getelementptr float, float* %437, i64 %641
-	%643 = load float, float* %642, align 4
-	%644 = add i64 %481, 1
-	%645 = icmp slt i64 %644, %n
-	%646 = select i1 %645, i64 %644, i64 %638
-	%647 = getelementptr float, float* %437, i64 %646
-	%648 = load float, float* %647, align 4
-	%649 = add i64 %481, 2
-	%650 = icmp slt i64 %649, %n
-	%651 = select i1 %650, i64 %649, i64 %638
-	%652 = getelementptr float, float* %437, i64 %651
-	%653 = load float, float* %652, align 4
-	%654 = add i64 %481, 3
-	%655 = icmp slt i64 %654, %n
-	%656 = select i1 %655, i64 %654, i64 %638
-	%657 = getelementptr float, float* %437, i64 %656
-	%658 = load float, float* %657, align 4
-	%659 = add i64 %481, 0
-	%660 = icmp slt i64 %659, %n
-	%661 = select i1 %660, i64 %659, i64 %638
-	%662 = getelementptr float, float* %439, i64 %661
-	%663 = load float, float* %662, align 4
-	%664 = add i64 %481, 1
-	%665 = icmp slt i64 %664, %n
-	%666 = select i1 %665, i64 %664, i64 %638
-	%667 = getelementptr float, float* %439, i64 %666
-	%668 = load float, float* %667, align 4
-	%669 = add i64 %481, 2
-	%670 = icmp slt i64 %669, %n
-	%671 = select i1 %670, i64 %669, i64 %638
-	%672 = getelementptr float, float* %439, i64 %671
-	%673 = load float, float* %672, align 4
-	%674 = add i64 %481, 3
-	%675 = icmp slt i64 %674, %n
-	%676 = select i1 %675, i64 %674, i64 %638
-	%677 = getelementptr float, float* %439, i64 %676
-	%678 = load float, float* %677, align 4
-	%679 = add i64 %481, 0
-	%680 = icmp slt i64 %679, %n
-	%681 = select i1 %680, i64 %679, i64 %638
-	%682 = getelementptr float, float* %441, i64 %681
-	%683 = load float, float* %682, align 4
-	%684 = add i64 %481, 1
-	%685 = icmp slt i64 %684, %n
-	%686 = select i1 %685, i64 %684, i64 %638
-	%687 = getelementptr float, float* %441, i64 %686
-	%688 = load float, float* %687, align 4
-	%689 = add i64 %481, 2
-	%690 = icmp slt i64 %689, %n
-	%691 = select i1 %690, i64 %689, i64 %638
-	%692 = getelementptr float, float* %441, i64 %691
-	%693 = load float, float* %692, align 4
-	%694 = add i64 %481, 3
-	%695 = icmp slt i64 %694, %n
-	%696 = select i1 %695, i64 %694, i64 %638
-	%697 = getelementptr float, float* %441, i64 %696
-	%698 = load float, float* %697, align 4
-	%699 = add i64 %481, 0
-	%700 = icmp slt i64 %699, %n
-	%701 = select i1 %700, i64 %699, i64 %638
-	%702 = getelementptr float, float* %443, i64 %701
-	%703 = load float, float* %702, align 4
-	%704 = add i64 %481, 1
-	%705 = icmp slt i64 %704, %n
-	%706 = select i1 %705, i64 %704, i64 %638
-	%707 = getelementptr float, float* %443, i64 %706
-	%708 = load float, float* %707, align 4
-	%709 = add i64 %481, 2
-	%710 = icmp slt i64 %709, %n
-	%711 = select i1 %710, i64 %709, i64 %638
-	%712 = getelementptr float, float* %443, i64 %711
-	%713 = load float, float* %712, align 4
-	%714 = add i64 %481, 3
-	%715 = icmp slt i64 %714, %n
-	%716 = select i1 %715, i64 %714, i64 %638
-	%717 = getelementptr float, float* %443, i64 %716
-	%718 = load float, float* %717, align 4
-	%719 = add i64 %481, 0
-	%720 = icmp slt i64 %719, %n
-	%721 = add i64 %481, 0
-	%722 = add i64 %offset, %721
-	%723 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %722)
-	%724 = fmul float %r.8, %723
-	%725 = fadd float %663, %724
-	%726 = fmul float %643, %643
-	%727 = fmul float %r.0, %683
-	%728 = fmul float %r.1, %725
-	%729 = fadd float %727, %728
-	%730 = fdiv float %729, %r.2
-	%731 = fmul float %r.3, %703
-	%732 = fmul float %725, %725
-	%733 = fmul float %r.4, %732
-	%734 = fadd float %731, %733
-	%735 = fdiv float %734, %r.5
-	%736 = call float @llvm.sqrt.f32(float %735)
-	%737 = fadd float %736, %r.6
-	%738 = fdiv float %730, %737
-	%739 = fmul float %r.7, %643
-	%740 = fadd float %738, %739
-	%741 = fmul float %740, %740
-	%742 = select i1 %720, float %726, float 0.0
-	%743 = fadd float %475, %742
-	%744 = select i1 %720, float %741, float 0.0
-	%745 = fadd float %476, %744
-	%746 = add i64 %481, 1
-	%747 = icmp slt i64 %746, %n
-	%748 = add i64 %481, 1
-	%749 = add i64 %offset, %748
-	%750 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %749)
-	%751 = fmul float %r.8, %750
-	%752 = fadd float %668, %751
-	%753 = fmul float %648, %648
-	%754 = fmul float %r.0, %688
-	%755 = fmul float %r.1, %752
-	%756 = fadd float %754, %755
-	%757 = fdiv float %756, %r.2
-	%758 = fmul float %r.3, %708
-	%759 = fmul float %752, %752
-	%760 = fmul float %r.4, %759
-	%761 = fadd float %758, %760
-	%762 = fdiv float %761, %r.5
-	%763 = call float @llvm.sqrt.f32(float %762)
-	%764 = fadd float %763, %r.6
-	%765 = fdiv float %757, %764
-	%766 = fmul float %r.7, %648
-	%767 = fadd float %765, %766
-	%768 = fmul float %767, %767
-	%769 = select i1 %747, float %753, float 0.0
-	%770 = fadd float %743, %769
-	%771 = select i1 %747, float %768, float 0.0
-	%772 = fadd float %745, %771
-	%773 = add i64 %481, 2
-	%774 = icmp slt i64 %773, %n
-	%775 = add i64 %481, 2
-	%776 = add i64 %offset, %775
-	%777 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %776)
-	%778 = fmul float %r.8, %777
-	%779 = fadd float %673, %778
-	%780 = fmul float %653, %653
-	%781 = fmul float %r.0, %693
-	%782 = fmul float %r.1, %779
-	%783 = fadd float %781, %782
-	%784 = fdiv float %783, %r.2
-	%785 = fmul float %r.3, %713
-	%786 = fmul float %779, %779
-	%787 = fmul float %r.4, %786
-	%788 = fadd float %785, %787
-	%789 = fdiv float %788, %r.5
-	%790 = call float @llvm.sqrt.f32(float %789)
-	%791 = fadd float %790, %r.6
-	%792 = fdiv float %784, %791
-	%793 = fmul float %r.7, %653
-	%794 = fadd float %792, %793
-	%795 = fmul float %794, %794
-	%796 = select i1 %774, float %780, float 0.0
-	%797 = fadd float %770, %796
-	%798 = select i1 %774, float %795, float 0.0
-	%799 = fadd float %772, %798
-	%800 = add i64 %481, 3
-	%801 = icmp slt i64 %800, %n
-	%802 = add i64 %481, 3
-	%803 = add i64 %offset, %802
-	%804 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %803)
-	%805 = fmul float %r.8, %804
-	%806 = fadd float %678, %805
-	%807 = fmul float %658, %658
-	%808 = fmul float %r.0, %698
-	%809 = fmul float %r.1, %806
-	%810 = fadd float %808, %809
-	%811 = fdiv float %810, %r.2
-	%812 = fmul float %r.3, %718
-	%813 = fmul float %806, %806
-	%814 = fmul float %r.4, %813
-	%815 = fadd float %812, %814
-	%816 = fdiv float %815, %r.5
-	%817 = call float @llvm.sqrt.f32(float %816)
-	%818 = fadd float %817, %r.6
-	%819 = fdiv float %811, %818
-	%820 = fmul float %r.7, %658
-	%821 = fadd float %819, %820
-	%822 = fmul float %821, %821
-	%823 = select i1 %801, float %807, float 0.0
-	%824 = fadd float %797, %823
-	%825 = select i1 %801, float %822, float 0.0
-	%826 = fadd float %799, %825
-	br label %join.303
+	%548 = sub i64 %n, 1
+	%549 = add i64 %481, 0
+	%550 = icmp slt i64 %549, %n
+	%551 = select i1 %550, i64 %549, i64 %548
+	%552 = getelementptr float, float* %437, i64 %551
+	%553 = load float, float* %552, align 4
+	%554 = add i64 %481, 1
+	%555 = icmp slt i64 %554, %n
+	%556 = select i1 %555, i64 %554, i64 %548
+	%557 = getelementptr float, float* %437, i64 %556
+	%558 = load float, float* %557, align 4
+	%559 = add i64 %481, 2
+	%560 = icmp slt i64 %559, %n
+	%561 = select i1 %560, i64 %559, i64 %548
+	%562 = getelementptr float, float* %437, i64 %561
+	%563 = load float, float* %562, align 4
+	%564 = add i64 %481, 3
+	%565 = icmp slt i64 %564, %n
+	%566 = select i1 %565, i64 %564, i64 %548
+	%567 = getelementptr float, float* %437, i64 %566
+	%568 = load float, float* %567, align 4
+	%569 = add i64 %481, 0
+	%570 = icmp slt i64 %569, %n
+	%571 = select i1 %570, i64 %569, i64 %548
+	%572 = getelementptr float, float* %439, i64 %571
+	%573 = load float, float* %572, align 4
+	%574 = add i64 %481, 1
+	%575 = icmp slt i64 %574, %n
+	%576 = select i1 %575, i64 %574, i64 %548
+	%577 = getelementptr float, float* %439, i64 %576
+	%578 = load float, float* %577, align 4
+	%579 = add i64 %481, 2
+	%580 = icmp slt i64 %579, %n
+	%581 = select i1 %580, i64 %579, i64 %548
+	%582 = getelementptr float, float* %439, i64 %581
+	%583 = load float, float* %582, align 4
+	%584 = add i64 %481, 3
+	%585 = icmp slt i64 %584, %n
+	%586 = select i1 %585, i64 %584, i64 %548
+	%587 = getelementptr float, float* %439, i64 %586
+	%588 = load float, float* %587, align 4
+	%589 = add i64 %481, 0
+	%590 = icmp slt i64 %589, %n
+	%591 = select i1 %590, i64 %589, i64 %548
+	%592 = getelementptr float, float* %441, i64 %591
+	%593 = load float, float* %592, align 4
+	%594 = add i64 %481, 1
+	%595 = icmp slt i64 %594, %n
+	%596 = select i1 %595, i64 %594, i64 %548
+	%597 = getelementptr float, float* %441, i64 %596
+	%598 = load float, float* %597, align 4
+	%599 = add i64 %481, 2
+	%600 = icmp slt i64 %599, %n
+	%601 = select i1 %600, i64 %599, i64 %548
+	%602 = getelementptr float, float* %441, i64 %601
+	%603 = load float, float* %602, align 4
+	%604 = add i64 %481, 3
+	%605 = icmp slt i64 %604, %n
+	%606 = select i1 %605, i64 %604, i64 %548
+	%607 = getelementptr float, float* %441, i64 %606
+	%608 = load float, float* %607, align 4
+	%609 = add i64 %481, 0
+	%610 = icmp slt i64 %609, %n
+	%611 = select i1 %610, i64 %609, i64 %548
+	%612 = getelementptr float, float* %443, i64 %611
+	%613 = load float, float* %612, align 4
+	%614 = add i64 %481, 1
+	%615 = icmp slt i64 %614, %n
+	%616 = select i1 %615, i64 %614, i64 %548
+	%617 = getelementptr float, float* %443, i64 %616
+	%618 = load float, float* %617, align 4
+	%619 = add i64 %481, 2
+	%620 = icmp slt i64 %619, %n
+	%621 = select i1 %620, i64 %619, i64 %548
+	%622 = getelementptr float, float* %443, i64 %621
+	%623 = load float, float* %622, align 4
+	%624 = add i64 %481, 3
+	%625 = icmp slt i64 %624, %n
+	%626 = select i1 %625, i64 %624, i64 %548
+	%627 = getelementptr float, float* %443, i64 %626
+	%628 = load float, float* %627, align 4
+	%629 = add i64 %481, 0
+	%630 = icmp slt i64 %629, %n
+	%631 = add i64 %481, 0
+	%632 = add i64 %offset, %631
+	%633 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %632)
+	%634 = fmul float %r.8, %633
+	%635 = fadd float %573, %634
+	%636 = add i64 %481, 0
+	%637 = icmp ne float* %kept, null
+	%638 = and i1 %637, %630
+	br i1 %638, label %keep.312, label %kept.313
 
 join.303:
-	%827 = phi float [ %636, %then.301 ], [ %824, %else.302 ]
-	%828 = phi float [ %637, %then.301 ], [ %826, %else.302 ]
-	%829 = add i64 %474, 1
+	%639 = phi float [ %750, %kept.311 ], [ %867, %kept.319 ]
+	%640 = phi float [ %751, %kept.311 ], [ %869, %kept.319 ]
+	%641 = add i64 %474, 1
 	br label %row.head.298
 
-lane0.304:
-	%830 = getelementptr float, float* %3, i64 %432
-	store float %502, float* %830, align 4
-	%831 = getelementptr float, float* %5, i64 %432
-	store float %504, float* %831, align 4
-	br label %stored.305
+keep.304:
+	%642 = getelementptr float, float* %kept, i64 %545
+	%643 = bitcast float* %642 to float*
+	store float %544, float* %643, align 4
+	br label %kept.305
 
-stored.305:
-	%832 = add i64 %432, %35
+kept.305:
+	%644 = fmul float %510, %510
+	%645 = fmul float %r.0, %526
+	%646 = fmul float %r.1, %544
+	%647 = fadd float %645, %646
+	%648 = fdiv float %647, %r.2
+	%649 = fmul float %r.3, %534
+	%650 = fmul float %544, %544
+	%651 = fmul float %r.4, %650
+	%652 = fadd float %649, %651
+	%653 = fdiv float %652, %r.5
+	%654 = call float @llvm.sqrt.f32(float %653)
+	%655 = fadd float %654, %r.6
+	%656 = fdiv float %648, %655
+	%657 = fmul float %r.7, %510
+	%658 = fadd float %656, %657
+	%659 = fmul float %658, %658
+	%660 = fadd float %475, %644
+	%661 = fadd float %476, %659
+	%662 = add i64 %481, 1
+	%663 = icmp slt i64 %662, %n
+	%664 = add i64 %481, 1
+	%665 = add i64 %offset, %664
+	%666 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %665)
+	%667 = fmul float %r.8, %666
+	%668 = fadd float %519, %667
+	%669 = add i64 %481, 1
+	%670 = icmp ne float* %kept, null
+	%671 = and i1 %670, %663
+	br i1 %671, label %keep.306, label %kept.307
+
+keep.306:
+	%672 = getelementptr float, float* %kept, i64 %669
+	%673 = bitcast float* %672 to float*
+	store float %668, float* %673, align 4
+	br label %kept.307
+
+kept.307:
+	%674 = fmul float %511, %511
+	%675 = fmul float %r.0, %527
+	%676 = fmul float %r.1, %668
+	%677 = fadd float %675, %676
+	%678 = fdiv float %677, %r.2
+	%679 = fmul float %r.3, %535
+	%680 = fmul float %668, %668
+	%681 = fmul float %r.4, %680
+	%682 = fadd float %679, %681
+	%683 = fdiv float %682, %r.5
+	%684 = call float @llvm.sqrt.f32(float %683)
+	%685 = fadd float %684, %r.6
+	%686 = fdiv float %678, %685
+	%687 = fmul float %r.7, %511
+	%688 = fadd float %686, %687
+	%689 = fmul float %688, %688
+	%690 = fadd float %660, %674
+	%691 = fadd float %661, %689
+	%692 = add i64 %481, 2
+	%693 = icmp slt i64 %692, %n
+	%694 = add i64 %481, 2
+	%695 = add i64 %offset, %694
+	%696 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %695)
+	%697 = fmul float %r.8, %696
+	%698 = fadd float %520, %697
+	%699 = add i64 %481, 2
+	%700 = icmp ne float* %kept, null
+	%701 = and i1 %700, %693
+	br i1 %701, label %keep.308, label %kept.309
+
+keep.308:
+	%702 = getelementptr float, float* %kept, i64 %699
+	%703 = bitcast float* %702 to float*
+	store float %698, float* %703, align 4
+	br label %kept.309
+
+kept.309:
+	%704 = fmul float %512, %512
+	%705 = fmul float %r.0, %528
+	%706 = fmul float %r.1, %698
+	%707 = fadd float %705, %706
+	%708 = fdiv float %707, %r.2
+	%709 = fmul float %r.3, %536
+	%710 = fmul float %698, %698
+	%711 = fmul float %r.4, %710
+	%712 = fadd float %709, %711
+	%713 = fdiv float %712, %r.5
+	%714 = call float @llvm.sqrt.f32(float %713)
+	%715 = fadd float %714, %r.6
+	%716 = fdiv float %708, %715
+	%717 = fmul float %r.7, %512
+	%718 = fadd float %716, %717
+	%719 = fmul float %718, %718
+	%720 = fadd float %690, %704
+	%721 = fadd float %691, %719
+	%722 = add i64 %481, 3
+	%723 = icmp slt i64 %722, %n
+	%724 = add i64 %481, 3
+	%725 = add i64 %offset, %724
+	%726 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %725)
+	%727 = fmul float %r.8, %726
+	%728 = fadd float %521, %727
+	%729 = add i64 %481, 3
+	%730 = icmp ne float* %kept, null
+	%731 = and i1 %730, %723
+	br i1 %731, label %keep.310, label %kept.311
+
+keep.310:
+	%732 = getelementptr float, float* %kept, i64 %729
+	%733 = bitcast float* %732 to float*
+	store float %728, float* %733, align 4
+	br label %kept.311
+
+kept.311:
+	%734 = fmul float %513, %513
+	%735 = fmul float %r.0, %529
+	%736 = fmul float %r.1, %728
+	%737 = fadd float %735, %736
+	%738 = fdiv float %737, %r.2
+	%739 = fmul float %r.3, %537
+	%740 = fmul float %728, %728
+	%741 = fmul float %r.4, %740
+	%742 = fadd float %739, %741
+	%743 = fdiv float %742, %r.5
+	%744 = call float @llvm.sqrt.f32(float %743)
+	%745 = fadd float %744, %r.6
+	%746 = fdiv float %738, %745
+	%747 = fmul float %r.7, %513
+	%748 = fadd float %746, %747
+	%749 = fmul float %748, %748
+	%750 = fadd float %720, %734
+	%751 = fadd float %721, %749
+	br label %join.303
+
+keep.312:
+	%752 = getelementptr float, float* %kept, i64 %636
+	%753 = bitcast float* %752 to float*
+	store float %635, float* %753, align 4
+	br label %kept.313
+
+kept.313:
+	%754 = fmul float %553, %553
+	%755 = fmul float %r.0, %593
+	%756 = fmul float %r.1, %635
+	%757 = fadd float %755, %756
+	%758 = fdiv float %757, %r.2
+	%759 = fmul float %r.3, %613
+	%760 = fmul float %635, %635
+	%761 = fmul float %r.4, %760
+	%762 = fadd float %759, %761
+	%763 = fdiv float %762, %r.5
+	%764 = call float @llvm.sqrt.f32(float %763)
+	%765 = fadd float %764, %r.6
+	%766 = fdiv float %758, %765
+	%767 = fmul float %r.7, %553
+	%768 = fadd float %766, %767
+	%769 = fmul float %768, %768
+	%770 = select i1 %630, float %754, float 0.0
+	%771 = fadd float %475, %770
+	%772 = select i1 %630, float %769, float 0.0
+	%773 = fadd float %476, %772
+	%774 = add i64 %481, 1
+	%775 = icmp slt i64 %774, %n
+	%776 = add i64 %481, 1
+	%777 = add i64 %offset, %776
+	%778 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %777)
+	%779 = fmul float %r.8, %778
+	%780 = fadd float %578, %779
+	%781 = add i64 %481, 1
+	%782 = icmp ne float* %kept, null
+	%783 = and i1 %782, %775
+	br i1 %783, label %keep.314, label %kept.315
+
+keep.314:
+	%784 = getelementptr float, float* %kept, i64 %781
+	%785 = bitcast float* %784 to float*
+	store float %780, float* %785, align 4
+	br label %kept.315
+
+kept.315:
+	%786 = fmul float %558, %558
+	%787 = fmul float %r.0, %598
+	%788 = fmul float %r.1, %780
+	%789 = fadd float %787, %788
+	%790 = fdiv float %789, %r.2
+	%791 = fmul float %r.3, %618
+	%792 = fmul float %780, %780
+	%793 = fmul float %r.4, %792
+	%794 = fadd float %791, %793
+	%795 = fdiv float %794, %r.5
+	%796 = call float @llvm.sqrt.f32(float %795)
+	%797 = fadd float %796, %r.6
+	%798 = fdiv float %790, %797
+	%799 = fmul float %r.7, %558
+	%800 = fadd float %798, %799
+	%801 = fmul float %800, %800
+	%802 = select i1 %775, float %786, float 0.0
+	%803 = fadd float %771, %802
+	%804 = select i1 %775, float %801, float 0.0
+	%805 = fadd float %773, %804
+	%806 = add i64 %481, 2
+	%807 = icmp slt i64 %806, %n
+	%808 = add i64 %481, 2
+	%809 = add i64 %offset, %808
+	%810 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %809)
+	%811 = fmul float %r.8, %810
+	%812 = fadd float %583, %811
+	%813 = add i64 %481, 2
+	%814 = icmp ne float* %kept, null
+	%815 = and i1 %814, %807
+	br i1 %815, label %keep.316, label %kept.317
+
+keep.316:
+	%816 = getelementptr float, float* %kept, i64 %813
+	%817 = bitcast float* %816 to float*
+	store float %812, float* %817, align 4
+	br label %kept.317
+
+kept.317:
+	%818 = fmul float %563, %563
+	%819 = fmul float %r.0, %603
+	%820 = fmul float %r.1, %812
+	%821 = fadd float %819, %820
+	%822 = fdiv float %821, %r.2
+	%823 = fmul float %r.3, %623
+	%824 = fmul float %812, %812
+	%825 = fmul float %r.4, %824
+	%826 = fadd float %823, %825
+	%827 = fdiv float %826, %r.5
+	%828 = call float @llvm.sqrt.f32(float %827)
+	%829 = fadd float %828, %r.6
+	%830 = fdiv float %822, %829
+	%831 = fmul float %r.7, %563
+	%832 = fadd float %830, %831
+	%833 = fmul float %832, %832
+	%834 = select i1 %807, float %818, float 0.0
+	%835 = fadd float %803, %834
+	%836 = select i1 %807, float %833, float 0.0
+	%837 = fadd float %805, %836
+	%838 = add i64 %481, 3
+	%839 = icmp slt i64 %838, %n
+	%840 = add i64 %481, 3
+	%841 = add i64 %offset, %840
+	%842 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %841)
+	%843 = fmul float %r.8, %842
+	%844 = fadd float %588, %843
+	%845 = add i64 %481, 3
+	%846 = icmp ne float* %kept, null
+	%847 = and i1 %846, %839
+	br i1 %847, label %keep.318, label %kept.319
+
+keep.318:
+	%848 = getelementptr float, float* %kept, i64 %845
+	%849 = bitcast float* %848 to float*
+	store float %844, float* %849, align 4
+	br label %kept.319
+
+kept.319:
+	%850 = fmul float %568, %568
+	%851 = fmul float %r.0, %608
+	%852 = fmul float %r.1, %844
+	%853 = fadd float %851, %852
+	%854 = fdiv float %853, %r.2
+	%855 = fmul float %r.3, %628
+	%856 = fmul float %844, %844
+	%857 = fmul float %r.4, %856
+	%858 = fadd float %855, %857
+	%859 = fdiv float %858, %r.5
+	%860 = call float @llvm.sqrt.f32(float %859)
+	%861 = fadd float %860, %r.6
+	%862 = fdiv float %854, %861
+	%863 = fmul float %r.7, %568
+	%864 = fadd float %862, %863
+	%865 = fmul float %864, %864
+	%866 = select i1 %839, float %850, float 0.0
+	%867 = fadd float %835, %866
+	%868 = select i1 %839, float %865, float 0.0
+	%869 = fadd float %837, %868
+	br label %join.303
+
+lane0.320:
+	%870 = getelementptr float, float* %3, i64 %432
+	store float %502, float* %870, align 4
+	%871 = getelementptr float, float* %5, i64 %432
+	store float %504, float* %871, align 4
+	br label %stored.321
+
+stored.321:
+	%872 = add i64 %432, %35
 	br label %task.head.295
 
-task.head.306:
-	%833 = phi i64 [ %65, %with_secure_noise ], [ %1457, %stored.316 ]
-	%834 = icmp slt i64 %833, %70
-	br i1 %834, label %task.307, label %task.done.308
+task.head.322:
+	%873 = phi i64 [ %65, %with_secure_noise ], [ %1537, %stored.348 ]
+	%874 = icmp slt i64 %873, %70
+	br i1 %874, label %task.323, label %task.done.324
 
-task.307:
-	%835 = sdiv i64 %833, %69
-	%836 = srem i64 %833, %69
-	%837 = mul i64 %835, %n
-	%838 = getelementptr float, float* %p.theta, i64 %837
-	%839 = mul i64 %835, %n
-	%840 = getelementptr float, float* %p.g, i64 %839
-	%841 = mul i64 %835, %n
-	%842 = getelementptr float, float* %p.m, i64 %841
-	%843 = mul i64 %835, %n
-	%844 = getelementptr float, float* %p.v, i64 %843
-	%845 = mul i64 %836, u0x1000
-	%846 = sub i64 %n, %845
-	%847 = add i64 %846, 127
-	%848 = sdiv i64 %847, 128
-	%849 = icmp slt i64 %848, 32
-	%850 = select i1 %849, i64 %848, i64 32
-	%851 = ptrtoint float* %838 to i64
-	%852 = shl i64 0, 2
-	%853 = add i64 %851, %852
-	%854 = and i64 %853, 15
-	%855 = icmp eq i64 %854, 0
-	%856 = and i1 true, %855
-	%857 = ptrtoint float* %840 to i64
-	%858 = shl i64 0, 2
-	%859 = add i64 %857, %858
-	%860 = and i64 %859, 15
-	%861 = icmp eq i64 %860, 0
-	%862 = and i1 %856, %861
-	%863 = ptrtoint float* %842 to i64
-	%864 = shl i64 0, 2
-	%865 = add i64 %863, %864
-	%866 = and i64 %865, 15
-	%867 = icmp eq i64 %866, 0
-	%868 = and i1 %862, %867
-	%869 = ptrtoint float* %844 to i64
-	%870 = shl i64 0, 2
-	%871 = add i64 %869, %870
-	%872 = and i64 %871, 15
-	%873 = icmp eq i64 %872, 0
-	%874 = and i1 %868, %873
-	br label %row.head.309
+task.323:
+	%875 = sdiv i64 %873, %69
+	%876 = srem i64 %873, %69
+	%877 = mul i64 %875, %n
+	%878 = getelementptr float, float* %p.theta, i64 %877
+	%879 = mul i64 %875, %n
+	%880 = getelementptr float, float* %p.g, i64 %879
+	%881 = mul i64 %875, %n
+	%882 = getelementptr float, float* %p.m, i64 %881
+	%883 = mul i64 %875, %n
+	%884 = getelementptr float, float* %p.v, i64 %883
+	%885 = mul i64 %876, u0x1000
+	%886 = sub i64 %n, %885
+	%887 = add i64 %886, 127
+	%888 = sdiv i64 %887, 128
+	%889 = icmp slt i64 %888, 32
+	%890 = select i1 %889, i64 %888, i64 32
+	%891 = ptrtoint float* %878 to i64
+	%892 = shl i64 0, 2
+	%893 = add i64 %891, %892
+	%894 = and i64 %893, 15
+	%895 = icmp eq i64 %894, 0
+	%896 = and i1 true, %895
+	%897 = ptrtoint float* %880 to i64
+	%898 = shl i64 0, 2
+	%899 = add i64 %897, %898
+	%900 = and i64 %899, 15
+	%901 = icmp eq i64 %900, 0
+	%902 = and i1 %896, %901
+	%903 = ptrtoint float* %882 to i64
+	%904 = shl i64 0, 2
+	%905 = add i64 %903, %904
+	%906 = and i64 %905, 15
+	%907 = icmp eq i64 %906, 0
+	%908 = and i1 %902, %907
+	%909 = ptrtoint float* %884 to i64
+	%910 = shl i64 0, 2
+	%911 = add i64 %909, %910
+	%912 = and i64 %911, 15
+	%913 = icmp eq i64 %912, 0
+	%914 = and i1 %908, %913
+	br label %row.head.325
 
-task.done.308:
+task.done.324:
 	ret void
 
-row.head.309:
-	%875 = phi i64 [ 0, %task.307 ], [ %1454, %join.314 ]
-	%876 = phi float [ 0.0, %task.307 ], [ %1452, %join.314 ]
-	%877 = phi float [ 0.0, %task.307 ], [ %1453, %join.314 ]
-	%878 = icmp slt i64 %875, %850
-	br i1 %878, label %row.310, label %row.done.311
+row.head.325:
+	%915 = phi i64 [ 0, %task.323 ], [ %1138, %join.330 ]
+	%916 = phi float [ 0.0, %task.323 ], [ %1136, %join.330 ]
+	%917 = phi float [ 0.0, %task.323 ], [ %1137, %join.330 ]
+	%918 = icmp slt i64 %915, %890
+	br i1 %918, label %row.326, label %row.done.327
 
-row.310:
-	%879 = mul i64 %875, 128
-	%880 = add i64 %845, %879
-	%881 = shl i64 %67, 2
-	%882 = add i64 %880, %881
-	%883 = add i64 %882, 4
-	%884 = icmp sle i64 %883, %n
-	%885 = and i1 %874, %884
-	br i1 %885, label %then.312, label %else.313
+row.326:
+	%919 = mul i64 %915, 128
+	%920 = add i64 %885, %919
+	%921 = shl i64 %67, 2
+	%922 = add i64 %920, %921
+	%923 = add i64 %922, 4
+	%924 = icmp sle i64 %923, %n
+	%925 = and i1 %914, %924
+	br i1 %925, label %then.328, label %else.329
 
-row.done.311:
-	%886 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %876, i32 16, i32 31)
-	%887 = fadd float %876, %886
-	%888 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %877, i32 16, i32 31)
-	%889 = fadd float %877, %888
-	%890 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %887, i32 8, i32 31)
-	%891 = fadd float %887, %890
-	%892 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %889, i32 8, i32 31)
-	%893 = fadd float %889, %892
-	%894 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %891, i32 4, i32 31)
-	%895 = fadd float %891, %894
-	%896 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %893, i32 4, i32 31)
-	%897 = fadd float %893, %896
-	%898 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %895, i32 2, i32 31)
-	%899 = fadd float %895, %898
-	%900 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %897, i32 2, i32 31)
-	%901 = fadd float %897, %900
-	%902 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %899, i32 1, i32 31)
-	%903 = fadd float %899, %902
-	%904 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %901, i32 1, i32 31)
-	%905 = fadd float %901, %904
-	%906 = icmp eq i64 %67, 0
-	br i1 %906, label %lane0.315, label %stored.316
+row.done.327:
+	%926 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %916, i32 16, i32 31)
+	%927 = fadd float %916, %926
+	%928 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %917, i32 16, i32 31)
+	%929 = fadd float %917, %928
+	%930 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %927, i32 8, i32 31)
+	%931 = fadd float %927, %930
+	%932 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %929, i32 8, i32 31)
+	%933 = fadd float %929, %932
+	%934 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %931, i32 4, i32 31)
+	%935 = fadd float %931, %934
+	%936 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %933, i32 4, i32 31)
+	%937 = fadd float %933, %936
+	%938 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %935, i32 2, i32 31)
+	%939 = fadd float %935, %938
+	%940 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %937, i32 2, i32 31)
+	%941 = fadd float %937, %940
+	%942 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %939, i32 1, i32 31)
+	%943 = fadd float %939, %942
+	%944 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %941, i32 1, i32 31)
+	%945 = fadd float %941, %944
+	%946 = icmp eq i64 %67, 0
+	br i1 %946, label %lane0.347, label %stored.348
 
-then.312:
-	%907 = getelementptr float, float* %838, i64 %882
-	%908 = getelementptr float, float* %907, i64 0
-	%909 = bitcast float* %908 to <4 x float>*
-	%910 = load <4 x float>, <4 x float>* %909, align 16
-	%911 = extractelement <4 x float> %910, i32 0
-	%912 = extractelement <4 x float> %910, i32 1
-	%913 = extractelement <4 x float> %910, i32 2
-	%914 = extractelement <4 x float> %910, i32 3
-	%915 = getelementptr float, float* %840, i64 %882
-	%916 = getelementptr float, float* %915, i64 0
-	%917 = bitcast float* %916 to <4 x float>*
-	%918 = load <4 x float>, <4 x float>* %917, align 16
-	%919 = extractelement <4 x float> %918, i32 0
-	%920 = extractelement <4 x float> %918, i32 1
-	%921 = extractelement <4 x float> %918, i32 2
-	%922 = extractelement <4 x float> %918, i32 3
-	%923 = getelementptr float, float* %842, i64 %882
-	%924 = getelementptr float, float* %923, i64 0
-	%925 = bitcast float* %924 to <4 x float>*
-	%926 = load <4 x float>, <4 x float>* %925, align 16
-	%927 = extractelement <4 x float> %926, i32 0
-	%928 = extractelement <4 x float> %926, i32 1
-	%929 = extractelement <4 x float> %926, i32 2
-	%930 = extractelement <4 x float> %926, i32 3
-	%931 = getelementptr float, float* %844, i64 %882
-	%932 = getelementptr float, float* %931, i64 0
-	%933 = bitcast float* %932 to <4 x float>*
-	%934 = load <4 x float>, <4 x float>* %933, align 16
-	%935 = extractelement <4 x float> %934, i32 0
-	%936 = extractelement <4 x float> %934, i32 1
-	%937 = extractelement <4 x float> %934, i32 2
-	%938 = extractelement <4 x float> %934, i32 3
-	%939 = add i64 %882, 0
-	%940 = icmp slt i64 %939, %n
-	%941 = add i64 %882, 0
-	%942 = add i64 %offset, %941
-	%943 = lshr i64 %942, 3
-	%944 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %943)
-	%945 = extractvalue [8 x float] %944, 0
-	%946 = extractvalue [8 x float] %944, 1
-	%947 = extractvalue [8 x float] %944, 2
-	%948 = extractvalue [8 x float] %944, 3
-	%949 = extractvalue [8 x float] %944, 4
-	%950 = extractvalue [8 x float] %944, 5
-	%951 = extractvalue [8 x float] %944, 6
-	%952 = extractvalue [8 x float] %944, 7
-	%953 = and i64 %942, 1
-	%954 = icmp ne i64 %953, 0
-	%955 = select i1 %954, float %946, float %945
-	%956 = select i1 %954, float %948, float %947
-	%957 = select i1 %954, float %950, float %949
-	%958 = select i1 %954, float %952, float %951
-	%959 = and i64 %942, 2
-	%960 = icmp ne i64 %959, 0
-	%961 = select i1 %960, float %956, float %955
-	%962 = select i1 %960, float %958, float %957
-	%963 = and i64 %942, 4
-	%964 = icmp ne i64 %963, 0
-	%965 = select i1 %964, float %962, float %961
-	%966 = fmul float %r.8, %965
-	%967 = fadd float %919, %966
-	%968 = fmul float %967, %53
-	%969 = fadd float %968, 1.2582912e+07
-	%970 = fsub float %969, 1.2582912e+07
-	%971 = fmul float %970, %49
-	%972 = fcmp oeq float %49, 0.0
-	%973 = select i1 %972, float %967, float %971
-	%974 = fmul float %911, %911
-	%975 = fmul float %r.0, %927
-	%976 = fmul float %r.1, %973
-	%977 = fadd float %975, %976
-	%978 = fdiv float %977, %r.2
-	%979 = fmul float %r.3, %935
-	%980 = fmul float %973, %973
-	%981 = fmul float %r.4, %980
-	%982 = fadd float %979, %981
-	%983 = fdiv float %982, %r.5
-	%984 = call float @llvm.sqrt.f32(float %983)
-	%985 = fadd float %984, %r.6
-	%986 = fdiv float %978, %985
-	%987 = fmul float %r.7, %911
-	%988 = fadd float %986, %987
-	%989 = fmul float %988, %988
-	%990 = fadd float %876, %974
-	%991 = fadd float %877, %989
-	%992 = add i64 %882, 1
-	%993 = icmp slt i64 %992, %n
-	%994 = add i64 %882, 1
-	%995 = add i64 %offset, %994
-	%996 = lshr i64 %995, 3
-	%997 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %996)
-	%998 = extractvalue [8 x float] %997, 0
-	%999 = extractvalue [8 x float] %997, 1
-	%1000 = extractvalue [8 x float] %997, 2
-	%1001 = extractvalue [8 x float] %997, 3
-	%1002 = extractvalue [8 x float] %997, 4
-	%1003 = extractvalue [8 x float] %997, 5
-	%1004 = extractvalue [8 x float] %997, 6
-	%1005 = extractvalue [8 x float] %997, 7
-	%1006 = and i64 %995, 1
-	%1007 = icmp ne i64 %1006, 0
-	%1008 = select i1 %1007, float %999, float %998
-	%1009 = select i1 %1007, float %1001, float %1000
-	%1010 = select i1 %1007, float %1003, float %1002
-	%1011 = select i1 %1007, float %1005, float %1004
-	%1012 = and i64 %995, 2
-	%1013 = icmp ne i64 %1012, 0
-	%1014 = select i1 %1013, float %1009, float %1008
-	%1015 = select i1 %1013, float %1011, float %1010
-	%1016 = and i64 %995, 4
-	%1017 = icmp ne i64 %1016, 0
-	%1018 = select i1 %1017, float %1015, float %1014
-	%1019 = fmul float %r.8, %1018
-	%1020 = fadd float %920, %1019
-	%1021 = fmul float %1020, %53
-	%1022 = fadd float %1021, 1.2582912e+07
-	%1023 = fsub float %1022, 1.2582912e+07
-	%1024 = fmul float %1023, %49
-	%1025 = fcmp oeq float %49, 0.0
-	%1026 = select i1 %1025, float %1020, float %1024
-	%1027 = fmul float %912, %912
-	%1028 = fmul float %r.0, %928
-	%1029 = fmul float %r.1, %1026
-	%1030 = fadd float %1028, %1029
-	%1031 = fdiv float %1030, %r.2
-	%1032 = fmul float %r.3, %936
-	%1033 = fmul float %1026, %1026
-	%1034 = fmul float %r.4, %1033
-	%1035 = fadd float %1032, %1034
-	%1036 = fdiv float %1035, %r.5
-	%1037 = call float @llvm.sqrt.f32(float %1036)
-	%1038 = fadd float %1037, %r.6
-	%1039 = fdiv float %1031, %1038
-	%1040 = fmul float %r.7, %912
-	%1041 = fadd float %1039, %1040
-	%1042 = fmul float %1041, %1041
-	%1043 = fadd float %990, %1027
-	%1044 = fadd float %991, %1042
-	%1045 = add i64 %882, 2
-	%1046 = icmp slt i64 %1045, %n
-	%1047 = add i64 %882, 2
-	%1048 = add i64 %offset, %1047
-	%1049 = lshr i64 %1048, 3
-	%1050 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1049)
-	%1051 = extractvalue [8 x float] %1050, 0
-	%1052 = extractvalue [8 x float] %1050, 1
-	%1053 = extractvalue [8 x float] %1050, 2
-	%1054 = extractvalue [8 x float] %1050, 3
-	%1055 = extractvalue [8 x float] %1050, 4
-	%1056 = extractvalue [8 x float] %1050, 5
-	%1057 = extractvalue [8 x float] %1050, 6
-	%1058 = extractvalue [8 x float] %1050, 7
-	%1059 = and i64 %1048, 1
-	%1060 = icmp ne i64 %1059, 0
-	%1061 = select i1 %1060, float %1052, float %1051
-	%1062 = select i1 %1060, float %1054, float %1053
-	%1063 = select i1 %1060, float %1056, float %1055
-	%1064 = select i1 %1060, float %1058, float %1057
-	%1065 = and i64 %1048, 2
-	%1066 = icmp ne i64 %1065, 0
-	%1067 = select i1 %1066, float %1062, float %1061
-	%1068 = select i1 %1066, float %1064, float %1063
-	%1069 = and i64 %1048, 4
-	%1070 = icmp ne i64 %1069, 0
-	%1071 = select i1 %1070, float %1068, float %1067
-	%1072 = fmul float %r.8, %1071
-	%1073 = fadd float %921, %1072
-	%1074 = fmul float %1073, %53
-	%1075 = fadd float %1074, 1.2582912e+07
-	%1076 = fsub float %1075, 1.2582912e+07
-	%1077 = fmul float %1076, %49
-	%1078 = fcmp oeq float %49, 0.0
-	%1079 = select i1 %1078, float %1073, float %1077
-	%1080 = fmul float %913, %913
-	%1081 = fmul float %r.0, %929
-	%1082 = fmul float %r.1, %1079
-	%1083 = fadd float %1081, %1082
-	%1084 = fdiv float %1083, %r.2
-	%1085 = fmul float %r.3, %937
-	%1086 = fmul float %1079, %1079
-	%1087 = fmul float %r.4, %1086
-	%1088 = fadd float %1085, %1087
-	%1089 = fdiv float %1088, %r.5
-	%1090 = call float @llvm.sqrt.f32(float %1089)
-	%1091 = fadd float %1090, %r.6
-	%1092 = fdiv float %1084, %1091
-	%1093 = fmul float %r.7, %913
-	%1094 = fadd float %1092, %1093
-	%1095 = fmul float %1094, %1094
-	%1096 = fadd float %1043, %1080
-	%1097 = fadd float %1044, %1095
-	%1098 = add i64 %882, 3
+then.328:
+	%947 = getelementptr float, float* %878, i64 %922
+	%948 = getelementptr float, float* %947, i64 0
+	%949 = bitcast float* %948 to <4 x float>*
+	%950 = load <4 x float>, <4 x float>* %949, align 16
+	%951 = extractelement <4 x float> %950, i32 0
+	%952 = extractelement <4 x float> %950, i32 1
+	%953 = extractelement <4 x float> %950, i32 2
+	%954 = extractelement <4 x float> %950, i32 3
+	%955 = getelementptr float, float* %880, i64 %922
+	%956 = getelementptr float, float* %955, i64 0
+	%957 = bitcast float* %956 to <4 x float>*
+	%958 = load <4 x float>, <4 x float>* %957, align 16
+	%959 = extractelement <4 x float> %958, i32 0
+	%960 = extractelement <4 x float> %958, i32 1
+	%961 = extractelement <4 x float> %958, i32 2
+	%962 = extractelement <4 x float> %958, i32 3
+	%963 = getelementptr float, float* %882, i64 %922
+	%964 = getelementptr float, float* %963, i64 0
+	%965 = bitcast float* %964 to <4 x float>*
+	%966 = load <4 x float>, <4 x float>* %965, align 16
+	%967 = extractelement <4 x float> %966, i32 0
+	%968 = extractelement <4 x float> %966, i32 1
+	%969 = extractelement <4 x float> %966, i32 2
+	%970 = extractelement <4 x float> %966, i32 3
+	%971 = getelementptr float, float* %884, i64 %922
+	%972 = getelementptr float, float* %971, i64 0
+	%973 = bitcast float* %972 to <4 x float>*
+	%974 = load <4 x float>, <4 x float>* %973, align 16
+	%975 = extractelement <4 x float> %974, i32 0
+	%976 = extractelement <4 x float> %974, i32 1
+	%977 = extractelement <4 x float> %974, i32 2
+	%978 = extractelement <4 x float> %974, i32 3
+	%979 = add i64 %922, 0
+	%980 = icmp slt i64 %979, %n
+	%981 = add i64 %922, 0
+	%982 = add i64 %offset, %981
+	%983 = lshr i64 %982, 3
+	%984 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %983)
+	%985 = extractvalue [8 x float] %984, 0
+	%986 = extractvalue [8 x float] %984, 1
+	%987 = extractvalue [8 x float] %984, 2
+	%988 = extractvalue [8 x float] %984, 3
+	%989 = extractvalue [8 x float] %984, 4
+	%990 = extractvalue [8 x float] %984, 5
+	%991 = extractvalue [8 x float] %984, 6
+	%992 = extractvalue [8 x float] %984, 7
+	%993 = and i64 %982, 1
+	%994 = icmp ne i64 %993, 0
+	%995 = select i1 %994, float %986, float %985
+	%996 = select i1 %994, float %988, float %987
+	%997 = select i1 %994, float %990, float %989
+	%998 = select i1 %994, float %992, float %991
+	%999 = and i64 %982, 2
+	%1000 = icmp ne i64 %999, 0
+	%1001 = select i1 %1000, float %996, float %995
+	%1002 = select i1 %1000, float %998, float %997
+	%1003 = and i64 %982, 4
+	%1004 = icmp ne i64 %1003, 0
+	%1005 = select i1 %1004, float %1002, float %1001
+	%1006 = fmul float %r.8, %1005
+	%1007 = fadd float %959, %1006
+	%1008 = fmul float %1007, %53
+	%1009 = fadd float %1008, 1.2582912e+07
+	%1010 = fsub float %1009, 1.2582912e+07
+	%1011 = fmul float %1010, %49
+	%1012 = fcmp oeq float %49, 0.0
+	%1013 = select i1 %1012, float %1007, float %1011
+	%1014 = add i64 %922, 0
+	%1015 = icmp ne float* %kept, null
+	%1016 = and i1 %1015, %980
+	br i1 %1016, label %keep.331, label %kept.332
+
+else.329:
+	%1017 = sub i64 %n, 1
+	%1018 = add i64 %922, 0
+	%1019 = icmp slt i64 %1018, %n
+	%1020 = select i1 %1019, i64 %1018, i64 %1017
+	%1021 = getelementptr float, float* %878, i64 %1020
+	%1022 = load float, float* %1021, align 4
+	%1023 = add i64 %922, 1
+	%1024 = icmp slt i64 %1023, %n
+	%1025 = select i1 %1024, i64 %1023, i64 %1017
+	%1026 = getelementptr float, float* %878, i64 %1025
+	%1027 = load float, float* %1026, align 4
+	%1028 = add i64 %922, 2
+	%1029 = icmp slt i64 %1028, %n
+	%1030 = select i1 %1029, i64 %1028, i64 %1017
+	%1031 = getelementptr float, float* %878, i64 %1030
+	%1032 = load float, float* %1031, align 4
+	%1033 = add i64 %922, 3
+	%1034 = icmp slt i64 %1033, %n
+	%1035 = select i1 %1034, i64 %1033, i64 %1017
+	%1036 = getelementptr float, float* %878, i64 %1035
+	%1037 = load float, float* %1036, align 4
+	%1038 = add i64 %922, 0
+	%1039 = icmp slt i64 %1038, %n
+	%1040 = select i1 %1039, i64 %1038, i64 %1017
+	%1041 = getelementptr float, float* %880, i64 %1040
+	%1042 = load float, float* %1041, align 4
+	%1043 = add i64 %922, 1
+	%1044 = icmp slt i64 %1043, %n
+	%1045 = select i1 %1044, i64 %1043, i64 %1017
+	%1046 = getelementptr float, float* %880, i64 %1045
+	%1047 = load float, float* %1046, align 4
+	%1048 = add i64 %922, 2
+	%1049 = icmp slt i64 %1048, %n
+	%1050 = select i1 %1049, i64 %1048, i64 %1017
+	%1051 = getelementptr float, float* %880, i64 %1050
+	%1052 = load float, float* %1051, align 4
+	%1053 = add i64 %922, 3
+	%1054 = icmp slt i64 %1053, %n
+	%1055 = select i1 %1054, i64 %1053, i64 %1017
+	%1056 = getelementptr float, float* %880, i64 %1055
+	%1057 = load float, float* %1056, align 4
+	%1058 = add i64 %922, 0
+	%1059 = icmp slt i64 %1058, %n
+	%1060 = select i1 %1059, i64 %1058, i64 %1017
+	%1061 = getelementptr float, float* %882, i64 %1060
+	%1062 = load float, float* %1061, align 4
+	%1063 = add i64 %922, 1
+	%1064 = icmp slt i64 %1063, %n
+	%1065 = select i1 %1064, i64 %1063, i64 %1017
+	%1066 = getelementptr float, float* %882, i64 %1065
+	%1067 = load float, float* %1066, align 4
+	%1068 = add i64 %922, 2
+	%1069 = icmp slt i64 %1068, %n
+	%1070 = select i1 %1069, i64 %1068, i64 %1017
+	%1071 = getelementptr float, float* %882, i64 %1070
+	%1072 = load float, float* %1071, align 4
+	%1073 = add i64 %922, 3
+	%1074 = icmp slt i64 %1073, %n
+	%1075 = select i1 %1074, i64 %1073, i64 %1017
+	%1076 = getelementptr float, float* %882, i64 %1075
+	%1077 = load float, float* %1076, align 4
+	%1078 = add i64 %922, 0
+	%1079 = icmp slt i64 %1078, %n
+	%1080 = select i1 %1079, i64 %1078, i64 %1017
+	%1081 = getelementptr float, float* %884, i64 %1080
+	%1082 = load float, float* %1081, align 4
+	%1083 = add i64 %922, 1
+	%1084 = icmp slt i64 %1083, %n
+	%1085 = select i1 %1084, i64 %1083, i64 %1017
+	%1086 = getelementptr float, float* %884, i64 %1085
+	%1087 = load float, float* %1086, align 4
+	%1088 = add i64 %922, 2
+	%1089 = icmp slt i64 %1088, %n
+	%1090 = select i1 %1089, i64 %1088, i64 %1017
+	%1091 = getelementptr float, float* %884, i64 %1090
+	%1092 = load float, float* %1091, align 4
+	%1093 = add i64 %922, 3
+	%1094 = icmp slt i64 %1093, %n
+	%1095 = select i1 %1094, i64 %1093, i64 %1017
+	%1096 = getelementptr float, float* %884, i64 %1095
+	%1097 = load float, float* %1096, align 4
+	%1098 = add i64 %922, 0
 	%1099 = icmp slt i64 %1098, %n
-	%1100 = add i64 %882, 3
+	%1100 = add i64 %922, 0
 	%1101 = add i64 %offset, %1100
 	%1102 = lshr i64 %1101, 3
 	%1103 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1102)
@@ -10599,356 +10658,489 @@ then.312:
 	%1123 = icmp ne i64 %1122, 0
 	%1124 = select i1 %1123, float %1121, float %1120
 	%1125 = fmul float %r.8, %1124
-	%1126 = fadd float %922, %1125
+	%1126 = fadd float %1042, %1125
 	%1127 = fmul float %1126, %53
 	%1128 = fadd float %1127, 1.2582912e+07
 	%1129 = fsub float %1128, 1.2582912e+07
 	%1130 = fmul float %1129, %49
 	%1131 = fcmp oeq float %49, 0.0
 	%1132 = select i1 %1131, float %1126, float %1130
-	%1133 = fmul float %914, %914
-	%1134 = fmul float %r.0, %930
-	%1135 = fmul float %r.1, %1132
-	%1136 = fadd float %1134, %1135
-	%1137 = fdiv float %1136, %r.2
-	%1138 = fmul float %r.3, %938
-	%1139 = fmul float %1132, %1132
-	%1140 = fmul float %r.4, %1139
-	%1141 = fadd float %1138, %1140
-	%1142 = fdiv float %1141, %r.5
-	%1143 = call float @llvm.sqrt.f32(float %1142)
-	%1144 = fadd float %1143, %r.6
-	%1145 = fdiv float %1137, %1144
-	%1146 = fmul float %r.7, %914
-	%1147 = fadd float %1145, %1146
-	%1148 = fmul float %1147, %1147
-	%1149 = fadd float %1096, %1133
-	%1150 = fadd float %1097, %1148
-	br label %join.314
+	%1133 = add i64 %922, 0
+	%1134 = icmp ne float* %kept, null
+	%1135 = and i1 %1134, %1099
+	br i1 %1135, label %keep.339, label %kept.340
 
-else.313:
-	%1151 = sub i64 %n, 1
-	%1152 = add i64 %882, 0
-	%1153 = icmp slt i64 %1152, %n
-	%1154 = select i1 %1153, i64 %1152, i64 %1151
-	%1155 = getelementptr float, float* %838, i64 %1154
-	%1156 = load float, float* %1155, align 4
-	%1157 = add i64 %882, 1
-	%1158 = icmp slt i64 %1157, %n
-	%1159 = select i1 %1158, i64 %1157, i64 %1151
-	%1160 = getelementptr float, float* %838, i64 %1159
-	%1161 = load float, float* %1160, align 4
-	%1162 = add i64 %882, 2
-	%1163 = icmp slt i64 %1162, %n
-	%1164 = select i1 %1163, i64 %1162, i64 %1151
-	%1165 = getelementptr float, float* %838, i64 %1164
-	%1166 = load float, float* %1165, align 4
-	%1167 = add i64 %882, 3
-	%1168 = icmp slt i64 %1167, %n
-	%1169 = select i1 %1168, i64 %1167, i64 %1151
-	%1170 = getelementptr float, float* %838, i64 %1169
-	%1171 = load float, float* %1170, align 4
-	%1172 = add i64 %882, 0
-	%1173 = icmp slt i64 %1172, %n
-	%1174 = select i1 %1173, i64 %1172, i64 %1151
-	%1175 = getelementptr float, float* %840, i64 %1174
-	%1176 = load float, float* %1175, align 4
-	%1177 = add i64 %882, 1
-	%1178 = icmp slt i64 %1177, %n
-	%1179 = select i1 %1178, i64 %1177, i64 %1151
-	%1180 = getelementptr float, float* %840, i64 %1179
-	%1181 = load float, float* %1180, align 4
-	%1182 = add i64 %882, 2
-	%1183 = icmp slt i64 %1182, %n
-	%1184 = select i1 %1183, i64 %1182, i64 %1151
-	%1185 = getelementptr float, float* %840, i64 %1184
-	%1186 = load float, float* %1185, align 4
-	%1187 = add i64 %882, 3
-	%1188 = icmp slt i64 %1187, %n
-	%1189 = select i1 %1188, i64 %1187, i64 %1151
-	%1190 = getelementptr float, float* %840, i64 %1189
-	%1191 = load float, float* %1190, align 4
-	%1192 = add i64 %882, 0
-	%1193 = icmp slt i64 %1192, %n
-	%1194 = select i1 %1193, i64 %1192, i64 %1151
-	%1195 = getelementptr float, float* %842, i64 %1194
-	%1196 = load float, float* %1195, align 4
-	%1197 = add i64 %882, 1
-	%1198 = icmp slt i64 %1197, %n
-	%1199 = select i1 %1198, i64 %1197, i64 %1151
-	%1200 = getelementptr float, float* %842, i64 %1199
-	%1201 = load float, float* %1200, align 4
-	%1202 = add i64 %882, 2
-	%1203 = icmp slt i64 %1202, %n
-	%1204 = select i1 %1203, i64 %1202, i64 %1151
-	%1205 = getelementptr float, float* %842, i64 %1204
-	%1206 = load float, float* %1205, align 4
-	%1207 = add i64 %882, 3
-	%1208 = icmp slt i64 %1207, %n
-	%1209 = select i1 %1208, i64 %1207, i64 %1151
-	%1210 = getelementptr float, float* %842, i64 %1209
-	%1211 = load float, float* %1210, align 4
-	%1212 = add i64 %882, 0
-	%1213 = icmp slt i64 %1212, %n
-	%1214 = select i1 %1213, i64 %1212, i64 %1151
-	%1215 = getelementptr float, float* %844, i64 %1214
-	%1216 = load float, float* %1215, align 4
-	%1217 = add i64 %882, 1
+join.330:
+	%1136 = phi float [ %1331, %kept.338 ], [ %1532, %kept.346 ]
+	%1137 = phi float [ %1332, %kept.338 ], [ %1534, %kept.346 ]
+	%1138 = add i64 %915, 1
+	br label %row.head.325
+
+keep.331:
+	%1139 = getelementptr float, float* %kept, i64 %1014
+	%1140 = bitcast float* %1139 to float*
+	store float %1013, float* %1140, align 4
+	br label %kept.332
+
+kept.332:
+	%1141 = fmul float %951, %951
+	%1142 = fmul float %r.0, %967
+	%1143 = fmul float %r.1, %1013
+	%1144 = fadd float %1142, %1143
+	%1145 = fdiv float %1144, %r.2
+	%1146 = fmul float %r.3, %975
+	%1147 = fmul float %1013, %1013
+	%1148 = fmul float %r.4, %1147
+	%1149 = fadd float %1146, %1148
+	%1150 = fdiv float %1149, %r.5
+	%1151 = call float @llvm.sqrt.f32(float %1150)
+	%1152 = fadd float %1151, %r.6
+	%1153 = fdiv float %1145, %1152
+	%1154 = fmul float %r.7, %951
+	%1155 = fadd float %1153, %1154
+	%1156 = fmul float %1155, %1155
+	%1157 = fadd float %916, %1141
+	%1158 = fadd float %917, %1156
+	%1159 = add i64 %922, 1
+	%1160 = icmp slt i64 %1159, %n
+	%1161 = add i64 %922, 1
+	%1162 = add i64 %offset, %1161
+	%1163 = lshr i64 %1162, 3
+	%1164 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1163)
+	%1165 = extractvalue [8 x float] %1164, 0
+	%1166 = extractvalue [8 x float] %1164, 1
+	%1167 = extractvalue [8 x float] %1164, 2
+	%1168 = extractvalue [8 x float] %1164, 3
+	%1169 = extractvalue [8 x float] %1164, 4
+	%1170 = extractvalue [8 x float] %1164, 5
+	%1171 = extractvalue [8 x float] %1164, 6
+	%1172 = extractvalue [8 x float] %1164, 7
+	%1173 = and i64 %1162, 1
+	%1174 = icmp ne i64 %1173, 0
+	%1175 = select i1 %1174, float %1166, float %1165
+	%1176 = select i1 %1174, float %1168, float %1167
+	%1177 = select i1 %1174, float %1170, float %1169
+	%1178 = select i1 %1174, float %1172, float %1171
+	%1179 = and i64 %1162, 2
+	%1180 = icmp ne i64 %1179, 0
+	%1181 = select i1 %1180, float %1176, float %1175
+	%1182 = select i1 %1180, float %1178, float %1177
+	%1183 = and i64 %1162, 4
+	%1184 = icmp ne i64 %1183, 0
+	%1185 = select i1 %1184, float %1182, float %1181
+	%1186 = fmul float %r.8, %1185
+	%1187 = fadd float %960, %1186
+	%1188 = fmul float %1187, %53
+	%1189 = fadd float %1188, 1.2582912e+07
+	%1190 = fsub float %1189, 1.2582912e+07
+	%1191 = fmul float %1190, %49
+	%1192 = fcmp oeq float %49, 0.0
+	%1193 = select i1 %1192, float %1187, float %1191
+	%1194 = add i64 %922, 1
+	%1195 = icmp ne float* %kept, null
+	%1196 = and i1 %1195, %1160
+	br i1 %1196, label %keep.333, label %kept.334
+
+keep.333:
+	%1197 = getelementptr float, float* %kept, i64 %1194
+	%1198 = bitcast float* %1197 to float*
+	store float %1193, float* %1198, align 4
+	br label %kept.334
+
+kept.334:
+	%1199 = fmul float %952, %952
+	%1200 = fmul float %r.0, %968
+	%1201 = fmul float %r.1, %1193
+	%1202 = fadd float %1200, %1201
+	%1203 = fdiv float %1202, %r.2
+	%1204 = fmul float %r.3, %976
+	%1205 = fmul float %1193, %1193
+	%1206 = fmul float %r.4, %1205
+	%1207 = fadd float %1204, %1206
+	%1208 = fdiv float %1207, %r.5
+	%1209 = call float @llvm.sqrt.f32(float %1208)
+	%1210 = fadd float %1209, %r.6
+	%1211 = fdiv float %1203, %1210
+	%1212 = fmul float %r.7, %952
+	%1213 = fadd float %1211, %1212
+	%1214 = fmul float %1213, %1213
+	%1215 = fadd float %1157, %1199
+	%1216 = fadd float %1158, %1214
+	%1217 = add i64 %922, 2
 	%1218 = icmp slt i64 %1217, %n
-	%1219 = select i1 %1218, i64 %1217, i64 %1151
-	%1220 = getelementptr float, float* %844, i64 %1219
-	%1221 = load float, float* %1220, align 4
-	%1222 = add i64 %882, 2
-	%1223 = icmp slt i64 %1222, %n
-	%1224 = select i1 %1223, i64 %1222, i64 %1151
-	%1225 = getelementptr float, float* %844, i64 %1224
-	%1226 = load float, float* %1225, align 4
-	%1227 = add i64 %882, 3
-	%1228 = icmp slt i64 %1227, %n
-	%1229 = select i1 %1228, i64 %1227, i64 %1151
-	%1230 = getelementptr float, float* %844, i64 %1229
-	%1231 = load float, float* %1230, align 4
-	%1232 = add i64 %882, 0
-	%1233 = icmp slt i64 %1232, %n
-	%1234 = add i64 %882, 0
-	%1235 = add i64 %offset, %1234
-	%1236 = lshr i64 %1235, 3
-	%1237 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1236)
-	%1238 = extractvalue [8 x float] %1237, 0
-	%1239 = extractvalue [8 x float] %1237, 1
-	%1240 = extractvalue [8 x float] %1237, 2
-	%1241 = extractvalue [8 x float] %1237, 3
-	%1242 = extractvalue [8 x float] %1237, 4
-	%1243 = extractvalue [8 x float] %1237, 5
-	%1244 = extractvalue [8 x float] %1237, 6
-	%1245 = extractvalue [8 x float] %1237, 7
-	%1246 = and i64 %1235, 1
-	%1247 = icmp ne i64 %1246, 0
-	%1248 = select i1 %1247, float %1239, float %1238
-	%1249 = select i1 %1247, float %1241, float %1240
-	%1250 = select i1 %1247, float %1243, float %1242
-	%1251 = select i1 %1247, float %1245, float %1244
-	%1252 = and i64 %1235, 2
-	%1253 = icmp ne i64 %1252, 0
-	%1254 = select i1 %1253, float %1249, float %1248
-	%1255 = select i1 %1253, float %1251, float %1250
-	%1256 = and i64 %1235, 4
-	%1257 = icmp ne i64 %1256, 0
-	%1258 = select i1 %1257, float %1255, float %1254
-	%1259 = fmul float %r.8, %1258
-	%1260 = fadd float %1176, %1259
-	%1261 = fmul float %1260, %53
-	%1262 = fadd float %1261, 1.2582912e+07
-	%1263 = fsub float %1262, 1.2582912e+07
-	%1264 = fmul float %1263, %49
-	%1265 = fcmp oeq float %49, 0.0
-	%1266 = select i1 %1265, float %1260, float %1264
-	%1267 = fmul float %1156, %1156
-	%1268 = fmul float %r.0, %1196
-	%1269 = fmul float %r.1, %1266
-	%1270 = fadd float %1268, %1269
-	%1271 = fdiv float %1270, %r.2
-	%1272 = fmul float %r.3, %1216
-	%1273 = fmul float %1266, %1266
-	%1274 = fmul float %r.4, %1273
-	%1275 = fadd float %1272, %1274
-	%1276 = fdiv float %1275, %r.5
-	%1277 = call float @llvm.sqrt.f32(float %1276)
-	%1278 = fadd float %1277, %r.6
-	%1279 = fdiv float %1271, %1278
-	%1280 = fmul float %r.7, %1156
-	%1281 = fadd float %1279, %1280
-	%1282 = fmul float %1281, %1281
-	%1283 = select i1 %1233, float %1267, float 0.0
-	%1284 = fadd float %876, %1283
-	%1285 = select i1 %1233, float %1282, float 0.0
-	%1286 = fadd float %877, %1285
-	%1287 = add i64 %882, 1
-	%1288 = icmp slt i64 %1287, %n
-	%1289 = add i64 %882, 1
-	%1290 = add i64 %offset, %1289
-	%1291 = lshr i64 %1290, 3
-	%1292 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1291)
-	%1293 = extractvalue [8 x float] %1292, 0
-	%1294 = extractvalue [8 x float] %1292, 1
-	%1295 = extractvalue [8 x float] %1292, 2
-	%1296 = extractvalue [8 x float] %1292, 3
-	%1297 = extractvalue [8 x float] %1292, 4
-	%1298 = extractvalue [8 x float] %1292, 5
-	%1299 = extractvalue [8 x float] %1292, 6
-	%1300 = extractvalue [8 x float] %1292, 7
-	%1301 = and i64 %1290, 1
-	%1302 = icmp ne i64 %1301, 0
-	%1303 = select i1 %1302, float %1294, float %1293
-	%1304 = select i1 %1302, float %1296, float %1295
-	%1305 = select i1 %1302, float %1298, float %1297
-	%1306 = select i1 %1302, float %1300, float %1299
-	%1307 = and i64 %1290, 2
-	%1308 = icmp ne i64 %1307, 0
-	%1309 = select i1 %1308, float %1304, float %1303
-	%1310 = select i1 %1308, float %1306, float %1305
-	%1311 = and i64 %1290, 4
-	%1312 = icmp ne i64 %1311, 0
-	%1313 = select i1 %1312, float %1310, float %1309
-	%1314 = fmul float %r.8, %1313
-	%1315 = fadd float %1181, %1314
-	%1316 = fmul float %1315, %53
-	%1317 = fadd float %1316, 1.2582912e+07
-	%1318 = fsub float %1317, 1.2582912e+07
-	%1319 = fmul float %1318, %49
-	%1320 = fcmp oeq float %49, 0.0
-	%1321 = select i1 %1320, float %1315, float %1319
-	%1322 = fmul float %1161, %1161
-	%1323 = fmul float %r.0, %1201
-	%1324 = fmul float %r.1, %1321
-	%1325 = fadd float %1323, %1324
-	%1326 = fdiv float %1325, %r.2
-	%1327 = fmul float %r.3, %1221
-	%1328 = fmul float %1321, %1321
-	%1329 = fmul float %r.4, %1328
-	%1330 = fadd float %1327, %1329
-	%1331 = fdiv float %1330, %r.5
-	%1332 = call float @llvm.sqrt.f32(float %1331)
-	%1333 = fadd float %1332, %r.6
-	%1334 = fdiv float %1326, %1333
-	%1335 = fmul float %r.7, %1161
-	%1336 = fadd float %1334, %1335
-	%1337 = fmul float %1336, %1336
-	%1338 = select i1 %1288, float %1322, float 0.0
-	%1339 = fadd float %1284, %1338
-	%1340 = select i1 %1288, float %1337, float 0.0
-	%1341 = fadd float %1286, %1340
-	%1342 = add i64 %882, 2
-	%1343 = icmp slt i64 %1342, %n
-	%1344 = add i64 %882, 2
-	%1345 = add i64 %offset, %1344
-	%1346 = lshr i64 %1345, 3
-	%1347 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1346)
-	%1348 = extractvalue [8 x float] %1347, 0
-	%1349 = extractvalue [8 x float] %1347, 1
-	%1350 = extractvalue [8 x float] %1347, 2
-	%1351 = extractvalue [8 x float] %1347, 3
-	%1352 = extractvalue [8 x float] %1347, 4
-	%1353 = extractvalue [8 x float] %1347, 5
-	%1354 = extractvalue [8 x float] %1347, 6
-	%1355 = extractvalue [8 x float] %1347, 7
-	%1356 = and i64 %1345, 1
-	%1357 = icmp ne i64 %1356, 0
-	%1358 = select i1 %1357, float %1349, float %1348
-	%1359 = select i1 %1357, float %1351, float %1350
-	%1360 = select i1 %1357, float %1353, float %1352
-	%1361 = select i1 %1357, float %1355, float %1354
-	%1362 = and i64 %1345, 2
-	%1363 = icmp ne i64 %1362, 0
-	%1364 = select i1 %1363, float %1359, float %1358
-	%1365 = select i1 %1363, float %1361, float %1360
-	%1366 = and i64 %1345, 4
-	%1367 = icmp ne i64 %1366, 0
-	%1368 = select i1 %1367, float %1365, float %1364
-	%1369 = fmul float %r.8, %1368
-	%1370 = fadd float %1186, %1369
-	%1371 = fmul float %1370, %53
-	%1372 = fadd float %1371, 1.2582912e+07
-	%1373 = fsub float %1372, 1.2582912e+07
-	%1374 = fmul float %1373, %49
-	%1375 = fcmp oeq float %49, 0.0
-	%1376 = select i1 %1375, float %1370, float %1374
-	%1377 = fmul float %1166, %1166
-	%1378 = fmul float %r.0, %1206
-	%1379 = fmul float %r.1, %1376
-	%1380 = fadd float %1378, %1379
-	%1381 = fdiv float %1380, %r.2
-	%1382 = fmul float %r.3, %1226
-	%1383 = fmul float %1376, %1376
-	%1384 = fmul float %r.4, %1383
-	%1385 = fadd float %1382, %1384
-	%1386 = fdiv float %1385, %r.5
-	%1387 = call float @llvm.sqrt.f32(float %1386)
-	%1388 = fadd float %1387, %r.6
-	%1389 = fdiv float %1381, %1388
-	%1390 = fmul float %r.7, %1166
-	%1391 = fadd float %1389, %1390
-	%1392 = fmul float %1391, %1391
-	%1393 = select i1 %1343, float %1377, float 0.0
-	%1394 = fadd float %1339, %1393
-	%1395 = select i1 %1343, float %1392, float 0.0
-	%1396 = fadd float %1341, %1395
-	%1397 = add i64 %882, 3
-	%1398 = icmp slt i64 %1397, %n
-	%1399 = add i64 %882, 3
-	%1400 = add i64 %offset, %1399
-	%1401 = lshr i64 %1400, 3
-	%1402 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1401)
-	%1403 = extractvalue [8 x float] %1402, 0
-	%1404 = extractvalue [8 x float] %1402, 1
-	%1405 = extractvalue [8 x float] %1402, 2
-	%1406 = extractvalue [8 x float] %1402, 3
-	%1407 = extractvalue [8 x float] %1402, 4
-	%1408 = extractvalue [8 x float] %1402, 5
-	%1409 = extractvalue [8 x float] %1402, 6
-	%1410 = extractvalue [8 x float] %1402, 7
-	%1411 = and i64 %1400, 1
-	%1412 = icmp ne i64 %1411, 0
-	%1413 = select i1 %1412, float %1404, float %1403
-	%1414 = select i1 %1412, float %1406, float %1405
-	%1415 = select i1 %1412, float %1408, float %1407
-	%1416 = select i1 %1412, float %1410, float %1409
-	%1417 = and i64 %1400, 2
-	%1418 = icmp ne i64 %1417, 0
-	%1419 = select i1 %1418, float %1414, float %1413
-	%1420 = select i1 %1418, float %1416, float %1415
-	%1421 = and i64 %1400, 4
-	%1422 = icmp ne i64 %1421, 0
-	%1423 = select i1 %1422, float %1420, float %1419
-	%1424 = fmul float %r.8, %1423
-	%1425 = fadd float %1191, %1424
-	%1426 = fmul float %1425, %53
-	%1427 = fadd float %1426, 1.2582912e+07
-	%1428 = fsub float %1427, 1.2582912e+07
-	%1429 = fmul float %1428, %49
-	%1430 = fcmp oeq float %49, 0.0
-	%1431 = select i1 %1430, float %1425, float %1429
-	%1432 = fmul float %1171, %1171
-	%1433 = fmul float %r.0, %1211
-	%1434 = fmul float %r.1, %1431
-	%1435 = fadd float %1433, %1434
-	%1436 = fdiv float %1435, %r.2
-	%1437 = fmul float %r.3, %1231
-	%1438 = fmul float %1431, %1431
-	%1439 = fmul float %r.4, %1438
-	%1440 = fadd float %1437, %1439
-	%1441 = fdiv float %1440, %r.5
-	%1442 = call float @llvm.sqrt.f32(float %1441)
-	%1443 = fadd float %1442, %r.6
-	%1444 = fdiv float %1436, %1443
-	%1445 = fmul float %r.7, %1171
-	%1446 = fadd float %1444, %1445
-	%1447 = fmul float %1446, %1446
-	%1448 = select i1 %1398, float %1432, float 0.0
-	%1449 = fadd float %1394, %1448
-	%1450 = select i1 %1398, float %1447, float 0.0
-	%1451 = fadd float %1396, %1450
-	br label %join.314
+	%1219 = add i64 %922, 2
+	%1220 = add i64 %offset, %1219
+	%1221 = lshr i64 %1220, 3
+	%1222 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1221)
+	%1223 = extractvalue [8 x float] %1222, 0
+	%1224 = extractvalue [8 x float] %1222, 1
+	%1225 = extractvalue [8 x float] %1222, 2
+	%1226 = extractvalue [8 x float] %1222, 3
+	%1227 = extractvalue [8 x float] %1222, 4
+	%1228 = extractvalue [8 x float] %1222, 5
+	%1229 = extractvalue [8 x float] %1222, 6
+	%1230 = extractvalue [8 x float] %1222, 7
+	%1231 = and i64 %1220, 1
+	%1232 = icmp ne i64 %1231, 0
+	%1233 = select i1 %1232, float %1224, float %1223
+	%1234 = select i1 %1232, float %1226, float %1225
+	%1235 = select i1 %1232, float %1228, float %1227
+	%1236 = select i1 %1232, float %1230, float %1229
+	%1237 = and i64 %1220, 2
+	%1238 = icmp ne i64 %1237, 0
+	%1239 = select i1 %1238, float %1234, float %1233
+	%1240 = select i1 %1238, float %1236, float %1235
+	%1241 = and i64 %1220, 4
+	%1242 = icmp ne i64 %1241, 0
+	%1243 = select i1 %1242, float %1240, float %1239
+	%1244 = fmul float %r.8, %1243
+	%1245 = fadd float %961, %1244
+	%1246 = fmul float %1245, %53
+	%1247 = fadd float %1246, 1.2582912e+07
+	%1248 = fsub float %1247, 1.2582912e+07
+	%1249 = fmul float %1248, %49
+	%1250 = fcmp oeq float %49, 0.0
+	%1251 = select i1 %1250, float %1245, float %1249
+	%1252 = add i64 %922, 2
+	%1253 = icmp ne float* %kept, null
+	%1254 = and i1 %1253, %1218
+	br i1 %1254, label %keep.335, label %kept.336
 
-join.314:
-	%1452 = phi float [ %1149, %then.312 ], [ %1449, %else.313 ]
-	%1453 = phi float [ %1150, %then.312 ], [ %1451, %else.313 ]
-	%1454 = add i64 %875, 1
-	br label %row.head.309
+keep.335:
+	%1255 = getelementptr float, float* %kept, i64 %1252
+	%1256 = bitcast float* %1255 to float*
+	store float %1251, float* %1256, align 4
+	br label %kept.336
 
-lane0.315:
-	%1455 = getelementptr float, float* %3, i64 %833
-	store float %903, float* %1455, align 4
-	%1456 = getelementptr float, float* %5, i64 %833
-	store float %905, float* %1456, align 4
-	br label %stored.316
+kept.336:
+	%1257 = fmul float %953, %953
+	%1258 = fmul float %r.0, %969
+	%1259 = fmul float %r.1, %1251
+	%1260 = fadd float %1258, %1259
+	%1261 = fdiv float %1260, %r.2
+	%1262 = fmul float %r.3, %977
+	%1263 = fmul float %1251, %1251
+	%1264 = fmul float %r.4, %1263
+	%1265 = fadd float %1262, %1264
+	%1266 = fdiv float %1265, %r.5
+	%1267 = call float @llvm.sqrt.f32(float %1266)
+	%1268 = fadd float %1267, %r.6
+	%1269 = fdiv float %1261, %1268
+	%1270 = fmul float %r.7, %953
+	%1271 = fadd float %1269, %1270
+	%1272 = fmul float %1271, %1271
+	%1273 = fadd float %1215, %1257
+	%1274 = fadd float %1216, %1272
+	%1275 = add i64 %922, 3
+	%1276 = icmp slt i64 %1275, %n
+	%1277 = add i64 %922, 3
+	%1278 = add i64 %offset, %1277
+	%1279 = lshr i64 %1278, 3
+	%1280 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1279)
+	%1281 = extractvalue [8 x float] %1280, 0
+	%1282 = extractvalue [8 x float] %1280, 1
+	%1283 = extractvalue [8 x float] %1280, 2
+	%1284 = extractvalue [8 x float] %1280, 3
+	%1285 = extractvalue [8 x float] %1280, 4
+	%1286 = extractvalue [8 x float] %1280, 5
+	%1287 = extractvalue [8 x float] %1280, 6
+	%1288 = extractvalue [8 x float] %1280, 7
+	%1289 = and i64 %1278, 1
+	%1290 = icmp ne i64 %1289, 0
+	%1291 = select i1 %1290, float %1282, float %1281
+	%1292 = select i1 %1290, float %1284, float %1283
+	%1293 = select i1 %1290, float %1286, float %1285
+	%1294 = select i1 %1290, float %1288, float %1287
+	%1295 = and i64 %1278, 2
+	%1296 = icmp ne i64 %1295, 0
+	%1297 = select i1 %1296, float %1292, float %1291
+	%1298 = select i1 %1296, float %1294, float %1293
+	%1299 = and i64 %1278, 4
+	%1300 = icmp ne i64 %1299, 0
+	%1301 = select i1 %1300, float %1298, float %1297
+	%1302 = fmul float %r.8, %1301
+	%1303 = fadd float %962, %1302
+	%1304 = fmul float %1303, %53
+	%1305 = fadd float %1304, 1.2582912e+07
+	%1306 = fsub float %1305, 1.2582912e+07
+	%1307 = fmul float %1306, %49
+	%1308 = fcmp oeq float %49, 0.0
+	%1309 = select i1 %1308, float %1303, float %1307
+	%1310 = add i64 %922, 3
+	%1311 = icmp ne float* %kept, null
+	%1312 = and i1 %1311, %1276
+	br i1 %1312, label %keep.337, label %kept.338
 
-stored.316:
-	%1457 = add i64 %833, %66
-	br label %task.head.306
+keep.337:
+	%1313 = getelementptr float, float* %kept, i64 %1310
+	%1314 = bitcast float* %1313 to float*
+	store float %1309, float* %1314, align 4
+	br label %kept.338
+
+kept.338:
+	%1315 = fmul float %954, %954
+	%1316 = fmul float %r.0, %970
+	%1317 = fmul float %r.1, %1309
+	%1318 = fadd float %1316, %1317
+	%1319 = fdiv float %1318, %r.2
+	%1320 = fmul float %r.3, %978
+	%1321 = fmul float %1309, %1309
+	%1322 = fmul float %r.4, %1321
+	%1323 = fadd float %1320, %1322
+	%1324 = fdiv float %1323, %r.5
+	%1325 = call float @llvm.sqrt.f32(float %1324)
+	%1326 = fadd float %1325, %r.6
+	%1327 = fdiv float %1319, %1326
+	%1328 = fmul float %r.7, %954
+	%1329 = fadd float %1327, %1328
+	%1330 = fmul float %1329, %1329
+	%1331 = fadd float %1273, %1315
+	%1332 = fadd float %1274, %1330
+	br label %join.330
+
+keep.339:
+	%1333 = getelementptr float, float* %kept, i64 %1133
+	%1334 = bitcast float* %1333 to float*
+	store float %1132, float* %1334, align 4
+	br label %kept.340
+
+kept.340:
+	%1335 = fmul float %1022, %1022
+	%1336 = fmul float %r.0, %1062
+	%1337 = fmul float %r.1, %1132
+	%1338 = fadd float %1336, %1337
+	%1339 = fdiv float %1338, %r.2
+	%1340 = fmul float %r.3, %1082
+	%1341 = fmul float %1132, %1132
+	%1342 = fmul float %r.4, %1341
+	%1343 = fadd float %1340, %1342
+	%1344 = fdiv float %1343, %r.5
+	%1345 = call float @llvm.sqrt.f32(float %1344)
+	%1346 = fadd float %1345, %r.6
+	%1347 = fdiv float %1339, %1346
+	%1348 = fmul float %r.7, %1022
+	%1349 = fadd float %1347, %1348
+	%1350 = fmul float %1349, %1349
+	%1351 = select i1 %1099, float %1335, float 0.0
+	%1352 = fadd float %916, %1351
+	%1353 = select i1 %1099, float %1350, float 0.0
+	%1354 = fadd float %917, %1353
+	%1355 = add i64 %922, 1
+	%1356 = icmp slt i64 %1355, %n
+	%1357 = add i64 %922, 1
+	%1358 = add i64 %offset, %1357
+	%1359 = lshr i64 %1358, 3
+	%1360 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1359)
+	%1361 = extractvalue [8 x float] %1360, 0
+	%1362 = extractvalue [8 x float] %1360, 1
+	%1363 = extractvalue [8 x float] %1360, 2
+	%1364 = extractvalue [8 x float] %1360, 3
+	%1365 = extractvalue [8 x float] %1360, 4
+	%1366 = extractvalue [8 x float] %1360, 5
+	%1367 = extractvalue [8 x float] %1360, 6
+	%1368 = extractvalue [8 x float] %1360, 7
+	%1369 = and i64 %1358, 1
+	%1370 = icmp ne i64 %1369, 0
+	%1371 = select i1 %1370, float %1362, float %1361
+	%1372 = select i1 %1370, float %1364, float %1363
+	%1373 = select i1 %1370, float %1366, float %1365
+	%1374 = select i1 %1370, float %1368, float %1367
+	%1375 = and i64 %1358, 2
+	%1376 = icmp ne i64 %1375, 0
+	%1377 = select i1 %1376, float %1372, float %1371
+	%1378 = select i1 %1376, float %1374, float %1373
+	%1379 = and i64 %1358, 4
+	%1380 = icmp ne i64 %1379, 0
+	%1381 = select i1 %1380, float %1378, float %1377
+	%1382 = fmul float %r.8, %1381
+	%1383 = fadd float %1047, %1382
+	%1384 = fmul float %1383, %53
+	%1385 = fadd float %1384, 1.2582912e+07
+	%1386 = fsub float %1385, 1.2582912e+07
+	%1387 = fmul float %1386, %49
+	%1388 = fcmp oeq float %49, 0.0
+	%1389 = select i1 %1388, float %1383, float %1387
+	%1390 = add i64 %922, 1
+	%1391 = icmp ne float* %kept, null
+	%1392 = and i1 %1391, %1356
+	br i1 %1392, label %keep.341, label %kept.342
+
+keep.341:
+	%1393 = getelementptr float, float* %kept, i64 %1390
+	%1394 = bitcast float* %1393 to float*
+	store float %1389, float* %1394, align 4
+	br label %kept.342
+
+kept.342:
+	%1395 = fmul float %1027, %1027
+	%1396 = fmul float %r.0, %1067
+	%1397 = fmul float %r.1, %1389
+	%1398 = fadd float %1396, %1397
+	%1399 = fdiv float %1398, %r.2
+	%1400 = fmul float %r.3, %1087
+	%1401 = fmul float %1389, %1389
+	%1402 = fmul float %r.4, %1401
+	%1403 = fadd float %1400, %1402
+	%1404 = fdiv float %1403, %r.5
+	%1405 = call float @llvm.sqrt.f32(float %1404)
+	%1406 = fadd float %1405, %r.6
+	%1407 = fdiv float %1399, %1406
+	%1408 = fmul float %r.7, %1027
+	%1409 = fadd float %1407, %1408
+	%1410 = fmul float %1409, %1409
+	%1411 = select i1 %1356, float %1395, float 0.0
+	%1412 = fadd float %1352, %1411
+	%1413 = select i1 %1356, float %1410, float 0.0
+	%1414 = fadd float %1354, %1413
+	%1415 = add i64 %922, 2
+	%1416 = icmp slt i64 %1415, %n
+	%1417 = add i64 %922, 2
+	%1418 = add i64 %offset, %1417
+	%1419 = lshr i64 %1418, 3
+	%1420 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1419)
+	%1421 = extractvalue [8 x float] %1420, 0
+	%1422 = extractvalue [8 x float] %1420, 1
+	%1423 = extractvalue [8 x float] %1420, 2
+	%1424 = extractvalue [8 x float] %1420, 3
+	%1425 = extractvalue [8 x float] %1420, 4
+	%1426 = extractvalue [8 x float] %1420, 5
+	%1427 = extractvalue [8 x float] %1420, 6
+	%1428 = extractvalue [8 x float] %1420, 7
+	%1429 = and i64 %1418, 1
+	%1430 = icmp ne i64 %1429, 0
+	%1431 = select i1 %1430, float %1422, float %1421
+	%1432 = select i1 %1430, float %1424, float %1423
+	%1433 = select i1 %1430, float %1426, float %1425
+	%1434 = select i1 %1430, float %1428, float %1427
+	%1435 = and i64 %1418, 2
+	%1436 = icmp ne i64 %1435, 0
+	%1437 = select i1 %1436, float %1432, float %1431
+	%1438 = select i1 %1436, float %1434, float %1433
+	%1439 = and i64 %1418, 4
+	%1440 = icmp ne i64 %1439, 0
+	%1441 = select i1 %1440, float %1438, float %1437
+	%1442 = fmul float %r.8, %1441
+	%1443 = fadd float %1052, %1442
+	%1444 = fmul float %1443, %53
+	%1445 = fadd float %1444, 1.2582912e+07
+	%1446 = fsub float %1445, 1.2582912e+07
+	%1447 = fmul float %1446, %49
+	%1448 = fcmp oeq float %49, 0.0
+	%1449 = select i1 %1448, float %1443, float %1447
+	%1450 = add i64 %922, 2
+	%1451 = icmp ne float* %kept, null
+	%1452 = and i1 %1451, %1416
+	br i1 %1452, label %keep.343, label %kept.344
+
+keep.343:
+	%1453 = getelementptr float, float* %kept, i64 %1450
+	%1454 = bitcast float* %1453 to float*
+	store float %1449, float* %1454, align 4
+	br label %kept.344
+
+kept.344:
+	%1455 = fmul float %1032, %1032
+	%1456 = fmul float %r.0, %1072
+	%1457 = fmul float %r.1, %1449
+	%1458 = fadd float %1456, %1457
+	%1459 = fdiv float %1458, %r.2
+	%1460 = fmul float %r.3, %1092
+	%1461 = fmul float %1449, %1449
+	%1462 = fmul float %r.4, %1461
+	%1463 = fadd float %1460, %1462
+	%1464 = fdiv float %1463, %r.5
+	%1465 = call float @llvm.sqrt.f32(float %1464)
+	%1466 = fadd float %1465, %r.6
+	%1467 = fdiv float %1459, %1466
+	%1468 = fmul float %r.7, %1032
+	%1469 = fadd float %1467, %1468
+	%1470 = fmul float %1469, %1469
+	%1471 = select i1 %1416, float %1455, float 0.0
+	%1472 = fadd float %1412, %1471
+	%1473 = select i1 %1416, float %1470, float 0.0
+	%1474 = fadd float %1414, %1473
+	%1475 = add i64 %922, 3
+	%1476 = icmp slt i64 %1475, %n
+	%1477 = add i64 %922, 3
+	%1478 = add i64 %offset, %1477
+	%1479 = lshr i64 %1478, 3
+	%1480 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1479)
+	%1481 = extractvalue [8 x float] %1480, 0
+	%1482 = extractvalue [8 x float] %1480, 1
+	%1483 = extractvalue [8 x float] %1480, 2
+	%1484 = extractvalue [8 x float] %1480, 3
+	%1485 = extractvalue [8 x float] %1480, 4
+	%1486 = extractvalue [8 x float] %1480, 5
+	%1487 = extractvalue [8 x float] %1480, 6
+	%1488 = extractvalue [8 x float] %1480, 7
+	%1489 = and i64 %1478, 1
+	%1490 = icmp ne i64 %1489, 0
+	%1491 = select i1 %1490, float %1482, float %1481
+	%1492 = select i1 %1490, float %1484, float %1483
+	%1493 = select i1 %1490, float %1486, float %1485
+	%1494 = select i1 %1490, float %1488, float %1487
+	%1495 = and i64 %1478, 2
+	%1496 = icmp ne i64 %1495, 0
+	%1497 = select i1 %1496, float %1492, float %1491
+	%1498 = select i1 %1496, float %1494, float %1493
+	%1499 = and i64 %1478, 4
+	%1500 = icmp ne i64 %1499, 0
+	%1501 = select i1 %1500, float %1498, float %1497
+	%1502 = fmul float %r.8, %1501
+	%1503 = fadd float %1057, %1502
+	%1504 = fmul float %1503, %53
+	%1505 = fadd float %1504, 1.2582912e+07
+	%1506 = fsub float %1505, 1.2582912e+07
+	%1507 = fmul float %1506, %49
+	%1508 = fcmp oeq float %49, 0.0
+	%1509 = select i1 %1508, float %1503, float %1507
+	%1510 = add i64 %922, 3
+	%1511 = icmp ne float* %kept, null
+	%1512 = and i1 %1511, %1476
+	br i1 %1512, label %keep.345, label %kept.346
+
+keep.345:
+	%1513 = getelementptr float, float* %kept, i64 %1510
+	%1514 = bitcast float* %1513 to float*
+	store float %1509, float* %1514, align 4
+	br label %kept.346
+
+kept.346:
+	%1515 = fmul float %1037, %1037
+	%1516 = fmul float %r.0, %1077
+	%1517 = fmul float %r.1, %1509
+	%1518 = fadd float %1516, %1517
+	%1519 = fdiv float %1518, %r.2
+	%1520 = fmul float %r.3, %1097
+	%1521 = fmul float %1509, %1509
+	%1522 = fmul float %r.4, %1521
+	%1523 = fadd float %1520, %1522
+	%1524 = fdiv float %1523, %r.5
+	%1525 = call float @llvm.sqrt.f32(float %1524)
+	%1526 = fadd float %1525, %r.6
+	%1527 = fdiv float %1519, %1526
+	%1528 = fmul float %r.7, %1037
+	%1529 = fadd float %1527, %1528
+	%1530 = fmul float %1529, %1529
+	%1531 = select i1 %1476, float %1515, float 0.0
+	%1532 = fadd float %1472, %1531
+	%1533 = select i1 %1476, float %1530, float 0.0
+	%1534 = fadd float %1474, %1533
+	br label %join.330
+
+lane0.347:
+	%1535 = getelementptr float, float* %3, i64 %873
+	store float %943, float* %1535, align 4
+	%1536 = getelementptr float, float* %5, i64 %873
+	store float %945, float* %1536, align 4
+	br label %stored.348
+
+stored.348:
+	%1537 = add i64 %873, %66
+	br label %task.head.322
 }
 
-define internal void @lamb_reduce_host(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) alwaysinline nounwind {
+define internal void @lamb_reduce_host8(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = alloca <128 x float>, align 4
@@ -10962,2046 +11154,2505 @@ entry:
 	%9 = alloca <128 x float>, align 4
 	%10 = alloca <128 x float>, align 4
 	%11 = alloca <128 x float>, align 4
-	%12 = getelementptr float*, float** %buffers, i64 0
-	%13 = load float*, float** %12, align 8
-	%14 = getelementptr float*, float** %buffers, i64 1
+	%12 = alloca <128 x float>, align 4
+	%13 = alloca <128 x float>, align 4
+	%14 = getelementptr float*, float** %buffers, i64 0
 	%15 = load float*, float** %14, align 8
-	%16 = getelementptr float*, float** %buffers, i64 2
+	%16 = getelementptr float*, float** %buffers, i64 1
 	%17 = load float*, float** %16, align 8
-	%18 = getelementptr float*, float** %buffers, i64 3
+	%18 = getelementptr float*, float** %buffers, i64 2
 	%19 = load float*, float** %18, align 8
-	%20 = getelementptr float, float* %scalars, i64 0
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr float, float* %scalars, i64 1
+	%20 = getelementptr float*, float** %buffers, i64 3
+	%21 = load float*, float** %20, align 8
+	%22 = getelementptr float, float* %scalars, i64 0
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr float, float* %scalars, i64 2
+	%24 = getelementptr float, float* %scalars, i64 1
 	%25 = load float, float* %24, align 4
-	%26 = getelementptr float, float* %scalars, i64 3
+	%26 = getelementptr float, float* %scalars, i64 2
 	%27 = load float, float* %26, align 4
-	%28 = getelementptr float, float* %scalars, i64 4
+	%28 = getelementptr float, float* %scalars, i64 3
 	%29 = load float, float* %28, align 4
-	%30 = getelementptr float, float* %scalars, i64 5
+	%30 = getelementptr float, float* %scalars, i64 4
 	%31 = load float, float* %30, align 4
-	%32 = getelementptr float, float* %scalars, i64 6
+	%32 = getelementptr float, float* %scalars, i64 5
 	%33 = load float, float* %32, align 4
-	%34 = getelementptr float, float* %scalars, i64 7
+	%34 = getelementptr float, float* %scalars, i64 6
 	%35 = load float, float* %34, align 4
-	%36 = getelementptr float, float* %scalars, i64 8
+	%36 = getelementptr float, float* %scalars, i64 7
 	%37 = load float, float* %36, align 4
-	%38 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 0
-	%39 = load i64, i64* %38, align 8
-	%40 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 1
+	%38 = getelementptr float, float* %scalars, i64 8
+	%39 = load float, float* %38, align 4
+	%40 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 0
 	%41 = load i64, i64* %40, align 8
-	%42 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 2
+	%42 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 1
 	%43 = load i64, i64* %42, align 8
-	%44 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 3
+	%44 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 2
 	%45 = load i64, i64* %44, align 8
-	%46 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 4
-	%47 = load i32, i32* %46, align 4
-	%48 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 5
+	%46 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 3
+	%47 = load i64, i64* %46, align 8
+	%48 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 4
 	%49 = load i32, i32* %48, align 4
-	%50 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 6
-	%51 = load [4 x i64], [4 x i64]* %50, align 8
-	%52 = extractvalue [4 x i64] %51, 0
-	%53 = extractvalue [4 x i64] %51, 1
-	%54 = extractvalue [4 x i64] %51, 2
-	%55 = extractvalue [4 x i64] %51, 3
-	%56 = add i64 %n, 4095
-	%57 = sdiv i64 %56, u0x1000
-	%58 = mul i64 %57, 0
-	%59 = getelementptr float, float* %partials, i64 %58
-	%60 = mul i64 %57, 1
+	%50 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 5
+	%51 = load i32, i32* %50, align 4
+	%52 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 6
+	%53 = load [4 x i64], [4 x i64]* %52, align 8
+	%54 = extractvalue [4 x i64] %53, 0
+	%55 = extractvalue [4 x i64] %53, 1
+	%56 = extractvalue [4 x i64] %53, 2
+	%57 = extractvalue [4 x i64] %53, 3
+	%58 = add i64 %n, 4095
+	%59 = sdiv i64 %58, u0x1000
+	%60 = mul i64 %59, 0
 	%61 = getelementptr float, float* %partials, i64 %60
-	switch i32 %49, label %unknown_mode [
+	%62 = mul i64 %59, 1
+	%63 = getelementptr float, float* %partials, i64 %62
+	switch i32 %51, label %unknown_mode [
 		i32 0, label %without_noise
 		i32 1, label %with_noise
 		i32 2, label %with_secure_noise
 	]
 
 without_noise:
-	%62 = add i64 %n, 4095
-	%63 = sdiv i64 %62, u0x1000
-	br label %task.head.317
-
-with_noise:
 	%64 = add i64 %n, 4095
 	%65 = sdiv i64 %64, u0x1000
-	br label %task.head.338
+	br label %task.head.349
+
+with_noise:
+	%66 = add i64 %n, 4095
+	%67 = sdiv i64 %66, u0x1000
+	br label %task.head.370
 
 with_secure_noise:
-	%66 = bitcast float %37 to i32
-	%67 = lshr i32 %66, 23
-	%68 = and i32 %67, 255
-	%69 = icmp uge i32 %68, 10
-	%70 = icmp ule i32 %68, 254
-	%71 = and i1 %69, %70
-	%72 = sub i32 %68, 8
-	%73 = shl i32 %72, 23
-	%74 = select i1 %71, i32 %73, i32 0
-	%75 = bitcast i32 %74 to float
-	%76 = sub i32 262, %68
-	%77 = shl i32 %76, 23
-	%78 = select i1 %71, i32 %77, i32 0
-	%79 = bitcast i32 %78 to float
-	%80 = add i64 %n, 4095
-	%81 = sdiv i64 %80, u0x1000
-	br label %task.head.368
+	%68 = bitcast float %39 to i32
+	%69 = lshr i32 %68, 23
+	%70 = and i32 %69, 255
+	%71 = icmp uge i32 %70, 10
+	%72 = icmp ule i32 %70, 254
+	%73 = and i1 %71, %72
+	%74 = sub i32 %70, 8
+	%75 = shl i32 %74, 23
+	%76 = select i1 %73, i32 %75, i32 0
+	%77 = bitcast i32 %76 to float
+	%78 = sub i32 262, %70
+	%79 = shl i32 %78, 23
+	%80 = select i1 %73, i32 %79, i32 0
+	%81 = bitcast i32 %80 to float
+	%82 = add i64 %n, 4095
+	%83 = sdiv i64 %82, u0x1000
+	br label %task.head.405
 
 unknown_mode:
 	ret void
 
-task.head.317:
-	%82 = phi i64 [ %39, %without_noise ], [ %132, %row.done.322 ]
-	%83 = icmp slt i64 %82, %41
-	br i1 %83, label %task.318, label %task.done.319
+task.head.349:
+	%84 = phi i64 [ %41, %without_noise ], [ %231, %row.done.354 ]
+	%85 = icmp slt i64 %84, %43
+	br i1 %85, label %task.350, label %task.done.351
 
-task.318:
-	%84 = sdiv i64 %82, %63
-	%85 = srem i64 %82, %63
-	%86 = mul i64 %84, %n
-	%87 = getelementptr float, float* %13, i64 %86
-	%88 = mul i64 %84, %n
+task.350:
+	%86 = sdiv i64 %84, %65
+	%87 = srem i64 %84, %65
+	%88 = mul i64 %86, %n
 	%89 = getelementptr float, float* %15, i64 %88
-	%90 = mul i64 %84, %n
+	%90 = mul i64 %86, %n
 	%91 = getelementptr float, float* %17, i64 %90
-	%92 = mul i64 %84, %n
+	%92 = mul i64 %86, %n
 	%93 = getelementptr float, float* %19, i64 %92
-	%94 = mul i64 %85, u0x1000
-	%95 = sub i64 %n, %94
-	%96 = add i64 %95, 127
-	%97 = sdiv i64 %96, 128
-	%98 = icmp slt i64 %97, 32
-	%99 = select i1 %98, i64 %97, i64 32
-	br label %row.head.320
+	%94 = mul i64 %86, %n
+	%95 = getelementptr float, float* %21, i64 %94
+	%96 = mul i64 %87, u0x1000
+	%97 = sub i64 %n, %96
+	%98 = add i64 %97, 127
+	%99 = sdiv i64 %98, 128
+	%100 = icmp slt i64 %99, 32
+	%101 = select i1 %100, i64 %99, i64 32
+	br label %row.head.352
 
-task.done.319:
+task.done.351:
 	ret void
 
-row.head.320:
-	%100 = phi i64 [ 0, %task.318 ], [ %197, %join.325 ]
-	%101 = phi <32 x float> [ zeroinitializer, %task.318 ], [ %195, %join.325 ]
-	%102 = phi <32 x float> [ zeroinitializer, %task.318 ], [ %196, %join.325 ]
-	%103 = icmp slt i64 %100, %99
-	br i1 %103, label %row.321, label %row.done.322
+row.head.352:
+	%102 = phi i64 [ 0, %task.350 ], [ %296, %join.357 ]
+	%103 = phi <32 x float> [ zeroinitializer, %task.350 ], [ %294, %join.357 ]
+	%104 = phi <32 x float> [ zeroinitializer, %task.350 ], [ %295, %join.357 ]
+	%105 = icmp slt i64 %102, %101
+	br i1 %105, label %row.353, label %row.done.354
 
-row.321:
-	%104 = mul i64 %100, 128
-	%105 = add i64 %94, %104
-	%106 = add i64 %105, 128
-	%107 = icmp sle i64 %106, %n
-	br i1 %107, label %then.323, label %else.324
+row.353:
+	%106 = mul i64 %102, 128
+	%107 = add i64 %96, %106
+	%108 = add i64 %107, 512
+	%109 = add i64 %108, 0
+	%110 = getelementptr float, float* %89, i64 %109
+	%111 = bitcast float* %110 to i8*
+	call void @llvm.prefetch.p0i8(i8* %111, i32 0, i32 3, i32 1)
+	%112 = add i64 %108, 16
+	%113 = getelementptr float, float* %89, i64 %112
+	%114 = bitcast float* %113 to i8*
+	call void @llvm.prefetch.p0i8(i8* %114, i32 0, i32 3, i32 1)
+	%115 = add i64 %108, 32
+	%116 = getelementptr float, float* %89, i64 %115
+	%117 = bitcast float* %116 to i8*
+	call void @llvm.prefetch.p0i8(i8* %117, i32 0, i32 3, i32 1)
+	%118 = add i64 %108, 48
+	%119 = getelementptr float, float* %89, i64 %118
+	%120 = bitcast float* %119 to i8*
+	call void @llvm.prefetch.p0i8(i8* %120, i32 0, i32 3, i32 1)
+	%121 = add i64 %108, 64
+	%122 = getelementptr float, float* %89, i64 %121
+	%123 = bitcast float* %122 to i8*
+	call void @llvm.prefetch.p0i8(i8* %123, i32 0, i32 3, i32 1)
+	%124 = add i64 %108, 80
+	%125 = getelementptr float, float* %89, i64 %124
+	%126 = bitcast float* %125 to i8*
+	call void @llvm.prefetch.p0i8(i8* %126, i32 0, i32 3, i32 1)
+	%127 = add i64 %108, 96
+	%128 = getelementptr float, float* %89, i64 %127
+	%129 = bitcast float* %128 to i8*
+	call void @llvm.prefetch.p0i8(i8* %129, i32 0, i32 3, i32 1)
+	%130 = add i64 %108, 112
+	%131 = getelementptr float, float* %89, i64 %130
+	%132 = bitcast float* %131 to i8*
+	call void @llvm.prefetch.p0i8(i8* %132, i32 0, i32 3, i32 1)
+	%133 = add i64 %108, 0
+	%134 = getelementptr float, float* %91, i64 %133
+	%135 = bitcast float* %134 to i8*
+	call void @llvm.prefetch.p0i8(i8* %135, i32 0, i32 3, i32 1)
+	%136 = add i64 %108, 16
+	%137 = getelementptr float, float* %91, i64 %136
+	%138 = bitcast float* %137 to i8*
+	call void @llvm.prefetch.p0i8(i8* %138, i32 0, i32 3, i32 1)
+	%139 = add i64 %108, 32
+	%140 = getelementptr float, float* %91, i64 %139
+	%141 = bitcast float* %140 to i8*
+	call void @llvm.prefetch.p0i8(i8* %141, i32 0, i32 3, i32 1)
+	%142 = add i64 %108, 48
+	%143 = getelementptr float, float* %91, i64 %142
+	%144 = bitcast float* %143 to i8*
+	call void @llvm.prefetch.p0i8(i8* %144, i32 0, i32 3, i32 1)
+	%145 = add i64 %108, 64
+	%146 = getelementptr float, float* %91, i64 %145
+	%147 = bitcast float* %146 to i8*
+	call void @llvm.prefetch.p0i8(i8* %147, i32 0, i32 3, i32 1)
+	%148 = add i64 %108, 80
+	%149 = getelementptr float, float* %91, i64 %148
+	%150 = bitcast float* %149 to i8*
+	call void @llvm.prefetch.p0i8(i8* %150, i32 0, i32 3, i32 1)
+	%151 = add i64 %108, 96
+	%152 = getelementptr float, float* %91, i64 %151
+	%153 = bitcast float* %152 to i8*
+	call void @llvm.prefetch.p0i8(i8* %153, i32 0, i32 3, i32 1)
+	%154 = add i64 %108, 112
+	%155 = getelementptr float, float* %91, i64 %154
+	%156 = bitcast float* %155 to i8*
+	call void @llvm.prefetch.p0i8(i8* %156, i32 0, i32 3, i32 1)
+	%157 = add i64 %108, 0
+	%158 = getelementptr float, float* %93, i64 %157
+	%159 = bitcast float* %158 to i8*
+	call void @llvm.prefetch.p0i8(i8* %159, i32 0, i32 3, i32 1)
+	%160 = add i64 %108, 16
+	%161 = getelementptr float, float* %93, i64 %160
+	%162 = bitcast float* %161 to i8*
+	call void @llvm.prefetch.p0i8(i8* %162, i32 0, i32 3, i32 1)
+	%163 = add i64 %108, 32
+	%164 = getelementptr float, float* %93, i64 %163
+	%165 = bitcast float* %164 to i8*
+	call void @llvm.prefetch.p0i8(i8* %165, i32 0, i32 3, i32 1)
+	%166 = add i64 %108, 48
+	%167 = getelementptr float, float* %93, i64 %166
+	%168 = bitcast float* %167 to i8*
+	call void @llvm.prefetch.p0i8(i8* %168, i32 0, i32 3, i32 1)
+	%169 = add i64 %108, 64
+	%170 = getelementptr float, float* %93, i64 %169
+	%171 = bitcast float* %170 to i8*
+	call void @llvm.prefetch.p0i8(i8* %171, i32 0, i32 3, i32 1)
+	%172 = add i64 %108, 80
+	%173 = getelementptr float, float* %93, i64 %172
+	%174 = bitcast float* %173 to i8*
+	call void @llvm.prefetch.p0i8(i8* %174, i32 0, i32 3, i32 1)
+	%175 = add i64 %108, 96
+	%176 = getelementptr float, float* %93, i64 %175
+	%177 = bitcast float* %176 to i8*
+	call void @llvm.prefetch.p0i8(i8* %177, i32 0, i32 3, i32 1)
+	%178 = add i64 %108, 112
+	%179 = getelementptr float, float* %93, i64 %178
+	%180 = bitcast float* %179 to i8*
+	call void @llvm.prefetch.p0i8(i8* %180, i32 0, i32 3, i32 1)
+	%181 = add i64 %108, 0
+	%182 = getelementptr float, float* %95, i64 %181
+	%183 = bitcast float* %182 to i8*
+	call void @llvm.prefetch.p0i8(i8* %183, i32 0, i32 3, i32 1)
+	%184 = add i64 %108, 16
+	%185 = getelementptr float, float* %95, i64 %184
+	%186 = bitcast float* %185 to i8*
+	call void @llvm.prefetch.p0i8(i8* %186, i32 0, i32 3, i32 1)
+	%187 = add i64 %108, 32
+	%188 = getelementptr float, float* %95, i64 %187
+	%189 = bitcast float* %188 to i8*
+	call void @llvm.prefetch.p0i8(i8* %189, i32 0, i32 3, i32 1)
+	%190 = add i64 %108, 48
+	%191 = getelementptr float, float* %95, i64 %190
+	%192 = bitcast float* %191 to i8*
+	call void @llvm.prefetch.p0i8(i8* %192, i32 0, i32 3, i32 1)
+	%193 = add i64 %108, 64
+	%194 = getelementptr float, float* %95, i64 %193
+	%195 = bitcast float* %194 to i8*
+	call void @llvm.prefetch.p0i8(i8* %195, i32 0, i32 3, i32 1)
+	%196 = add i64 %108, 80
+	%197 = getelementptr float, float* %95, i64 %196
+	%198 = bitcast float* %197 to i8*
+	call void @llvm.prefetch.p0i8(i8* %198, i32 0, i32 3, i32 1)
+	%199 = add i64 %108, 96
+	%200 = getelementptr float, float* %95, i64 %199
+	%201 = bitcast float* %200 to i8*
+	call void @llvm.prefetch.p0i8(i8* %201, i32 0, i32 3, i32 1)
+	%202 = add i64 %108, 112
+	%203 = getelementptr float, float* %95, i64 %202
+	%204 = bitcast float* %203 to i8*
+	call void @llvm.prefetch.p0i8(i8* %204, i32 0, i32 3, i32 1)
+	%205 = add i64 %107, 128
+	%206 = icmp sle i64 %205, %n
+	br i1 %206, label %then.355, label %else.356
 
-row.done.322:
-	%108 = shufflevector <32 x float> %101, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%109 = fadd <32 x float> %101, %108
-	%110 = shufflevector <32 x float> %102, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%111 = fadd <32 x float> %102, %110
-	%112 = shufflevector <32 x float> %109, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%113 = fadd <32 x float> %109, %112
-	%114 = shufflevector <32 x float> %111, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%115 = fadd <32 x float> %111, %114
-	%116 = shufflevector <32 x float> %113, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%117 = fadd <32 x float> %113, %116
-	%118 = shufflevector <32 x float> %115, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%119 = fadd <32 x float> %115, %118
-	%120 = shufflevector <32 x float> %117, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%121 = fadd <32 x float> %117, %120
-	%122 = shufflevector <32 x float> %119, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%123 = fadd <32 x float> %119, %122
-	%124 = shufflevector <32 x float> %121, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%125 = fadd <32 x float> %121, %124
-	%126 = shufflevector <32 x float> %123, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%127 = fadd <32 x float> %123, %126
-	%128 = extractelement <32 x float> %125, i32 0
-	%129 = getelementptr float, float* %59, i64 %82
-	store float %128, float* %129, align 4
-	%130 = extractelement <32 x float> %127, i32 0
-	%131 = getelementptr float, float* %61, i64 %82
-	store float %130, float* %131, align 4
-	%132 = add i64 %82, 1
-	br label %task.head.317
+row.done.354:
+	%207 = shufflevector <32 x float> %103, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%208 = fadd <32 x float> %103, %207
+	%209 = shufflevector <32 x float> %104, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%210 = fadd <32 x float> %104, %209
+	%211 = shufflevector <32 x float> %208, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%212 = fadd <32 x float> %208, %211
+	%213 = shufflevector <32 x float> %210, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%214 = fadd <32 x float> %210, %213
+	%215 = shufflevector <32 x float> %212, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%216 = fadd <32 x float> %212, %215
+	%217 = shufflevector <32 x float> %214, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%218 = fadd <32 x float> %214, %217
+	%219 = shufflevector <32 x float> %216, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%220 = fadd <32 x float> %216, %219
+	%221 = shufflevector <32 x float> %218, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%222 = fadd <32 x float> %218, %221
+	%223 = shufflevector <32 x float> %220, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%224 = fadd <32 x float> %220, %223
+	%225 = shufflevector <32 x float> %222, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%226 = fadd <32 x float> %222, %225
+	%227 = extractelement <32 x float> %224, i32 0
+	%228 = getelementptr float, float* %61, i64 %84
+	store float %227, float* %228, align 4
+	%229 = extractelement <32 x float> %226, i32 0
+	%230 = getelementptr float, float* %63, i64 %84
+	store float %229, float* %230, align 4
+	%231 = add i64 %84, 1
+	br label %task.head.349
 
-then.323:
-	%133 = getelementptr float, float* %87, i64 %105
-	%134 = bitcast float* %133 to <128 x float>*
-	%135 = load <128 x float>, <128 x float>* %134, align 4
-	%136 = getelementptr float, float* %89, i64 %105
-	%137 = bitcast float* %136 to <128 x float>*
-	%138 = load <128 x float>, <128 x float>* %137, align 4
-	%139 = getelementptr float, float* %91, i64 %105
-	%140 = bitcast float* %139 to <128 x float>*
-	%141 = load <128 x float>, <128 x float>* %140, align 4
-	%142 = getelementptr float, float* %93, i64 %105
-	%143 = bitcast float* %142 to <128 x float>*
-	%144 = load <128 x float>, <128 x float>* %143, align 4
-	%145 = insertelement <128 x float> undef, float %21, i32 0
-	%146 = shufflevector <128 x float> %145, <128 x float> undef, <128 x i32> zeroinitializer
-	%147 = insertelement <128 x float> undef, float %23, i32 0
-	%148 = shufflevector <128 x float> %147, <128 x float> undef, <128 x i32> zeroinitializer
-	%149 = insertelement <128 x float> undef, float %25, i32 0
-	%150 = shufflevector <128 x float> %149, <128 x float> undef, <128 x i32> zeroinitializer
-	%151 = insertelement <128 x float> undef, float %27, i32 0
-	%152 = shufflevector <128 x float> %151, <128 x float> undef, <128 x i32> zeroinitializer
-	%153 = insertelement <128 x float> undef, float %29, i32 0
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <128 x i32> zeroinitializer
-	%155 = insertelement <128 x float> undef, float %31, i32 0
-	%156 = shufflevector <128 x float> %155, <128 x float> undef, <128 x i32> zeroinitializer
-	%157 = insertelement <128 x float> undef, float %33, i32 0
-	%158 = shufflevector <128 x float> %157, <128 x float> undef, <128 x i32> zeroinitializer
-	%159 = insertelement <128 x float> undef, float %35, i32 0
-	%160 = shufflevector <128 x float> %159, <128 x float> undef, <128 x i32> zeroinitializer
-	%161 = fmul <128 x float> %135, %135
-	%162 = fmul <128 x float> %146, %141
-	%163 = fmul <128 x float> %148, %138
-	%164 = fadd <128 x float> %162, %163
-	%165 = fdiv <128 x float> %164, %150
-	%166 = fmul <128 x float> %152, %144
-	%167 = fmul <128 x float> %138, %138
-	%168 = fmul <128 x float> %154, %167
-	%169 = fadd <128 x float> %166, %168
-	%170 = fdiv <128 x float> %169, %156
-	%171 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %170)
-	%172 = fadd <128 x float> %171, %158
-	%173 = fdiv <128 x float> %165, %172
-	%174 = fmul <128 x float> %160, %135
-	%175 = fadd <128 x float> %173, %174
-	%176 = fmul <128 x float> %175, %175
-	%177 = shufflevector <128 x float> %161, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%178 = fadd <32 x float> %101, %177
-	%179 = shufflevector <128 x float> %161, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%180 = fadd <32 x float> %178, %179
-	%181 = shufflevector <128 x float> %161, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%182 = fadd <32 x float> %180, %181
-	%183 = shufflevector <128 x float> %161, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%184 = fadd <32 x float> %182, %183
-	%185 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%186 = fadd <32 x float> %102, %185
-	%187 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%188 = fadd <32 x float> %186, %187
-	%189 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%190 = fadd <32 x float> %188, %189
-	%191 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%192 = fadd <32 x float> %190, %191
-	br label %join.325
-
-else.324:
-	store <128 x float> zeroinitializer, <128 x float>* %11, align 4
-	%193 = bitcast <128 x float>* %11 to float*
-	%194 = sub i64 %n, %105
-	br label %pad.head.326
-
-join.325:
-	%195 = phi <32 x float> [ %184, %then.323 ], [ %290, %pad.done.337 ]
-	%196 = phi <32 x float> [ %192, %then.323 ], [ %299, %pad.done.337 ]
-	%197 = add i64 %100, 1
-	br label %row.head.320
-
-pad.head.326:
-	%198 = phi i64 [ 0, %else.324 ], [ %204, %pad.327 ]
-	%199 = icmp slt i64 %198, %194
-	br i1 %199, label %pad.327, label %pad.done.328
-
-pad.327:
-	%200 = add i64 %105, %198
-	%201 = getelementptr float, float* %87, i64 %200
-	%202 = load float, float* %201, align 4
-	%203 = getelementptr float, float* %193, i64 %198
-	store volatile float %202, float* %203, align 4
-	%204 = add i64 %198, 1
-	br label %pad.head.326
-
-pad.done.328:
-	store <128 x float> zeroinitializer, <128 x float>* %10, align 4
-	%205 = bitcast <128 x float>* %10 to float*
-	%206 = sub i64 %n, %105
-	br label %pad.head.329
-
-pad.head.329:
-	%207 = phi i64 [ 0, %pad.done.328 ], [ %213, %pad.330 ]
-	%208 = icmp slt i64 %207, %206
-	br i1 %208, label %pad.330, label %pad.done.331
-
-pad.330:
-	%209 = add i64 %105, %207
-	%210 = getelementptr float, float* %89, i64 %209
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %205, i64 %207
-	store volatile float %211, float* %212, align 4
-	%213 = add i64 %207, 1
-	br label %pad.head.329
-
-pad.done.331:
-	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
-	%214 = bitcast <128 x float>* %9 to float*
-	%215 = sub i64 %n, %105
-	br label %pad.head.332
-
-pad.head.332:
-	%216 = phi i64 [ 0, %pad.done.331 ], [ %222, %pad.333 ]
-	%217 = icmp slt i64 %216, %215
-	br i1 %217, label %pad.333, label %pad.done.334
-
-pad.333:
-	%218 = add i64 %105, %216
-	%219 = getelementptr float, float* %91, i64 %218
-	%220 = load float, float* %219, align 4
-	%221 = getelementptr float, float* %214, i64 %216
-	store volatile float %220, float* %221, align 4
-	%222 = add i64 %216, 1
-	br label %pad.head.332
-
-pad.done.334:
-	store <128 x float> zeroinitializer, <128 x float>* %8, align 4
-	%223 = bitcast <128 x float>* %8 to float*
-	%224 = sub i64 %n, %105
-	br label %pad.head.335
-
-pad.head.335:
-	%225 = phi i64 [ 0, %pad.done.334 ], [ %231, %pad.336 ]
-	%226 = icmp slt i64 %225, %224
-	br i1 %226, label %pad.336, label %pad.done.337
-
-pad.336:
-	%227 = add i64 %105, %225
-	%228 = getelementptr float, float* %93, i64 %227
-	%229 = load float, float* %228, align 4
-	%230 = getelementptr float, float* %223, i64 %225
-	store volatile float %229, float* %230, align 4
-	%231 = add i64 %225, 1
-	br label %pad.head.335
-
-pad.done.337:
-	%232 = insertelement <128 x i64> undef, i64 %105, i32 0
-	%233 = shufflevector <128 x i64> %232, <128 x i64> undef, <128 x i32> zeroinitializer
-	%234 = add <128 x i64> %233, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%235 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%236 = shufflevector <128 x i64> %235, <128 x i64> undef, <128 x i32> zeroinitializer
-	%237 = icmp slt <128 x i64> %234, %236
-	%238 = getelementptr float, float* %193, i64 0
+then.355:
+	%232 = getelementptr float, float* %89, i64 %107
+	%233 = bitcast float* %232 to <128 x float>*
+	%234 = load <128 x float>, <128 x float>* %233, align 4
+	%235 = getelementptr float, float* %91, i64 %107
+	%236 = bitcast float* %235 to <128 x float>*
+	%237 = load <128 x float>, <128 x float>* %236, align 4
+	%238 = getelementptr float, float* %93, i64 %107
 	%239 = bitcast float* %238 to <128 x float>*
 	%240 = load <128 x float>, <128 x float>* %239, align 4
-	%241 = getelementptr float, float* %205, i64 0
+	%241 = getelementptr float, float* %95, i64 %107
 	%242 = bitcast float* %241 to <128 x float>*
 	%243 = load <128 x float>, <128 x float>* %242, align 4
-	%244 = getelementptr float, float* %214, i64 0
-	%245 = bitcast float* %244 to <128 x float>*
-	%246 = load <128 x float>, <128 x float>* %245, align 4
-	%247 = getelementptr float, float* %223, i64 0
-	%248 = bitcast float* %247 to <128 x float>*
-	%249 = load <128 x float>, <128 x float>* %248, align 4
-	%250 = insertelement <128 x float> undef, float %21, i32 0
+	%244 = insertelement <128 x float> undef, float %23, i32 0
+	%245 = shufflevector <128 x float> %244, <128 x float> undef, <128 x i32> zeroinitializer
+	%246 = insertelement <128 x float> undef, float %25, i32 0
+	%247 = shufflevector <128 x float> %246, <128 x float> undef, <128 x i32> zeroinitializer
+	%248 = insertelement <128 x float> undef, float %27, i32 0
+	%249 = shufflevector <128 x float> %248, <128 x float> undef, <128 x i32> zeroinitializer
+	%250 = insertelement <128 x float> undef, float %29, i32 0
 	%251 = shufflevector <128 x float> %250, <128 x float> undef, <128 x i32> zeroinitializer
-	%252 = insertelement <128 x float> undef, float %23, i32 0
+	%252 = insertelement <128 x float> undef, float %31, i32 0
 	%253 = shufflevector <128 x float> %252, <128 x float> undef, <128 x i32> zeroinitializer
-	%254 = insertelement <128 x float> undef, float %25, i32 0
+	%254 = insertelement <128 x float> undef, float %33, i32 0
 	%255 = shufflevector <128 x float> %254, <128 x float> undef, <128 x i32> zeroinitializer
-	%256 = insertelement <128 x float> undef, float %27, i32 0
+	%256 = insertelement <128 x float> undef, float %35, i32 0
 	%257 = shufflevector <128 x float> %256, <128 x float> undef, <128 x i32> zeroinitializer
-	%258 = insertelement <128 x float> undef, float %29, i32 0
+	%258 = insertelement <128 x float> undef, float %37, i32 0
 	%259 = shufflevector <128 x float> %258, <128 x float> undef, <128 x i32> zeroinitializer
-	%260 = insertelement <128 x float> undef, float %31, i32 0
-	%261 = shufflevector <128 x float> %260, <128 x float> undef, <128 x i32> zeroinitializer
-	%262 = insertelement <128 x float> undef, float %33, i32 0
-	%263 = shufflevector <128 x float> %262, <128 x float> undef, <128 x i32> zeroinitializer
-	%264 = insertelement <128 x float> undef, float %35, i32 0
-	%265 = shufflevector <128 x float> %264, <128 x float> undef, <128 x i32> zeroinitializer
-	%266 = fmul <128 x float> %240, %240
-	%267 = fmul <128 x float> %251, %246
-	%268 = fmul <128 x float> %253, %243
-	%269 = fadd <128 x float> %267, %268
-	%270 = fdiv <128 x float> %269, %255
-	%271 = fmul <128 x float> %257, %249
-	%272 = fmul <128 x float> %243, %243
-	%273 = fmul <128 x float> %259, %272
-	%274 = fadd <128 x float> %271, %273
-	%275 = fdiv <128 x float> %274, %261
-	%276 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %275)
-	%277 = fadd <128 x float> %276, %263
-	%278 = fdiv <128 x float> %270, %277
-	%279 = fmul <128 x float> %265, %240
-	%280 = fadd <128 x float> %278, %279
-	%281 = fmul <128 x float> %280, %280
-	%282 = select <128 x i1> %237, <128 x float> %266, <128 x float> zeroinitializer
-	%283 = shufflevector <128 x float> %282, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%284 = fadd <32 x float> %101, %283
-	%285 = shufflevector <128 x float> %282, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%286 = fadd <32 x float> %284, %285
-	%287 = shufflevector <128 x float> %282, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%288 = fadd <32 x float> %286, %287
-	%289 = shufflevector <128 x float> %282, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%290 = fadd <32 x float> %288, %289
-	%291 = select <128 x i1> %237, <128 x float> %281, <128 x float> zeroinitializer
-	%292 = shufflevector <128 x float> %291, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%293 = fadd <32 x float> %102, %292
-	%294 = shufflevector <128 x float> %291, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%295 = fadd <32 x float> %293, %294
-	%296 = shufflevector <128 x float> %291, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%297 = fadd <32 x float> %295, %296
-	%298 = shufflevector <128 x float> %291, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%299 = fadd <32 x float> %297, %298
-	br label %join.325
+	%260 = fmul <128 x float> %234, %234
+	%261 = fmul <128 x float> %245, %240
+	%262 = fmul <128 x float> %247, %237
+	%263 = fadd <128 x float> %261, %262
+	%264 = fdiv <128 x float> %263, %249
+	%265 = fmul <128 x float> %251, %243
+	%266 = fmul <128 x float> %237, %237
+	%267 = fmul <128 x float> %253, %266
+	%268 = fadd <128 x float> %265, %267
+	%269 = fdiv <128 x float> %268, %255
+	%270 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %269)
+	%271 = fadd <128 x float> %270, %257
+	%272 = fdiv <128 x float> %264, %271
+	%273 = fmul <128 x float> %259, %234
+	%274 = fadd <128 x float> %272, %273
+	%275 = fmul <128 x float> %274, %274
+	%276 = shufflevector <128 x float> %260, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%277 = fadd <32 x float> %103, %276
+	%278 = shufflevector <128 x float> %260, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%279 = fadd <32 x float> %277, %278
+	%280 = shufflevector <128 x float> %260, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%281 = fadd <32 x float> %279, %280
+	%282 = shufflevector <128 x float> %260, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%283 = fadd <32 x float> %281, %282
+	%284 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%285 = fadd <32 x float> %104, %284
+	%286 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%287 = fadd <32 x float> %285, %286
+	%288 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%289 = fadd <32 x float> %287, %288
+	%290 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%291 = fadd <32 x float> %289, %290
+	br label %join.357
 
-task.head.338:
-	%300 = phi i64 [ %39, %with_noise ], [ %350, %row.done.343 ]
-	%301 = icmp slt i64 %300, %41
-	br i1 %301, label %task.339, label %task.done.340
+else.356:
+	store <128 x float> zeroinitializer, <128 x float>* %13, align 4
+	%292 = bitcast <128 x float>* %13 to float*
+	%293 = sub i64 %n, %107
+	br label %pad.head.358
 
-task.339:
-	%302 = sdiv i64 %300, %65
-	%303 = srem i64 %300, %65
-	%304 = mul i64 %302, %n
-	%305 = getelementptr float, float* %13, i64 %304
-	%306 = mul i64 %302, %n
-	%307 = getelementptr float, float* %15, i64 %306
-	%308 = mul i64 %302, %n
-	%309 = getelementptr float, float* %17, i64 %308
-	%310 = mul i64 %302, %n
-	%311 = getelementptr float, float* %19, i64 %310
-	%312 = mul i64 %303, u0x1000
-	%313 = sub i64 %n, %312
-	%314 = add i64 %313, 127
-	%315 = sdiv i64 %314, 128
-	%316 = icmp slt i64 %315, 32
-	%317 = select i1 %316, i64 %315, i64 32
-	br label %row.head.341
+join.357:
+	%294 = phi <32 x float> [ %283, %then.355 ], [ %389, %pad.done.369 ]
+	%295 = phi <32 x float> [ %291, %then.355 ], [ %398, %pad.done.369 ]
+	%296 = add i64 %102, 1
+	br label %row.head.352
 
-task.done.340:
+pad.head.358:
+	%297 = phi i64 [ 0, %else.356 ], [ %303, %pad.359 ]
+	%298 = icmp slt i64 %297, %293
+	br i1 %298, label %pad.359, label %pad.done.360
+
+pad.359:
+	%299 = add i64 %107, %297
+	%300 = getelementptr float, float* %89, i64 %299
+	%301 = load float, float* %300, align 4
+	%302 = getelementptr float, float* %292, i64 %297
+	store volatile float %301, float* %302, align 4
+	%303 = add i64 %297, 1
+	br label %pad.head.358
+
+pad.done.360:
+	store <128 x float> zeroinitializer, <128 x float>* %12, align 4
+	%304 = bitcast <128 x float>* %12 to float*
+	%305 = sub i64 %n, %107
+	br label %pad.head.361
+
+pad.head.361:
+	%306 = phi i64 [ 0, %pad.done.360 ], [ %312, %pad.362 ]
+	%307 = icmp slt i64 %306, %305
+	br i1 %307, label %pad.362, label %pad.done.363
+
+pad.362:
+	%308 = add i64 %107, %306
+	%309 = getelementptr float, float* %91, i64 %308
+	%310 = load float, float* %309, align 4
+	%311 = getelementptr float, float* %304, i64 %306
+	store volatile float %310, float* %311, align 4
+	%312 = add i64 %306, 1
+	br label %pad.head.361
+
+pad.done.363:
+	store <128 x float> zeroinitializer, <128 x float>* %11, align 4
+	%313 = bitcast <128 x float>* %11 to float*
+	%314 = sub i64 %n, %107
+	br label %pad.head.364
+
+pad.head.364:
+	%315 = phi i64 [ 0, %pad.done.363 ], [ %321, %pad.365 ]
+	%316 = icmp slt i64 %315, %314
+	br i1 %316, label %pad.365, label %pad.done.366
+
+pad.365:
+	%317 = add i64 %107, %315
+	%318 = getelementptr float, float* %93, i64 %317
+	%319 = load float, float* %318, align 4
+	%320 = getelementptr float, float* %313, i64 %315
+	store volatile float %319, float* %320, align 4
+	%321 = add i64 %315, 1
+	br label %pad.head.364
+
+pad.done.366:
+	store <128 x float> zeroinitializer, <128 x float>* %10, align 4
+	%322 = bitcast <128 x float>* %10 to float*
+	%323 = sub i64 %n, %107
+	br label %pad.head.367
+
+pad.head.367:
+	%324 = phi i64 [ 0, %pad.done.366 ], [ %330, %pad.368 ]
+	%325 = icmp slt i64 %324, %323
+	br i1 %325, label %pad.368, label %pad.done.369
+
+pad.368:
+	%326 = add i64 %107, %324
+	%327 = getelementptr float, float* %95, i64 %326
+	%328 = load float, float* %327, align 4
+	%329 = getelementptr float, float* %322, i64 %324
+	store volatile float %328, float* %329, align 4
+	%330 = add i64 %324, 1
+	br label %pad.head.367
+
+pad.done.369:
+	%331 = insertelement <128 x i64> undef, i64 %107, i32 0
+	%332 = shufflevector <128 x i64> %331, <128 x i64> undef, <128 x i32> zeroinitializer
+	%333 = add <128 x i64> %332, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%334 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%335 = shufflevector <128 x i64> %334, <128 x i64> undef, <128 x i32> zeroinitializer
+	%336 = icmp slt <128 x i64> %333, %335
+	%337 = getelementptr float, float* %292, i64 0
+	%338 = bitcast float* %337 to <128 x float>*
+	%339 = load <128 x float>, <128 x float>* %338, align 4
+	%340 = getelementptr float, float* %304, i64 0
+	%341 = bitcast float* %340 to <128 x float>*
+	%342 = load <128 x float>, <128 x float>* %341, align 4
+	%343 = getelementptr float, float* %313, i64 0
+	%344 = bitcast float* %343 to <128 x float>*
+	%345 = load <128 x float>, <128 x float>* %344, align 4
+	%346 = getelementptr float, float* %322, i64 0
+	%347 = bitcast float* %346 to <128 x float>*
+	%348 = load <128 x float>, <128 x float>* %347, align 4
+	%349 = insertelement <128 x float> undef, float %23, i32 0
+	%350 = shufflevector <128 x float> %349, <128 x float> undef, <128 x i32> zeroinitializer
+	%351 = insertelement <128 x float> undef, float %25, i32 0
+	%352 = shufflevector <128 x float> %351, <128 x float> undef, <128 x i32> zeroinitializer
+	%353 = insertelement <128 x float> undef, float %27, i32 0
+	%354 = shufflevector <128 x float> %353, <128 x float> undef, <128 x i32> zeroinitializer
+	%355 = insertelement <128 x float> undef, float %29, i32 0
+	%356 = shufflevector <128 x float> %355, <128 x float> undef, <128 x i32> zeroinitializer
+	%357 = insertelement <128 x float> undef, float %31, i32 0
+	%358 = shufflevector <128 x float> %357, <128 x float> undef, <128 x i32> zeroinitializer
+	%359 = insertelement <128 x float> undef, float %33, i32 0
+	%360 = shufflevector <128 x float> %359, <128 x float> undef, <128 x i32> zeroinitializer
+	%361 = insertelement <128 x float> undef, float %35, i32 0
+	%362 = shufflevector <128 x float> %361, <128 x float> undef, <128 x i32> zeroinitializer
+	%363 = insertelement <128 x float> undef, float %37, i32 0
+	%364 = shufflevector <128 x float> %363, <128 x float> undef, <128 x i32> zeroinitializer
+	%365 = fmul <128 x float> %339, %339
+	%366 = fmul <128 x float> %350, %345
+	%367 = fmul <128 x float> %352, %342
+	%368 = fadd <128 x float> %366, %367
+	%369 = fdiv <128 x float> %368, %354
+	%370 = fmul <128 x float> %356, %348
+	%371 = fmul <128 x float> %342, %342
+	%372 = fmul <128 x float> %358, %371
+	%373 = fadd <128 x float> %370, %372
+	%374 = fdiv <128 x float> %373, %360
+	%375 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %374)
+	%376 = fadd <128 x float> %375, %362
+	%377 = fdiv <128 x float> %369, %376
+	%378 = fmul <128 x float> %364, %339
+	%379 = fadd <128 x float> %377, %378
+	%380 = fmul <128 x float> %379, %379
+	%381 = select <128 x i1> %336, <128 x float> %365, <128 x float> zeroinitializer
+	%382 = shufflevector <128 x float> %381, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%383 = fadd <32 x float> %103, %382
+	%384 = shufflevector <128 x float> %381, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%385 = fadd <32 x float> %383, %384
+	%386 = shufflevector <128 x float> %381, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%387 = fadd <32 x float> %385, %386
+	%388 = shufflevector <128 x float> %381, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%389 = fadd <32 x float> %387, %388
+	%390 = select <128 x i1> %336, <128 x float> %380, <128 x float> zeroinitializer
+	%391 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%392 = fadd <32 x float> %104, %391
+	%393 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%394 = fadd <32 x float> %392, %393
+	%395 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%396 = fadd <32 x float> %394, %395
+	%397 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%398 = fadd <32 x float> %396, %397
+	br label %join.357
+
+task.head.370:
+	%399 = phi i64 [ %41, %with_noise ], [ %546, %row.done.375 ]
+	%400 = icmp slt i64 %399, %43
+	br i1 %400, label %task.371, label %task.done.372
+
+task.371:
+	%401 = sdiv i64 %399, %67
+	%402 = srem i64 %399, %67
+	%403 = mul i64 %401, %n
+	%404 = getelementptr float, float* %15, i64 %403
+	%405 = mul i64 %401, %n
+	%406 = getelementptr float, float* %17, i64 %405
+	%407 = mul i64 %401, %n
+	%408 = getelementptr float, float* %19, i64 %407
+	%409 = mul i64 %401, %n
+	%410 = getelementptr float, float* %21, i64 %409
+	%411 = mul i64 %402, u0x1000
+	%412 = sub i64 %n, %411
+	%413 = add i64 %412, 127
+	%414 = sdiv i64 %413, 128
+	%415 = icmp slt i64 %414, 32
+	%416 = select i1 %415, i64 %414, i64 32
+	br label %row.head.373
+
+task.done.372:
 	ret void
 
-row.head.341:
-	%318 = phi i64 [ 0, %task.339 ], [ %547, %join.346 ]
-	%319 = phi <32 x float> [ zeroinitializer, %task.339 ], [ %545, %join.346 ]
-	%320 = phi <32 x float> [ zeroinitializer, %task.339 ], [ %546, %join.346 ]
-	%321 = icmp slt i64 %318, %317
-	br i1 %321, label %row.342, label %row.done.343
+row.head.373:
+	%417 = phi i64 [ 0, %task.371 ], [ %696, %join.378 ]
+	%418 = phi <32 x float> [ zeroinitializer, %task.371 ], [ %694, %join.378 ]
+	%419 = phi <32 x float> [ zeroinitializer, %task.371 ], [ %695, %join.378 ]
+	%420 = icmp slt i64 %417, %416
+	br i1 %420, label %row.374, label %row.done.375
 
-row.342:
-	%322 = mul i64 %318, 128
-	%323 = add i64 %312, %322
-	%324 = add i64 %323, 128
-	%325 = icmp sle i64 %324, %n
-	br i1 %325, label %then.344, label %else.345
+row.374:
+	%421 = mul i64 %417, 128
+	%422 = add i64 %411, %421
+	%423 = add i64 %422, 512
+	%424 = add i64 %423, 0
+	%425 = getelementptr float, float* %404, i64 %424
+	%426 = bitcast float* %425 to i8*
+	call void @llvm.prefetch.p0i8(i8* %426, i32 0, i32 3, i32 1)
+	%427 = add i64 %423, 16
+	%428 = getelementptr float, float* %404, i64 %427
+	%429 = bitcast float* %428 to i8*
+	call void @llvm.prefetch.p0i8(i8* %429, i32 0, i32 3, i32 1)
+	%430 = add i64 %423, 32
+	%431 = getelementptr float, float* %404, i64 %430
+	%432 = bitcast float* %431 to i8*
+	call void @llvm.prefetch.p0i8(i8* %432, i32 0, i32 3, i32 1)
+	%433 = add i64 %423, 48
+	%434 = getelementptr float, float* %404, i64 %433
+	%435 = bitcast float* %434 to i8*
+	call void @llvm.prefetch.p0i8(i8* %435, i32 0, i32 3, i32 1)
+	%436 = add i64 %423, 64
+	%437 = getelementptr float, float* %404, i64 %436
+	%438 = bitcast float* %437 to i8*
+	call void @llvm.prefetch.p0i8(i8* %438, i32 0, i32 3, i32 1)
+	%439 = add i64 %423, 80
+	%440 = getelementptr float, float* %404, i64 %439
+	%441 = bitcast float* %440 to i8*
+	call void @llvm.prefetch.p0i8(i8* %441, i32 0, i32 3, i32 1)
+	%442 = add i64 %423, 96
+	%443 = getelementptr float, float* %404, i64 %442
+	%444 = bitcast float* %443 to i8*
+	call void @llvm.prefetch.p0i8(i8* %444, i32 0, i32 3, i32 1)
+	%445 = add i64 %423, 112
+	%446 = getelementptr float, float* %404, i64 %445
+	%447 = bitcast float* %446 to i8*
+	call void @llvm.prefetch.p0i8(i8* %447, i32 0, i32 3, i32 1)
+	%448 = add i64 %423, 0
+	%449 = getelementptr float, float* %406, i64 %448
+	%450 = bitcast float* %449 to i8*
+	call void @llvm.prefetch.p0i8(i8* %450, i32 0, i32 3, i32 1)
+	%451 = add i64 %423, 16
+	%452 = getelementptr float, float* %406, i64 %451
+	%453 = bitcast float* %452 to i8*
+	call void @llvm.prefetch.p0i8(i8* %453, i32 0, i32 3, i32 1)
+	%454 = add i64 %423, 32
+	%455 = getelementptr float, float* %406, i64 %454
+	%456 = bitcast float* %455 to i8*
+	call void @llvm.prefetch.p0i8(i8* %456, i32 0, i32 3, i32 1)
+	%457 = add i64 %423, 48
+	%458 = getelementptr float, float* %406, i64 %457
+	%459 = bitcast float* %458 to i8*
+	call void @llvm.prefetch.p0i8(i8* %459, i32 0, i32 3, i32 1)
+	%460 = add i64 %423, 64
+	%461 = getelementptr float, float* %406, i64 %460
+	%462 = bitcast float* %461 to i8*
+	call void @llvm.prefetch.p0i8(i8* %462, i32 0, i32 3, i32 1)
+	%463 = add i64 %423, 80
+	%464 = getelementptr float, float* %406, i64 %463
+	%465 = bitcast float* %464 to i8*
+	call void @llvm.prefetch.p0i8(i8* %465, i32 0, i32 3, i32 1)
+	%466 = add i64 %423, 96
+	%467 = getelementptr float, float* %406, i64 %466
+	%468 = bitcast float* %467 to i8*
+	call void @llvm.prefetch.p0i8(i8* %468, i32 0, i32 3, i32 1)
+	%469 = add i64 %423, 112
+	%470 = getelementptr float, float* %406, i64 %469
+	%471 = bitcast float* %470 to i8*
+	call void @llvm.prefetch.p0i8(i8* %471, i32 0, i32 3, i32 1)
+	%472 = add i64 %423, 0
+	%473 = getelementptr float, float* %408, i64 %472
+	%474 = bitcast float* %473 to i8*
+	call void @llvm.prefetch.p0i8(i8* %474, i32 0, i32 3, i32 1)
+	%475 = add i64 %423, 16
+	%476 = getelementptr float, float* %408, i64 %475
+	%477 = bitcast float* %476 to i8*
+	call void @llvm.prefetch.p0i8(i8* %477, i32 0, i32 3, i32 1)
+	%478 = add i64 %423, 32
+	%479 = getelementptr float, float* %408, i64 %478
+	%480 = bitcast float* %479 to i8*
+	call void @llvm.prefetch.p0i8(i8* %480, i32 0, i32 3, i32 1)
+	%481 = add i64 %423, 48
+	%482 = getelementptr float, float* %408, i64 %481
+	%483 = bitcast float* %482 to i8*
+	call void @llvm.prefetch.p0i8(i8* %483, i32 0, i32 3, i32 1)
+	%484 = add i64 %423, 64
+	%485 = getelementptr float, float* %408, i64 %484
+	%486 = bitcast float* %485 to i8*
+	call void @llvm.prefetch.p0i8(i8* %486, i32 0, i32 3, i32 1)
+	%487 = add i64 %423, 80
+	%488 = getelementptr float, float* %408, i64 %487
+	%489 = bitcast float* %488 to i8*
+	call void @llvm.prefetch.p0i8(i8* %489, i32 0, i32 3, i32 1)
+	%490 = add i64 %423, 96
+	%491 = getelementptr float, float* %408, i64 %490
+	%492 = bitcast float* %491 to i8*
+	call void @llvm.prefetch.p0i8(i8* %492, i32 0, i32 3, i32 1)
+	%493 = add i64 %423, 112
+	%494 = getelementptr float, float* %408, i64 %493
+	%495 = bitcast float* %494 to i8*
+	call void @llvm.prefetch.p0i8(i8* %495, i32 0, i32 3, i32 1)
+	%496 = add i64 %423, 0
+	%497 = getelementptr float, float* %410, i64 %496
+	%498 = bitcast float* %497 to i8*
+	call void @llvm.prefetch.p0i8(i8* %498, i32 0, i32 3, i32 1)
+	%499 = add i64 %423, 16
+	%500 = getelementptr float, float* %410, i64 %499
+	%501 = bitcast float* %500 to i8*
+	call void @llvm.prefetch.p0i8(i8* %501, i32 0, i32 3, i32 1)
+	%502 = add i64 %423, 32
+	%503 = getelementptr float, float* %410, i64 %502
+	%504 = bitcast float* %503 to i8*
+	call void @llvm.prefetch.p0i8(i8* %504, i32 0, i32 3, i32 1)
+	%505 = add i64 %423, 48
+	%506 = getelementptr float, float* %410, i64 %505
+	%507 = bitcast float* %506 to i8*
+	call void @llvm.prefetch.p0i8(i8* %507, i32 0, i32 3, i32 1)
+	%508 = add i64 %423, 64
+	%509 = getelementptr float, float* %410, i64 %508
+	%510 = bitcast float* %509 to i8*
+	call void @llvm.prefetch.p0i8(i8* %510, i32 0, i32 3, i32 1)
+	%511 = add i64 %423, 80
+	%512 = getelementptr float, float* %410, i64 %511
+	%513 = bitcast float* %512 to i8*
+	call void @llvm.prefetch.p0i8(i8* %513, i32 0, i32 3, i32 1)
+	%514 = add i64 %423, 96
+	%515 = getelementptr float, float* %410, i64 %514
+	%516 = bitcast float* %515 to i8*
+	call void @llvm.prefetch.p0i8(i8* %516, i32 0, i32 3, i32 1)
+	%517 = add i64 %423, 112
+	%518 = getelementptr float, float* %410, i64 %517
+	%519 = bitcast float* %518 to i8*
+	call void @llvm.prefetch.p0i8(i8* %519, i32 0, i32 3, i32 1)
+	%520 = add i64 %422, 128
+	%521 = icmp sle i64 %520, %n
+	br i1 %521, label %then.376, label %else.377
 
-row.done.343:
-	%326 = shufflevector <32 x float> %319, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%327 = fadd <32 x float> %319, %326
-	%328 = shufflevector <32 x float> %320, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%329 = fadd <32 x float> %320, %328
-	%330 = shufflevector <32 x float> %327, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%331 = fadd <32 x float> %327, %330
-	%332 = shufflevector <32 x float> %329, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%333 = fadd <32 x float> %329, %332
-	%334 = shufflevector <32 x float> %331, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%335 = fadd <32 x float> %331, %334
-	%336 = shufflevector <32 x float> %333, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%337 = fadd <32 x float> %333, %336
-	%338 = shufflevector <32 x float> %335, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%339 = fadd <32 x float> %335, %338
-	%340 = shufflevector <32 x float> %337, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%341 = fadd <32 x float> %337, %340
-	%342 = shufflevector <32 x float> %339, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%343 = fadd <32 x float> %339, %342
-	%344 = shufflevector <32 x float> %341, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%345 = fadd <32 x float> %341, %344
-	%346 = extractelement <32 x float> %343, i32 0
-	%347 = getelementptr float, float* %59, i64 %300
-	store float %346, float* %347, align 4
-	%348 = extractelement <32 x float> %345, i32 0
-	%349 = getelementptr float, float* %61, i64 %300
-	store float %348, float* %349, align 4
-	%350 = add i64 %300, 1
-	br label %task.head.338
+row.done.375:
+	%522 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%523 = fadd <32 x float> %418, %522
+	%524 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%525 = fadd <32 x float> %419, %524
+	%526 = shufflevector <32 x float> %523, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%527 = fadd <32 x float> %523, %526
+	%528 = shufflevector <32 x float> %525, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%529 = fadd <32 x float> %525, %528
+	%530 = shufflevector <32 x float> %527, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%531 = fadd <32 x float> %527, %530
+	%532 = shufflevector <32 x float> %529, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%533 = fadd <32 x float> %529, %532
+	%534 = shufflevector <32 x float> %531, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%535 = fadd <32 x float> %531, %534
+	%536 = shufflevector <32 x float> %533, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%537 = fadd <32 x float> %533, %536
+	%538 = shufflevector <32 x float> %535, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%539 = fadd <32 x float> %535, %538
+	%540 = shufflevector <32 x float> %537, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%541 = fadd <32 x float> %537, %540
+	%542 = extractelement <32 x float> %539, i32 0
+	%543 = getelementptr float, float* %61, i64 %399
+	store float %542, float* %543, align 4
+	%544 = extractelement <32 x float> %541, i32 0
+	%545 = getelementptr float, float* %63, i64 %399
+	store float %544, float* %545, align 4
+	%546 = add i64 %399, 1
+	br label %task.head.370
 
-then.344:
-	%351 = getelementptr float, float* %305, i64 %323
-	%352 = bitcast float* %351 to <128 x float>*
-	%353 = load <128 x float>, <128 x float>* %352, align 4
-	%354 = getelementptr float, float* %307, i64 %323
-	%355 = bitcast float* %354 to <128 x float>*
-	%356 = load <128 x float>, <128 x float>* %355, align 4
-	%357 = getelementptr float, float* %309, i64 %323
-	%358 = bitcast float* %357 to <128 x float>*
-	%359 = load <128 x float>, <128 x float>* %358, align 4
-	%360 = getelementptr float, float* %311, i64 %323
-	%361 = bitcast float* %360 to <128 x float>*
-	%362 = load <128 x float>, <128 x float>* %361, align 4
-	%363 = add i64 %43, %323
-	%364 = call <128 x float> @lamb_noise_row128_false(i64 %45, i32 %47, i64 %363)
-	%365 = insertelement <128 x float> undef, float %37, i32 0
-	%366 = insertelement <128 x float> %365, float %37, i32 1
-	%367 = insertelement <128 x float> %366, float %37, i32 2
-	%368 = insertelement <128 x float> %367, float %37, i32 3
-	%369 = insertelement <128 x float> %368, float %37, i32 4
-	%370 = insertelement <128 x float> %369, float %37, i32 5
-	%371 = insertelement <128 x float> %370, float %37, i32 6
-	%372 = insertelement <128 x float> %371, float %37, i32 7
-	%373 = insertelement <128 x float> %372, float %37, i32 8
-	%374 = insertelement <128 x float> %373, float %37, i32 9
-	%375 = insertelement <128 x float> %374, float %37, i32 10
-	%376 = insertelement <128 x float> %375, float %37, i32 11
-	%377 = insertelement <128 x float> %376, float %37, i32 12
-	%378 = insertelement <128 x float> %377, float %37, i32 13
-	%379 = insertelement <128 x float> %378, float %37, i32 14
-	%380 = insertelement <128 x float> %379, float %37, i32 15
-	%381 = insertelement <128 x float> %380, float %37, i32 16
-	%382 = insertelement <128 x float> %381, float %37, i32 17
-	%383 = insertelement <128 x float> %382, float %37, i32 18
-	%384 = insertelement <128 x float> %383, float %37, i32 19
-	%385 = insertelement <128 x float> %384, float %37, i32 20
-	%386 = insertelement <128 x float> %385, float %37, i32 21
-	%387 = insertelement <128 x float> %386, float %37, i32 22
-	%388 = insertelement <128 x float> %387, float %37, i32 23
-	%389 = insertelement <128 x float> %388, float %37, i32 24
-	%390 = insertelement <128 x float> %389, float %37, i32 25
-	%391 = insertelement <128 x float> %390, float %37, i32 26
-	%392 = insertelement <128 x float> %391, float %37, i32 27
-	%393 = insertelement <128 x float> %392, float %37, i32 28
-	%394 = insertelement <128 x float> %393, float %37, i32 29
-	%395 = insertelement <128 x float> %394, float %37, i32 30
-	%396 = insertelement <128 x float> %395, float %37, i32 31
-	%397 = insertelement <128 x float> %396, float %37, i32 32
-	%398 = insertelement <128 x float> %397, float %37, i32 33
-	%399 = insertelement <128 x float> %398, float %37, i32 34
-	%400 = insertelement <128 x float> %399, float %37, i32 35
-	%401 = insertelement <128 x float> %400, float %37, i32 36
-	%402 = insertelement <128 x float> %401, float %37, i32 37
-	%403 = insertelement <128 x float> %402, float %37, i32 38
-	%404 = insertelement <128 x float> %403, float %37, i32 39
-	%405 = insertelement <128 x float> %404, float %37, i32 40
-	%406 = insertelement <128 x float> %405, float %37, i32 41
-	%407 = insertelement <128 x float> %406, float %37, i32 42
-	%408 = insertelement <128 x float> %407, float %37, i32 43
-	%409 = insertelement <128 x float> %408, float %37, i32 44
-	%410 = insertelement <128 x float> %409, float %37, i32 45
-	%411 = insertelement <128 x float> %410, float %37, i32 46
-	%412 = insertelement <128 x float> %411, float %37, i32 47
-	%413 = insertelement <128 x float> %412, float %37, i32 48
-	%414 = insertelement <128 x float> %413, float %37, i32 49
-	%415 = insertelement <128 x float> %414, float %37, i32 50
-	%416 = insertelement <128 x float> %415, float %37, i32 51
-	%417 = insertelement <128 x float> %416, float %37, i32 52
-	%418 = insertelement <128 x float> %417, float %37, i32 53
-	%419 = insertelement <128 x float> %418, float %37, i32 54
-	%420 = insertelement <128 x float> %419, float %37, i32 55
-	%421 = insertelement <128 x float> %420, float %37, i32 56
-	%422 = insertelement <128 x float> %421, float %37, i32 57
-	%423 = insertelement <128 x float> %422, float %37, i32 58
-	%424 = insertelement <128 x float> %423, float %37, i32 59
-	%425 = insertelement <128 x float> %424, float %37, i32 60
-	%426 = insertelement <128 x float> %425, float %37, i32 61
-	%427 = insertelement <128 x float> %426, float %37, i32 62
-	%428 = insertelement <128 x float> %427, float %37, i32 63
-	%429 = insertelement <128 x float> %428, float %37, i32 64
-	%430 = insertelement <128 x float> %429, float %37, i32 65
-	%431 = insertelement <128 x float> %430, float %37, i32 66
-	%432 = insertelement <128 x float> %431, float %37, i32 67
-	%433 = insertelement <128 x float> %432, float %37, i32 68
-	%434 = insertelement <128 x float> %433, float %37, i32 69
-	%435 = insertelement <128 x float> %434, float %37, i32 70
-	%436 = insertelement <128 x float> %435, float %37, i32 71
-	%437 = insertelement <128 x float> %436, float %37, i32 72
-	%438 = insertelement <128 x float> %437, float %37, i32 73
-	%439 = insertelement <128 x float> %438, float %37, i32 74
-	%440 = insertelement <128 x float> %439, float %37, i32 75
-	%441 = insertelement <128 x float> %440, float %37, i32 76
-	%442 = insertelement <128 x float> %441, float %37, i32 77
-	%443 = insertelement <128 x float> %442, float %37, i32 78
-	%444 = insertelement <128 x float> %443, float %37, i32 79
-	%445 = insertelement <128 x float> %444, float %37, i32 80
-	%446 = insertelement <128 x float> %445, float %37, i32 81
-	%447 = insertelement <128 x float> %446, float %37, i32 82
-	%448 = insertelement <128 x float> %447, float %37, i32 83
-	%449 = insertelement <128 x float> %448, float %37, i32 84
-	%450 = insertelement <128 x float> %449, float %37, i32 85
-	%451 = insertelement <128 x float> %450, float %37, i32 86
-	%452 = insertelement <128 x float> %451, float %37, i32 87
-	%453 = insertelement <128 x float> %452, float %37, i32 88
-	%454 = insertelement <128 x float> %453, float %37, i32 89
-	%455 = insertelement <128 x float> %454, float %37, i32 90
-	%456 = insertelement <128 x float> %455, float %37, i32 91
-	%457 = insertelement <128 x float> %456, float %37, i32 92
-	%458 = insertelement <128 x float> %457, float %37, i32 93
-	%459 = insertelement <128 x float> %458, float %37, i32 94
-	%460 = insertelement <128 x float> %459, float %37, i32 95
-	%461 = insertelement <128 x float> %460, float %37, i32 96
-	%462 = insertelement <128 x float> %461, float %37, i32 97
-	%463 = insertelement <128 x float> %462, float %37, i32 98
-	%464 = insertelement <128 x float> %463, float %37, i32 99
-	%465 = insertelement <128 x float> %464, float %37, i32 100
-	%466 = insertelement <128 x float> %465, float %37, i32 101
-	%467 = insertelement <128 x float> %466, float %37, i32 102
-	%468 = insertelement <128 x float> %467, float %37, i32 103
-	%469 = insertelement <128 x float> %468, float %37, i32 104
-	%470 = insertelement <128 x float> %469, float %37, i32 105
-	%471 = insertelement <128 x float> %470, float %37, i32 106
-	%472 = insertelement <128 x float> %471, float %37, i32 107
-	%473 = insertelement <128 x float> %472, float %37, i32 108
-	%474 = insertelement <128 x float> %473, float %37, i32 109
-	%475 = insertelement <128 x float> %474, float %37, i32 110
-	%476 = insertelement <128 x float> %475, float %37, i32 111
-	%477 = insertelement <128 x float> %476, float %37, i32 112
-	%478 = insertelement <128 x float> %477, float %37, i32 113
-	%479 = insertelement <128 x float> %478, float %37, i32 114
-	%480 = insertelement <128 x float> %479, float %37, i32 115
-	%481 = insertelement <128 x float> %480, float %37, i32 116
-	%482 = insertelement <128 x float> %481, float %37, i32 117
-	%483 = insertelement <128 x float> %482, float %37, i32 118
-	%484 = insertelement <128 x float> %483, float %37, i32 119
-	%485 = insertelement <128 x float> %484, float %37, i32 120
-	%486 = insertelement <128 x float> %485, float %37, i32 121
-	%487 = insertelement <128 x float> %486, float %37, i32 122
-	%488 = insertelement <128 x float> %487, float %37, i32 123
-	%489 = insertelement <128 x float> %488, float %37, i32 124
-	%490 = insertelement <128 x float> %489, float %37, i32 125
-	%491 = insertelement <128 x float> %490, float %37, i32 126
-	%492 = insertelement <128 x float> %491, float %37, i32 127
-	%493 = fmul <128 x float> %492, %364
-	%494 = fadd <128 x float> %356, %493
-	%495 = insertelement <128 x float> undef, float %21, i32 0
-	%496 = shufflevector <128 x float> %495, <128 x float> undef, <128 x i32> zeroinitializer
-	%497 = insertelement <128 x float> undef, float %23, i32 0
-	%498 = shufflevector <128 x float> %497, <128 x float> undef, <128 x i32> zeroinitializer
-	%499 = insertelement <128 x float> undef, float %25, i32 0
-	%500 = shufflevector <128 x float> %499, <128 x float> undef, <128 x i32> zeroinitializer
-	%501 = insertelement <128 x float> undef, float %27, i32 0
-	%502 = shufflevector <128 x float> %501, <128 x float> undef, <128 x i32> zeroinitializer
-	%503 = insertelement <128 x float> undef, float %29, i32 0
-	%504 = shufflevector <128 x float> %503, <128 x float> undef, <128 x i32> zeroinitializer
-	%505 = insertelement <128 x float> undef, float %31, i32 0
-	%506 = shufflevector <128 x float> %505, <128 x float> undef, <128 x i32> zeroinitializer
-	%507 = insertelement <128 x float> undef, float %33, i32 0
-	%508 = shufflevector <128 x float> %507, <128 x float> undef, <128 x i32> zeroinitializer
-	%509 = insertelement <128 x float> undef, float %35, i32 0
-	%510 = shufflevector <128 x float> %509, <128 x float> undef, <128 x i32> zeroinitializer
-	%511 = fmul <128 x float> %353, %353
-	%512 = fmul <128 x float> %496, %359
-	%513 = fmul <128 x float> %498, %494
-	%514 = fadd <128 x float> %512, %513
-	%515 = fdiv <128 x float> %514, %500
-	%516 = fmul <128 x float> %502, %362
-	%517 = fmul <128 x float> %494, %494
-	%518 = fmul <128 x float> %504, %517
-	%519 = fadd <128 x float> %516, %518
-	%520 = fdiv <128 x float> %519, %506
-	%521 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %520)
-	%522 = fadd <128 x float> %521, %508
-	%523 = fdiv <128 x float> %515, %522
-	%524 = fmul <128 x float> %510, %353
-	%525 = fadd <128 x float> %523, %524
-	%526 = fmul <128 x float> %525, %525
-	%527 = shufflevector <128 x float> %511, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%528 = fadd <32 x float> %319, %527
-	%529 = shufflevector <128 x float> %511, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%530 = fadd <32 x float> %528, %529
-	%531 = shufflevector <128 x float> %511, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%532 = fadd <32 x float> %530, %531
-	%533 = shufflevector <128 x float> %511, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%534 = fadd <32 x float> %532, %533
-	%535 = shufflevector <128 x float> %526, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%536 = fadd <32 x float> %320, %535
-	%537 = shufflevector <128 x float> %526, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%538 = fadd <32 x float> %536, %537
-	%539 = shufflevector <128 x float> %526, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%540 = fadd <32 x float> %538, %539
-	%541 = shufflevector <128 x float> %526, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%542 = fadd <32 x float> %540, %541
-	br label %join.346
+then.376:
+	%547 = getelementptr float, float* %404, i64 %422
+	%548 = bitcast float* %547 to <128 x float>*
+	%549 = load <128 x float>, <128 x float>* %548, align 4
+	%550 = getelementptr float, float* %406, i64 %422
+	%551 = bitcast float* %550 to <128 x float>*
+	%552 = load <128 x float>, <128 x float>* %551, align 4
+	%553 = getelementptr float, float* %408, i64 %422
+	%554 = bitcast float* %553 to <128 x float>*
+	%555 = load <128 x float>, <128 x float>* %554, align 4
+	%556 = getelementptr float, float* %410, i64 %422
+	%557 = bitcast float* %556 to <128 x float>*
+	%558 = load <128 x float>, <128 x float>* %557, align 4
+	%559 = add i64 %45, %422
+	%560 = call <128 x float> @lamb_noise_row128_8_false(i64 %47, i32 %49, i64 %559)
+	%561 = insertelement <128 x float> undef, float %39, i32 0
+	%562 = insertelement <128 x float> %561, float %39, i32 1
+	%563 = insertelement <128 x float> %562, float %39, i32 2
+	%564 = insertelement <128 x float> %563, float %39, i32 3
+	%565 = insertelement <128 x float> %564, float %39, i32 4
+	%566 = insertelement <128 x float> %565, float %39, i32 5
+	%567 = insertelement <128 x float> %566, float %39, i32 6
+	%568 = insertelement <128 x float> %567, float %39, i32 7
+	%569 = insertelement <128 x float> %568, float %39, i32 8
+	%570 = insertelement <128 x float> %569, float %39, i32 9
+	%571 = insertelement <128 x float> %570, float %39, i32 10
+	%572 = insertelement <128 x float> %571, float %39, i32 11
+	%573 = insertelement <128 x float> %572, float %39, i32 12
+	%574 = insertelement <128 x float> %573, float %39, i32 13
+	%575 = insertelement <128 x float> %574, float %39, i32 14
+	%576 = insertelement <128 x float> %575, float %39, i32 15
+	%577 = insertelement <128 x float> %576, float %39, i32 16
+	%578 = insertelement <128 x float> %577, float %39, i32 17
+	%579 = insertelement <128 x float> %578, float %39, i32 18
+	%580 = insertelement <128 x float> %579, float %39, i32 19
+	%581 = insertelement <128 x float> %580, float %39, i32 20
+	%582 = insertelement <128 x float> %581, float %39, i32 21
+	%583 = insertelement <128 x float> %582, float %39, i32 22
+	%584 = insertelement <128 x float> %583, float %39, i32 23
+	%585 = insertelement <128 x float> %584, float %39, i32 24
+	%586 = insertelement <128 x float> %585, float %39, i32 25
+	%587 = insertelement <128 x float> %586, float %39, i32 26
+	%588 = insertelement <128 x float> %587, float %39, i32 27
+	%589 = insertelement <128 x float> %588, float %39, i32 28
+	%590 = insertelement <128 x float> %589, float %39, i32 29
+	%591 = insertelement <128 x float> %590, float %39, i32 30
+	%592 = insertelement <128 x float> %591, float %39, i32 31
+	%593 = insertelement <128 x float> %592, float %39, i32 32
+	%594 = insertelement <128 x float> %593, float %39, i32 33
+	%595 = insertelement <128 x float> %594, float %39, i32 34
+	%596 = insertelement <128 x float> %595, float %39, i32 35
+	%597 = insertelement <128 x float> %596, float %39, i32 36
+	%598 = insertelement <128 x float> %597, float %39, i32 37
+	%599 = insertelement <128 x float> %598, float %39, i32 38
+	%600 = insertelement <128 x float> %599, float %39, i32 39
+	%601 = insertelement <128 x float> %600, float %39, i32 40
+	%602 = insertelement <128 x float> %601, float %39, i32 41
+	%603 = insertelement <128 x float> %602, float %39, i32 42
+	%604 = insertelement <128 x float> %603, float %39, i32 43
+	%605 = insertelement <128 x float> %604, float %39, i32 44
+	%606 = insertelement <128 x float> %605, float %39, i32 45
+	%607 = insertelement <128 x float> %606, float %39, i32 46
+	%608 = insertelement <128 x float> %607, float %39, i32 47
+	%609 = insertelement <128 x float> %608, float %39, i32 48
+	%610 = insertelement <128 x float> %609, float %39, i32 49
+	%611 = insertelement <128 x float> %610, float %39, i32 50
+	%612 = insertelement <128 x float> %611, float %39, i32 51
+	%613 = insertelement <128 x float> %612, float %39, i32 52
+	%614 = insertelement <128 x float> %613, float %39, i32 53
+	%615 = insertelement <128 x float> %614, float %39, i32 54
+	%616 = insertelement <128 x float> %615, float %39, i32 55
+	%617 = insertelement <128 x float> %616, float %39, i32 56
+	%618 = insertelement <128 x float> %617, float %39, i32 57
+	%619 = insertelement <128 x float> %618, float %39, i32 58
+	%620 = insertelement <128 x float> %619, float %39, i32 59
+	%621 = insertelement <128 x float> %620, float %39, i32 60
+	%622 = insertelement <128 x float> %621, float %39, i32 61
+	%623 = insertelement <128 x float> %622, float %39, i32 62
+	%624 = insertelement <128 x float> %623, float %39, i32 63
+	%625 = insertelement <128 x float> %624, float %39, i32 64
+	%626 = insertelement <128 x float> %625, float %39, i32 65
+	%627 = insertelement <128 x float> %626, float %39, i32 66
+	%628 = insertelement <128 x float> %627, float %39, i32 67
+	%629 = insertelement <128 x float> %628, float %39, i32 68
+	%630 = insertelement <128 x float> %629, float %39, i32 69
+	%631 = insertelement <128 x float> %630, float %39, i32 70
+	%632 = insertelement <128 x float> %631, float %39, i32 71
+	%633 = insertelement <128 x float> %632, float %39, i32 72
+	%634 = insertelement <128 x float> %633, float %39, i32 73
+	%635 = insertelement <128 x float> %634, float %39, i32 74
+	%636 = insertelement <128 x float> %635, float %39, i32 75
+	%637 = insertelement <128 x float> %636, float %39, i32 76
+	%638 = insertelement <128 x float> %637, float %39, i32 77
+	%639 = insertelement <128 x float> %638, float %39, i32 78
+	%640 = insertelement <128 x float> %639, float %39, i32 79
+	%641 = insertelement <128 x float> %640, float %39, i32 80
+	%642 = insertelement <128 x float> %641, float %39, i32 81
+	%643 = insertelement <128 x float> %642, float %39, i32 82
+	%644 = insertelement <128 x float> %643, float %39, i32 83
+	%645 = insertelement <128 x float> %644, float %39, i32 84
+	%646 = insertelement <128 x float> %645, float %39, i32 85
+	%647 = insertelement <128 x float> %646, float %39, i32 86
+	%648 = insertelement <128 x float> %647, float %39, i32 87
+	%649 = insertelement <128 x float> %648, float %39, i32 88
+	%650 = insertelement <128 x float> %649, float %39, i32 89
+	%651 = insertelement <128 x float> %650, float %39, i32 90
+	%652 = insertelement <128 x float> %651, float %39, i32 91
+	%653 = insertelement <128 x float> %652, float %39, i32 92
+	%654 = insertelement <128 x float> %653, float %39, i32 93
+	%655 = insertelement <128 x float> %654, float %39, i32 94
+	%656 = insertelement <128 x float> %655, float %39, i32 95
+	%657 = insertelement <128 x float> %656, float %39, i32 96
+	%658 = insertelement <128 x float> %657, float %39, i32 97
+	%659 = insertelement <128 x float> %658, float %39, i32 98
+	%660 = insertelement <128 x float> %659, float %39, i32 99
+	%661 = insertelement <128 x float> %660, float %39, i32 100
+	%662 = insertelement <128 x float> %661, float %39, i32 101
+	%663 = insertelement <128 x float> %662, float %39, i32 102
+	%664 = insertelement <128 x float> %663, float %39, i32 103
+	%665 = insertelement <128 x float> %664, float %39, i32 104
+	%666 = insertelement <128 x float> %665, float %39, i32 105
+	%667 = insertelement <128 x float> %666, float %39, i32 106
+	%668 = insertelement <128 x float> %667, float %39, i32 107
+	%669 = insertelement <128 x float> %668, float %39, i32 108
+	%670 = insertelement <128 x float> %669, float %39, i32 109
+	%671 = insertelement <128 x float> %670, float %39, i32 110
+	%672 = insertelement <128 x float> %671, float %39, i32 111
+	%673 = insertelement <128 x float> %672, float %39, i32 112
+	%674 = insertelement <128 x float> %673, float %39, i32 113
+	%675 = insertelement <128 x float> %674, float %39, i32 114
+	%676 = insertelement <128 x float> %675, float %39, i32 115
+	%677 = insertelement <128 x float> %676, float %39, i32 116
+	%678 = insertelement <128 x float> %677, float %39, i32 117
+	%679 = insertelement <128 x float> %678, float %39, i32 118
+	%680 = insertelement <128 x float> %679, float %39, i32 119
+	%681 = insertelement <128 x float> %680, float %39, i32 120
+	%682 = insertelement <128 x float> %681, float %39, i32 121
+	%683 = insertelement <128 x float> %682, float %39, i32 122
+	%684 = insertelement <128 x float> %683, float %39, i32 123
+	%685 = insertelement <128 x float> %684, float %39, i32 124
+	%686 = insertelement <128 x float> %685, float %39, i32 125
+	%687 = insertelement <128 x float> %686, float %39, i32 126
+	%688 = insertelement <128 x float> %687, float %39, i32 127
+	%689 = fmul <128 x float> %688, %560
+	%690 = fadd <128 x float> %552, %689
+	%691 = icmp ne float* %kept, null
+	br i1 %691, label %keep.388, label %kept.389
 
-else.345:
+else.377:
+	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
+	%692 = bitcast <128 x float>* %9 to float*
+	%693 = sub i64 %n, %422
+	br label %pad.head.390
+
+join.378:
+	%694 = phi <32 x float> [ %738, %kept.389 ], [ %983, %keep.done.404 ]
+	%695 = phi <32 x float> [ %746, %kept.389 ], [ %992, %keep.done.404 ]
+	%696 = add i64 %417, 1
+	br label %row.head.373
+
+keep.388:
+	%697 = getelementptr float, float* %kept, i64 %422
+	%698 = bitcast float* %697 to <128 x float>*
+	store <128 x float> %690, <128 x float>* %698, align 4
+	br label %kept.389
+
+kept.389:
+	%699 = insertelement <128 x float> undef, float %23, i32 0
+	%700 = shufflevector <128 x float> %699, <128 x float> undef, <128 x i32> zeroinitializer
+	%701 = insertelement <128 x float> undef, float %25, i32 0
+	%702 = shufflevector <128 x float> %701, <128 x float> undef, <128 x i32> zeroinitializer
+	%703 = insertelement <128 x float> undef, float %27, i32 0
+	%704 = shufflevector <128 x float> %703, <128 x float> undef, <128 x i32> zeroinitializer
+	%705 = insertelement <128 x float> undef, float %29, i32 0
+	%706 = shufflevector <128 x float> %705, <128 x float> undef, <128 x i32> zeroinitializer
+	%707 = insertelement <128 x float> undef, float %31, i32 0
+	%708 = shufflevector <128 x float> %707, <128 x float> undef, <128 x i32> zeroinitializer
+	%709 = insertelement <128 x float> undef, float %33, i32 0
+	%710 = shufflevector <128 x float> %709, <128 x float> undef, <128 x i32> zeroinitializer
+	%711 = insertelement <128 x float> undef, float %35, i32 0
+	%712 = shufflevector <128 x float> %711, <128 x float> undef, <128 x i32> zeroinitializer
+	%713 = insertelement <128 x float> undef, float %37, i32 0
+	%714 = shufflevector <128 x float> %713, <128 x float> undef, <128 x i32> zeroinitializer
+	%715 = fmul <128 x float> %549, %549
+	%716 = fmul <128 x float> %700, %555
+	%717 = fmul <128 x float> %702, %690
+	%718 = fadd <128 x float> %716, %717
+	%719 = fdiv <128 x float> %718, %704
+	%720 = fmul <128 x float> %706, %558
+	%721 = fmul <128 x float> %690, %690
+	%722 = fmul <128 x float> %708, %721
+	%723 = fadd <128 x float> %720, %722
+	%724 = fdiv <128 x float> %723, %710
+	%725 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %724)
+	%726 = fadd <128 x float> %725, %712
+	%727 = fdiv <128 x float> %719, %726
+	%728 = fmul <128 x float> %714, %549
+	%729 = fadd <128 x float> %727, %728
+	%730 = fmul <128 x float> %729, %729
+	%731 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%732 = fadd <32 x float> %418, %731
+	%733 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%734 = fadd <32 x float> %732, %733
+	%735 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%736 = fadd <32 x float> %734, %735
+	%737 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%738 = fadd <32 x float> %736, %737
+	%739 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%740 = fadd <32 x float> %419, %739
+	%741 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%742 = fadd <32 x float> %740, %741
+	%743 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%744 = fadd <32 x float> %742, %743
+	%745 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%746 = fadd <32 x float> %744, %745
+	br label %join.378
+
+pad.head.390:
+	%747 = phi i64 [ 0, %else.377 ], [ %753, %pad.391 ]
+	%748 = icmp slt i64 %747, %693
+	br i1 %748, label %pad.391, label %pad.done.392
+
+pad.391:
+	%749 = add i64 %422, %747
+	%750 = getelementptr float, float* %404, i64 %749
+	%751 = load float, float* %750, align 4
+	%752 = getelementptr float, float* %692, i64 %747
+	store volatile float %751, float* %752, align 4
+	%753 = add i64 %747, 1
+	br label %pad.head.390
+
+pad.done.392:
+	store <128 x float> zeroinitializer, <128 x float>* %8, align 4
+	%754 = bitcast <128 x float>* %8 to float*
+	%755 = sub i64 %n, %422
+	br label %pad.head.393
+
+pad.head.393:
+	%756 = phi i64 [ 0, %pad.done.392 ], [ %762, %pad.394 ]
+	%757 = icmp slt i64 %756, %755
+	br i1 %757, label %pad.394, label %pad.done.395
+
+pad.394:
+	%758 = add i64 %422, %756
+	%759 = getelementptr float, float* %406, i64 %758
+	%760 = load float, float* %759, align 4
+	%761 = getelementptr float, float* %754, i64 %756
+	store volatile float %760, float* %761, align 4
+	%762 = add i64 %756, 1
+	br label %pad.head.393
+
+pad.done.395:
 	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
-	%543 = bitcast <128 x float>* %7 to float*
-	%544 = sub i64 %n, %323
-	br label %pad.head.356
+	%763 = bitcast <128 x float>* %7 to float*
+	%764 = sub i64 %n, %422
+	br label %pad.head.396
 
-join.346:
-	%545 = phi <32 x float> [ %534, %then.344 ], [ %772, %pad.done.367 ]
-	%546 = phi <32 x float> [ %542, %then.344 ], [ %781, %pad.done.367 ]
-	%547 = add i64 %318, 1
-	br label %row.head.341
+pad.head.396:
+	%765 = phi i64 [ 0, %pad.done.395 ], [ %771, %pad.397 ]
+	%766 = icmp slt i64 %765, %764
+	br i1 %766, label %pad.397, label %pad.done.398
 
-pad.head.356:
-	%548 = phi i64 [ 0, %else.345 ], [ %554, %pad.357 ]
-	%549 = icmp slt i64 %548, %544
-	br i1 %549, label %pad.357, label %pad.done.358
+pad.397:
+	%767 = add i64 %422, %765
+	%768 = getelementptr float, float* %408, i64 %767
+	%769 = load float, float* %768, align 4
+	%770 = getelementptr float, float* %763, i64 %765
+	store volatile float %769, float* %770, align 4
+	%771 = add i64 %765, 1
+	br label %pad.head.396
 
-pad.357:
-	%550 = add i64 %323, %548
-	%551 = getelementptr float, float* %305, i64 %550
-	%552 = load float, float* %551, align 4
-	%553 = getelementptr float, float* %543, i64 %548
-	store volatile float %552, float* %553, align 4
-	%554 = add i64 %548, 1
-	br label %pad.head.356
-
-pad.done.358:
+pad.done.398:
 	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
-	%555 = bitcast <128 x float>* %6 to float*
-	%556 = sub i64 %n, %323
-	br label %pad.head.359
+	%772 = bitcast <128 x float>* %6 to float*
+	%773 = sub i64 %n, %422
+	br label %pad.head.399
 
-pad.head.359:
-	%557 = phi i64 [ 0, %pad.done.358 ], [ %563, %pad.360 ]
-	%558 = icmp slt i64 %557, %556
-	br i1 %558, label %pad.360, label %pad.done.361
+pad.head.399:
+	%774 = phi i64 [ 0, %pad.done.398 ], [ %780, %pad.400 ]
+	%775 = icmp slt i64 %774, %773
+	br i1 %775, label %pad.400, label %pad.done.401
 
-pad.360:
-	%559 = add i64 %323, %557
-	%560 = getelementptr float, float* %307, i64 %559
-	%561 = load float, float* %560, align 4
-	%562 = getelementptr float, float* %555, i64 %557
-	store volatile float %561, float* %562, align 4
-	%563 = add i64 %557, 1
-	br label %pad.head.359
+pad.400:
+	%776 = add i64 %422, %774
+	%777 = getelementptr float, float* %410, i64 %776
+	%778 = load float, float* %777, align 4
+	%779 = getelementptr float, float* %772, i64 %774
+	store volatile float %778, float* %779, align 4
+	%780 = add i64 %774, 1
+	br label %pad.head.399
 
-pad.done.361:
+pad.done.401:
+	%781 = insertelement <128 x i64> undef, i64 %422, i32 0
+	%782 = shufflevector <128 x i64> %781, <128 x i64> undef, <128 x i32> zeroinitializer
+	%783 = add <128 x i64> %782, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%784 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%785 = shufflevector <128 x i64> %784, <128 x i64> undef, <128 x i32> zeroinitializer
+	%786 = icmp slt <128 x i64> %783, %785
+	%787 = getelementptr float, float* %692, i64 0
+	%788 = bitcast float* %787 to <128 x float>*
+	%789 = load <128 x float>, <128 x float>* %788, align 4
+	%790 = getelementptr float, float* %754, i64 0
+	%791 = bitcast float* %790 to <128 x float>*
+	%792 = load <128 x float>, <128 x float>* %791, align 4
+	%793 = getelementptr float, float* %763, i64 0
+	%794 = bitcast float* %793 to <128 x float>*
+	%795 = load <128 x float>, <128 x float>* %794, align 4
+	%796 = getelementptr float, float* %772, i64 0
+	%797 = bitcast float* %796 to <128 x float>*
+	%798 = load <128 x float>, <128 x float>* %797, align 4
+	%799 = add i64 %45, %422
+	%800 = call <128 x float> @lamb_noise_row128_8_false(i64 %47, i32 %49, i64 %799)
+	%801 = insertelement <128 x float> undef, float %39, i32 0
+	%802 = insertelement <128 x float> %801, float %39, i32 1
+	%803 = insertelement <128 x float> %802, float %39, i32 2
+	%804 = insertelement <128 x float> %803, float %39, i32 3
+	%805 = insertelement <128 x float> %804, float %39, i32 4
+	%806 = insertelement <128 x float> %805, float %39, i32 5
+	%807 = insertelement <128 x float> %806, float %39, i32 6
+	%808 = insertelement <128 x float> %807, float %39, i32 7
+	%809 = insertelement <128 x float> %808, float %39, i32 8
+	%810 = insertelement <128 x float> %809, float %39, i32 9
+	%811 = insertelement <128 x float> %810, float %39, i32 10
+	%812 = insertelement <128 x float> %811, float %39, i32 11
+	%813 = insertelement <128 x float> %812, float %39, i32 12
+	%814 = insertelement <128 x float> %813, float %39, i32 13
+	%815 = insertelement <128 x float> %814, float %39, i32 14
+	%816 = insertelement <128 x float> %815, float %39, i32 15
+	%817 = insertelement <128 x float> %816, float %39, i32 16
+	%818 = insertelement <128 x float> %817, float %39, i32 17
+	%819 = insertelement <128 x float> %818, float %39, i32 18
+	%820 = insertelement <128 x float> %819, float %39, i32 19
+	%821 = insertelement <128 x float> %820, float %39, i32 20
+	%822 = insertelement <128 x float> %821, float %39, i32 21
+	%823 = insertelement <128 x float> %822, float %39, i32 22
+	%824 = insertelement <128 x float> %823, float %39, i32 23
+	%825 = insertelement <128 x float> %824, float %39, i32 24
+	%826 = insertelement <128 x float> %825, float %39, i32 25
+	%827 = insertelement <128 x float> %826, float %39, i32 26
+	%828 = insertelement <128 x float> %827, float %39, i32 27
+	%829 = insertelement <128 x float> %828, float %39, i32 28
+	%830 = insertelement <128 x float> %829, float %39, i32 29
+	%831 = insertelement <128 x float> %830, float %39, i32 30
+	%832 = insertelement <128 x float> %831, float %39, i32 31
+	%833 = insertelement <128 x float> %832, float %39, i32 32
+	%834 = insertelement <128 x float> %833, float %39, i32 33
+	%835 = insertelement <128 x float> %834, float %39, i32 34
+	%836 = insertelement <128 x float> %835, float %39, i32 35
+	%837 = insertelement <128 x float> %836, float %39, i32 36
+	%838 = insertelement <128 x float> %837, float %39, i32 37
+	%839 = insertelement <128 x float> %838, float %39, i32 38
+	%840 = insertelement <128 x float> %839, float %39, i32 39
+	%841 = insertelement <128 x float> %840, float %39, i32 40
+	%842 = insertelement <128 x float> %841, float %39, i32 41
+	%843 = insertelement <128 x float> %842, float %39, i32 42
+	%844 = insertelement <128 x float> %843, float %39, i32 43
+	%845 = insertelement <128 x float> %844, float %39, i32 44
+	%846 = insertelement <128 x float> %845, float %39, i32 45
+	%847 = insertelement <128 x float> %846, float %39, i32 46
+	%848 = insertelement <128 x float> %847, float %39, i32 47
+	%849 = insertelement <128 x float> %848, float %39, i32 48
+	%850 = insertelement <128 x float> %849, float %39, i32 49
+	%851 = insertelement <128 x float> %850, float %39, i32 50
+	%852 = insertelement <128 x float> %851, float %39, i32 51
+	%853 = insertelement <128 x float> %852, float %39, i32 52
+	%854 = insertelement <128 x float> %853, float %39, i32 53
+	%855 = insertelement <128 x float> %854, float %39, i32 54
+	%856 = insertelement <128 x float> %855, float %39, i32 55
+	%857 = insertelement <128 x float> %856, float %39, i32 56
+	%858 = insertelement <128 x float> %857, float %39, i32 57
+	%859 = insertelement <128 x float> %858, float %39, i32 58
+	%860 = insertelement <128 x float> %859, float %39, i32 59
+	%861 = insertelement <128 x float> %860, float %39, i32 60
+	%862 = insertelement <128 x float> %861, float %39, i32 61
+	%863 = insertelement <128 x float> %862, float %39, i32 62
+	%864 = insertelement <128 x float> %863, float %39, i32 63
+	%865 = insertelement <128 x float> %864, float %39, i32 64
+	%866 = insertelement <128 x float> %865, float %39, i32 65
+	%867 = insertelement <128 x float> %866, float %39, i32 66
+	%868 = insertelement <128 x float> %867, float %39, i32 67
+	%869 = insertelement <128 x float> %868, float %39, i32 68
+	%870 = insertelement <128 x float> %869, float %39, i32 69
+	%871 = insertelement <128 x float> %870, float %39, i32 70
+	%872 = insertelement <128 x float> %871, float %39, i32 71
+	%873 = insertelement <128 x float> %872, float %39, i32 72
+	%874 = insertelement <128 x float> %873, float %39, i32 73
+	%875 = insertelement <128 x float> %874, float %39, i32 74
+	%876 = insertelement <128 x float> %875, float %39, i32 75
+	%877 = insertelement <128 x float> %876, float %39, i32 76
+	%878 = insertelement <128 x float> %877, float %39, i32 77
+	%879 = insertelement <128 x float> %878, float %39, i32 78
+	%880 = insertelement <128 x float> %879, float %39, i32 79
+	%881 = insertelement <128 x float> %880, float %39, i32 80
+	%882 = insertelement <128 x float> %881, float %39, i32 81
+	%883 = insertelement <128 x float> %882, float %39, i32 82
+	%884 = insertelement <128 x float> %883, float %39, i32 83
+	%885 = insertelement <128 x float> %884, float %39, i32 84
+	%886 = insertelement <128 x float> %885, float %39, i32 85
+	%887 = insertelement <128 x float> %886, float %39, i32 86
+	%888 = insertelement <128 x float> %887, float %39, i32 87
+	%889 = insertelement <128 x float> %888, float %39, i32 88
+	%890 = insertelement <128 x float> %889, float %39, i32 89
+	%891 = insertelement <128 x float> %890, float %39, i32 90
+	%892 = insertelement <128 x float> %891, float %39, i32 91
+	%893 = insertelement <128 x float> %892, float %39, i32 92
+	%894 = insertelement <128 x float> %893, float %39, i32 93
+	%895 = insertelement <128 x float> %894, float %39, i32 94
+	%896 = insertelement <128 x float> %895, float %39, i32 95
+	%897 = insertelement <128 x float> %896, float %39, i32 96
+	%898 = insertelement <128 x float> %897, float %39, i32 97
+	%899 = insertelement <128 x float> %898, float %39, i32 98
+	%900 = insertelement <128 x float> %899, float %39, i32 99
+	%901 = insertelement <128 x float> %900, float %39, i32 100
+	%902 = insertelement <128 x float> %901, float %39, i32 101
+	%903 = insertelement <128 x float> %902, float %39, i32 102
+	%904 = insertelement <128 x float> %903, float %39, i32 103
+	%905 = insertelement <128 x float> %904, float %39, i32 104
+	%906 = insertelement <128 x float> %905, float %39, i32 105
+	%907 = insertelement <128 x float> %906, float %39, i32 106
+	%908 = insertelement <128 x float> %907, float %39, i32 107
+	%909 = insertelement <128 x float> %908, float %39, i32 108
+	%910 = insertelement <128 x float> %909, float %39, i32 109
+	%911 = insertelement <128 x float> %910, float %39, i32 110
+	%912 = insertelement <128 x float> %911, float %39, i32 111
+	%913 = insertelement <128 x float> %912, float %39, i32 112
+	%914 = insertelement <128 x float> %913, float %39, i32 113
+	%915 = insertelement <128 x float> %914, float %39, i32 114
+	%916 = insertelement <128 x float> %915, float %39, i32 115
+	%917 = insertelement <128 x float> %916, float %39, i32 116
+	%918 = insertelement <128 x float> %917, float %39, i32 117
+	%919 = insertelement <128 x float> %918, float %39, i32 118
+	%920 = insertelement <128 x float> %919, float %39, i32 119
+	%921 = insertelement <128 x float> %920, float %39, i32 120
+	%922 = insertelement <128 x float> %921, float %39, i32 121
+	%923 = insertelement <128 x float> %922, float %39, i32 122
+	%924 = insertelement <128 x float> %923, float %39, i32 123
+	%925 = insertelement <128 x float> %924, float %39, i32 124
+	%926 = insertelement <128 x float> %925, float %39, i32 125
+	%927 = insertelement <128 x float> %926, float %39, i32 126
+	%928 = insertelement <128 x float> %927, float %39, i32 127
+	%929 = fmul <128 x float> %928, %800
+	%930 = fadd <128 x float> %792, %929
 	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
-	%564 = bitcast <128 x float>* %5 to float*
-	%565 = sub i64 %n, %323
-	br label %pad.head.362
+	%931 = bitcast <128 x float>* %5 to float*
+	%932 = bitcast float* %931 to <128 x float>*
+	store <128 x float> %930, <128 x float>* %932, align 4
+	%933 = icmp ne float* %kept, null
+	%934 = sub i64 %n, %422
+	%935 = select i1 %933, i64 %934, i64 0
+	br label %keep.head.402
 
-pad.head.362:
-	%566 = phi i64 [ 0, %pad.done.361 ], [ %572, %pad.363 ]
-	%567 = icmp slt i64 %566, %565
-	br i1 %567, label %pad.363, label %pad.done.364
+keep.head.402:
+	%936 = phi i64 [ 0, %pad.done.401 ], [ %942, %keep.403 ]
+	%937 = icmp slt i64 %936, %935
+	br i1 %937, label %keep.403, label %keep.done.404
 
-pad.363:
-	%568 = add i64 %323, %566
-	%569 = getelementptr float, float* %309, i64 %568
-	%570 = load float, float* %569, align 4
-	%571 = getelementptr float, float* %564, i64 %566
-	store volatile float %570, float* %571, align 4
-	%572 = add i64 %566, 1
-	br label %pad.head.362
+keep.403:
+	%938 = getelementptr float, float* %931, i64 %936
+	%939 = load float, float* %938, align 4
+	%940 = add i64 %422, %936
+	%941 = getelementptr float, float* %kept, i64 %940
+	store volatile float %939, float* %941, align 4
+	%942 = add i64 %936, 1
+	br label %keep.head.402
 
-pad.done.364:
-	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
-	%573 = bitcast <128 x float>* %4 to float*
-	%574 = sub i64 %n, %323
-	br label %pad.head.365
+keep.done.404:
+	%943 = insertelement <128 x float> undef, float %23, i32 0
+	%944 = shufflevector <128 x float> %943, <128 x float> undef, <128 x i32> zeroinitializer
+	%945 = insertelement <128 x float> undef, float %25, i32 0
+	%946 = shufflevector <128 x float> %945, <128 x float> undef, <128 x i32> zeroinitializer
+	%947 = insertelement <128 x float> undef, float %27, i32 0
+	%948 = shufflevector <128 x float> %947, <128 x float> undef, <128 x i32> zeroinitializer
+	%949 = insertelement <128 x float> undef, float %29, i32 0
+	%950 = shufflevector <128 x float> %949, <128 x float> undef, <128 x i32> zeroinitializer
+	%951 = insertelement <128 x float> undef, float %31, i32 0
+	%952 = shufflevector <128 x float> %951, <128 x float> undef, <128 x i32> zeroinitializer
+	%953 = insertelement <128 x float> undef, float %33, i32 0
+	%954 = shufflevector <128 x float> %953, <128 x float> undef, <128 x i32> zeroinitializer
+	%955 = insertelement <128 x float> undef, float %35, i32 0
+	%956 = shufflevector <128 x float> %955, <128 x float> undef, <128 x i32> zeroinitializer
+	%957 = insertelement <128 x float> undef, float %37, i32 0
+	%958 = shufflevector <128 x float> %957, <128 x float> undef, <128 x i32> zeroinitializer
+	%959 = fmul <128 x float> %789, %789
+	%960 = fmul <128 x float> %944, %795
+	%961 = fmul <128 x float> %946, %930
+	%962 = fadd <128 x float> %960, %961
+	%963 = fdiv <128 x float> %962, %948
+	%964 = fmul <128 x float> %950, %798
+	%965 = fmul <128 x float> %930, %930
+	%966 = fmul <128 x float> %952, %965
+	%967 = fadd <128 x float> %964, %966
+	%968 = fdiv <128 x float> %967, %954
+	%969 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %968)
+	%970 = fadd <128 x float> %969, %956
+	%971 = fdiv <128 x float> %963, %970
+	%972 = fmul <128 x float> %958, %789
+	%973 = fadd <128 x float> %971, %972
+	%974 = fmul <128 x float> %973, %973
+	%975 = select <128 x i1> %786, <128 x float> %959, <128 x float> zeroinitializer
+	%976 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%977 = fadd <32 x float> %418, %976
+	%978 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%979 = fadd <32 x float> %977, %978
+	%980 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%981 = fadd <32 x float> %979, %980
+	%982 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%983 = fadd <32 x float> %981, %982
+	%984 = select <128 x i1> %786, <128 x float> %974, <128 x float> zeroinitializer
+	%985 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%986 = fadd <32 x float> %419, %985
+	%987 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%988 = fadd <32 x float> %986, %987
+	%989 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%990 = fadd <32 x float> %988, %989
+	%991 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%992 = fadd <32 x float> %990, %991
+	br label %join.378
 
-pad.head.365:
-	%575 = phi i64 [ 0, %pad.done.364 ], [ %581, %pad.366 ]
-	%576 = icmp slt i64 %575, %574
-	br i1 %576, label %pad.366, label %pad.done.367
+task.head.405:
+	%993 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.410 ]
+	%994 = icmp slt i64 %993, %43
+	br i1 %994, label %task.406, label %task.done.407
 
-pad.366:
-	%577 = add i64 %323, %575
-	%578 = getelementptr float, float* %311, i64 %577
-	%579 = load float, float* %578, align 4
-	%580 = getelementptr float, float* %573, i64 %575
-	store volatile float %579, float* %580, align 4
-	%581 = add i64 %575, 1
-	br label %pad.head.365
+task.406:
+	%995 = sdiv i64 %993, %83
+	%996 = srem i64 %993, %83
+	%997 = mul i64 %995, %n
+	%998 = getelementptr float, float* %15, i64 %997
+	%999 = mul i64 %995, %n
+	%1000 = getelementptr float, float* %17, i64 %999
+	%1001 = mul i64 %995, %n
+	%1002 = getelementptr float, float* %19, i64 %1001
+	%1003 = mul i64 %995, %n
+	%1004 = getelementptr float, float* %21, i64 %1003
+	%1005 = mul i64 %996, u0x1000
+	%1006 = sub i64 %n, %1005
+	%1007 = add i64 %1006, 127
+	%1008 = sdiv i64 %1007, 128
+	%1009 = icmp slt i64 %1008, 32
+	%1010 = select i1 %1009, i64 %1008, i64 32
+	br label %row.head.408
 
-pad.done.367:
-	%582 = insertelement <128 x i64> undef, i64 %323, i32 0
-	%583 = shufflevector <128 x i64> %582, <128 x i64> undef, <128 x i32> zeroinitializer
-	%584 = add <128 x i64> %583, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%585 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%586 = shufflevector <128 x i64> %585, <128 x i64> undef, <128 x i32> zeroinitializer
-	%587 = icmp slt <128 x i64> %584, %586
-	%588 = getelementptr float, float* %543, i64 0
-	%589 = bitcast float* %588 to <128 x float>*
-	%590 = load <128 x float>, <128 x float>* %589, align 4
-	%591 = getelementptr float, float* %555, i64 0
-	%592 = bitcast float* %591 to <128 x float>*
-	%593 = load <128 x float>, <128 x float>* %592, align 4
-	%594 = getelementptr float, float* %564, i64 0
-	%595 = bitcast float* %594 to <128 x float>*
-	%596 = load <128 x float>, <128 x float>* %595, align 4
-	%597 = getelementptr float, float* %573, i64 0
-	%598 = bitcast float* %597 to <128 x float>*
-	%599 = load <128 x float>, <128 x float>* %598, align 4
-	%600 = add i64 %43, %323
-	%601 = call <128 x float> @lamb_noise_row128_false(i64 %45, i32 %47, i64 %600)
-	%602 = insertelement <128 x float> undef, float %37, i32 0
-	%603 = insertelement <128 x float> %602, float %37, i32 1
-	%604 = insertelement <128 x float> %603, float %37, i32 2
-	%605 = insertelement <128 x float> %604, float %37, i32 3
-	%606 = insertelement <128 x float> %605, float %37, i32 4
-	%607 = insertelement <128 x float> %606, float %37, i32 5
-	%608 = insertelement <128 x float> %607, float %37, i32 6
-	%609 = insertelement <128 x float> %608, float %37, i32 7
-	%610 = insertelement <128 x float> %609, float %37, i32 8
-	%611 = insertelement <128 x float> %610, float %37, i32 9
-	%612 = insertelement <128 x float> %611, float %37, i32 10
-	%613 = insertelement <128 x float> %612, float %37, i32 11
-	%614 = insertelement <128 x float> %613, float %37, i32 12
-	%615 = insertelement <128 x float> %614, float %37, i32 13
-	%616 = insertelement <128 x float> %615, float %37, i32 14
-	%617 = insertelement <128 x float> %616, float %37, i32 15
-	%618 = insertelement <128 x float> %617, float %37, i32 16
-	%619 = insertelement <128 x float> %618, float %37, i32 17
-	%620 = insertelement <128 x float> %619, float %37, i32 18
-	%621 = insertelement <128 x float> %620, float %37, i32 19
-	%622 = insertelement <128 x float> %621, float %37, i32 20
-	%623 = insertelement <128 x float> %622, float %37, i32 21
-	%624 = insertelement <128 x float> %623, float %37, i32 22
-	%625 = insertelement <128 x float> %624, float %37, i32 23
-	%626 = insertelement <128 x float> %625, float %37, i32 24
-	%627 = insertelement <128 x float> %626, float %37, i32 25
-	%628 = insertelement <128 x float> %627, float %37, i32 26
-	%629 = insertelement <128 x float> %628, float %37, i32 27
-	%630 = insertelement <128 x float> %629, float %37, i32 28
-	%631 = insertelement <128 x float> %630, float %37, i32 29
-	%632 = insertelement <128 x float> %631, float %37, i32 30
-	%633 = insertelement <128 x float> %632, float %37, i32 31
-	%634 = insertelement <128 x float> %633, float %37, i32 32
-	%635 = insertelement <128 x float> %634, float %37, i32 33
-	%636 = insertelement <128 x float> %635, float %37, i32 34
-	%637 = insertelement <128 x float> %636, float %37, i32 35
-	%638 = insertelement <128 x float> %637, float %37, i32 36
-	%639 = insertelement <128 x float> %638, float %37, i32 37
-	%640 = insertelement <128 x float> %639, float %37, i32 38
-	%641 = insertelement <128 x float> %640, float %37, i32 39
-	%642 = insertelement <128 x float> %641, float %37, i32 40
-	%643 = insertelement <128 x float> %642, float %37, i32 41
-	%644 = insertelement <128 x float> %643, float %37, i32 42
-	%645 = insertelement <128 x float> %644, float %37, i32 43
-	%646 = insertelement <128 x float> %645, float %37, i32 44
-	%647 = insertelement <128 x float> %646, float %37, i32 45
-	%648 = insertelement <128 x float> %647, float %37, i32 46
-	%649 = insertelement <128 x float> %648, float %37, i32 47
-	%650 = insertelement <128 x float> %649, float %37, i32 48
-	%651 = insertelement <128 x float> %650, float %37, i32 49
-	%652 = insertelement <128 x float> %651, float %37, i32 50
-	%653 = insertelement <128 x float> %652, float %37, i32 51
-	%654 = insertelement <128 x float> %653, float %37, i32 52
-	%655 = insertelement <128 x float> %654, float %37, i32 53
-	%656 = insertelement <128 x float> %655, float %37, i32 54
-	%657 = insertelement <128 x float> %656, float %37, i32 55
-	%658 = insertelement <128 x float> %657, float %37, i32 56
-	%659 = insertelement <128 x float> %658, float %37, i32 57
-	%660 = insertelement <128 x float> %659, float %37, i32 58
-	%661 = insertelement <128 x float> %660, float %37, i32 59
-	%662 = insertelement <128 x float> %661, float %37, i32 60
-	%663 = insertelement <128 x float> %662, float %37, i32 61
-	%664 = insertelement <128 x float> %663, float %37, i32 62
-	%665 = insertelement <128 x float> %664, float %37, i32 63
-	%666 = insertelement <128 x float> %665, float %37, i32 64
-	%667 = insertelement <128 x float> %666, float %37, i32 65
-	%668 = insertelement <128 x float> %667, float %37, i32 66
-	%669 = insertelement <128 x float> %668, float %37, i32 67
-	%670 = insertelement <128 x float> %669, float %37, i32 68
-	%671 = insertelement <128 x float> %670, float %37, i32 69
-	%672 = insertelement <128 x float> %671, float %37, i32 70
-	%673 = insertelement <128 x float> %672, float %37, i32 71
-	%674 = insertelement <128 x float> %673, float %37, i32 72
-	%675 = insertelement <128 x float> %674, float %37, i32 73
-	%676 = insertelement <128 x float> %675, float %37, i32 74
-	%677 = insertelement <128 x float> %676, float %37, i32 75
-	%678 = insertelement <128 x float> %677, float %37, i32 76
-	%679 = insertelement <128 x float> %678, float %37, i32 77
-	%680 = insertelement <128 x float> %679, float %37, i32 78
-	%681 = insertelement <128 x float> %680, float %37, i32 79
-	%682 = insertelement <128 x float> %681, float %37, i32 80
-	%683 = insertelement <128 x float> %682, float %37, i32 81
-	%684 = insertelement <128 x float> %683, float %37, i32 82
-	%685 = insertelement <128 x float> %684, float %37, i32 83
-	%686 = insertelement <128 x float> %685, float %37, i32 84
-	%687 = insertelement <128 x float> %686, float %37, i32 85
-	%688 = insertelement <128 x float> %687, float %37, i32 86
-	%689 = insertelement <128 x float> %688, float %37, i32 87
-	%690 = insertelement <128 x float> %689, float %37, i32 88
-	%691 = insertelement <128 x float> %690, float %37, i32 89
-	%692 = insertelement <128 x float> %691, float %37, i32 90
-	%693 = insertelement <128 x float> %692, float %37, i32 91
-	%694 = insertelement <128 x float> %693, float %37, i32 92
-	%695 = insertelement <128 x float> %694, float %37, i32 93
-	%696 = insertelement <128 x float> %695, float %37, i32 94
-	%697 = insertelement <128 x float> %696, float %37, i32 95
-	%698 = insertelement <128 x float> %697, float %37, i32 96
-	%699 = insertelement <128 x float> %698, float %37, i32 97
-	%700 = insertelement <128 x float> %699, float %37, i32 98
-	%701 = insertelement <128 x float> %700, float %37, i32 99
-	%702 = insertelement <128 x float> %701, float %37, i32 100
-	%703 = insertelement <128 x float> %702, float %37, i32 101
-	%704 = insertelement <128 x float> %703, float %37, i32 102
-	%705 = insertelement <128 x float> %704, float %37, i32 103
-	%706 = insertelement <128 x float> %705, float %37, i32 104
-	%707 = insertelement <128 x float> %706, float %37, i32 105
-	%708 = insertelement <128 x float> %707, float %37, i32 106
-	%709 = insertelement <128 x float> %708, float %37, i32 107
-	%710 = insertelement <128 x float> %709, float %37, i32 108
-	%711 = insertelement <128 x float> %710, float %37, i32 109
-	%712 = insertelement <128 x float> %711, float %37, i32 110
-	%713 = insertelement <128 x float> %712, float %37, i32 111
-	%714 = insertelement <128 x float> %713, float %37, i32 112
-	%715 = insertelement <128 x float> %714, float %37, i32 113
-	%716 = insertelement <128 x float> %715, float %37, i32 114
-	%717 = insertelement <128 x float> %716, float %37, i32 115
-	%718 = insertelement <128 x float> %717, float %37, i32 116
-	%719 = insertelement <128 x float> %718, float %37, i32 117
-	%720 = insertelement <128 x float> %719, float %37, i32 118
-	%721 = insertelement <128 x float> %720, float %37, i32 119
-	%722 = insertelement <128 x float> %721, float %37, i32 120
-	%723 = insertelement <128 x float> %722, float %37, i32 121
-	%724 = insertelement <128 x float> %723, float %37, i32 122
-	%725 = insertelement <128 x float> %724, float %37, i32 123
-	%726 = insertelement <128 x float> %725, float %37, i32 124
-	%727 = insertelement <128 x float> %726, float %37, i32 125
-	%728 = insertelement <128 x float> %727, float %37, i32 126
-	%729 = insertelement <128 x float> %728, float %37, i32 127
-	%730 = fmul <128 x float> %729, %601
-	%731 = fadd <128 x float> %593, %730
-	%732 = insertelement <128 x float> undef, float %21, i32 0
-	%733 = shufflevector <128 x float> %732, <128 x float> undef, <128 x i32> zeroinitializer
-	%734 = insertelement <128 x float> undef, float %23, i32 0
-	%735 = shufflevector <128 x float> %734, <128 x float> undef, <128 x i32> zeroinitializer
-	%736 = insertelement <128 x float> undef, float %25, i32 0
-	%737 = shufflevector <128 x float> %736, <128 x float> undef, <128 x i32> zeroinitializer
-	%738 = insertelement <128 x float> undef, float %27, i32 0
-	%739 = shufflevector <128 x float> %738, <128 x float> undef, <128 x i32> zeroinitializer
-	%740 = insertelement <128 x float> undef, float %29, i32 0
-	%741 = shufflevector <128 x float> %740, <128 x float> undef, <128 x i32> zeroinitializer
-	%742 = insertelement <128 x float> undef, float %31, i32 0
-	%743 = shufflevector <128 x float> %742, <128 x float> undef, <128 x i32> zeroinitializer
-	%744 = insertelement <128 x float> undef, float %33, i32 0
-	%745 = shufflevector <128 x float> %744, <128 x float> undef, <128 x i32> zeroinitializer
-	%746 = insertelement <128 x float> undef, float %35, i32 0
-	%747 = shufflevector <128 x float> %746, <128 x float> undef, <128 x i32> zeroinitializer
-	%748 = fmul <128 x float> %590, %590
-	%749 = fmul <128 x float> %733, %596
-	%750 = fmul <128 x float> %735, %731
-	%751 = fadd <128 x float> %749, %750
-	%752 = fdiv <128 x float> %751, %737
-	%753 = fmul <128 x float> %739, %599
-	%754 = fmul <128 x float> %731, %731
-	%755 = fmul <128 x float> %741, %754
-	%756 = fadd <128 x float> %753, %755
-	%757 = fdiv <128 x float> %756, %743
-	%758 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %757)
-	%759 = fadd <128 x float> %758, %745
-	%760 = fdiv <128 x float> %752, %759
-	%761 = fmul <128 x float> %747, %590
-	%762 = fadd <128 x float> %760, %761
-	%763 = fmul <128 x float> %762, %762
-	%764 = select <128 x i1> %587, <128 x float> %748, <128 x float> zeroinitializer
-	%765 = shufflevector <128 x float> %764, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%766 = fadd <32 x float> %319, %765
-	%767 = shufflevector <128 x float> %764, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%768 = fadd <32 x float> %766, %767
-	%769 = shufflevector <128 x float> %764, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%770 = fadd <32 x float> %768, %769
-	%771 = shufflevector <128 x float> %764, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%772 = fadd <32 x float> %770, %771
-	%773 = select <128 x i1> %587, <128 x float> %763, <128 x float> zeroinitializer
-	%774 = shufflevector <128 x float> %773, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%775 = fadd <32 x float> %320, %774
-	%776 = shufflevector <128 x float> %773, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%777 = fadd <32 x float> %775, %776
-	%778 = shufflevector <128 x float> %773, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%779 = fadd <32 x float> %777, %778
-	%780 = shufflevector <128 x float> %773, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%781 = fadd <32 x float> %779, %780
-	br label %join.346
-
-task.head.368:
-	%782 = phi i64 [ %39, %with_secure_noise ], [ %832, %row.done.373 ]
-	%783 = icmp slt i64 %782, %41
-	br i1 %783, label %task.369, label %task.done.370
-
-task.369:
-	%784 = sdiv i64 %782, %81
-	%785 = srem i64 %782, %81
-	%786 = mul i64 %784, %n
-	%787 = getelementptr float, float* %13, i64 %786
-	%788 = mul i64 %784, %n
-	%789 = getelementptr float, float* %15, i64 %788
-	%790 = mul i64 %784, %n
-	%791 = getelementptr float, float* %17, i64 %790
-	%792 = mul i64 %784, %n
-	%793 = getelementptr float, float* %19, i64 %792
-	%794 = mul i64 %785, u0x1000
-	%795 = sub i64 %n, %794
-	%796 = add i64 %795, 127
-	%797 = sdiv i64 %796, 128
-	%798 = icmp slt i64 %797, 32
-	%799 = select i1 %798, i64 %797, i64 32
-	br label %row.head.371
-
-task.done.370:
+task.done.407:
 	ret void
 
-row.head.371:
-	%800 = phi i64 [ 0, %task.369 ], [ %1291, %join.376 ]
-	%801 = phi <32 x float> [ zeroinitializer, %task.369 ], [ %1289, %join.376 ]
-	%802 = phi <32 x float> [ zeroinitializer, %task.369 ], [ %1290, %join.376 ]
-	%803 = icmp slt i64 %800, %799
-	br i1 %803, label %row.372, label %row.done.373
+row.head.408:
+	%1011 = phi i64 [ 0, %task.406 ], [ %1552, %join.413 ]
+	%1012 = phi <32 x float> [ zeroinitializer, %task.406 ], [ %1550, %join.413 ]
+	%1013 = phi <32 x float> [ zeroinitializer, %task.406 ], [ %1551, %join.413 ]
+	%1014 = icmp slt i64 %1011, %1010
+	br i1 %1014, label %row.409, label %row.done.410
 
-row.372:
-	%804 = mul i64 %800, 128
-	%805 = add i64 %794, %804
-	%806 = add i64 %805, 128
-	%807 = icmp sle i64 %806, %n
-	br i1 %807, label %then.374, label %else.375
+row.409:
+	%1015 = mul i64 %1011, 128
+	%1016 = add i64 %1005, %1015
+	%1017 = add i64 %1016, 512
+	%1018 = add i64 %1017, 0
+	%1019 = getelementptr float, float* %998, i64 %1018
+	%1020 = bitcast float* %1019 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1020, i32 0, i32 3, i32 1)
+	%1021 = add i64 %1017, 16
+	%1022 = getelementptr float, float* %998, i64 %1021
+	%1023 = bitcast float* %1022 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1023, i32 0, i32 3, i32 1)
+	%1024 = add i64 %1017, 32
+	%1025 = getelementptr float, float* %998, i64 %1024
+	%1026 = bitcast float* %1025 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1026, i32 0, i32 3, i32 1)
+	%1027 = add i64 %1017, 48
+	%1028 = getelementptr float, float* %998, i64 %1027
+	%1029 = bitcast float* %1028 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1029, i32 0, i32 3, i32 1)
+	%1030 = add i64 %1017, 64
+	%1031 = getelementptr float, float* %998, i64 %1030
+	%1032 = bitcast float* %1031 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1032, i32 0, i32 3, i32 1)
+	%1033 = add i64 %1017, 80
+	%1034 = getelementptr float, float* %998, i64 %1033
+	%1035 = bitcast float* %1034 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1035, i32 0, i32 3, i32 1)
+	%1036 = add i64 %1017, 96
+	%1037 = getelementptr float, float* %998, i64 %1036
+	%1038 = bitcast float* %1037 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1038, i32 0, i32 3, i32 1)
+	%1039 = add i64 %1017, 112
+	%1040 = getelementptr float, float* %998, i64 %1039
+	%1041 = bitcast float* %1040 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1041, i32 0, i32 3, i32 1)
+	%1042 = add i64 %1017, 0
+	%1043 = getelementptr float, float* %1000, i64 %1042
+	%1044 = bitcast float* %1043 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1044, i32 0, i32 3, i32 1)
+	%1045 = add i64 %1017, 16
+	%1046 = getelementptr float, float* %1000, i64 %1045
+	%1047 = bitcast float* %1046 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1047, i32 0, i32 3, i32 1)
+	%1048 = add i64 %1017, 32
+	%1049 = getelementptr float, float* %1000, i64 %1048
+	%1050 = bitcast float* %1049 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1050, i32 0, i32 3, i32 1)
+	%1051 = add i64 %1017, 48
+	%1052 = getelementptr float, float* %1000, i64 %1051
+	%1053 = bitcast float* %1052 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1053, i32 0, i32 3, i32 1)
+	%1054 = add i64 %1017, 64
+	%1055 = getelementptr float, float* %1000, i64 %1054
+	%1056 = bitcast float* %1055 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1056, i32 0, i32 3, i32 1)
+	%1057 = add i64 %1017, 80
+	%1058 = getelementptr float, float* %1000, i64 %1057
+	%1059 = bitcast float* %1058 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1059, i32 0, i32 3, i32 1)
+	%1060 = add i64 %1017, 96
+	%1061 = getelementptr float, float* %1000, i64 %1060
+	%1062 = bitcast float* %1061 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1062, i32 0, i32 3, i32 1)
+	%1063 = add i64 %1017, 112
+	%1064 = getelementptr float, float* %1000, i64 %1063
+	%1065 = bitcast float* %1064 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1065, i32 0, i32 3, i32 1)
+	%1066 = add i64 %1017, 0
+	%1067 = getelementptr float, float* %1002, i64 %1066
+	%1068 = bitcast float* %1067 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1068, i32 0, i32 3, i32 1)
+	%1069 = add i64 %1017, 16
+	%1070 = getelementptr float, float* %1002, i64 %1069
+	%1071 = bitcast float* %1070 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1071, i32 0, i32 3, i32 1)
+	%1072 = add i64 %1017, 32
+	%1073 = getelementptr float, float* %1002, i64 %1072
+	%1074 = bitcast float* %1073 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1074, i32 0, i32 3, i32 1)
+	%1075 = add i64 %1017, 48
+	%1076 = getelementptr float, float* %1002, i64 %1075
+	%1077 = bitcast float* %1076 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1077, i32 0, i32 3, i32 1)
+	%1078 = add i64 %1017, 64
+	%1079 = getelementptr float, float* %1002, i64 %1078
+	%1080 = bitcast float* %1079 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1080, i32 0, i32 3, i32 1)
+	%1081 = add i64 %1017, 80
+	%1082 = getelementptr float, float* %1002, i64 %1081
+	%1083 = bitcast float* %1082 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1083, i32 0, i32 3, i32 1)
+	%1084 = add i64 %1017, 96
+	%1085 = getelementptr float, float* %1002, i64 %1084
+	%1086 = bitcast float* %1085 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1086, i32 0, i32 3, i32 1)
+	%1087 = add i64 %1017, 112
+	%1088 = getelementptr float, float* %1002, i64 %1087
+	%1089 = bitcast float* %1088 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1089, i32 0, i32 3, i32 1)
+	%1090 = add i64 %1017, 0
+	%1091 = getelementptr float, float* %1004, i64 %1090
+	%1092 = bitcast float* %1091 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1092, i32 0, i32 3, i32 1)
+	%1093 = add i64 %1017, 16
+	%1094 = getelementptr float, float* %1004, i64 %1093
+	%1095 = bitcast float* %1094 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1095, i32 0, i32 3, i32 1)
+	%1096 = add i64 %1017, 32
+	%1097 = getelementptr float, float* %1004, i64 %1096
+	%1098 = bitcast float* %1097 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1098, i32 0, i32 3, i32 1)
+	%1099 = add i64 %1017, 48
+	%1100 = getelementptr float, float* %1004, i64 %1099
+	%1101 = bitcast float* %1100 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1101, i32 0, i32 3, i32 1)
+	%1102 = add i64 %1017, 64
+	%1103 = getelementptr float, float* %1004, i64 %1102
+	%1104 = bitcast float* %1103 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1104, i32 0, i32 3, i32 1)
+	%1105 = add i64 %1017, 80
+	%1106 = getelementptr float, float* %1004, i64 %1105
+	%1107 = bitcast float* %1106 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1107, i32 0, i32 3, i32 1)
+	%1108 = add i64 %1017, 96
+	%1109 = getelementptr float, float* %1004, i64 %1108
+	%1110 = bitcast float* %1109 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1110, i32 0, i32 3, i32 1)
+	%1111 = add i64 %1017, 112
+	%1112 = getelementptr float, float* %1004, i64 %1111
+	%1113 = bitcast float* %1112 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1113, i32 0, i32 3, i32 1)
+	%1114 = add i64 %1016, 128
+	%1115 = icmp sle i64 %1114, %n
+	br i1 %1115, label %then.411, label %else.412
 
-row.done.373:
-	%808 = shufflevector <32 x float> %801, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%809 = fadd <32 x float> %801, %808
-	%810 = shufflevector <32 x float> %802, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%811 = fadd <32 x float> %802, %810
-	%812 = shufflevector <32 x float> %809, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%813 = fadd <32 x float> %809, %812
-	%814 = shufflevector <32 x float> %811, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%815 = fadd <32 x float> %811, %814
-	%816 = shufflevector <32 x float> %813, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%817 = fadd <32 x float> %813, %816
-	%818 = shufflevector <32 x float> %815, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%819 = fadd <32 x float> %815, %818
-	%820 = shufflevector <32 x float> %817, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%821 = fadd <32 x float> %817, %820
-	%822 = shufflevector <32 x float> %819, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%823 = fadd <32 x float> %819, %822
-	%824 = shufflevector <32 x float> %821, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%825 = fadd <32 x float> %821, %824
-	%826 = shufflevector <32 x float> %823, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%827 = fadd <32 x float> %823, %826
-	%828 = extractelement <32 x float> %825, i32 0
-	%829 = getelementptr float, float* %59, i64 %782
-	store float %828, float* %829, align 4
-	%830 = extractelement <32 x float> %827, i32 0
-	%831 = getelementptr float, float* %61, i64 %782
-	store float %830, float* %831, align 4
-	%832 = add i64 %782, 1
-	br label %task.head.368
+row.done.410:
+	%1116 = shufflevector <32 x float> %1012, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%1117 = fadd <32 x float> %1012, %1116
+	%1118 = shufflevector <32 x float> %1013, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%1119 = fadd <32 x float> %1013, %1118
+	%1120 = shufflevector <32 x float> %1117, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%1121 = fadd <32 x float> %1117, %1120
+	%1122 = shufflevector <32 x float> %1119, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%1123 = fadd <32 x float> %1119, %1122
+	%1124 = shufflevector <32 x float> %1121, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%1125 = fadd <32 x float> %1121, %1124
+	%1126 = shufflevector <32 x float> %1123, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%1127 = fadd <32 x float> %1123, %1126
+	%1128 = shufflevector <32 x float> %1125, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%1129 = fadd <32 x float> %1125, %1128
+	%1130 = shufflevector <32 x float> %1127, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%1131 = fadd <32 x float> %1127, %1130
+	%1132 = shufflevector <32 x float> %1129, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%1133 = fadd <32 x float> %1129, %1132
+	%1134 = shufflevector <32 x float> %1131, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%1135 = fadd <32 x float> %1131, %1134
+	%1136 = extractelement <32 x float> %1133, i32 0
+	%1137 = getelementptr float, float* %61, i64 %993
+	store float %1136, float* %1137, align 4
+	%1138 = extractelement <32 x float> %1135, i32 0
+	%1139 = getelementptr float, float* %63, i64 %993
+	store float %1138, float* %1139, align 4
+	%1140 = add i64 %993, 1
+	br label %task.head.405
 
-then.374:
-	%833 = getelementptr float, float* %787, i64 %805
-	%834 = bitcast float* %833 to <128 x float>*
-	%835 = load <128 x float>, <128 x float>* %834, align 4
-	%836 = getelementptr float, float* %789, i64 %805
-	%837 = bitcast float* %836 to <128 x float>*
-	%838 = load <128 x float>, <128 x float>* %837, align 4
-	%839 = getelementptr float, float* %791, i64 %805
-	%840 = bitcast float* %839 to <128 x float>*
-	%841 = load <128 x float>, <128 x float>* %840, align 4
-	%842 = getelementptr float, float* %793, i64 %805
-	%843 = bitcast float* %842 to <128 x float>*
-	%844 = load <128 x float>, <128 x float>* %843, align 4
-	%845 = add i64 %43, %805
-	%846 = call <128 x float> @lamb_noise_row128_true(i64 %52, i64 %53, i64 %54, i64 %55, i32 %47, i64 %845)
-	%847 = insertelement <128 x float> undef, float %37, i32 0
-	%848 = insertelement <128 x float> %847, float %37, i32 1
-	%849 = insertelement <128 x float> %848, float %37, i32 2
-	%850 = insertelement <128 x float> %849, float %37, i32 3
-	%851 = insertelement <128 x float> %850, float %37, i32 4
-	%852 = insertelement <128 x float> %851, float %37, i32 5
-	%853 = insertelement <128 x float> %852, float %37, i32 6
-	%854 = insertelement <128 x float> %853, float %37, i32 7
-	%855 = insertelement <128 x float> %854, float %37, i32 8
-	%856 = insertelement <128 x float> %855, float %37, i32 9
-	%857 = insertelement <128 x float> %856, float %37, i32 10
-	%858 = insertelement <128 x float> %857, float %37, i32 11
-	%859 = insertelement <128 x float> %858, float %37, i32 12
-	%860 = insertelement <128 x float> %859, float %37, i32 13
-	%861 = insertelement <128 x float> %860, float %37, i32 14
-	%862 = insertelement <128 x float> %861, float %37, i32 15
-	%863 = insertelement <128 x float> %862, float %37, i32 16
-	%864 = insertelement <128 x float> %863, float %37, i32 17
-	%865 = insertelement <128 x float> %864, float %37, i32 18
-	%866 = insertelement <128 x float> %865, float %37, i32 19
-	%867 = insertelement <128 x float> %866, float %37, i32 20
-	%868 = insertelement <128 x float> %867, float %37, i32 21
-	%869 = insertelement <128 x float> %868, float %37, i32 22
-	%870 = insertelement <128 x float> %869, float %37, i32 23
-	%871 = insertelement <128 x float> %870, float %37, i32 24
-	%872 = insertelement <128 x float> %871, float %37, i32 25
-	%873 = insertelement <128 x float> %872, float %37, i32 26
-	%874 = insertelement <128 x float> %873, float %37, i32 27
-	%875 = insertelement <128 x float> %874, float %37, i32 28
-	%876 = insertelement <128 x float> %875, float %37, i32 29
-	%877 = insertelement <128 x float> %876, float %37, i32 30
-	%878 = insertelement <128 x float> %877, float %37, i32 31
-	%879 = insertelement <128 x float> %878, float %37, i32 32
-	%880 = insertelement <128 x float> %879, float %37, i32 33
-	%881 = insertelement <128 x float> %880, float %37, i32 34
-	%882 = insertelement <128 x float> %881, float %37, i32 35
-	%883 = insertelement <128 x float> %882, float %37, i32 36
-	%884 = insertelement <128 x float> %883, float %37, i32 37
-	%885 = insertelement <128 x float> %884, float %37, i32 38
-	%886 = insertelement <128 x float> %885, float %37, i32 39
-	%887 = insertelement <128 x float> %886, float %37, i32 40
-	%888 = insertelement <128 x float> %887, float %37, i32 41
-	%889 = insertelement <128 x float> %888, float %37, i32 42
-	%890 = insertelement <128 x float> %889, float %37, i32 43
-	%891 = insertelement <128 x float> %890, float %37, i32 44
-	%892 = insertelement <128 x float> %891, float %37, i32 45
-	%893 = insertelement <128 x float> %892, float %37, i32 46
-	%894 = insertelement <128 x float> %893, float %37, i32 47
-	%895 = insertelement <128 x float> %894, float %37, i32 48
-	%896 = insertelement <128 x float> %895, float %37, i32 49
-	%897 = insertelement <128 x float> %896, float %37, i32 50
-	%898 = insertelement <128 x float> %897, float %37, i32 51
-	%899 = insertelement <128 x float> %898, float %37, i32 52
-	%900 = insertelement <128 x float> %899, float %37, i32 53
-	%901 = insertelement <128 x float> %900, float %37, i32 54
-	%902 = insertelement <128 x float> %901, float %37, i32 55
-	%903 = insertelement <128 x float> %902, float %37, i32 56
-	%904 = insertelement <128 x float> %903, float %37, i32 57
-	%905 = insertelement <128 x float> %904, float %37, i32 58
-	%906 = insertelement <128 x float> %905, float %37, i32 59
-	%907 = insertelement <128 x float> %906, float %37, i32 60
-	%908 = insertelement <128 x float> %907, float %37, i32 61
-	%909 = insertelement <128 x float> %908, float %37, i32 62
-	%910 = insertelement <128 x float> %909, float %37, i32 63
-	%911 = insertelement <128 x float> %910, float %37, i32 64
-	%912 = insertelement <128 x float> %911, float %37, i32 65
-	%913 = insertelement <128 x float> %912, float %37, i32 66
-	%914 = insertelement <128 x float> %913, float %37, i32 67
-	%915 = insertelement <128 x float> %914, float %37, i32 68
-	%916 = insertelement <128 x float> %915, float %37, i32 69
-	%917 = insertelement <128 x float> %916, float %37, i32 70
-	%918 = insertelement <128 x float> %917, float %37, i32 71
-	%919 = insertelement <128 x float> %918, float %37, i32 72
-	%920 = insertelement <128 x float> %919, float %37, i32 73
-	%921 = insertelement <128 x float> %920, float %37, i32 74
-	%922 = insertelement <128 x float> %921, float %37, i32 75
-	%923 = insertelement <128 x float> %922, float %37, i32 76
-	%924 = insertelement <128 x float> %923, float %37, i32 77
-	%925 = insertelement <128 x float> %924, float %37, i32 78
-	%926 = insertelement <128 x float> %925, float %37, i32 79
-	%927 = insertelement <128 x float> %926, float %37, i32 80
-	%928 = insertelement <128 x float> %927, float %37, i32 81
-	%929 = insertelement <128 x float> %928, float %37, i32 82
-	%930 = insertelement <128 x float> %929, float %37, i32 83
-	%931 = insertelement <128 x float> %930, float %37, i32 84
-	%932 = insertelement <128 x float> %931, float %37, i32 85
-	%933 = insertelement <128 x float> %932, float %37, i32 86
-	%934 = insertelement <128 x float> %933, float %37, i32 87
-	%935 = insertelement <128 x float> %934, float %37, i32 88
-	%936 = insertelement <128 x float> %935, float %37, i32 89
-	%937 = insertelement <128 x float> %936, float %37, i32 90
-	%938 = insertelement <128 x float> %937, float %37, i32 91
-	%939 = insertelement <128 x float> %938, float %37, i32 92
-	%940 = insertelement <128 x float> %939, float %37, i32 93
-	%941 = insertelement <128 x float> %940, float %37, i32 94
-	%942 = insertelement <128 x float> %941, float %37, i32 95
-	%943 = insertelement <128 x float> %942, float %37, i32 96
-	%944 = insertelement <128 x float> %943, float %37, i32 97
-	%945 = insertelement <128 x float> %944, float %37, i32 98
-	%946 = insertelement <128 x float> %945, float %37, i32 99
-	%947 = insertelement <128 x float> %946, float %37, i32 100
-	%948 = insertelement <128 x float> %947, float %37, i32 101
-	%949 = insertelement <128 x float> %948, float %37, i32 102
-	%950 = insertelement <128 x float> %949, float %37, i32 103
-	%951 = insertelement <128 x float> %950, float %37, i32 104
-	%952 = insertelement <128 x float> %951, float %37, i32 105
-	%953 = insertelement <128 x float> %952, float %37, i32 106
-	%954 = insertelement <128 x float> %953, float %37, i32 107
-	%955 = insertelement <128 x float> %954, float %37, i32 108
-	%956 = insertelement <128 x float> %955, float %37, i32 109
-	%957 = insertelement <128 x float> %956, float %37, i32 110
-	%958 = insertelement <128 x float> %957, float %37, i32 111
-	%959 = insertelement <128 x float> %958, float %37, i32 112
-	%960 = insertelement <128 x float> %959, float %37, i32 113
-	%961 = insertelement <128 x float> %960, float %37, i32 114
-	%962 = insertelement <128 x float> %961, float %37, i32 115
-	%963 = insertelement <128 x float> %962, float %37, i32 116
-	%964 = insertelement <128 x float> %963, float %37, i32 117
-	%965 = insertelement <128 x float> %964, float %37, i32 118
-	%966 = insertelement <128 x float> %965, float %37, i32 119
-	%967 = insertelement <128 x float> %966, float %37, i32 120
-	%968 = insertelement <128 x float> %967, float %37, i32 121
-	%969 = insertelement <128 x float> %968, float %37, i32 122
-	%970 = insertelement <128 x float> %969, float %37, i32 123
-	%971 = insertelement <128 x float> %970, float %37, i32 124
-	%972 = insertelement <128 x float> %971, float %37, i32 125
-	%973 = insertelement <128 x float> %972, float %37, i32 126
-	%974 = insertelement <128 x float> %973, float %37, i32 127
-	%975 = fmul <128 x float> %974, %846
-	%976 = fadd <128 x float> %838, %975
-	%977 = insertelement <128 x float> undef, float %79, i32 0
-	%978 = insertelement <128 x float> %977, float %79, i32 1
-	%979 = insertelement <128 x float> %978, float %79, i32 2
-	%980 = insertelement <128 x float> %979, float %79, i32 3
-	%981 = insertelement <128 x float> %980, float %79, i32 4
-	%982 = insertelement <128 x float> %981, float %79, i32 5
-	%983 = insertelement <128 x float> %982, float %79, i32 6
-	%984 = insertelement <128 x float> %983, float %79, i32 7
-	%985 = insertelement <128 x float> %984, float %79, i32 8
-	%986 = insertelement <128 x float> %985, float %79, i32 9
-	%987 = insertelement <128 x float> %986, float %79, i32 10
-	%988 = insertelement <128 x float> %987, float %79, i32 11
-	%989 = insertelement <128 x float> %988, float %79, i32 12
-	%990 = insertelement <128 x float> %989, float %79, i32 13
-	%991 = insertelement <128 x float> %990, float %79, i32 14
-	%992 = insertelement <128 x float> %991, float %79, i32 15
-	%993 = insertelement <128 x float> %992, float %79, i32 16
-	%994 = insertelement <128 x float> %993, float %79, i32 17
-	%995 = insertelement <128 x float> %994, float %79, i32 18
-	%996 = insertelement <128 x float> %995, float %79, i32 19
-	%997 = insertelement <128 x float> %996, float %79, i32 20
-	%998 = insertelement <128 x float> %997, float %79, i32 21
-	%999 = insertelement <128 x float> %998, float %79, i32 22
-	%1000 = insertelement <128 x float> %999, float %79, i32 23
-	%1001 = insertelement <128 x float> %1000, float %79, i32 24
-	%1002 = insertelement <128 x float> %1001, float %79, i32 25
-	%1003 = insertelement <128 x float> %1002, float %79, i32 26
-	%1004 = insertelement <128 x float> %1003, float %79, i32 27
-	%1005 = insertelement <128 x float> %1004, float %79, i32 28
-	%1006 = insertelement <128 x float> %1005, float %79, i32 29
-	%1007 = insertelement <128 x float> %1006, float %79, i32 30
-	%1008 = insertelement <128 x float> %1007, float %79, i32 31
-	%1009 = insertelement <128 x float> %1008, float %79, i32 32
-	%1010 = insertelement <128 x float> %1009, float %79, i32 33
-	%1011 = insertelement <128 x float> %1010, float %79, i32 34
-	%1012 = insertelement <128 x float> %1011, float %79, i32 35
-	%1013 = insertelement <128 x float> %1012, float %79, i32 36
-	%1014 = insertelement <128 x float> %1013, float %79, i32 37
-	%1015 = insertelement <128 x float> %1014, float %79, i32 38
-	%1016 = insertelement <128 x float> %1015, float %79, i32 39
-	%1017 = insertelement <128 x float> %1016, float %79, i32 40
-	%1018 = insertelement <128 x float> %1017, float %79, i32 41
-	%1019 = insertelement <128 x float> %1018, float %79, i32 42
-	%1020 = insertelement <128 x float> %1019, float %79, i32 43
-	%1021 = insertelement <128 x float> %1020, float %79, i32 44
-	%1022 = insertelement <128 x float> %1021, float %79, i32 45
-	%1023 = insertelement <128 x float> %1022, float %79, i32 46
-	%1024 = insertelement <128 x float> %1023, float %79, i32 47
-	%1025 = insertelement <128 x float> %1024, float %79, i32 48
-	%1026 = insertelement <128 x float> %1025, float %79, i32 49
-	%1027 = insertelement <128 x float> %1026, float %79, i32 50
-	%1028 = insertelement <128 x float> %1027, float %79, i32 51
-	%1029 = insertelement <128 x float> %1028, float %79, i32 52
-	%1030 = insertelement <128 x float> %1029, float %79, i32 53
-	%1031 = insertelement <128 x float> %1030, float %79, i32 54
-	%1032 = insertelement <128 x float> %1031, float %79, i32 55
-	%1033 = insertelement <128 x float> %1032, float %79, i32 56
-	%1034 = insertelement <128 x float> %1033, float %79, i32 57
-	%1035 = insertelement <128 x float> %1034, float %79, i32 58
-	%1036 = insertelement <128 x float> %1035, float %79, i32 59
-	%1037 = insertelement <128 x float> %1036, float %79, i32 60
-	%1038 = insertelement <128 x float> %1037, float %79, i32 61
-	%1039 = insertelement <128 x float> %1038, float %79, i32 62
-	%1040 = insertelement <128 x float> %1039, float %79, i32 63
-	%1041 = insertelement <128 x float> %1040, float %79, i32 64
-	%1042 = insertelement <128 x float> %1041, float %79, i32 65
-	%1043 = insertelement <128 x float> %1042, float %79, i32 66
-	%1044 = insertelement <128 x float> %1043, float %79, i32 67
-	%1045 = insertelement <128 x float> %1044, float %79, i32 68
-	%1046 = insertelement <128 x float> %1045, float %79, i32 69
-	%1047 = insertelement <128 x float> %1046, float %79, i32 70
-	%1048 = insertelement <128 x float> %1047, float %79, i32 71
-	%1049 = insertelement <128 x float> %1048, float %79, i32 72
-	%1050 = insertelement <128 x float> %1049, float %79, i32 73
-	%1051 = insertelement <128 x float> %1050, float %79, i32 74
-	%1052 = insertelement <128 x float> %1051, float %79, i32 75
-	%1053 = insertelement <128 x float> %1052, float %79, i32 76
-	%1054 = insertelement <128 x float> %1053, float %79, i32 77
-	%1055 = insertelement <128 x float> %1054, float %79, i32 78
-	%1056 = insertelement <128 x float> %1055, float %79, i32 79
-	%1057 = insertelement <128 x float> %1056, float %79, i32 80
-	%1058 = insertelement <128 x float> %1057, float %79, i32 81
-	%1059 = insertelement <128 x float> %1058, float %79, i32 82
-	%1060 = insertelement <128 x float> %1059, float %79, i32 83
-	%1061 = insertelement <128 x float> %1060, float %79, i32 84
-	%1062 = insertelement <128 x float> %1061, float %79, i32 85
-	%1063 = insertelement <128 x float> %1062, float %79, i32 86
-	%1064 = insertelement <128 x float> %1063, float %79, i32 87
-	%1065 = insertelement <128 x float> %1064, float %79, i32 88
-	%1066 = insertelement <128 x float> %1065, float %79, i32 89
-	%1067 = insertelement <128 x float> %1066, float %79, i32 90
-	%1068 = insertelement <128 x float> %1067, float %79, i32 91
-	%1069 = insertelement <128 x float> %1068, float %79, i32 92
-	%1070 = insertelement <128 x float> %1069, float %79, i32 93
-	%1071 = insertelement <128 x float> %1070, float %79, i32 94
-	%1072 = insertelement <128 x float> %1071, float %79, i32 95
-	%1073 = insertelement <128 x float> %1072, float %79, i32 96
-	%1074 = insertelement <128 x float> %1073, float %79, i32 97
-	%1075 = insertelement <128 x float> %1074, float %79, i32 98
-	%1076 = insertelement <128 x float> %1075, float %79, i32 99
-	%1077 = insertelement <128 x float> %1076, float %79, i32 100
-	%1078 = insertelement <128 x float> %1077, float %79, i32 101
-	%1079 = insertelement <128 x float> %1078, float %79, i32 102
-	%1080 = insertelement <128 x float> %1079, float %79, i32 103
-	%1081 = insertelement <128 x float> %1080, float %79, i32 104
-	%1082 = insertelement <128 x float> %1081, float %79, i32 105
-	%1083 = insertelement <128 x float> %1082, float %79, i32 106
-	%1084 = insertelement <128 x float> %1083, float %79, i32 107
-	%1085 = insertelement <128 x float> %1084, float %79, i32 108
-	%1086 = insertelement <128 x float> %1085, float %79, i32 109
-	%1087 = insertelement <128 x float> %1086, float %79, i32 110
-	%1088 = insertelement <128 x float> %1087, float %79, i32 111
-	%1089 = insertelement <128 x float> %1088, float %79, i32 112
-	%1090 = insertelement <128 x float> %1089, float %79, i32 113
-	%1091 = insertelement <128 x float> %1090, float %79, i32 114
-	%1092 = insertelement <128 x float> %1091, float %79, i32 115
-	%1093 = insertelement <128 x float> %1092, float %79, i32 116
-	%1094 = insertelement <128 x float> %1093, float %79, i32 117
-	%1095 = insertelement <128 x float> %1094, float %79, i32 118
-	%1096 = insertelement <128 x float> %1095, float %79, i32 119
-	%1097 = insertelement <128 x float> %1096, float %79, i32 120
-	%1098 = insertelement <128 x float> %1097, float %79, i32 121
-	%1099 = insertelement <128 x float> %1098, float %79, i32 122
-	%1100 = insertelement <128 x float> %1099, float %79, i32 123
-	%1101 = insertelement <128 x float> %1100, float %79, i32 124
-	%1102 = insertelement <128 x float> %1101, float %79, i32 125
-	%1103 = insertelement <128 x float> %1102, float %79, i32 126
-	%1104 = insertelement <128 x float> %1103, float %79, i32 127
-	%1105 = fmul <128 x float> %976, %1104
-	%1106 = fadd <128 x float> %1105, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1107 = fsub <128 x float> %1106, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1108 = insertelement <128 x float> undef, float %75, i32 0
-	%1109 = insertelement <128 x float> %1108, float %75, i32 1
-	%1110 = insertelement <128 x float> %1109, float %75, i32 2
-	%1111 = insertelement <128 x float> %1110, float %75, i32 3
-	%1112 = insertelement <128 x float> %1111, float %75, i32 4
-	%1113 = insertelement <128 x float> %1112, float %75, i32 5
-	%1114 = insertelement <128 x float> %1113, float %75, i32 6
-	%1115 = insertelement <128 x float> %1114, float %75, i32 7
-	%1116 = insertelement <128 x float> %1115, float %75, i32 8
-	%1117 = insertelement <128 x float> %1116, float %75, i32 9
-	%1118 = insertelement <128 x float> %1117, float %75, i32 10
-	%1119 = insertelement <128 x float> %1118, float %75, i32 11
-	%1120 = insertelement <128 x float> %1119, float %75, i32 12
-	%1121 = insertelement <128 x float> %1120, float %75, i32 13
-	%1122 = insertelement <128 x float> %1121, float %75, i32 14
-	%1123 = insertelement <128 x float> %1122, float %75, i32 15
-	%1124 = insertelement <128 x float> %1123, float %75, i32 16
-	%1125 = insertelement <128 x float> %1124, float %75, i32 17
-	%1126 = insertelement <128 x float> %1125, float %75, i32 18
-	%1127 = insertelement <128 x float> %1126, float %75, i32 19
-	%1128 = insertelement <128 x float> %1127, float %75, i32 20
-	%1129 = insertelement <128 x float> %1128, float %75, i32 21
-	%1130 = insertelement <128 x float> %1129, float %75, i32 22
-	%1131 = insertelement <128 x float> %1130, float %75, i32 23
-	%1132 = insertelement <128 x float> %1131, float %75, i32 24
-	%1133 = insertelement <128 x float> %1132, float %75, i32 25
-	%1134 = insertelement <128 x float> %1133, float %75, i32 26
-	%1135 = insertelement <128 x float> %1134, float %75, i32 27
-	%1136 = insertelement <128 x float> %1135, float %75, i32 28
-	%1137 = insertelement <128 x float> %1136, float %75, i32 29
-	%1138 = insertelement <128 x float> %1137, float %75, i32 30
-	%1139 = insertelement <128 x float> %1138, float %75, i32 31
-	%1140 = insertelement <128 x float> %1139, float %75, i32 32
-	%1141 = insertelement <128 x float> %1140, float %75, i32 33
-	%1142 = insertelement <128 x float> %1141, float %75, i32 34
-	%1143 = insertelement <128 x float> %1142, float %75, i32 35
-	%1144 = insertelement <128 x float> %1143, float %75, i32 36
-	%1145 = insertelement <128 x float> %1144, float %75, i32 37
-	%1146 = insertelement <128 x float> %1145, float %75, i32 38
-	%1147 = insertelement <128 x float> %1146, float %75, i32 39
-	%1148 = insertelement <128 x float> %1147, float %75, i32 40
-	%1149 = insertelement <128 x float> %1148, float %75, i32 41
-	%1150 = insertelement <128 x float> %1149, float %75, i32 42
-	%1151 = insertelement <128 x float> %1150, float %75, i32 43
-	%1152 = insertelement <128 x float> %1151, float %75, i32 44
-	%1153 = insertelement <128 x float> %1152, float %75, i32 45
-	%1154 = insertelement <128 x float> %1153, float %75, i32 46
-	%1155 = insertelement <128 x float> %1154, float %75, i32 47
-	%1156 = insertelement <128 x float> %1155, float %75, i32 48
-	%1157 = insertelement <128 x float> %1156, float %75, i32 49
-	%1158 = insertelement <128 x float> %1157, float %75, i32 50
-	%1159 = insertelement <128 x float> %1158, float %75, i32 51
-	%1160 = insertelement <128 x float> %1159, float %75, i32 52
-	%1161 = insertelement <128 x float> %1160, float %75, i32 53
-	%1162 = insertelement <128 x float> %1161, float %75, i32 54
-	%1163 = insertelement <128 x float> %1162, float %75, i32 55
-	%1164 = insertelement <128 x float> %1163, float %75, i32 56
-	%1165 = insertelement <128 x float> %1164, float %75, i32 57
-	%1166 = insertelement <128 x float> %1165, float %75, i32 58
-	%1167 = insertelement <128 x float> %1166, float %75, i32 59
-	%1168 = insertelement <128 x float> %1167, float %75, i32 60
-	%1169 = insertelement <128 x float> %1168, float %75, i32 61
-	%1170 = insertelement <128 x float> %1169, float %75, i32 62
-	%1171 = insertelement <128 x float> %1170, float %75, i32 63
-	%1172 = insertelement <128 x float> %1171, float %75, i32 64
-	%1173 = insertelement <128 x float> %1172, float %75, i32 65
-	%1174 = insertelement <128 x float> %1173, float %75, i32 66
-	%1175 = insertelement <128 x float> %1174, float %75, i32 67
-	%1176 = insertelement <128 x float> %1175, float %75, i32 68
-	%1177 = insertelement <128 x float> %1176, float %75, i32 69
-	%1178 = insertelement <128 x float> %1177, float %75, i32 70
-	%1179 = insertelement <128 x float> %1178, float %75, i32 71
-	%1180 = insertelement <128 x float> %1179, float %75, i32 72
-	%1181 = insertelement <128 x float> %1180, float %75, i32 73
-	%1182 = insertelement <128 x float> %1181, float %75, i32 74
-	%1183 = insertelement <128 x float> %1182, float %75, i32 75
-	%1184 = insertelement <128 x float> %1183, float %75, i32 76
-	%1185 = insertelement <128 x float> %1184, float %75, i32 77
-	%1186 = insertelement <128 x float> %1185, float %75, i32 78
-	%1187 = insertelement <128 x float> %1186, float %75, i32 79
-	%1188 = insertelement <128 x float> %1187, float %75, i32 80
-	%1189 = insertelement <128 x float> %1188, float %75, i32 81
-	%1190 = insertelement <128 x float> %1189, float %75, i32 82
-	%1191 = insertelement <128 x float> %1190, float %75, i32 83
-	%1192 = insertelement <128 x float> %1191, float %75, i32 84
-	%1193 = insertelement <128 x float> %1192, float %75, i32 85
-	%1194 = insertelement <128 x float> %1193, float %75, i32 86
-	%1195 = insertelement <128 x float> %1194, float %75, i32 87
-	%1196 = insertelement <128 x float> %1195, float %75, i32 88
-	%1197 = insertelement <128 x float> %1196, float %75, i32 89
-	%1198 = insertelement <128 x float> %1197, float %75, i32 90
-	%1199 = insertelement <128 x float> %1198, float %75, i32 91
-	%1200 = insertelement <128 x float> %1199, float %75, i32 92
-	%1201 = insertelement <128 x float> %1200, float %75, i32 93
-	%1202 = insertelement <128 x float> %1201, float %75, i32 94
-	%1203 = insertelement <128 x float> %1202, float %75, i32 95
-	%1204 = insertelement <128 x float> %1203, float %75, i32 96
-	%1205 = insertelement <128 x float> %1204, float %75, i32 97
-	%1206 = insertelement <128 x float> %1205, float %75, i32 98
-	%1207 = insertelement <128 x float> %1206, float %75, i32 99
-	%1208 = insertelement <128 x float> %1207, float %75, i32 100
-	%1209 = insertelement <128 x float> %1208, float %75, i32 101
-	%1210 = insertelement <128 x float> %1209, float %75, i32 102
-	%1211 = insertelement <128 x float> %1210, float %75, i32 103
-	%1212 = insertelement <128 x float> %1211, float %75, i32 104
-	%1213 = insertelement <128 x float> %1212, float %75, i32 105
-	%1214 = insertelement <128 x float> %1213, float %75, i32 106
-	%1215 = insertelement <128 x float> %1214, float %75, i32 107
-	%1216 = insertelement <128 x float> %1215, float %75, i32 108
-	%1217 = insertelement <128 x float> %1216, float %75, i32 109
-	%1218 = insertelement <128 x float> %1217, float %75, i32 110
-	%1219 = insertelement <128 x float> %1218, float %75, i32 111
-	%1220 = insertelement <128 x float> %1219, float %75, i32 112
-	%1221 = insertelement <128 x float> %1220, float %75, i32 113
-	%1222 = insertelement <128 x float> %1221, float %75, i32 114
-	%1223 = insertelement <128 x float> %1222, float %75, i32 115
-	%1224 = insertelement <128 x float> %1223, float %75, i32 116
-	%1225 = insertelement <128 x float> %1224, float %75, i32 117
-	%1226 = insertelement <128 x float> %1225, float %75, i32 118
-	%1227 = insertelement <128 x float> %1226, float %75, i32 119
-	%1228 = insertelement <128 x float> %1227, float %75, i32 120
-	%1229 = insertelement <128 x float> %1228, float %75, i32 121
-	%1230 = insertelement <128 x float> %1229, float %75, i32 122
-	%1231 = insertelement <128 x float> %1230, float %75, i32 123
-	%1232 = insertelement <128 x float> %1231, float %75, i32 124
-	%1233 = insertelement <128 x float> %1232, float %75, i32 125
-	%1234 = insertelement <128 x float> %1233, float %75, i32 126
-	%1235 = insertelement <128 x float> %1234, float %75, i32 127
-	%1236 = fmul <128 x float> %1107, %1235
-	%1237 = fcmp oeq float %75, 0.0
-	%1238 = select i1 %1237, <128 x float> %976, <128 x float> %1236
-	%1239 = insertelement <128 x float> undef, float %21, i32 0
-	%1240 = shufflevector <128 x float> %1239, <128 x float> undef, <128 x i32> zeroinitializer
-	%1241 = insertelement <128 x float> undef, float %23, i32 0
-	%1242 = shufflevector <128 x float> %1241, <128 x float> undef, <128 x i32> zeroinitializer
-	%1243 = insertelement <128 x float> undef, float %25, i32 0
-	%1244 = shufflevector <128 x float> %1243, <128 x float> undef, <128 x i32> zeroinitializer
-	%1245 = insertelement <128 x float> undef, float %27, i32 0
-	%1246 = shufflevector <128 x float> %1245, <128 x float> undef, <128 x i32> zeroinitializer
-	%1247 = insertelement <128 x float> undef, float %29, i32 0
-	%1248 = shufflevector <128 x float> %1247, <128 x float> undef, <128 x i32> zeroinitializer
-	%1249 = insertelement <128 x float> undef, float %31, i32 0
-	%1250 = shufflevector <128 x float> %1249, <128 x float> undef, <128 x i32> zeroinitializer
-	%1251 = insertelement <128 x float> undef, float %33, i32 0
-	%1252 = shufflevector <128 x float> %1251, <128 x float> undef, <128 x i32> zeroinitializer
-	%1253 = insertelement <128 x float> undef, float %35, i32 0
-	%1254 = shufflevector <128 x float> %1253, <128 x float> undef, <128 x i32> zeroinitializer
-	%1255 = fmul <128 x float> %835, %835
-	%1256 = fmul <128 x float> %1240, %841
-	%1257 = fmul <128 x float> %1242, %1238
-	%1258 = fadd <128 x float> %1256, %1257
-	%1259 = fdiv <128 x float> %1258, %1244
-	%1260 = fmul <128 x float> %1246, %844
-	%1261 = fmul <128 x float> %1238, %1238
-	%1262 = fmul <128 x float> %1248, %1261
-	%1263 = fadd <128 x float> %1260, %1262
-	%1264 = fdiv <128 x float> %1263, %1250
-	%1265 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %1264)
-	%1266 = fadd <128 x float> %1265, %1252
-	%1267 = fdiv <128 x float> %1259, %1266
-	%1268 = fmul <128 x float> %1254, %835
-	%1269 = fadd <128 x float> %1267, %1268
-	%1270 = fmul <128 x float> %1269, %1269
-	%1271 = shufflevector <128 x float> %1255, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1272 = fadd <32 x float> %801, %1271
-	%1273 = shufflevector <128 x float> %1255, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%1274 = fadd <32 x float> %1272, %1273
-	%1275 = shufflevector <128 x float> %1255, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1276 = fadd <32 x float> %1274, %1275
-	%1277 = shufflevector <128 x float> %1255, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1278 = fadd <32 x float> %1276, %1277
-	%1279 = shufflevector <128 x float> %1270, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1280 = fadd <32 x float> %802, %1279
-	%1281 = shufflevector <128 x float> %1270, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%1282 = fadd <32 x float> %1280, %1281
-	%1283 = shufflevector <128 x float> %1270, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1284 = fadd <32 x float> %1282, %1283
-	%1285 = shufflevector <128 x float> %1270, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1286 = fadd <32 x float> %1284, %1285
-	br label %join.376
+then.411:
+	%1141 = getelementptr float, float* %998, i64 %1016
+	%1142 = bitcast float* %1141 to <128 x float>*
+	%1143 = load <128 x float>, <128 x float>* %1142, align 4
+	%1144 = getelementptr float, float* %1000, i64 %1016
+	%1145 = bitcast float* %1144 to <128 x float>*
+	%1146 = load <128 x float>, <128 x float>* %1145, align 4
+	%1147 = getelementptr float, float* %1002, i64 %1016
+	%1148 = bitcast float* %1147 to <128 x float>*
+	%1149 = load <128 x float>, <128 x float>* %1148, align 4
+	%1150 = getelementptr float, float* %1004, i64 %1016
+	%1151 = bitcast float* %1150 to <128 x float>*
+	%1152 = load <128 x float>, <128 x float>* %1151, align 4
+	%1153 = add i64 %45, %1016
+	%1154 = call <128 x float> @lamb_noise_row128_8_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1153)
+	%1155 = insertelement <128 x float> undef, float %39, i32 0
+	%1156 = insertelement <128 x float> %1155, float %39, i32 1
+	%1157 = insertelement <128 x float> %1156, float %39, i32 2
+	%1158 = insertelement <128 x float> %1157, float %39, i32 3
+	%1159 = insertelement <128 x float> %1158, float %39, i32 4
+	%1160 = insertelement <128 x float> %1159, float %39, i32 5
+	%1161 = insertelement <128 x float> %1160, float %39, i32 6
+	%1162 = insertelement <128 x float> %1161, float %39, i32 7
+	%1163 = insertelement <128 x float> %1162, float %39, i32 8
+	%1164 = insertelement <128 x float> %1163, float %39, i32 9
+	%1165 = insertelement <128 x float> %1164, float %39, i32 10
+	%1166 = insertelement <128 x float> %1165, float %39, i32 11
+	%1167 = insertelement <128 x float> %1166, float %39, i32 12
+	%1168 = insertelement <128 x float> %1167, float %39, i32 13
+	%1169 = insertelement <128 x float> %1168, float %39, i32 14
+	%1170 = insertelement <128 x float> %1169, float %39, i32 15
+	%1171 = insertelement <128 x float> %1170, float %39, i32 16
+	%1172 = insertelement <128 x float> %1171, float %39, i32 17
+	%1173 = insertelement <128 x float> %1172, float %39, i32 18
+	%1174 = insertelement <128 x float> %1173, float %39, i32 19
+	%1175 = insertelement <128 x float> %1174, float %39, i32 20
+	%1176 = insertelement <128 x float> %1175, float %39, i32 21
+	%1177 = insertelement <128 x float> %1176, float %39, i32 22
+	%1178 = insertelement <128 x float> %1177, float %39, i32 23
+	%1179 = insertelement <128 x float> %1178, float %39, i32 24
+	%1180 = insertelement <128 x float> %1179, float %39, i32 25
+	%1181 = insertelement <128 x float> %1180, float %39, i32 26
+	%1182 = insertelement <128 x float> %1181, float %39, i32 27
+	%1183 = insertelement <128 x float> %1182, float %39, i32 28
+	%1184 = insertelement <128 x float> %1183, float %39, i32 29
+	%1185 = insertelement <128 x float> %1184, float %39, i32 30
+	%1186 = insertelement <128 x float> %1185, float %39, i32 31
+	%1187 = insertelement <128 x float> %1186, float %39, i32 32
+	%1188 = insertelement <128 x float> %1187, float %39, i32 33
+	%1189 = insertelement <128 x float> %1188, float %39, i32 34
+	%1190 = insertelement <128 x float> %1189, float %39, i32 35
+	%1191 = insertelement <128 x float> %1190, float %39, i32 36
+	%1192 = insertelement <128 x float> %1191, float %39, i32 37
+	%1193 = insertelement <128 x float> %1192, float %39, i32 38
+	%1194 = insertelement <128 x float> %1193, float %39, i32 39
+	%1195 = insertelement <128 x float> %1194, float %39, i32 40
+	%1196 = insertelement <128 x float> %1195, float %39, i32 41
+	%1197 = insertelement <128 x float> %1196, float %39, i32 42
+	%1198 = insertelement <128 x float> %1197, float %39, i32 43
+	%1199 = insertelement <128 x float> %1198, float %39, i32 44
+	%1200 = insertelement <128 x float> %1199, float %39, i32 45
+	%1201 = insertelement <128 x float> %1200, float %39, i32 46
+	%1202 = insertelement <128 x float> %1201, float %39, i32 47
+	%1203 = insertelement <128 x float> %1202, float %39, i32 48
+	%1204 = insertelement <128 x float> %1203, float %39, i32 49
+	%1205 = insertelement <128 x float> %1204, float %39, i32 50
+	%1206 = insertelement <128 x float> %1205, float %39, i32 51
+	%1207 = insertelement <128 x float> %1206, float %39, i32 52
+	%1208 = insertelement <128 x float> %1207, float %39, i32 53
+	%1209 = insertelement <128 x float> %1208, float %39, i32 54
+	%1210 = insertelement <128 x float> %1209, float %39, i32 55
+	%1211 = insertelement <128 x float> %1210, float %39, i32 56
+	%1212 = insertelement <128 x float> %1211, float %39, i32 57
+	%1213 = insertelement <128 x float> %1212, float %39, i32 58
+	%1214 = insertelement <128 x float> %1213, float %39, i32 59
+	%1215 = insertelement <128 x float> %1214, float %39, i32 60
+	%1216 = insertelement <128 x float> %1215, float %39, i32 61
+	%1217 = insertelement <128 x float> %1216, float %39, i32 62
+	%1218 = insertelement <128 x float> %1217, float %39, i32 63
+	%1219 = insertelement <128 x float> %1218, float %39, i32 64
+	%1220 = insertelement <128 x float> %1219, float %39, i32 65
+	%1221 = insertelement <128 x float> %1220, float %39, i32 66
+	%1222 = insertelement <128 x float> %1221, float %39, i32 67
+	%1223 = insertelement <128 x float> %1222, float %39, i32 68
+	%1224 = insertelement <128 x float> %1223, float %39, i32 69
+	%1225 = insertelement <128 x float> %1224, float %39, i32 70
+	%1226 = insertelement <128 x float> %1225, float %39, i32 71
+	%1227 = insertelement <128 x float> %1226, float %39, i32 72
+	%1228 = insertelement <128 x float> %1227, float %39, i32 73
+	%1229 = insertelement <128 x float> %1228, float %39, i32 74
+	%1230 = insertelement <128 x float> %1229, float %39, i32 75
+	%1231 = insertelement <128 x float> %1230, float %39, i32 76
+	%1232 = insertelement <128 x float> %1231, float %39, i32 77
+	%1233 = insertelement <128 x float> %1232, float %39, i32 78
+	%1234 = insertelement <128 x float> %1233, float %39, i32 79
+	%1235 = insertelement <128 x float> %1234, float %39, i32 80
+	%1236 = insertelement <128 x float> %1235, float %39, i32 81
+	%1237 = insertelement <128 x float> %1236, float %39, i32 82
+	%1238 = insertelement <128 x float> %1237, float %39, i32 83
+	%1239 = insertelement <128 x float> %1238, float %39, i32 84
+	%1240 = insertelement <128 x float> %1239, float %39, i32 85
+	%1241 = insertelement <128 x float> %1240, float %39, i32 86
+	%1242 = insertelement <128 x float> %1241, float %39, i32 87
+	%1243 = insertelement <128 x float> %1242, float %39, i32 88
+	%1244 = insertelement <128 x float> %1243, float %39, i32 89
+	%1245 = insertelement <128 x float> %1244, float %39, i32 90
+	%1246 = insertelement <128 x float> %1245, float %39, i32 91
+	%1247 = insertelement <128 x float> %1246, float %39, i32 92
+	%1248 = insertelement <128 x float> %1247, float %39, i32 93
+	%1249 = insertelement <128 x float> %1248, float %39, i32 94
+	%1250 = insertelement <128 x float> %1249, float %39, i32 95
+	%1251 = insertelement <128 x float> %1250, float %39, i32 96
+	%1252 = insertelement <128 x float> %1251, float %39, i32 97
+	%1253 = insertelement <128 x float> %1252, float %39, i32 98
+	%1254 = insertelement <128 x float> %1253, float %39, i32 99
+	%1255 = insertelement <128 x float> %1254, float %39, i32 100
+	%1256 = insertelement <128 x float> %1255, float %39, i32 101
+	%1257 = insertelement <128 x float> %1256, float %39, i32 102
+	%1258 = insertelement <128 x float> %1257, float %39, i32 103
+	%1259 = insertelement <128 x float> %1258, float %39, i32 104
+	%1260 = insertelement <128 x float> %1259, float %39, i32 105
+	%1261 = insertelement <128 x float> %1260, float %39, i32 106
+	%1262 = insertelement <128 x float> %1261, float %39, i32 107
+	%1263 = insertelement <128 x float> %1262, float %39, i32 108
+	%1264 = insertelement <128 x float> %1263, float %39, i32 109
+	%1265 = insertelement <128 x float> %1264, float %39, i32 110
+	%1266 = insertelement <128 x float> %1265, float %39, i32 111
+	%1267 = insertelement <128 x float> %1266, float %39, i32 112
+	%1268 = insertelement <128 x float> %1267, float %39, i32 113
+	%1269 = insertelement <128 x float> %1268, float %39, i32 114
+	%1270 = insertelement <128 x float> %1269, float %39, i32 115
+	%1271 = insertelement <128 x float> %1270, float %39, i32 116
+	%1272 = insertelement <128 x float> %1271, float %39, i32 117
+	%1273 = insertelement <128 x float> %1272, float %39, i32 118
+	%1274 = insertelement <128 x float> %1273, float %39, i32 119
+	%1275 = insertelement <128 x float> %1274, float %39, i32 120
+	%1276 = insertelement <128 x float> %1275, float %39, i32 121
+	%1277 = insertelement <128 x float> %1276, float %39, i32 122
+	%1278 = insertelement <128 x float> %1277, float %39, i32 123
+	%1279 = insertelement <128 x float> %1278, float %39, i32 124
+	%1280 = insertelement <128 x float> %1279, float %39, i32 125
+	%1281 = insertelement <128 x float> %1280, float %39, i32 126
+	%1282 = insertelement <128 x float> %1281, float %39, i32 127
+	%1283 = fmul <128 x float> %1282, %1154
+	%1284 = fadd <128 x float> %1146, %1283
+	%1285 = insertelement <128 x float> undef, float %81, i32 0
+	%1286 = insertelement <128 x float> %1285, float %81, i32 1
+	%1287 = insertelement <128 x float> %1286, float %81, i32 2
+	%1288 = insertelement <128 x float> %1287, float %81, i32 3
+	%1289 = insertelement <128 x float> %1288, float %81, i32 4
+	%1290 = insertelement <128 x float> %1289, float %81, i32 5
+	%1291 = insertelement <128 x float> %1290, float %81, i32 6
+	%1292 = insertelement <128 x float> %1291, float %81, i32 7
+	%1293 = insertelement <128 x float> %1292, float %81, i32 8
+	%1294 = insertelement <128 x float> %1293, float %81, i32 9
+	%1295 = insertelement <128 x float> %1294, float %81, i32 10
+	%1296 = insertelement <128 x float> %1295, float %81, i32 11
+	%1297 = insertelement <128 x float> %1296, float %81, i32 12
+	%1298 = insertelement <128 x float> %1297, float %81, i32 13
+	%1299 = insertelement <128 x float> %1298, float %81, i32 14
+	%1300 = insertelement <128 x float> %1299, float %81, i32 15
+	%1301 = insertelement <128 x float> %1300, float %81, i32 16
+	%1302 = insertelement <128 x float> %1301, float %81, i32 17
+	%1303 = insertelement <128 x float> %1302, float %81, i32 18
+	%1304 = insertelement <128 x float> %1303, float %81, i32 19
+	%1305 = insertelement <128 x float> %1304, float %81, i32 20
+	%1306 = insertelement <128 x float> %1305, float %81, i32 21
+	%1307 = insertelement <128 x float> %1306, float %81, i32 22
+	%1308 = insertelement <128 x float> %1307, float %81, i32 23
+	%1309 = insertelement <128 x float> %1308, float %81, i32 24
+	%1310 = insertelement <128 x float> %1309, float %81, i32 25
+	%1311 = insertelement <128 x float> %1310, float %81, i32 26
+	%1312 = insertelement <128 x float> %1311, float %81, i32 27
+	%1313 = insertelement <128 x float> %1312, float %81, i32 28
+	%1314 = insertelement <128 x float> %1313, float %81, i32 29
+	%1315 = insertelement <128 x float> %1314, float %81, i32 30
+	%1316 = insertelement <128 x float> %1315, float %81, i32 31
+	%1317 = insertelement <128 x float> %1316, float %81, i32 32
+	%1318 = insertelement <128 x float> %1317, float %81, i32 33
+	%1319 = insertelement <128 x float> %1318, float %81, i32 34
+	%1320 = insertelement <128 x float> %1319, float %81, i32 35
+	%1321 = insertelement <128 x float> %1320, float %81, i32 36
+	%1322 = insertelement <128 x float> %1321, float %81, i32 37
+	%1323 = insertelement <128 x float> %1322, float %81, i32 38
+	%1324 = insertelement <128 x float> %1323, float %81, i32 39
+	%1325 = insertelement <128 x float> %1324, float %81, i32 40
+	%1326 = insertelement <128 x float> %1325, float %81, i32 41
+	%1327 = insertelement <128 x float> %1326, float %81, i32 42
+	%1328 = insertelement <128 x float> %1327, float %81, i32 43
+	%1329 = insertelement <128 x float> %1328, float %81, i32 44
+	%1330 = insertelement <128 x float> %1329, float %81, i32 45
+	%1331 = insertelement <128 x float> %1330, float %81, i32 46
+	%1332 = insertelement <128 x float> %1331, float %81, i32 47
+	%1333 = insertelement <128 x float> %1332, float %81, i32 48
+	%1334 = insertelement <128 x float> %1333, float %81, i32 49
+	%1335 = insertelement <128 x float> %1334, float %81, i32 50
+	%1336 = insertelement <128 x float> %1335, float %81, i32 51
+	%1337 = insertelement <128 x float> %1336, float %81, i32 52
+	%1338 = insertelement <128 x float> %1337, float %81, i32 53
+	%1339 = insertelement <128 x float> %1338, float %81, i32 54
+	%1340 = insertelement <128 x float> %1339, float %81, i32 55
+	%1341 = insertelement <128 x float> %1340, float %81, i32 56
+	%1342 = insertelement <128 x float> %1341, float %81, i32 57
+	%1343 = insertelement <128 x float> %1342, float %81, i32 58
+	%1344 = insertelement <128 x float> %1343, float %81, i32 59
+	%1345 = insertelement <128 x float> %1344, float %81, i32 60
+	%1346 = insertelement <128 x float> %1345, float %81, i32 61
+	%1347 = insertelement <128 x float> %1346, float %81, i32 62
+	%1348 = insertelement <128 x float> %1347, float %81, i32 63
+	%1349 = insertelement <128 x float> %1348, float %81, i32 64
+	%1350 = insertelement <128 x float> %1349, float %81, i32 65
+	%1351 = insertelement <128 x float> %1350, float %81, i32 66
+	%1352 = insertelement <128 x float> %1351, float %81, i32 67
+	%1353 = insertelement <128 x float> %1352, float %81, i32 68
+	%1354 = insertelement <128 x float> %1353, float %81, i32 69
+	%1355 = insertelement <128 x float> %1354, float %81, i32 70
+	%1356 = insertelement <128 x float> %1355, float %81, i32 71
+	%1357 = insertelement <128 x float> %1356, float %81, i32 72
+	%1358 = insertelement <128 x float> %1357, float %81, i32 73
+	%1359 = insertelement <128 x float> %1358, float %81, i32 74
+	%1360 = insertelement <128 x float> %1359, float %81, i32 75
+	%1361 = insertelement <128 x float> %1360, float %81, i32 76
+	%1362 = insertelement <128 x float> %1361, float %81, i32 77
+	%1363 = insertelement <128 x float> %1362, float %81, i32 78
+	%1364 = insertelement <128 x float> %1363, float %81, i32 79
+	%1365 = insertelement <128 x float> %1364, float %81, i32 80
+	%1366 = insertelement <128 x float> %1365, float %81, i32 81
+	%1367 = insertelement <128 x float> %1366, float %81, i32 82
+	%1368 = insertelement <128 x float> %1367, float %81, i32 83
+	%1369 = insertelement <128 x float> %1368, float %81, i32 84
+	%1370 = insertelement <128 x float> %1369, float %81, i32 85
+	%1371 = insertelement <128 x float> %1370, float %81, i32 86
+	%1372 = insertelement <128 x float> %1371, float %81, i32 87
+	%1373 = insertelement <128 x float> %1372, float %81, i32 88
+	%1374 = insertelement <128 x float> %1373, float %81, i32 89
+	%1375 = insertelement <128 x float> %1374, float %81, i32 90
+	%1376 = insertelement <128 x float> %1375, float %81, i32 91
+	%1377 = insertelement <128 x float> %1376, float %81, i32 92
+	%1378 = insertelement <128 x float> %1377, float %81, i32 93
+	%1379 = insertelement <128 x float> %1378, float %81, i32 94
+	%1380 = insertelement <128 x float> %1379, float %81, i32 95
+	%1381 = insertelement <128 x float> %1380, float %81, i32 96
+	%1382 = insertelement <128 x float> %1381, float %81, i32 97
+	%1383 = insertelement <128 x float> %1382, float %81, i32 98
+	%1384 = insertelement <128 x float> %1383, float %81, i32 99
+	%1385 = insertelement <128 x float> %1384, float %81, i32 100
+	%1386 = insertelement <128 x float> %1385, float %81, i32 101
+	%1387 = insertelement <128 x float> %1386, float %81, i32 102
+	%1388 = insertelement <128 x float> %1387, float %81, i32 103
+	%1389 = insertelement <128 x float> %1388, float %81, i32 104
+	%1390 = insertelement <128 x float> %1389, float %81, i32 105
+	%1391 = insertelement <128 x float> %1390, float %81, i32 106
+	%1392 = insertelement <128 x float> %1391, float %81, i32 107
+	%1393 = insertelement <128 x float> %1392, float %81, i32 108
+	%1394 = insertelement <128 x float> %1393, float %81, i32 109
+	%1395 = insertelement <128 x float> %1394, float %81, i32 110
+	%1396 = insertelement <128 x float> %1395, float %81, i32 111
+	%1397 = insertelement <128 x float> %1396, float %81, i32 112
+	%1398 = insertelement <128 x float> %1397, float %81, i32 113
+	%1399 = insertelement <128 x float> %1398, float %81, i32 114
+	%1400 = insertelement <128 x float> %1399, float %81, i32 115
+	%1401 = insertelement <128 x float> %1400, float %81, i32 116
+	%1402 = insertelement <128 x float> %1401, float %81, i32 117
+	%1403 = insertelement <128 x float> %1402, float %81, i32 118
+	%1404 = insertelement <128 x float> %1403, float %81, i32 119
+	%1405 = insertelement <128 x float> %1404, float %81, i32 120
+	%1406 = insertelement <128 x float> %1405, float %81, i32 121
+	%1407 = insertelement <128 x float> %1406, float %81, i32 122
+	%1408 = insertelement <128 x float> %1407, float %81, i32 123
+	%1409 = insertelement <128 x float> %1408, float %81, i32 124
+	%1410 = insertelement <128 x float> %1409, float %81, i32 125
+	%1411 = insertelement <128 x float> %1410, float %81, i32 126
+	%1412 = insertelement <128 x float> %1411, float %81, i32 127
+	%1413 = fmul <128 x float> %1284, %1412
+	%1414 = fadd <128 x float> %1413, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1415 = fsub <128 x float> %1414, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1416 = insertelement <128 x float> undef, float %77, i32 0
+	%1417 = insertelement <128 x float> %1416, float %77, i32 1
+	%1418 = insertelement <128 x float> %1417, float %77, i32 2
+	%1419 = insertelement <128 x float> %1418, float %77, i32 3
+	%1420 = insertelement <128 x float> %1419, float %77, i32 4
+	%1421 = insertelement <128 x float> %1420, float %77, i32 5
+	%1422 = insertelement <128 x float> %1421, float %77, i32 6
+	%1423 = insertelement <128 x float> %1422, float %77, i32 7
+	%1424 = insertelement <128 x float> %1423, float %77, i32 8
+	%1425 = insertelement <128 x float> %1424, float %77, i32 9
+	%1426 = insertelement <128 x float> %1425, float %77, i32 10
+	%1427 = insertelement <128 x float> %1426, float %77, i32 11
+	%1428 = insertelement <128 x float> %1427, float %77, i32 12
+	%1429 = insertelement <128 x float> %1428, float %77, i32 13
+	%1430 = insertelement <128 x float> %1429, float %77, i32 14
+	%1431 = insertelement <128 x float> %1430, float %77, i32 15
+	%1432 = insertelement <128 x float> %1431, float %77, i32 16
+	%1433 = insertelement <128 x float> %1432, float %77, i32 17
+	%1434 = insertelement <128 x float> %1433, float %77, i32 18
+	%1435 = insertelement <128 x float> %1434, float %77, i32 19
+	%1436 = insertelement <128 x float> %1435, float %77, i32 20
+	%1437 = insertelement <128 x float> %1436, float %77, i32 21
+	%1438 = insertelement <128 x float> %1437, float %77, i32 22
+	%1439 = insertelement <128 x float> %1438, float %77, i32 23
+	%1440 = insertelement <128 x float> %1439, float %77, i32 24
+	%1441 = insertelement <128 x float> %1440, float %77, i32 25
+	%1442 = insertelement <128 x float> %1441, float %77, i32 26
+	%1443 = insertelement <128 x float> %1442, float %77, i32 27
+	%1444 = insertelement <128 x float> %1443, float %77, i32 28
+	%1445 = insertelement <128 x float> %1444, float %77, i32 29
+	%1446 = insertelement <128 x float> %1445, float %77, i32 30
+	%1447 = insertelement <128 x float> %1446, float %77, i32 31
+	%1448 = insertelement <128 x float> %1447, float %77, i32 32
+	%1449 = insertelement <128 x float> %1448, float %77, i32 33
+	%1450 = insertelement <128 x float> %1449, float %77, i32 34
+	%1451 = insertelement <128 x float> %1450, float %77, i32 35
+	%1452 = insertelement <128 x float> %1451, float %77, i32 36
+	%1453 = insertelement <128 x float> %1452, float %77, i32 37
+	%1454 = insertelement <128 x float> %1453, float %77, i32 38
+	%1455 = insertelement <128 x float> %1454, float %77, i32 39
+	%1456 = insertelement <128 x float> %1455, float %77, i32 40
+	%1457 = insertelement <128 x float> %1456, float %77, i32 41
+	%1458 = insertelement <128 x float> %1457, float %77, i32 42
+	%1459 = insertelement <128 x float> %1458, float %77, i32 43
+	%1460 = insertelement <128 x float> %1459, float %77, i32 44
+	%1461 = insertelement <128 x float> %1460, float %77, i32 45
+	%1462 = insertelement <128 x float> %1461, float %77, i32 46
+	%1463 = insertelement <128 x float> %1462, float %77, i32 47
+	%1464 = insertelement <128 x float> %1463, float %77, i32 48
+	%1465 = insertelement <128 x float> %1464, float %77, i32 49
+	%1466 = insertelement <128 x float> %1465, float %77, i32 50
+	%1467 = insertelement <128 x float> %1466, float %77, i32 51
+	%1468 = insertelement <128 x float> %1467, float %77, i32 52
+	%1469 = insertelement <128 x float> %1468, float %77, i32 53
+	%1470 = insertelement <128 x float> %1469, float %77, i32 54
+	%1471 = insertelement <128 x float> %1470, float %77, i32 55
+	%1472 = insertelement <128 x float> %1471, float %77, i32 56
+	%1473 = insertelement <128 x float> %1472, float %77, i32 57
+	%1474 = insertelement <128 x float> %1473, float %77, i32 58
+	%1475 = insertelement <128 x float> %1474, float %77, i32 59
+	%1476 = insertelement <128 x float> %1475, float %77, i32 60
+	%1477 = insertelement <128 x float> %1476, float %77, i32 61
+	%1478 = insertelement <128 x float> %1477, float %77, i32 62
+	%1479 = insertelement <128 x float> %1478, float %77, i32 63
+	%1480 = insertelement <128 x float> %1479, float %77, i32 64
+	%1481 = insertelement <128 x float> %1480, float %77, i32 65
+	%1482 = insertelement <128 x float> %1481, float %77, i32 66
+	%1483 = insertelement <128 x float> %1482, float %77, i32 67
+	%1484 = insertelement <128 x float> %1483, float %77, i32 68
+	%1485 = insertelement <128 x float> %1484, float %77, i32 69
+	%1486 = insertelement <128 x float> %1485, float %77, i32 70
+	%1487 = insertelement <128 x float> %1486, float %77, i32 71
+	%1488 = insertelement <128 x float> %1487, float %77, i32 72
+	%1489 = insertelement <128 x float> %1488, float %77, i32 73
+	%1490 = insertelement <128 x float> %1489, float %77, i32 74
+	%1491 = insertelement <128 x float> %1490, float %77, i32 75
+	%1492 = insertelement <128 x float> %1491, float %77, i32 76
+	%1493 = insertelement <128 x float> %1492, float %77, i32 77
+	%1494 = insertelement <128 x float> %1493, float %77, i32 78
+	%1495 = insertelement <128 x float> %1494, float %77, i32 79
+	%1496 = insertelement <128 x float> %1495, float %77, i32 80
+	%1497 = insertelement <128 x float> %1496, float %77, i32 81
+	%1498 = insertelement <128 x float> %1497, float %77, i32 82
+	%1499 = insertelement <128 x float> %1498, float %77, i32 83
+	%1500 = insertelement <128 x float> %1499, float %77, i32 84
+	%1501 = insertelement <128 x float> %1500, float %77, i32 85
+	%1502 = insertelement <128 x float> %1501, float %77, i32 86
+	%1503 = insertelement <128 x float> %1502, float %77, i32 87
+	%1504 = insertelement <128 x float> %1503, float %77, i32 88
+	%1505 = insertelement <128 x float> %1504, float %77, i32 89
+	%1506 = insertelement <128 x float> %1505, float %77, i32 90
+	%1507 = insertelement <128 x float> %1506, float %77, i32 91
+	%1508 = insertelement <128 x float> %1507, float %77, i32 92
+	%1509 = insertelement <128 x float> %1508, float %77, i32 93
+	%1510 = insertelement <128 x float> %1509, float %77, i32 94
+	%1511 = insertelement <128 x float> %1510, float %77, i32 95
+	%1512 = insertelement <128 x float> %1511, float %77, i32 96
+	%1513 = insertelement <128 x float> %1512, float %77, i32 97
+	%1514 = insertelement <128 x float> %1513, float %77, i32 98
+	%1515 = insertelement <128 x float> %1514, float %77, i32 99
+	%1516 = insertelement <128 x float> %1515, float %77, i32 100
+	%1517 = insertelement <128 x float> %1516, float %77, i32 101
+	%1518 = insertelement <128 x float> %1517, float %77, i32 102
+	%1519 = insertelement <128 x float> %1518, float %77, i32 103
+	%1520 = insertelement <128 x float> %1519, float %77, i32 104
+	%1521 = insertelement <128 x float> %1520, float %77, i32 105
+	%1522 = insertelement <128 x float> %1521, float %77, i32 106
+	%1523 = insertelement <128 x float> %1522, float %77, i32 107
+	%1524 = insertelement <128 x float> %1523, float %77, i32 108
+	%1525 = insertelement <128 x float> %1524, float %77, i32 109
+	%1526 = insertelement <128 x float> %1525, float %77, i32 110
+	%1527 = insertelement <128 x float> %1526, float %77, i32 111
+	%1528 = insertelement <128 x float> %1527, float %77, i32 112
+	%1529 = insertelement <128 x float> %1528, float %77, i32 113
+	%1530 = insertelement <128 x float> %1529, float %77, i32 114
+	%1531 = insertelement <128 x float> %1530, float %77, i32 115
+	%1532 = insertelement <128 x float> %1531, float %77, i32 116
+	%1533 = insertelement <128 x float> %1532, float %77, i32 117
+	%1534 = insertelement <128 x float> %1533, float %77, i32 118
+	%1535 = insertelement <128 x float> %1534, float %77, i32 119
+	%1536 = insertelement <128 x float> %1535, float %77, i32 120
+	%1537 = insertelement <128 x float> %1536, float %77, i32 121
+	%1538 = insertelement <128 x float> %1537, float %77, i32 122
+	%1539 = insertelement <128 x float> %1538, float %77, i32 123
+	%1540 = insertelement <128 x float> %1539, float %77, i32 124
+	%1541 = insertelement <128 x float> %1540, float %77, i32 125
+	%1542 = insertelement <128 x float> %1541, float %77, i32 126
+	%1543 = insertelement <128 x float> %1542, float %77, i32 127
+	%1544 = fmul <128 x float> %1415, %1543
+	%1545 = fcmp oeq float %77, 0.0
+	%1546 = select i1 %1545, <128 x float> %1284, <128 x float> %1544
+	%1547 = icmp ne float* %kept, null
+	br i1 %1547, label %keep.423, label %kept.424
 
-else.375:
+else.412:
+	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
+	%1548 = bitcast <128 x float>* %4 to float*
+	%1549 = sub i64 %n, %1016
+	br label %pad.head.425
+
+join.413:
+	%1550 = phi <32 x float> [ %1594, %kept.424 ], [ %2101, %keep.done.439 ]
+	%1551 = phi <32 x float> [ %1602, %kept.424 ], [ %2110, %keep.done.439 ]
+	%1552 = add i64 %1011, 1
+	br label %row.head.408
+
+keep.423:
+	%1553 = getelementptr float, float* %kept, i64 %1016
+	%1554 = bitcast float* %1553 to <128 x float>*
+	store <128 x float> %1546, <128 x float>* %1554, align 4
+	br label %kept.424
+
+kept.424:
+	%1555 = insertelement <128 x float> undef, float %23, i32 0
+	%1556 = shufflevector <128 x float> %1555, <128 x float> undef, <128 x i32> zeroinitializer
+	%1557 = insertelement <128 x float> undef, float %25, i32 0
+	%1558 = shufflevector <128 x float> %1557, <128 x float> undef, <128 x i32> zeroinitializer
+	%1559 = insertelement <128 x float> undef, float %27, i32 0
+	%1560 = shufflevector <128 x float> %1559, <128 x float> undef, <128 x i32> zeroinitializer
+	%1561 = insertelement <128 x float> undef, float %29, i32 0
+	%1562 = shufflevector <128 x float> %1561, <128 x float> undef, <128 x i32> zeroinitializer
+	%1563 = insertelement <128 x float> undef, float %31, i32 0
+	%1564 = shufflevector <128 x float> %1563, <128 x float> undef, <128 x i32> zeroinitializer
+	%1565 = insertelement <128 x float> undef, float %33, i32 0
+	%1566 = shufflevector <128 x float> %1565, <128 x float> undef, <128 x i32> zeroinitializer
+	%1567 = insertelement <128 x float> undef, float %35, i32 0
+	%1568 = shufflevector <128 x float> %1567, <128 x float> undef, <128 x i32> zeroinitializer
+	%1569 = insertelement <128 x float> undef, float %37, i32 0
+	%1570 = shufflevector <128 x float> %1569, <128 x float> undef, <128 x i32> zeroinitializer
+	%1571 = fmul <128 x float> %1143, %1143
+	%1572 = fmul <128 x float> %1556, %1149
+	%1573 = fmul <128 x float> %1558, %1546
+	%1574 = fadd <128 x float> %1572, %1573
+	%1575 = fdiv <128 x float> %1574, %1560
+	%1576 = fmul <128 x float> %1562, %1152
+	%1577 = fmul <128 x float> %1546, %1546
+	%1578 = fmul <128 x float> %1564, %1577
+	%1579 = fadd <128 x float> %1576, %1578
+	%1580 = fdiv <128 x float> %1579, %1566
+	%1581 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %1580)
+	%1582 = fadd <128 x float> %1581, %1568
+	%1583 = fdiv <128 x float> %1575, %1582
+	%1584 = fmul <128 x float> %1570, %1143
+	%1585 = fadd <128 x float> %1583, %1584
+	%1586 = fmul <128 x float> %1585, %1585
+	%1587 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1588 = fadd <32 x float> %1012, %1587
+	%1589 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1590 = fadd <32 x float> %1588, %1589
+	%1591 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1592 = fadd <32 x float> %1590, %1591
+	%1593 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1594 = fadd <32 x float> %1592, %1593
+	%1595 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1596 = fadd <32 x float> %1013, %1595
+	%1597 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1598 = fadd <32 x float> %1596, %1597
+	%1599 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1600 = fadd <32 x float> %1598, %1599
+	%1601 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1602 = fadd <32 x float> %1600, %1601
+	br label %join.413
+
+pad.head.425:
+	%1603 = phi i64 [ 0, %else.412 ], [ %1609, %pad.426 ]
+	%1604 = icmp slt i64 %1603, %1549
+	br i1 %1604, label %pad.426, label %pad.done.427
+
+pad.426:
+	%1605 = add i64 %1016, %1603
+	%1606 = getelementptr float, float* %998, i64 %1605
+	%1607 = load float, float* %1606, align 4
+	%1608 = getelementptr float, float* %1548, i64 %1603
+	store volatile float %1607, float* %1608, align 4
+	%1609 = add i64 %1603, 1
+	br label %pad.head.425
+
+pad.done.427:
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
-	%1287 = bitcast <128 x float>* %3 to float*
-	%1288 = sub i64 %n, %805
-	br label %pad.head.386
+	%1610 = bitcast <128 x float>* %3 to float*
+	%1611 = sub i64 %n, %1016
+	br label %pad.head.428
 
-join.376:
-	%1289 = phi <32 x float> [ %1278, %then.374 ], [ %1778, %pad.done.397 ]
-	%1290 = phi <32 x float> [ %1286, %then.374 ], [ %1787, %pad.done.397 ]
-	%1291 = add i64 %800, 1
-	br label %row.head.371
+pad.head.428:
+	%1612 = phi i64 [ 0, %pad.done.427 ], [ %1618, %pad.429 ]
+	%1613 = icmp slt i64 %1612, %1611
+	br i1 %1613, label %pad.429, label %pad.done.430
 
-pad.head.386:
-	%1292 = phi i64 [ 0, %else.375 ], [ %1298, %pad.387 ]
-	%1293 = icmp slt i64 %1292, %1288
-	br i1 %1293, label %pad.387, label %pad.done.388
+pad.429:
+	%1614 = add i64 %1016, %1612
+	%1615 = getelementptr float, float* %1000, i64 %1614
+	%1616 = load float, float* %1615, align 4
+	%1617 = getelementptr float, float* %1610, i64 %1612
+	store volatile float %1616, float* %1617, align 4
+	%1618 = add i64 %1612, 1
+	br label %pad.head.428
 
-pad.387:
-	%1294 = add i64 %805, %1292
-	%1295 = getelementptr float, float* %787, i64 %1294
-	%1296 = load float, float* %1295, align 4
-	%1297 = getelementptr float, float* %1287, i64 %1292
-	store volatile float %1296, float* %1297, align 4
-	%1298 = add i64 %1292, 1
-	br label %pad.head.386
-
-pad.done.388:
+pad.done.430:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
-	%1299 = bitcast <128 x float>* %2 to float*
-	%1300 = sub i64 %n, %805
-	br label %pad.head.389
+	%1619 = bitcast <128 x float>* %2 to float*
+	%1620 = sub i64 %n, %1016
+	br label %pad.head.431
 
-pad.head.389:
-	%1301 = phi i64 [ 0, %pad.done.388 ], [ %1307, %pad.390 ]
-	%1302 = icmp slt i64 %1301, %1300
-	br i1 %1302, label %pad.390, label %pad.done.391
+pad.head.431:
+	%1621 = phi i64 [ 0, %pad.done.430 ], [ %1627, %pad.432 ]
+	%1622 = icmp slt i64 %1621, %1620
+	br i1 %1622, label %pad.432, label %pad.done.433
 
-pad.390:
-	%1303 = add i64 %805, %1301
-	%1304 = getelementptr float, float* %789, i64 %1303
-	%1305 = load float, float* %1304, align 4
-	%1306 = getelementptr float, float* %1299, i64 %1301
-	store volatile float %1305, float* %1306, align 4
-	%1307 = add i64 %1301, 1
-	br label %pad.head.389
+pad.432:
+	%1623 = add i64 %1016, %1621
+	%1624 = getelementptr float, float* %1002, i64 %1623
+	%1625 = load float, float* %1624, align 4
+	%1626 = getelementptr float, float* %1619, i64 %1621
+	store volatile float %1625, float* %1626, align 4
+	%1627 = add i64 %1621, 1
+	br label %pad.head.431
 
-pad.done.391:
+pad.done.433:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
-	%1308 = bitcast <128 x float>* %1 to float*
-	%1309 = sub i64 %n, %805
-	br label %pad.head.392
+	%1628 = bitcast <128 x float>* %1 to float*
+	%1629 = sub i64 %n, %1016
+	br label %pad.head.434
 
-pad.head.392:
-	%1310 = phi i64 [ 0, %pad.done.391 ], [ %1316, %pad.393 ]
-	%1311 = icmp slt i64 %1310, %1309
-	br i1 %1311, label %pad.393, label %pad.done.394
+pad.head.434:
+	%1630 = phi i64 [ 0, %pad.done.433 ], [ %1636, %pad.435 ]
+	%1631 = icmp slt i64 %1630, %1629
+	br i1 %1631, label %pad.435, label %pad.done.436
 
-pad.393:
-	%1312 = add i64 %805, %1310
-	%1313 = getelementptr float, float* %791, i64 %1312
-	%1314 = load float, float* %1313, align 4
-	%1315 = getelementptr float, float* %1308, i64 %1310
-	store volatile float %1314, float* %1315, align 4
-	%1316 = add i64 %1310, 1
-	br label %pad.head.392
+pad.435:
+	%1632 = add i64 %1016, %1630
+	%1633 = getelementptr float, float* %1004, i64 %1632
+	%1634 = load float, float* %1633, align 4
+	%1635 = getelementptr float, float* %1628, i64 %1630
+	store volatile float %1634, float* %1635, align 4
+	%1636 = add i64 %1630, 1
+	br label %pad.head.434
 
-pad.done.394:
+pad.done.436:
+	%1637 = insertelement <128 x i64> undef, i64 %1016, i32 0
+	%1638 = shufflevector <128 x i64> %1637, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1639 = add <128 x i64> %1638, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%1640 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%1641 = shufflevector <128 x i64> %1640, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1642 = icmp slt <128 x i64> %1639, %1641
+	%1643 = getelementptr float, float* %1548, i64 0
+	%1644 = bitcast float* %1643 to <128 x float>*
+	%1645 = load <128 x float>, <128 x float>* %1644, align 4
+	%1646 = getelementptr float, float* %1610, i64 0
+	%1647 = bitcast float* %1646 to <128 x float>*
+	%1648 = load <128 x float>, <128 x float>* %1647, align 4
+	%1649 = getelementptr float, float* %1619, i64 0
+	%1650 = bitcast float* %1649 to <128 x float>*
+	%1651 = load <128 x float>, <128 x float>* %1650, align 4
+	%1652 = getelementptr float, float* %1628, i64 0
+	%1653 = bitcast float* %1652 to <128 x float>*
+	%1654 = load <128 x float>, <128 x float>* %1653, align 4
+	%1655 = add i64 %45, %1016
+	%1656 = call <128 x float> @lamb_noise_row128_8_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1655)
+	%1657 = insertelement <128 x float> undef, float %39, i32 0
+	%1658 = insertelement <128 x float> %1657, float %39, i32 1
+	%1659 = insertelement <128 x float> %1658, float %39, i32 2
+	%1660 = insertelement <128 x float> %1659, float %39, i32 3
+	%1661 = insertelement <128 x float> %1660, float %39, i32 4
+	%1662 = insertelement <128 x float> %1661, float %39, i32 5
+	%1663 = insertelement <128 x float> %1662, float %39, i32 6
+	%1664 = insertelement <128 x float> %1663, float %39, i32 7
+	%1665 = insertelement <128 x float> %1664, float %39, i32 8
+	%1666 = insertelement <128 x float> %1665, float %39, i32 9
+	%1667 = insertelement <128 x float> %1666, float %39, i32 10
+	%1668 = insertelement <128 x float> %1667, float %39, i32 11
+	%1669 = insertelement <128 x float> %1668, float %39, i32 12
+	%1670 = insertelement <128 x float> %1669, float %39, i32 13
+	%1671 = insertelement <128 x float> %1670, float %39, i32 14
+	%1672 = insertelement <128 x float> %1671, float %39, i32 15
+	%1673 = insertelement <128 x float> %1672, float %39, i32 16
+	%1674 = insertelement <128 x float> %1673, float %39, i32 17
+	%1675 = insertelement <128 x float> %1674, float %39, i32 18
+	%1676 = insertelement <128 x float> %1675, float %39, i32 19
+	%1677 = insertelement <128 x float> %1676, float %39, i32 20
+	%1678 = insertelement <128 x float> %1677, float %39, i32 21
+	%1679 = insertelement <128 x float> %1678, float %39, i32 22
+	%1680 = insertelement <128 x float> %1679, float %39, i32 23
+	%1681 = insertelement <128 x float> %1680, float %39, i32 24
+	%1682 = insertelement <128 x float> %1681, float %39, i32 25
+	%1683 = insertelement <128 x float> %1682, float %39, i32 26
+	%1684 = insertelement <128 x float> %1683, float %39, i32 27
+	%1685 = insertelement <128 x float> %1684, float %39, i32 28
+	%1686 = insertelement <128 x float> %1685, float %39, i32 29
+	%1687 = insertelement <128 x float> %1686, float %39, i32 30
+	%1688 = insertelement <128 x float> %1687, float %39, i32 31
+	%1689 = insertelement <128 x float> %1688, float %39, i32 32
+	%1690 = insertelement <128 x float> %1689, float %39, i32 33
+	%1691 = insertelement <128 x float> %1690, float %39, i32 34
+	%1692 = insertelement <128 x float> %1691, float %39, i32 35
+	%1693 = insertelement <128 x float> %1692, float %39, i32 36
+	%1694 = insertelement <128 x float> %1693, float %39, i32 37
+	%1695 = insertelement <128 x float> %1694, float %39, i32 38
+	%1696 = insertelement <128 x float> %1695, float %39, i32 39
+	%1697 = insertelement <128 x float> %1696, float %39, i32 40
+	%1698 = insertelement <128 x float> %1697, float %39, i32 41
+	%1699 = insertelement <128 x float> %1698, float %39, i32 42
+	%1700 = insertelement <128 x float> %1699, float %39, i32 43
+	%1701 = insertelement <128 x float> %1700, float %39, i32 44
+	%1702 = insertelement <128 x float> %1701, float %39, i32 45
+	%1703 = insertelement <128 x float> %1702, float %39, i32 46
+	%1704 = insertelement <128 x float> %1703, float %39, i32 47
+	%1705 = insertelement <128 x float> %1704, float %39, i32 48
+	%1706 = insertelement <128 x float> %1705, float %39, i32 49
+	%1707 = insertelement <128 x float> %1706, float %39, i32 50
+	%1708 = insertelement <128 x float> %1707, float %39, i32 51
+	%1709 = insertelement <128 x float> %1708, float %39, i32 52
+	%1710 = insertelement <128 x float> %1709, float %39, i32 53
+	%1711 = insertelement <128 x float> %1710, float %39, i32 54
+	%1712 = insertelement <128 x float> %1711, float %39, i32 55
+	%1713 = insertelement <128 x float> %1712, float %39, i32 56
+	%1714 = insertelement <128 x float> %1713, float %39, i32 57
+	%1715 = insertelement <128 x float> %1714, float %39, i32 58
+	%1716 = insertelement <128 x float> %1715, float %39, i32 59
+	%1717 = insertelement <128 x float> %1716, float %39, i32 60
+	%1718 = insertelement <128 x float> %1717, float %39, i32 61
+	%1719 = insertelement <128 x float> %1718, float %39, i32 62
+	%1720 = insertelement <128 x float> %1719, float %39, i32 63
+	%1721 = insertelement <128 x float> %1720, float %39, i32 64
+	%1722 = insertelement <128 x float> %1721, float %39, i32 65
+	%1723 = insertelement <128 x float> %1722, float %39, i32 66
+	%1724 = insertelement <128 x float> %1723, float %39, i32 67
+	%1725 = insertelement <128 x float> %1724, float %39, i32 68
+	%1726 = insertelement <128 x float> %1725, float %39, i32 69
+	%1727 = insertelement <128 x float> %1726, float %39, i32 70
+	%1728 = insertelement <128 x float> %1727, float %39, i32 71
+	%1729 = insertelement <128 x float> %1728, float %39, i32 72
+	%1730 = insertelement <128 x float> %1729, float %39, i32 73
+	%1731 = insertelement <128 x float> %1730, float %39, i32 74
+	%1732 = insertelement <128 x float> %1731, float %39, i32 75
+	%1733 = insertelement <128 x float> %1732, float %39, i32 76
+	%1734 = insertelement <128 x float> %1733, float %39, i32 77
+	%1735 = insertelement <128 x float> %1734, float %39, i32 78
+	%1736 = insertelement <128 x float> %1735, float %39, i32 79
+	%1737 = insertelement <128 x float> %1736, float %39, i32 80
+	%1738 = insertelement <128 x float> %1737, float %39, i32 81
+	%1739 = insertelement <128 x float> %1738, float %39, i32 82
+	%1740 = insertelement <128 x float> %1739, float %39, i32 83
+	%1741 = insertelement <128 x float> %1740, float %39, i32 84
+	%1742 = insertelement <128 x float> %1741, float %39, i32 85
+	%1743 = insertelement <128 x float> %1742, float %39, i32 86
+	%1744 = insertelement <128 x float> %1743, float %39, i32 87
+	%1745 = insertelement <128 x float> %1744, float %39, i32 88
+	%1746 = insertelement <128 x float> %1745, float %39, i32 89
+	%1747 = insertelement <128 x float> %1746, float %39, i32 90
+	%1748 = insertelement <128 x float> %1747, float %39, i32 91
+	%1749 = insertelement <128 x float> %1748, float %39, i32 92
+	%1750 = insertelement <128 x float> %1749, float %39, i32 93
+	%1751 = insertelement <128 x float> %1750, float %39, i32 94
+	%1752 = insertelement <128 x float> %1751, float %39, i32 95
+	%1753 = insertelement <128 x float> %1752, float %39, i32 96
+	%1754 = insertelement <128 x float> %1753, float %39, i32 97
+	%1755 = insertelement <128 x float> %1754, float %39, i32 98
+	%1756 = insertelement <128 x float> %1755, float %39, i32 99
+	%1757 = insertelement <128 x float> %1756, float %39, i32 100
+	%1758 = insertelement <128 x float> %1757, float %39, i32 101
+	%1759 = insertelement <128 x float> %1758, float %39, i32 102
+	%1760 = insertelement <128 x float> %1759, float %39, i32 103
+	%1761 = insertelement <128 x float> %1760, float %39, i32 104
+	%1762 = insertelement <128 x float> %1761, float %39, i32 105
+	%1763 = insertelement <128 x float> %1762, float %39, i32 106
+	%1764 = insertelement <128 x float> %1763, float %39, i32 107
+	%1765 = insertelement <128 x float> %1764, float %39, i32 108
+	%1766 = insertelement <128 x float> %1765, float %39, i32 109
+	%1767 = insertelement <128 x float> %1766, float %39, i32 110
+	%1768 = insertelement <128 x float> %1767, float %39, i32 111
+	%1769 = insertelement <128 x float> %1768, float %39, i32 112
+	%1770 = insertelement <128 x float> %1769, float %39, i32 113
+	%1771 = insertelement <128 x float> %1770, float %39, i32 114
+	%1772 = insertelement <128 x float> %1771, float %39, i32 115
+	%1773 = insertelement <128 x float> %1772, float %39, i32 116
+	%1774 = insertelement <128 x float> %1773, float %39, i32 117
+	%1775 = insertelement <128 x float> %1774, float %39, i32 118
+	%1776 = insertelement <128 x float> %1775, float %39, i32 119
+	%1777 = insertelement <128 x float> %1776, float %39, i32 120
+	%1778 = insertelement <128 x float> %1777, float %39, i32 121
+	%1779 = insertelement <128 x float> %1778, float %39, i32 122
+	%1780 = insertelement <128 x float> %1779, float %39, i32 123
+	%1781 = insertelement <128 x float> %1780, float %39, i32 124
+	%1782 = insertelement <128 x float> %1781, float %39, i32 125
+	%1783 = insertelement <128 x float> %1782, float %39, i32 126
+	%1784 = insertelement <128 x float> %1783, float %39, i32 127
+	%1785 = fmul <128 x float> %1784, %1656
+	%1786 = fadd <128 x float> %1648, %1785
+	%1787 = insertelement <128 x float> undef, float %81, i32 0
+	%1788 = insertelement <128 x float> %1787, float %81, i32 1
+	%1789 = insertelement <128 x float> %1788, float %81, i32 2
+	%1790 = insertelement <128 x float> %1789, float %81, i32 3
+	%1791 = insertelement <128 x float> %1790, float %81, i32 4
+	%1792 = insertelement <128 x float> %1791, float %81, i32 5
+	%1793 = insertelement <128 x float> %1792, float %81, i32 6
+	%1794 = insertelement <128 x float> %1793, float %81, i32 7
+	%1795 = insertelement <128 x float> %1794, float %81, i32 8
+	%1796 = insertelement <128 x float> %1795, float %81, i32 9
+	%1797 = insertelement <128 x float> %1796, float %81, i32 10
+	%1798 = insertelement <128 x float> %1797, float %81, i32 11
+	%1799 = insertelement <128 x float> %1798, float %81, i32 12
+	%1800 = insertelement <128 x float> %1799, float %81, i32 13
+	%1801 = insertelement <128 x float> %1800, float %81, i32 14
+	%1802 = insertelement <128 x float> %1801, float %81, i32 15
+	%1803 = insertelement <128 x float> %1802, float %81, i32 16
+	%1804 = insertelement <128 x float> %1803, float %81, i32 17
+	%1805 = insertelement <128 x float> %1804, float %81, i32 18
+	%1806 = insertelement <128 x float> %1805, float %81, i32 19
+	%1807 = insertelement <128 x float> %1806, float %81, i32 20
+	%1808 = insertelement <128 x float> %1807, float %81, i32 21
+	%1809 = insertelement <128 x float> %1808, float %81, i32 22
+	%1810 = insertelement <128 x float> %1809, float %81, i32 23
+	%1811 = insertelement <128 x float> %1810, float %81, i32 24
+	%1812 = insertelement <128 x float> %1811, float %81, i32 25
+	%1813 = insertelement <128 x float> %1812, float %81, i32 26
+	%1814 = insertelement <128 x float> %1813, float %81, i32 27
+	%1815 = insertelement <128 x float> %1814, float %81, i32 28
+	%1816 = insertelement <128 x float> %1815, float %81, i32 29
+	%1817 = insertelement <128 x float> %1816, float %81, i32 30
+	%1818 = insertelement <128 x float> %1817, float %81, i32 31
+	%1819 = insertelement <128 x float> %1818, float %81, i32 32
+	%1820 = insertelement <128 x float> %1819, float %81, i32 33
+	%1821 = insertelement <128 x float> %1820, float %81, i32 34
+	%1822 = insertelement <128 x float> %1821, float %81, i32 35
+	%1823 = insertelement <128 x float> %1822, float %81, i32 36
+	%1824 = insertelement <128 x float> %1823, float %81, i32 37
+	%1825 = insertelement <128 x float> %1824, float %81, i32 38
+	%1826 = insertelement <128 x float> %1825, float %81, i32 39
+	%1827 = insertelement <128 x float> %1826, float %81, i32 40
+	%1828 = insertelement <128 x float> %1827, float %81, i32 41
+	%1829 = insertelement <128 x float> %1828, float %81, i32 42
+	%1830 = insertelement <128 x float> %1829, float %81, i32 43
+	%1831 = insertelement <128 x float> %1830, float %81, i32 44
+	%1832 = insertelement <128 x float> %1831, float %81, i32 45
+	%1833 = insertelement <128 x float> %1832, float %81, i32 46
+	%1834 = insertelement <128 x float> %1833, float %81, i32 47
+	%1835 = insertelement <128 x float> %1834, float %81, i32 48
+	%1836 = insertelement <128 x float> %1835, float %81, i32 49
+	%1837 = insertelement <128 x float> %1836, float %81, i32 50
+	%1838 = insertelement <128 x float> %1837, float %81, i32 51
+	%1839 = insertelement <128 x float> %1838, float %81, i32 52
+	%1840 = insertelement <128 x float> %1839, float %81, i32 53
+	%1841 = insertelement <128 x float> %1840, float %81, i32 54
+	%1842 = insertelement <128 x float> %1841, float %81, i32 55
+	%1843 = insertelement <128 x float> %1842, float %81, i32 56
+	%1844 = insertelement <128 x float> %1843, float %81, i32 57
+	%1845 = insertelement <128 x float> %1844, float %81, i32 58
+	%1846 = insertelement <128 x float> %1845, float %81, i32 59
+	%1847 = insertelement <128 x float> %1846, float %81, i32 60
+	%1848 = insertelement <128 x float> %1847, float %81, i32 61
+	%1849 = insertelement <128 x float> %1848, float %81, i32 62
+	%1850 = insertelement <128 x float> %1849, float %81, i32 63
+	%1851 = insertelement <128 x float> %1850, float %81, i32 64
+	%1852 = insertelement <128 x float> %1851, float %81, i32 65
+	%1853 = insertelement <128 x float> %1852, float %81, i32 66
+	%1854 = insertelement <128 x float> %1853, float %81, i32 67
+	%1855 = insertelement <128 x float> %1854, float %81, i32 68
+	%1856 = insertelement <128 x float> %1855, float %81, i32 69
+	%1857 = insertelement <128 x float> %1856, float %81, i32 70
+	%1858 = insertelement <128 x float> %1857, float %81, i32 71
+	%1859 = insertelement <128 x float> %1858, float %81, i32 72
+	%1860 = insertelement <128 x float> %1859, float %81, i32 73
+	%1861 = insertelement <128 x float> %1860, float %81, i32 74
+	%1862 = insertelement <128 x float> %1861, float %81, i32 75
+	%1863 = insertelement <128 x float> %1862, float %81, i32 76
+	%1864 = insertelement <128 x float> %1863, float %81, i32 77
+	%1865 = insertelement <128 x float> %1864, float %81, i32 78
+	%1866 = insertelement <128 x float> %1865, float %81, i32 79
+	%1867 = insertelement <128 x float> %1866, float %81, i32 80
+	%1868 = insertelement <128 x float> %1867, float %81, i32 81
+	%1869 = insertelement <128 x float> %1868, float %81, i32 82
+	%1870 = insertelement <128 x float> %1869, float %81, i32 83
+	%1871 = insertelement <128 x float> %1870, float %81, i32 84
+	%1872 = insertelement <128 x float> %1871, float %81, i32 85
+	%1873 = insertelement <128 x float> %1872, float %81, i32 86
+	%1874 = insertelement <128 x float> %1873, float %81, i32 87
+	%1875 = insertelement <128 x float> %1874, float %81, i32 88
+	%1876 = insertelement <128 x float> %1875, float %81, i32 89
+	%1877 = insertelement <128 x float> %1876, float %81, i32 90
+	%1878 = insertelement <128 x float> %1877, float %81, i32 91
+	%1879 = insertelement <128 x float> %1878, float %81, i32 92
+	%1880 = insertelement <128 x float> %1879, float %81, i32 93
+	%1881 = insertelement <128 x float> %1880, float %81, i32 94
+	%1882 = insertelement <128 x float> %1881, float %81, i32 95
+	%1883 = insertelement <128 x float> %1882, float %81, i32 96
+	%1884 = insertelement <128 x float> %1883, float %81, i32 97
+	%1885 = insertelement <128 x float> %1884, float %81, i32 98
+	%1886 = insertelement <128 x float> %1885, float %81, i32 99
+	%1887 = insertelement <128 x float> %1886, float %81, i32 100
+	%1888 = insertelement <128 x float> %1887, float %81, i32 101
+	%1889 = insertelement <128 x float> %1888, float %81, i32 102
+	%1890 = insertelement <128 x float> %1889, float %81, i32 103
+	%1891 = insertelement <128 x float> %1890, float %81, i32 104
+	%1892 = insertelement <128 x float> %1891, float %81, i32 105
+	%1893 = insertelement <128 x float> %1892, float %81, i32 106
+	%1894 = insertelement <128 x float> %1893, float %81, i32 107
+	%1895 = insertelement <128 x float> %1894, float %81, i32 108
+	%1896 = insertelement <128 x float> %1895, float %81, i32 109
+	%1897 = insertelement <128 x float> %1896, float %81, i32 110
+	%1898 = insertelement <128 x float> %1897, float %81, i32 111
+	%1899 = insertelement <128 x float> %1898, float %81, i32 112
+	%1900 = insertelement <128 x float> %1899, float %81, i32 113
+	%1901 = insertelement <128 x float> %1900, float %81, i32 114
+	%1902 = insertelement <128 x float> %1901, float %81, i32 115
+	%1903 = insertelement <128 x float> %1902, float %81, i32 116
+	%1904 = insertelement <128 x float> %1903, float %81, i32 117
+	%1905 = insertelement <128 x float> %1904, float %81, i32 118
+	%1906 = insertelement <128 x float> %1905, float %81, i32 119
+	%1907 = insertelement <128 x float> %1906, float %81, i32 120
+	%1908 = insertelement <128 x float> %1907, float %81, i32 121
+	%1909 = insertelement <128 x float> %1908, float %81, i32 122
+	%1910 = insertelement <128 x float> %1909, float %81, i32 123
+	%1911 = insertelement <128 x float> %1910, float %81, i32 124
+	%1912 = insertelement <128 x float> %1911, float %81, i32 125
+	%1913 = insertelement <128 x float> %1912, float %81, i32 126
+	%1914 = insertelement <128 x float> %1913, float %81, i32 127
+	%1915 = fmul <128 x float> %1786, %1914
+	%1916 = fadd <128 x float> %1915, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1917 = fsub <128 x float> %1916, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1918 = insertelement <128 x float> undef, float %77, i32 0
+	%1919 = insertelement <128 x float> %1918, float %77, i32 1
+	%1920 = insertelement <128 x float> %1919, float %77, i32 2
+	%1921 = insertelement <128 x float> %1920, float %77, i32 3
+	%1922 = insertelement <128 x float> %1921, float %77, i32 4
+	%1923 = insertelement <128 x float> %1922, float %77, i32 5
+	%1924 = insertelement <128 x float> %1923, float %77, i32 6
+	%1925 = insertelement <128 x float> %1924, float %77, i32 7
+	%1926 = insertelement <128 x float> %1925, float %77, i32 8
+	%1927 = insertelement <128 x float> %1926, float %77, i32 9
+	%1928 = insertelement <128 x float> %1927, float %77, i32 10
+	%1929 = insertelement <128 x float> %1928, float %77, i32 11
+	%1930 = insertelement <128 x float> %1929, float %77, i32 12
+	%1931 = insertelement <128 x float> %1930, float %77, i32 13
+	%1932 = insertelement <128 x float> %1931, float %77, i32 14
+	%1933 = insertelement <128 x float> %1932, float %77, i32 15
+	%1934 = insertelement <128 x float> %1933, float %77, i32 16
+	%1935 = insertelement <128 x float> %1934, float %77, i32 17
+	%1936 = insertelement <128 x float> %1935, float %77, i32 18
+	%1937 = insertelement <128 x float> %1936, float %77, i32 19
+	%1938 = insertelement <128 x float> %1937, float %77, i32 20
+	%1939 = insertelement <128 x float> %1938, float %77, i32 21
+	%1940 = insertelement <128 x float> %1939, float %77, i32 22
+	%1941 = insertelement <128 x float> %1940, float %77, i32 23
+	%1942 = insertelement <128 x float> %1941, float %77, i32 24
+	%1943 = insertelement <128 x float> %1942, float %77, i32 25
+	%1944 = insertelement <128 x float> %1943, float %77, i32 26
+	%1945 = insertelement <128 x float> %1944, float %77, i32 27
+	%1946 = insertelement <128 x float> %1945, float %77, i32 28
+	%1947 = insertelement <128 x float> %1946, float %77, i32 29
+	%1948 = insertelement <128 x float> %1947, float %77, i32 30
+	%1949 = insertelement <128 x float> %1948, float %77, i32 31
+	%1950 = insertelement <128 x float> %1949, float %77, i32 32
+	%1951 = insertelement <128 x float> %1950, float %77, i32 33
+	%1952 = insertelement <128 x float> %1951, float %77, i32 34
+	%1953 = insertelement <128 x float> %1952, float %77, i32 35
+	%1954 = insertelement <128 x float> %1953, float %77, i32 36
+	%1955 = insertelement <128 x float> %1954, float %77, i32 37
+	%1956 = insertelement <128 x float> %1955, float %77, i32 38
+	%1957 = insertelement <128 x float> %1956, float %77, i32 39
+	%1958 = insertelement <128 x float> %1957, float %77, i32 40
+	%1959 = insertelement <128 x float> %1958, float %77, i32 41
+	%1960 = insertelement <128 x float> %1959, float %77, i32 42
+	%1961 = insertelement <128 x float> %1960, float %77, i32 43
+	%1962 = insertelement <128 x float> %1961, float %77, i32 44
+	%1963 = insertelement <128 x float> %1962, float %77, i32 45
+	%1964 = insertelement <128 x float> %1963, float %77, i32 46
+	%1965 = insertelement <128 x float> %1964, float %77, i32 47
+	%1966 = insertelement <128 x float> %1965, float %77, i32 48
+	%1967 = insertelement <128 x float> %1966, float %77, i32 49
+	%1968 = insertelement <128 x float> %1967, float %77, i32 50
+	%1969 = insertelement <128 x float> %1968, float %77, i32 51
+	%1970 = insertelement <128 x float> %1969, float %77, i32 52
+	%1971 = insertelement <128 x float> %1970, float %77, i32 53
+	%1972 = insertelement <128 x float> %1971, float %77, i32 54
+	%1973 = insertelement <128 x float> %1972, float %77, i32 55
+	%1974 = insertelement <128 x float> %1973, float %77, i32 56
+	%1975 = insertelement <128 x float> %1974, float %77, i32 57
+	%1976 = insertelement <128 x float> %1975, float %77, i32 58
+	%1977 = insertelement <128 x float> %1976, float %77, i32 59
+	%1978 = insertelement <128 x float> %1977, float %77, i32 60
+	%1979 = insertelement <128 x float> %1978, float %77, i32 61
+	%1980 = insertelement <128 x float> %1979, float %77, i32 62
+	%1981 = insertelement <128 x float> %1980, float %77, i32 63
+	%1982 = insertelement <128 x float> %1981, float %77, i32 64
+	%1983 = insertelement <128 x float> %1982, float %77, i32 65
+	%1984 = insertelement <128 x float> %1983, float %77, i32 66
+	%1985 = insertelement <128 x float> %1984, float %77, i32 67
+	%1986 = insertelement <128 x float> %1985, float %77, i32 68
+	%1987 = insertelement <128 x float> %1986, float %77, i32 69
+	%1988 = insertelement <128 x float> %1987, float %77, i32 70
+	%1989 = insertelement <128 x float> %1988, float %77, i32 71
+	%1990 = insertelement <128 x float> %1989, float %77, i32 72
+	%1991 = insertelement <128 x float> %1990, float %77, i32 73
+	%1992 = insertelement <128 x float> %1991, float %77, i32 74
+	%1993 = insertelement <128 x float> %1992, float %77, i32 75
+	%1994 = insertelement <128 x float> %1993, float %77, i32 76
+	%1995 = insertelement <128 x float> %1994, float %77, i32 77
+	%1996 = insertelement <128 x float> %1995, float %77, i32 78
+	%1997 = insertelement <128 x float> %1996, float %77, i32 79
+	%1998 = insertelement <128 x float> %1997, float %77, i32 80
+	%1999 = insertelement <128 x float> %1998, float %77, i32 81
+	%2000 = insertelement <128 x float> %1999, float %77, i32 82
+	%2001 = insertelement <128 x float> %2000, float %77, i32 83
+	%2002 = insertelement <128 x float> %2001, float %77, i32 84
+	%2003 = insertelement <128 x float> %2002, float %77, i32 85
+	%2004 = insertelement <128 x float> %2003, float %77, i32 86
+	%2005 = insertelement <128 x float> %2004, float %77, i32 87
+	%2006 = insertelement <128 x float> %2005, float %77, i32 88
+	%2007 = insertelement <128 x float> %2006, float %77, i32 89
+	%2008 = insertelement <128 x float> %2007, float %77, i32 90
+	%2009 = insertelement <128 x float> %2008, float %77, i32 91
+	%2010 = insertelement <128 x float> %2009, float %77, i32 92
+	%2011 = insertelement <128 x float> %2010, float %77, i32 93
+	%2012 = insertelement <128 x float> %2011, float %77, i32 94
+	%2013 = insertelement <128 x float> %2012, float %77, i32 95
+	%2014 = insertelement <128 x float> %2013, float %77, i32 96
+	%2015 = insertelement <128 x float> %2014, float %77, i32 97
+	%2016 = insertelement <128 x float> %2015, float %77, i32 98
+	%2017 = insertelement <128 x float> %2016, float %77, i32 99
+	%2018 = insertelement <128 x float> %2017, float %77, i32 100
+	%2019 = insertelement <128 x float> %2018, float %77, i32 101
+	%2020 = insertelement <128 x float> %2019, float %77, i32 102
+	%2021 = insertelement <128 x float> %2020, float %77, i32 103
+	%2022 = insertelement <128 x float> %2021, float %77, i32 104
+	%2023 = insertelement <128 x float> %2022, float %77, i32 105
+	%2024 = insertelement <128 x float> %2023, float %77, i32 106
+	%2025 = insertelement <128 x float> %2024, float %77, i32 107
+	%2026 = insertelement <128 x float> %2025, float %77, i32 108
+	%2027 = insertelement <128 x float> %2026, float %77, i32 109
+	%2028 = insertelement <128 x float> %2027, float %77, i32 110
+	%2029 = insertelement <128 x float> %2028, float %77, i32 111
+	%2030 = insertelement <128 x float> %2029, float %77, i32 112
+	%2031 = insertelement <128 x float> %2030, float %77, i32 113
+	%2032 = insertelement <128 x float> %2031, float %77, i32 114
+	%2033 = insertelement <128 x float> %2032, float %77, i32 115
+	%2034 = insertelement <128 x float> %2033, float %77, i32 116
+	%2035 = insertelement <128 x float> %2034, float %77, i32 117
+	%2036 = insertelement <128 x float> %2035, float %77, i32 118
+	%2037 = insertelement <128 x float> %2036, float %77, i32 119
+	%2038 = insertelement <128 x float> %2037, float %77, i32 120
+	%2039 = insertelement <128 x float> %2038, float %77, i32 121
+	%2040 = insertelement <128 x float> %2039, float %77, i32 122
+	%2041 = insertelement <128 x float> %2040, float %77, i32 123
+	%2042 = insertelement <128 x float> %2041, float %77, i32 124
+	%2043 = insertelement <128 x float> %2042, float %77, i32 125
+	%2044 = insertelement <128 x float> %2043, float %77, i32 126
+	%2045 = insertelement <128 x float> %2044, float %77, i32 127
+	%2046 = fmul <128 x float> %1917, %2045
+	%2047 = fcmp oeq float %77, 0.0
+	%2048 = select i1 %2047, <128 x float> %1786, <128 x float> %2046
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
-	%1317 = bitcast <128 x float>* %0 to float*
-	%1318 = sub i64 %n, %805
-	br label %pad.head.395
+	%2049 = bitcast <128 x float>* %0 to float*
+	%2050 = bitcast float* %2049 to <128 x float>*
+	store <128 x float> %2048, <128 x float>* %2050, align 4
+	%2051 = icmp ne float* %kept, null
+	%2052 = sub i64 %n, %1016
+	%2053 = select i1 %2051, i64 %2052, i64 0
+	br label %keep.head.437
 
-pad.head.395:
-	%1319 = phi i64 [ 0, %pad.done.394 ], [ %1325, %pad.396 ]
-	%1320 = icmp slt i64 %1319, %1318
-	br i1 %1320, label %pad.396, label %pad.done.397
+keep.head.437:
+	%2054 = phi i64 [ 0, %pad.done.436 ], [ %2060, %keep.438 ]
+	%2055 = icmp slt i64 %2054, %2053
+	br i1 %2055, label %keep.438, label %keep.done.439
 
-pad.396:
-	%1321 = add i64 %805, %1319
-	%1322 = getelementptr float, float* %793, i64 %1321
-	%1323 = load float, float* %1322, align 4
-	%1324 = getelementptr float, float* %1317, i64 %1319
-	store volatile float %1323, float* %1324, align 4
-	%1325 = add i64 %1319, 1
-	br label %pad.head.395
+keep.438:
+	%2056 = getelementptr float, float* %2049, i64 %2054
+	%2057 = load float, float* %2056, align 4
+	%2058 = add i64 %1016, %2054
+	%2059 = getelementptr float, float* %kept, i64 %2058
+	store volatile float %2057, float* %2059, align 4
+	%2060 = add i64 %2054, 1
+	br label %keep.head.437
 
-pad.done.397:
-	%1326 = insertelement <128 x i64> undef, i64 %805, i32 0
-	%1327 = shufflevector <128 x i64> %1326, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1328 = add <128 x i64> %1327, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%1329 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%1330 = shufflevector <128 x i64> %1329, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1331 = icmp slt <128 x i64> %1328, %1330
-	%1332 = getelementptr float, float* %1287, i64 0
-	%1333 = bitcast float* %1332 to <128 x float>*
-	%1334 = load <128 x float>, <128 x float>* %1333, align 4
-	%1335 = getelementptr float, float* %1299, i64 0
-	%1336 = bitcast float* %1335 to <128 x float>*
-	%1337 = load <128 x float>, <128 x float>* %1336, align 4
-	%1338 = getelementptr float, float* %1308, i64 0
-	%1339 = bitcast float* %1338 to <128 x float>*
-	%1340 = load <128 x float>, <128 x float>* %1339, align 4
-	%1341 = getelementptr float, float* %1317, i64 0
-	%1342 = bitcast float* %1341 to <128 x float>*
-	%1343 = load <128 x float>, <128 x float>* %1342, align 4
-	%1344 = add i64 %43, %805
-	%1345 = call <128 x float> @lamb_noise_row128_true(i64 %52, i64 %53, i64 %54, i64 %55, i32 %47, i64 %1344)
-	%1346 = insertelement <128 x float> undef, float %37, i32 0
-	%1347 = insertelement <128 x float> %1346, float %37, i32 1
-	%1348 = insertelement <128 x float> %1347, float %37, i32 2
-	%1349 = insertelement <128 x float> %1348, float %37, i32 3
-	%1350 = insertelement <128 x float> %1349, float %37, i32 4
-	%1351 = insertelement <128 x float> %1350, float %37, i32 5
-	%1352 = insertelement <128 x float> %1351, float %37, i32 6
-	%1353 = insertelement <128 x float> %1352, float %37, i32 7
-	%1354 = insertelement <128 x float> %1353, float %37, i32 8
-	%1355 = insertelement <128 x float> %1354, float %37, i32 9
-	%1356 = insertelement <128 x float> %1355, float %37, i32 10
-	%1357 = insertelement <128 x float> %1356, float %37, i32 11
-	%1358 = insertelement <128 x float> %1357, float %37, i32 12
-	%1359 = insertelement <128 x float> %1358, float %37, i32 13
-	%1360 = insertelement <128 x float> %1359, float %37, i32 14
-	%1361 = insertelement <128 x float> %1360, float %37, i32 15
-	%1362 = insertelement <128 x float> %1361, float %37, i32 16
-	%1363 = insertelement <128 x float> %1362, float %37, i32 17
-	%1364 = insertelement <128 x float> %1363, float %37, i32 18
-	%1365 = insertelement <128 x float> %1364, float %37, i32 19
-	%1366 = insertelement <128 x float> %1365, float %37, i32 20
-	%1367 = insertelement <128 x float> %1366, float %37, i32 21
-	%1368 = insertelement <128 x float> %1367, float %37, i32 22
-	%1369 = insertelement <128 x float> %1368, float %37, i32 23
-	%1370 = insertelement <128 x float> %1369, float %37, i32 24
-	%1371 = insertelement <128 x float> %1370, float %37, i32 25
-	%1372 = insertelement <128 x float> %1371, float %37, i32 26
-	%1373 = insertelement <128 x float> %1372, float %37, i32 27
-	%1374 = insertelement <128 x float> %1373, float %37, i32 28
-	%1375 = insertelement <128 x float> %1374, float %37, i32 29
-	%1376 = insertelement <128 x float> %1375, float %37, i32 30
-	%1377 = insertelement <128 x float> %1376, float %37, i32 31
-	%1378 = insertelement <128 x float> %1377, float %37, i32 32
-	%1379 = insertelement <128 x float> %1378, float %37, i32 33
-	%1380 = insertelement <128 x float> %1379, float %37, i32 34
-	%1381 = insertelement <128 x float> %1380, float %37, i32 35
-	%1382 = insertelement <128 x float> %1381, float %37, i32 36
-	%1383 = insertelement <128 x float> %1382, float %37, i32 37
-	%1384 = insertelement <128 x float> %1383, float %37, i32 38
-	%1385 = insertelement <128 x float> %1384, float %37, i32 39
-	%1386 = insertelement <128 x float> %1385, float %37, i32 40
-	%1387 = insertelement <128 x float> %1386, float %37, i32 41
-	%1388 = insertelement <128 x float> %1387, float %37, i32 42
-	%1389 = insertelement <128 x float> %1388, float %37, i32 43
-	%1390 = insertelement <128 x float> %1389, float %37, i32 44
-	%1391 = insertelement <128 x float> %1390, float %37, i32 45
-	%1392 = insertelement <128 x float> %1391, float %37, i32 46
-	%1393 = insertelement <128 x float> %1392, float %37, i32 47
-	%1394 = insertelement <128 x float> %1393, float %37, i32 48
-	%1395 = insertelement <128 x float> %1394, float %37, i32 49
-	%1396 = insertelement <128 x float> %1395, float %37, i32 50
-	%1397 = insertelement <128 x float> %1396, float %37, i32 51
-	%1398 = insertelement <128 x float> %1397, float %37, i32 52
-	%1399 = insertelement <128 x float> %1398, float %37, i32 53
-	%1400 = insertelement <128 x float> %1399, float %37, i32 54
-	%1401 = insertelement <128 x float> %1400, float %37, i32 55
-	%1402 = insertelement <128 x float> %1401, float %37, i32 56
-	%1403 = insertelement <128 x float> %1402, float %37, i32 57
-	%1404 = insertelement <128 x float> %1403, float %37, i32 58
-	%1405 = insertelement <128 x float> %1404, float %37, i32 59
-	%1406 = insertelement <128 x float> %1405, float %37, i32 60
-	%1407 = insertelement <128 x float> %1406, float %37, i32 61
-	%1408 = insertelement <128 x float> %1407, float %37, i32 62
-	%1409 = insertelement <128 x float> %1408, float %37, i32 63
-	%1410 = insertelement <128 x float> %1409, float %37, i32 64
-	%1411 = insertelement <128 x float> %1410, float %37, i32 65
-	%1412 = insertelement <128 x float> %1411, float %37, i32 66
-	%1413 = insertelement <128 x float> %1412, float %37, i32 67
-	%1414 = insertelement <128 x float> %1413, float %37, i32 68
-	%1415 = insertelement <128 x float> %1414, float %37, i32 69
-	%1416 = insertelement <128 x float> %1415, float %37, i32 70
-	%1417 = insertelement <128 x float> %1416, float %37, i32 71
-	%1418 = insertelement <128 x float> %1417, float %37, i32 72
-	%1419 = insertelement <128 x float> %1418, float %37, i32 73
-	%1420 = insertelement <128 x float> %1419, float %37, i32 74
-	%1421 = insertelement <128 x float> %1420, float %37, i32 75
-	%1422 = insertelement <128 x float> %1421, float %37, i32 76
-	%1423 = insertelement <128 x float> %1422, float %37, i32 77
-	%1424 = insertelement <128 x float> %1423, float %37, i32 78
-	%1425 = insertelement <128 x float> %1424, float %37, i32 79
-	%1426 = insertelement <128 x float> %1425, float %37, i32 80
-	%1427 = insertelement <128 x float> %1426, float %37, i32 81
-	%1428 = insertelement <128 x float> %1427, float %37, i32 82
-	%1429 = insertelement <128 x float> %1428, float %37, i32 83
-	%1430 = insertelement <128 x float> %1429, float %37, i32 84
-	%1431 = insertelement <128 x float> %1430, float %37, i32 85
-	%1432 = insertelement <128 x float> %1431, float %37, i32 86
-	%1433 = insertelement <128 x float> %1432, float %37, i32 87
-	%1434 = insertelement <128 x float> %1433, float %37, i32 88
-	%1435 = insertelement <128 x float> %1434, float %37, i32 89
-	%1436 = insertelement <128 x float> %1435, float %37, i32 90
-	%1437 = insertelement <128 x float> %1436, float %37, i32 91
-	%1438 = insertelement <128 x float> %1437, float %37, i32 92
-	%1439 = insertelement <128 x float> %1438, float %37, i32 93
-	%1440 = insertelement <128 x float> %1439, float %37, i32 94
-	%1441 = insertelement <128 x float> %1440, float %37, i32 95
-	%1442 = insertelement <128 x float> %1441, float %37, i32 96
-	%1443 = insertelement <128 x float> %1442, float %37, i32 97
-	%1444 = insertelement <128 x float> %1443, float %37, i32 98
-	%1445 = insertelement <128 x float> %1444, float %37, i32 99
-	%1446 = insertelement <128 x float> %1445, float %37, i32 100
-	%1447 = insertelement <128 x float> %1446, float %37, i32 101
-	%1448 = insertelement <128 x float> %1447, float %37, i32 102
-	%1449 = insertelement <128 x float> %1448, float %37, i32 103
-	%1450 = insertelement <128 x float> %1449, float %37, i32 104
-	%1451 = insertelement <128 x float> %1450, float %37, i32 105
-	%1452 = insertelement <128 x float> %1451, float %37, i32 106
-	%1453 = insertelement <128 x float> %1452, float %37, i32 107
-	%1454 = insertelement <128 x float> %1453, float %37, i32 108
-	%1455 = insertelement <128 x float> %1454, float %37, i32 109
-	%1456 = insertelement <128 x float> %1455, float %37, i32 110
-	%1457 = insertelement <128 x float> %1456, float %37, i32 111
-	%1458 = insertelement <128 x float> %1457, float %37, i32 112
-	%1459 = insertelement <128 x float> %1458, float %37, i32 113
-	%1460 = insertelement <128 x float> %1459, float %37, i32 114
-	%1461 = insertelement <128 x float> %1460, float %37, i32 115
-	%1462 = insertelement <128 x float> %1461, float %37, i32 116
-	%1463 = insertelement <128 x float> %1462, float %37, i32 117
-	%1464 = insertelement <128 x float> %1463, float %37, i32 118
-	%1465 = insertelement <128 x float> %1464, float %37, i32 119
-	%1466 = insertelement <128 x float> %1465, float %37, i32 120
-	%1467 = insertelement <128 x float> %1466, float %37, i32 121
-	%1468 = insertelement <128 x float> %1467, float %37, i32 122
-	%1469 = insertelement <128 x float> %1468, float %37, i32 123
-	%1470 = insertelement <128 x float> %1469, float %37, i32 124
-	%1471 = insertelement <128 x float> %1470, float %37, i32 125
-	%1472 = insertelement <128 x float> %1471, float %37, i32 126
-	%1473 = insertelement <128 x float> %1472, float %37, i32 127
-	%1474 = fmul <128 x float> %1473, %1345
-	%1475 = fadd <128 x float> %1337, %1474
-	%1476 = insertelement <128 x float> undef, float %79, i32 0
-	%1477 = insertelement <128 x float> %1476, float %79, i32 1
-	%1478 = insertelement <128 x float> %1477, float %79, i32 2
-	%1479 = insertelement <128 x float> %1478, float %79, i32 3
-	%1480 = insertelement <128 x float> %1479, float %79, i32 4
-	%1481 = insertelement <128 x float> %1480, float %79, i32 5
-	%1482 = insertelement <128 x float> %1481, float %79, i32 6
-	%1483 = insertelement <128 x float> %1482, float %79, i32 7
-	%1484 = insertelement <128 x float> %1483, float %79, i32 8
-	%1485 = insertelement <128 x float> %1484, float %79, i32 9
-	%1486 = insertelement <128 x float> %1485, float %79, i32 10
-	%1487 = insertelement <128 x float> %1486, float %79, i32 11
-	%1488 = insertelement <128 x float> %1487, float %79, i32 12
-	%1489 = insertelement <128 x float> %1488, float %79, i32 13
-	%1490 = insertelement <128 x float> %1489, float %79, i32 14
-	%1491 = insertelement <128 x float> %1490, float %79, i32 15
-	%1492 = insertelement <128 x float> %1491, float %79, i32 16
-	%1493 = insertelement <128 x float> %1492, float %79, i32 17
-	%1494 = insertelement <128 x float> %1493, float %79, i32 18
-	%1495 = insertelement <128 x float> %1494, float %79, i32 19
-	%1496 = insertelement <128 x float> %1495, float %79, i32 20
-	%1497 = insertelement <128 x float> %1496, float %79, i32 21
-	%1498 = insertelement <128 x float> %1497, float %79, i32 22
-	%1499 = insertelement <128 x float> %1498, float %79, i32 23
-	%1500 = insertelement <128 x float> %1499, float %79, i32 24
-	%1501 = insertelement <128 x float> %1500, float %79, i32 25
-	%1502 = insertelement <128 x float> %1501, float %79, i32 26
-	%1503 = insertelement <128 x float> %1502, float %79, i32 27
-	%1504 = insertelement <128 x float> %1503, float %79, i32 28
-	%1505 = insertelement <128 x float> %1504, float %79, i32 29
-	%1506 = insertelement <128 x float> %1505, float %79, i32 30
-	%1507 = insertelement <128 x float> %1506, float %79, i32 31
-	%1508 = insertelement <128 x float> %1507, float %79, i32 32
-	%1509 = insertelement <128 x float> %1508, float %79, i32 33
-	%1510 = insertelement <128 x float> %1509, float %79, i32 34
-	%1511 = insertelement <128 x float> %1510, float %79, i32 35
-	%1512 = insertelement <128 x float> %1511, float %79, i32 36
-	%1513 = insertelement <128 x float> %1512, float %79, i32 37
-	%1514 = insertelement <128 x float> %1513, float %79, i32 38
-	%1515 = insertelement <128 x float> %1514, float %79, i32 39
-	%1516 = insertelement <128 x float> %1515, float %79, i32 40
-	%1517 = insertelement <128 x float> %1516, float %79, i32 41
-	%1518 = insertelement <128 x float> %1517, float %79, i32 42
-	%1519 = insertelement <128 x float> %1518, float %79, i32 43
-	%1520 = insertelement <128 x float> %1519, float %79, i32 44
-	%1521 = insertelement <128 x float> %1520, float %79, i32 45
-	%1522 = insertelement <128 x float> %1521, float %79, i32 46
-	%1523 = insertelement <128 x float> %1522, float %79, i32 47
-	%1524 = insertelement <128 x float> %1523, float %79, i32 48
-	%1525 = insertelement <128 x float> %1524, float %79, i32 49
-	%1526 = insertelement <128 x float> %1525, float %79, i32 50
-	%1527 = insertelement <128 x float> %1526, float %79, i32 51
-	%1528 = insertelement <128 x float> %1527, float %79, i32 52
-	%1529 = insertelement <128 x float> %1528, float %79, i32 53
-	%1530 = insertelement <128 x float> %1529, float %79, i32 54
-	%1531 = insertelement <128 x float> %1530, float %79, i32 55
-	%1532 = insertelement <128 x float> %1531, float %79, i32 56
-	%1533 = insertelement <128 x float> %1532, float %79, i32 57
-	%1534 = insertelement <128 x float> %1533, float %79, i32 58
-	%1535 = insertelement <128 x float> %1534, float %79, i32 59
-	%1536 = insertelement <128 x float> %1535, float %79, i32 60
-	%1537 = insertelement <128 x float> %1536, float %79, i32 61
-	%1538 = insertelement <128 x float> %1537, float %79, i32 62
-	%1539 = insertelement <128 x float> %1538, float %79, i32 63
-	%1540 = insertelement <128 x float> %1539, float %79, i32 64
-	%1541 = insertelement <128 x float> %1540, float %79, i32 65
-	%1542 = insertelement <128 x float> %1541, float %79, i32 66
-	%1543 = insertelement <128 x float> %1542, float %79, i32 67
-	%1544 = insertelement <128 x float> %1543, float %79, i32 68
-	%1545 = insertelement <128 x float> %1544, float %79, i32 69
-	%1546 = insertelement <128 x float> %1545, float %79, i32 70
-	%1547 = insertelement <128 x float> %1546, float %79, i32 71
-	%1548 = insertelement <128 x float> %1547, float %79, i32 72
-	%1549 = insertelement <128 x float> %1548, float %79, i32 73
-	%1550 = insertelement <128 x float> %1549, float %79, i32 74
-	%1551 = insertelement <128 x float> %1550, float %79, i32 75
-	%1552 = insertelement <128 x float> %1551, float %79, i32 76
-	%1553 = insertelement <128 x float> %1552, float %79, i32 77
-	%1554 = insertelement <128 x float> %1553, float %79, i32 78
-	%1555 = insertelement <128 x float> %1554, float %79, i32 79
-	%1556 = insertelement <128 x float> %1555, float %79, i32 80
-	%1557 = insertelement <128 x float> %1556, float %79, i32 81
-	%1558 = insertelement <128 x float> %1557, float %79, i32 82
-	%1559 = insertelement <128 x float> %1558, float %79, i32 83
-	%1560 = insertelement <128 x float> %1559, float %79, i32 84
-	%1561 = insertelement <128 x float> %1560, float %79, i32 85
-	%1562 = insertelement <128 x float> %1561, float %79, i32 86
-	%1563 = insertelement <128 x float> %1562, float %79, i32 87
-	%1564 = insertelement <128 x float> %1563, float %79, i32 88
-	%1565 = insertelement <128 x float> %1564, float %79, i32 89
-	%1566 = insertelement <128 x float> %1565, float %79, i32 90
-	%1567 = insertelement <128 x float> %1566, float %79, i32 91
-	%1568 = insertelement <128 x float> %1567, float %79, i32 92
-	%1569 = insertelement <128 x float> %1568, float %79, i32 93
-	%1570 = insertelement <128 x float> %1569, float %79, i32 94
-	%1571 = insertelement <128 x float> %1570, float %79, i32 95
-	%1572 = insertelement <128 x float> %1571, float %79, i32 96
-	%1573 = insertelement <128 x float> %1572, float %79, i32 97
-	%1574 = insertelement <128 x float> %1573, float %79, i32 98
-	%1575 = insertelement <128 x float> %1574, float %79, i32 99
-	%1576 = insertelement <128 x float> %1575, float %79, i32 100
-	%1577 = insertelement <128 x float> %1576, float %79, i32 101
-	%1578 = insertelement <128 x float> %1577, float %79, i32 102
-	%1579 = insertelement <128 x float> %1578, float %79, i32 103
-	%1580 = insertelement <128 x float> %1579, float %79, i32 104
-	%1581 = insertelement <128 x float> %1580, float %79, i32 105
-	%1582 = insertelement <128 x float> %1581, float %79, i32 106
-	%1583 = insertelement <128 x float> %1582, float %79, i32 107
-	%1584 = insertelement <128 x float> %1583, float %79, i32 108
-	%1585 = insertelement <128 x float> %1584, float %79, i32 109
-	%1586 = insertelement <128 x float> %1585, float %79, i32 110
-	%1587 = insertelement <128 x float> %1586, float %79, i32 111
-	%1588 = insertelement <128 x float> %1587, float %79, i32 112
-	%1589 = insertelement <128 x float> %1588, float %79, i32 113
-	%1590 = insertelement <128 x float> %1589, float %79, i32 114
-	%1591 = insertelement <128 x float> %1590, float %79, i32 115
-	%1592 = insertelement <128 x float> %1591, float %79, i32 116
-	%1593 = insertelement <128 x float> %1592, float %79, i32 117
-	%1594 = insertelement <128 x float> %1593, float %79, i32 118
-	%1595 = insertelement <128 x float> %1594, float %79, i32 119
-	%1596 = insertelement <128 x float> %1595, float %79, i32 120
-	%1597 = insertelement <128 x float> %1596, float %79, i32 121
-	%1598 = insertelement <128 x float> %1597, float %79, i32 122
-	%1599 = insertelement <128 x float> %1598, float %79, i32 123
-	%1600 = insertelement <128 x float> %1599, float %79, i32 124
-	%1601 = insertelement <128 x float> %1600, float %79, i32 125
-	%1602 = insertelement <128 x float> %1601, float %79, i32 126
-	%1603 = insertelement <128 x float> %1602, float %79, i32 127
-	%1604 = fmul <128 x float> %1475, %1603
-	%1605 = fadd <128 x float> %1604, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1606 = fsub <128 x float> %1605, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1607 = insertelement <128 x float> undef, float %75, i32 0
-	%1608 = insertelement <128 x float> %1607, float %75, i32 1
-	%1609 = insertelement <128 x float> %1608, float %75, i32 2
-	%1610 = insertelement <128 x float> %1609, float %75, i32 3
-	%1611 = insertelement <128 x float> %1610, float %75, i32 4
-	%1612 = insertelement <128 x float> %1611, float %75, i32 5
-	%1613 = insertelement <128 x float> %1612, float %75, i32 6
-	%1614 = insertelement <128 x float> %1613, float %75, i32 7
-	%1615 = insertelement <128 x float> %1614, float %75, i32 8
-	%1616 = insertelement <128 x float> %1615, float %75, i32 9
-	%1617 = insertelement <128 x float> %1616, float %75, i32 10
-	%1618 = insertelement <128 x float> %1617, float %75, i32 11
-	%1619 = insertelement <128 x float> %1618, float %75, i32 12
-	%1620 = insertelement <128 x float> %1619, float %75, i32 13
-	%1621 = insertelement <128 x float> %1620, float %75, i32 14
-	%1622 = insertelement <128 x float> %1621, float %75, i32 15
-	%1623 = insertelement <128 x float> %1622, float %75, i32 16
-	%1624 = insertelement <128 x float> %1623, float %75, i32 17
-	%1625 = insertelement <128 x float> %1624, float %75, i32 18
-	%1626 = insertelement <128 x float> %1625, float %75, i32 19
-	%1627 = insertelement <128 x float> %1626, float %75, i32 20
-	%1628 = insertelement <128 x float> %1627, float %75, i32 21
-	%1629 = insertelement <128 x float> %1628, float %75, i32 22
-	%1630 = insertelement <128 x float> %1629, float %75, i32 23
-	%1631 = insertelement <128 x float> %1630, float %75, i32 24
-	%1632 = insertelement <128 x float> %1631, float %75, i32 25
-	%1633 = insertelement <128 x float> %1632, float %75, i32 26
-	%1634 = insertelement <128 x float> %1633, float %75, i32 27
-	%1635 = insertelement <128 x float> %1634, float %75, i32 28
-	%1636 = insertelement <128 x float> %1635, float %75, i32 29
-	%1637 = insertelement <128 x float> %1636, float %75, i32 30
-	%1638 = insertelement <128 x float> %1637, float %75, i32 31
-	%1639 = insertelement <128 x float> %1638, float %75, i32 32
-	%1640 = insertelement <128 x float> %1639, float %75, i32 33
-	%1641 = insertelement <128 x float> %1640, float %75, i32 34
-	%1642 = insertelement <128 x float> %1641, float %75, i32 35
-	%1643 = insertelement <128 x float> %1642, float %75, i32 36
-	%1644 = insertelement <128 x float> %1643, float %75, i32 37
-	%1645 = insertelement <128 x float> %1644, float %75, i32 38
-	%1646 = insertelement <128 x float> %1645, float %75, i32 39
-	%1647 = insertelement <128 x float> %1646, float %75, i32 40
-	%1648 = insertelement <128 x float> %1647, float %75, i32 41
-	%1649 = insertelement <128 x float> %1648, float %75, i32 42
-	%1650 = insertelement <128 x float> %1649, float %75, i32 43
-	%1651 = insertelement <128 x float> %1650, float %75, i32 44
-	%1652 = insertelement <128 x float> %1651, float %75, i32 45
-	%1653 = insertelement <128 x float> %1652, float %75, i32 46
-	%1654 = insertelement <128 x float> %1653, float %75, i32 47
-	%1655 = insertelement <128 x float> %1654, float %75, i32 48
-	%1656 = insertelement <128 x float> %1655, float %75, i32 49
-	%1657 = insertelement <128 x float> %1656, float %75, i32 50
-	%1658 = insertelement <128 x float> %1657, float %75, i32 51
-	%1659 = insertelement <128 x float> %1658, float %75, i32 52
-	%1660 = insertelement <128 x float> %1659, float %75, i32 53
-	%1661 = insertelement <128 x float> %1660, float %75, i32 54
-	%1662 = insertelement <128 x float> %1661, float %75, i32 55
-	%1663 = insertelement <128 x float> %1662, float %75, i32 56
-	%1664 = insertelement <128 x float> %1663, float %75, i32 57
-	%1665 = insertelement <128 x float> %1664, float %75, i32 58
-	%1666 = insertelement <128 x float> %1665, float %75, i32 59
-	%1667 = insertelement <128 x float> %1666, float %75, i32 60
-	%1668 = insertelement <128 x float> %1667, float %75, i32 61
-	%1669 = insertelement <128 x float> %1668, float %75, i32 62
-	%1670 = insertelement <128 x float> %1669, float %75, i32 63
-	%1671 = insertelement <128 x float> %1670, float %75, i32 64
-	%1672 = insertelement <128 x float> %1671, float %75, i32 65
-	%1673 = insertelement <128 x float> %1672, float %75, i32 66
-	%1674 = insertelement <128 x float> %1673, float %75, i32 67
-	%1675 = insertelement <128 x float> %1674, float %75, i32 68
-	%1676 = insertelement <128 x float> %1675, float %75, i32 69
-	%1677 = insertelement <128 x float> %1676, float %75, i32 70
-	%1678 = insertelement <128 x float> %1677, float %75, i32 71
-	%1679 = insertelement <128 x float> %1678, float %75, i32 72
-	%1680 = insertelement <128 x float> %1679, float %75, i32 73
-	%1681 = insertelement <128 x float> %1680, float %75, i32 74
-	%1682 = insertelement <128 x float> %1681, float %75, i32 75
-	%1683 = insertelement <128 x float> %1682, float %75, i32 76
-	%1684 = insertelement <128 x float> %1683, float %75, i32 77
-	%1685 = insertelement <128 x float> %1684, float %75, i32 78
-	%1686 = insertelement <128 x float> %1685, float %75, i32 79
-	%1687 = insertelement <128 x float> %1686, float %75, i32 80
-	%1688 = insertelement <128 x float> %1687, float %75, i32 81
-	%1689 = insertelement <128 x float> %1688, float %75, i32 82
-	%1690 = insertelement <128 x float> %1689, float %75, i32 83
-	%1691 = insertelement <128 x float> %1690, float %75, i32 84
-	%1692 = insertelement <128 x float> %1691, float %75, i32 85
-	%1693 = insertelement <128 x float> %1692, float %75, i32 86
-	%1694 = insertelement <128 x float> %1693, float %75, i32 87
-	%1695 = insertelement <128 x float> %1694, float %75, i32 88
-	%1696 = insertelement <128 x float> %1695, float %75, i32 89
-	%1697 = insertelement <128 x float> %1696, float %75, i32 90
-	%1698 = insertelement <128 x float> %1697, float %75, i32 91
-	%1699 = insertelement <128 x float> %1698, float %75, i32 92
-	%1700 = insertelement <128 x float> %1699, float %75, i32 93
-	%1701 = insertelement <128 x float> %1700, float %75, i32 94
-	%1702 = insertelement <128 x float> %1701, float %75, i32 95
-	%1703 = insertelement <128 x float> %1702, float %75, i32 96
-	%1704 = insertelement <128 x float> %1703, float %75, i32 97
-	%1705 = insertelement <128 x float> %1704, float %75, i32 98
-	%1706 = insertelement <128 x float> %1705, float %75, i32 99
-	%1707 = insertelement <128 x float> %1706, float %75, i32 100
-	%1708 = insertelement <128 x float> %1707, float %75, i32 101
-	%1709 = insertelement <128 x float> %1708, float %75, i32 102
-	%1710 = insertelement <128 x float> %1709, float %75, i32 103
-	%1711 = insertelement <128 x float> %1710, float %75, i32 104
-	%1712 = insertelement <128 x float> %1711, float %75, i32 105
-	%1713 = insertelement <128 x float> %1712, float %75, i32 106
-	%1714 = insertelement <128 x float> %1713, float %75, i32 107
-	%1715 = insertelement <128 x float> %1714, float %75, i32 108
-	%1716 = insertelement <128 x float> %1715, float %75, i32 109
-	%1717 = insertelement <128 x float> %1716, float %75, i32 110
-	%1718 = insertelement <128 x float> %1717, float %75, i32 111
-	%1719 = insertelement <128 x float> %1718, float %75, i32 112
-	%1720 = insertelement <128 x float> %1719, float %75, i32 113
-	%1721 = insertelement <128 x float> %1720, float %75, i32 114
-	%1722 = insertelement <128 x float> %1721, float %75, i32 115
-	%1723 = insertelement <128 x float> %1722, float %75, i32 116
-	%1724 = insertelement <128 x float> %1723, float %75, i32 117
-	%1725 = insertelement <128 x float> %1724, float %75, i32 118
-	%1726 = insertelement <128 x float> %1725, float %75, i32 119
-	%1727 = insertelement <128 x float> %1726, float %75, i32 120
-	%1728 = insertelement <128 x float> %1727, float %75, i32 121
-	%1729 = insertelement <128 x float> %1728, float %75, i32 122
-	%1730 = insertelement <128 x float> %1729, float %75, i32 123
-	%1731 = insertelement <128 x float> %1730, float %75, i32 124
-	%1732 = insertelement <128 x float> %1731, float %75, i32 125
-	%1733 = insertelement <128 x float> %1732, float %75, i32 126
-	%1734 = insertelement <128 x float> %1733, float %75, i32 127
-	%1735 = fmul <128 x float> %1606, %1734
-	%1736 = fcmp oeq float %75, 0.0
-	%1737 = select i1 %1736, <128 x float> %1475, <128 x float> %1735
-	%1738 = insertelement <128 x float> undef, float %21, i32 0
-	%1739 = shufflevector <128 x float> %1738, <128 x float> undef, <128 x i32> zeroinitializer
-	%1740 = insertelement <128 x float> undef, float %23, i32 0
-	%1741 = shufflevector <128 x float> %1740, <128 x float> undef, <128 x i32> zeroinitializer
-	%1742 = insertelement <128 x float> undef, float %25, i32 0
-	%1743 = shufflevector <128 x float> %1742, <128 x float> undef, <128 x i32> zeroinitializer
-	%1744 = insertelement <128 x float> undef, float %27, i32 0
-	%1745 = shufflevector <128 x float> %1744, <128 x float> undef, <128 x i32> zeroinitializer
-	%1746 = insertelement <128 x float> undef, float %29, i32 0
-	%1747 = shufflevector <128 x float> %1746, <128 x float> undef, <128 x i32> zeroinitializer
-	%1748 = insertelement <128 x float> undef, float %31, i32 0
-	%1749 = shufflevector <128 x float> %1748, <128 x float> undef, <128 x i32> zeroinitializer
-	%1750 = insertelement <128 x float> undef, float %33, i32 0
-	%1751 = shufflevector <128 x float> %1750, <128 x float> undef, <128 x i32> zeroinitializer
-	%1752 = insertelement <128 x float> undef, float %35, i32 0
-	%1753 = shufflevector <128 x float> %1752, <128 x float> undef, <128 x i32> zeroinitializer
-	%1754 = fmul <128 x float> %1334, %1334
-	%1755 = fmul <128 x float> %1739, %1340
-	%1756 = fmul <128 x float> %1741, %1737
-	%1757 = fadd <128 x float> %1755, %1756
-	%1758 = fdiv <128 x float> %1757, %1743
-	%1759 = fmul <128 x float> %1745, %1343
-	%1760 = fmul <128 x float> %1737, %1737
-	%1761 = fmul <128 x float> %1747, %1760
-	%1762 = fadd <128 x float> %1759, %1761
-	%1763 = fdiv <128 x float> %1762, %1749
-	%1764 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %1763)
-	%1765 = fadd <128 x float> %1764, %1751
-	%1766 = fdiv <128 x float> %1758, %1765
-	%1767 = fmul <128 x float> %1753, %1334
-	%1768 = fadd <128 x float> %1766, %1767
-	%1769 = fmul <128 x float> %1768, %1768
-	%1770 = select <128 x i1> %1331, <128 x float> %1754, <128 x float> zeroinitializer
-	%1771 = shufflevector <128 x float> %1770, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1772 = fadd <32 x float> %801, %1771
-	%1773 = shufflevector <128 x float> %1770, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%1774 = fadd <32 x float> %1772, %1773
-	%1775 = shufflevector <128 x float> %1770, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1776 = fadd <32 x float> %1774, %1775
-	%1777 = shufflevector <128 x float> %1770, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1778 = fadd <32 x float> %1776, %1777
-	%1779 = select <128 x i1> %1331, <128 x float> %1769, <128 x float> zeroinitializer
-	%1780 = shufflevector <128 x float> %1779, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1781 = fadd <32 x float> %802, %1780
-	%1782 = shufflevector <128 x float> %1779, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%1783 = fadd <32 x float> %1781, %1782
-	%1784 = shufflevector <128 x float> %1779, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1785 = fadd <32 x float> %1783, %1784
-	%1786 = shufflevector <128 x float> %1779, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1787 = fadd <32 x float> %1785, %1786
-	br label %join.376
+keep.done.439:
+	%2061 = insertelement <128 x float> undef, float %23, i32 0
+	%2062 = shufflevector <128 x float> %2061, <128 x float> undef, <128 x i32> zeroinitializer
+	%2063 = insertelement <128 x float> undef, float %25, i32 0
+	%2064 = shufflevector <128 x float> %2063, <128 x float> undef, <128 x i32> zeroinitializer
+	%2065 = insertelement <128 x float> undef, float %27, i32 0
+	%2066 = shufflevector <128 x float> %2065, <128 x float> undef, <128 x i32> zeroinitializer
+	%2067 = insertelement <128 x float> undef, float %29, i32 0
+	%2068 = shufflevector <128 x float> %2067, <128 x float> undef, <128 x i32> zeroinitializer
+	%2069 = insertelement <128 x float> undef, float %31, i32 0
+	%2070 = shufflevector <128 x float> %2069, <128 x float> undef, <128 x i32> zeroinitializer
+	%2071 = insertelement <128 x float> undef, float %33, i32 0
+	%2072 = shufflevector <128 x float> %2071, <128 x float> undef, <128 x i32> zeroinitializer
+	%2073 = insertelement <128 x float> undef, float %35, i32 0
+	%2074 = shufflevector <128 x float> %2073, <128 x float> undef, <128 x i32> zeroinitializer
+	%2075 = insertelement <128 x float> undef, float %37, i32 0
+	%2076 = shufflevector <128 x float> %2075, <128 x float> undef, <128 x i32> zeroinitializer
+	%2077 = fmul <128 x float> %1645, %1645
+	%2078 = fmul <128 x float> %2062, %1651
+	%2079 = fmul <128 x float> %2064, %2048
+	%2080 = fadd <128 x float> %2078, %2079
+	%2081 = fdiv <128 x float> %2080, %2066
+	%2082 = fmul <128 x float> %2068, %1654
+	%2083 = fmul <128 x float> %2048, %2048
+	%2084 = fmul <128 x float> %2070, %2083
+	%2085 = fadd <128 x float> %2082, %2084
+	%2086 = fdiv <128 x float> %2085, %2072
+	%2087 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %2086)
+	%2088 = fadd <128 x float> %2087, %2074
+	%2089 = fdiv <128 x float> %2081, %2088
+	%2090 = fmul <128 x float> %2076, %1645
+	%2091 = fadd <128 x float> %2089, %2090
+	%2092 = fmul <128 x float> %2091, %2091
+	%2093 = select <128 x i1> %1642, <128 x float> %2077, <128 x float> zeroinitializer
+	%2094 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%2095 = fadd <32 x float> %1012, %2094
+	%2096 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2097 = fadd <32 x float> %2095, %2096
+	%2098 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%2099 = fadd <32 x float> %2097, %2098
+	%2100 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%2101 = fadd <32 x float> %2099, %2100
+	%2102 = select <128 x i1> %1642, <128 x float> %2092, <128 x float> zeroinitializer
+	%2103 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%2104 = fadd <32 x float> %1013, %2103
+	%2105 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2106 = fadd <32 x float> %2104, %2105
+	%2107 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%2108 = fadd <32 x float> %2106, %2107
+	%2109 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%2110 = fadd <32 x float> %2108, %2109
+	br label %join.413
 }
+
+declare void @llvm.prefetch.p0i8(i8* %0, i32 %1, i32 %2, i32 %3)
 
 declare <128 x float> @llvm.sqrt.v128f32(<128 x float> %0)
 
-define internal <128 x float> @lamb_noise_row128_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
+define internal <128 x float> @lamb_noise_row128_8_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.347, label %else.348
+	br i1 %3, label %then.379, label %else.380
 
-then.347:
-	br label %blocks.head.350
+then.379:
+	br label %blocks.head.382
 
-else.348:
-	br label %draw.head.353
+else.380:
+	br label %draw.head.385
 
-join.349:
+join.381:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.350:
-	%5 = phi i64 [ 0, %then.347 ], [ %27, %blocks.351 ]
+blocks.head.382:
+	%5 = phi i64 [ 0, %then.379 ], [ %27, %blocks.383 ]
 	%6 = icmp slt i64 %5, 4
-	br i1 %6, label %blocks.351, label %blocks.done.352
+	br i1 %6, label %blocks.383, label %blocks.done.384
 
-blocks.351:
+blocks.383:
 	%7 = mul i64 %5, 32
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 2
@@ -13027,148 +13678,2825 @@ blocks.351:
 	%26 = extractvalue [4 x <8 x float>] %10, 3
 	store <8 x float> %26, <8 x float>* %25, align 4
 	%27 = add i64 %5, 1
-	br label %blocks.head.350
+	br label %blocks.head.382
 
-blocks.done.352:
-	br label %join.349
+blocks.done.384:
+	br label %join.381
 
-draw.head.353:
-	%28 = phi i64 [ 0, %else.348 ], [ %33, %draw.354 ]
+draw.head.385:
+	%28 = phi i64 [ 0, %else.380 ], [ %33, %draw.386 ]
 	%29 = icmp slt i64 %28, 128
-	br i1 %29, label %draw.354, label %draw.done.355
+	br i1 %29, label %draw.386, label %draw.done.387
 
-draw.354:
+draw.386:
 	%30 = add i64 %first, %28
 	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
 	%32 = getelementptr float, float* %1, i64 %28
 	store float %31, float* %32, align 4
 	%33 = add i64 %28, 1
-	br label %draw.head.353
+	br label %draw.head.385
 
-draw.done.355:
-	br label %join.349
+draw.done.387:
+	br label %join.381
 }
 
-define internal <128 x float> @lamb_noise_row128_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
+define internal <128 x float> @lamb_noise_row128_8_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.377, label %else.378
+	br i1 %3, label %then.414, label %else.415
 
-then.377:
-	br label %blocks.head.380
+then.414:
+	br label %blocks.head.417
 
-else.378:
-	br label %draw.head.383
+else.415:
+	br label %draw.head.420
 
-join.379:
+join.416:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.380:
-	%5 = phi i64 [ 0, %then.377 ], [ %35, %blocks.381 ]
-	%6 = icmp slt i64 %5, 16
-	br i1 %6, label %blocks.381, label %blocks.done.382
+blocks.head.417:
+	%5 = phi i64 [ 0, %then.414 ], [ %43, %blocks.418 ]
+	%6 = icmp slt i64 %5, 2
+	br i1 %6, label %blocks.418, label %blocks.done.419
 
-blocks.381:
-	%7 = mul i64 %5, 8
+blocks.418:
+	%7 = mul i64 %5, 64
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 3
-	%10 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
-	%11 = extractvalue [8 x float] %10, 0
-	%12 = add i64 %7, 0
-	%13 = getelementptr float, float* %1, i64 %12
-	store float %11, float* %13, align 4
-	%14 = extractvalue [8 x float] %10, 1
-	%15 = add i64 %7, 1
+	%10 = call [8 x <8 x float>] @fg_secure_c8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
+	%11 = add i64 %7, 0
+	%12 = getelementptr float, float* %1, i64 %11
+	%13 = bitcast float* %12 to <8 x float>*
+	%14 = extractvalue [8 x <8 x float>] %10, 0
+	store <8 x float> %14, <8 x float>* %13, align 4
+	%15 = add i64 %7, 8
 	%16 = getelementptr float, float* %1, i64 %15
-	store float %14, float* %16, align 4
-	%17 = extractvalue [8 x float] %10, 2
-	%18 = add i64 %7, 2
-	%19 = getelementptr float, float* %1, i64 %18
-	store float %17, float* %19, align 4
-	%20 = extractvalue [8 x float] %10, 3
-	%21 = add i64 %7, 3
-	%22 = getelementptr float, float* %1, i64 %21
-	store float %20, float* %22, align 4
-	%23 = extractvalue [8 x float] %10, 4
-	%24 = add i64 %7, 4
-	%25 = getelementptr float, float* %1, i64 %24
-	store float %23, float* %25, align 4
-	%26 = extractvalue [8 x float] %10, 5
-	%27 = add i64 %7, 5
+	%17 = bitcast float* %16 to <8 x float>*
+	%18 = extractvalue [8 x <8 x float>] %10, 1
+	store <8 x float> %18, <8 x float>* %17, align 4
+	%19 = add i64 %7, 16
+	%20 = getelementptr float, float* %1, i64 %19
+	%21 = bitcast float* %20 to <8 x float>*
+	%22 = extractvalue [8 x <8 x float>] %10, 2
+	store <8 x float> %22, <8 x float>* %21, align 4
+	%23 = add i64 %7, 24
+	%24 = getelementptr float, float* %1, i64 %23
+	%25 = bitcast float* %24 to <8 x float>*
+	%26 = extractvalue [8 x <8 x float>] %10, 3
+	store <8 x float> %26, <8 x float>* %25, align 4
+	%27 = add i64 %7, 32
 	%28 = getelementptr float, float* %1, i64 %27
-	store float %26, float* %28, align 4
-	%29 = extractvalue [8 x float] %10, 6
-	%30 = add i64 %7, 6
-	%31 = getelementptr float, float* %1, i64 %30
-	store float %29, float* %31, align 4
-	%32 = extractvalue [8 x float] %10, 7
-	%33 = add i64 %7, 7
-	%34 = getelementptr float, float* %1, i64 %33
-	store float %32, float* %34, align 4
-	%35 = add i64 %5, 1
-	br label %blocks.head.380
+	%29 = bitcast float* %28 to <8 x float>*
+	%30 = extractvalue [8 x <8 x float>] %10, 4
+	store <8 x float> %30, <8 x float>* %29, align 4
+	%31 = add i64 %7, 40
+	%32 = getelementptr float, float* %1, i64 %31
+	%33 = bitcast float* %32 to <8 x float>*
+	%34 = extractvalue [8 x <8 x float>] %10, 5
+	store <8 x float> %34, <8 x float>* %33, align 4
+	%35 = add i64 %7, 48
+	%36 = getelementptr float, float* %1, i64 %35
+	%37 = bitcast float* %36 to <8 x float>*
+	%38 = extractvalue [8 x <8 x float>] %10, 6
+	store <8 x float> %38, <8 x float>* %37, align 4
+	%39 = add i64 %7, 56
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = bitcast float* %40 to <8 x float>*
+	%42 = extractvalue [8 x <8 x float>] %10, 7
+	store <8 x float> %42, <8 x float>* %41, align 4
+	%43 = add i64 %5, 1
+	br label %blocks.head.417
 
-blocks.done.382:
-	br label %join.379
+blocks.done.419:
+	br label %join.416
 
-draw.head.383:
-	%36 = phi i64 [ 0, %else.378 ], [ %63, %draw.384 ]
-	%37 = icmp slt i64 %36, 128
-	br i1 %37, label %draw.384, label %draw.done.385
+draw.head.420:
+	%44 = phi i64 [ 0, %else.415 ], [ %71, %draw.421 ]
+	%45 = icmp slt i64 %44, 128
+	br i1 %45, label %draw.421, label %draw.done.422
 
-draw.384:
-	%38 = add i64 %first, %36
-	%39 = lshr i64 %38, 3
-	%40 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %39)
-	%41 = extractvalue [8 x float] %40, 0
-	%42 = extractvalue [8 x float] %40, 1
-	%43 = extractvalue [8 x float] %40, 2
-	%44 = extractvalue [8 x float] %40, 3
-	%45 = extractvalue [8 x float] %40, 4
-	%46 = extractvalue [8 x float] %40, 5
-	%47 = extractvalue [8 x float] %40, 6
-	%48 = extractvalue [8 x float] %40, 7
-	%49 = and i64 %38, 1
-	%50 = icmp ne i64 %49, 0
-	%51 = select i1 %50, float %42, float %41
-	%52 = select i1 %50, float %44, float %43
-	%53 = select i1 %50, float %46, float %45
-	%54 = select i1 %50, float %48, float %47
-	%55 = and i64 %38, 2
-	%56 = icmp ne i64 %55, 0
-	%57 = select i1 %56, float %52, float %51
-	%58 = select i1 %56, float %54, float %53
-	%59 = and i64 %38, 4
-	%60 = icmp ne i64 %59, 0
-	%61 = select i1 %60, float %58, float %57
-	%62 = getelementptr float, float* %1, i64 %36
-	store float %61, float* %62, align 4
-	%63 = add i64 %36, 1
-	br label %draw.head.383
+draw.421:
+	%46 = add i64 %first, %44
+	%47 = lshr i64 %46, 3
+	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
+	%49 = extractvalue [8 x float] %48, 0
+	%50 = extractvalue [8 x float] %48, 1
+	%51 = extractvalue [8 x float] %48, 2
+	%52 = extractvalue [8 x float] %48, 3
+	%53 = extractvalue [8 x float] %48, 4
+	%54 = extractvalue [8 x float] %48, 5
+	%55 = extractvalue [8 x float] %48, 6
+	%56 = extractvalue [8 x float] %48, 7
+	%57 = and i64 %46, 1
+	%58 = icmp ne i64 %57, 0
+	%59 = select i1 %58, float %50, float %49
+	%60 = select i1 %58, float %52, float %51
+	%61 = select i1 %58, float %54, float %53
+	%62 = select i1 %58, float %56, float %55
+	%63 = and i64 %46, 2
+	%64 = icmp ne i64 %63, 0
+	%65 = select i1 %64, float %60, float %59
+	%66 = select i1 %64, float %62, float %61
+	%67 = and i64 %46, 4
+	%68 = icmp ne i64 %67, 0
+	%69 = select i1 %68, float %66, float %65
+	%70 = getelementptr float, float* %1, i64 %44
+	store float %69, float* %70, align 4
+	%71 = add i64 %44, 1
+	br label %draw.head.420
 
-draw.done.385:
-	br label %join.379
+draw.done.422:
+	br label %join.416
 }
 
-define void @lamb_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) nounwind {
+define internal void @lamb_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
 entry:
-	call void @lamb_reduce_host(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials)
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = alloca <128 x float>, align 4
+	%4 = alloca <128 x float>, align 4
+	%5 = alloca <128 x float>, align 4
+	%6 = alloca <128 x float>, align 4
+	%7 = alloca <128 x float>, align 4
+	%8 = alloca <128 x float>, align 4
+	%9 = alloca <128 x float>, align 4
+	%10 = alloca <128 x float>, align 4
+	%11 = alloca <128 x float>, align 4
+	%12 = alloca <128 x float>, align 4
+	%13 = alloca <128 x float>, align 4
+	%14 = getelementptr float*, float** %buffers, i64 0
+	%15 = load float*, float** %14, align 8
+	%16 = getelementptr float*, float** %buffers, i64 1
+	%17 = load float*, float** %16, align 8
+	%18 = getelementptr float*, float** %buffers, i64 2
+	%19 = load float*, float** %18, align 8
+	%20 = getelementptr float*, float** %buffers, i64 3
+	%21 = load float*, float** %20, align 8
+	%22 = getelementptr float, float* %scalars, i64 0
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr float, float* %scalars, i64 1
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr float, float* %scalars, i64 2
+	%27 = load float, float* %26, align 4
+	%28 = getelementptr float, float* %scalars, i64 3
+	%29 = load float, float* %28, align 4
+	%30 = getelementptr float, float* %scalars, i64 4
+	%31 = load float, float* %30, align 4
+	%32 = getelementptr float, float* %scalars, i64 5
+	%33 = load float, float* %32, align 4
+	%34 = getelementptr float, float* %scalars, i64 6
+	%35 = load float, float* %34, align 4
+	%36 = getelementptr float, float* %scalars, i64 7
+	%37 = load float, float* %36, align 4
+	%38 = getelementptr float, float* %scalars, i64 8
+	%39 = load float, float* %38, align 4
+	%40 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 0
+	%41 = load i64, i64* %40, align 8
+	%42 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 1
+	%43 = load i64, i64* %42, align 8
+	%44 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 2
+	%45 = load i64, i64* %44, align 8
+	%46 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 3
+	%47 = load i64, i64* %46, align 8
+	%48 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 4
+	%49 = load i32, i32* %48, align 4
+	%50 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 5
+	%51 = load i32, i32* %50, align 4
+	%52 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 6
+	%53 = load [4 x i64], [4 x i64]* %52, align 8
+	%54 = extractvalue [4 x i64] %53, 0
+	%55 = extractvalue [4 x i64] %53, 1
+	%56 = extractvalue [4 x i64] %53, 2
+	%57 = extractvalue [4 x i64] %53, 3
+	%58 = add i64 %n, 4095
+	%59 = sdiv i64 %58, u0x1000
+	%60 = mul i64 %59, 0
+	%61 = getelementptr float, float* %partials, i64 %60
+	%62 = mul i64 %59, 1
+	%63 = getelementptr float, float* %partials, i64 %62
+	switch i32 %51, label %unknown_mode [
+		i32 0, label %without_noise
+		i32 1, label %with_noise
+		i32 2, label %with_secure_noise
+	]
+
+without_noise:
+	%64 = add i64 %n, 4095
+	%65 = sdiv i64 %64, u0x1000
+	br label %task.head.440
+
+with_noise:
+	%66 = add i64 %n, 4095
+	%67 = sdiv i64 %66, u0x1000
+	br label %task.head.461
+
+with_secure_noise:
+	%68 = bitcast float %39 to i32
+	%69 = lshr i32 %68, 23
+	%70 = and i32 %69, 255
+	%71 = icmp uge i32 %70, 10
+	%72 = icmp ule i32 %70, 254
+	%73 = and i1 %71, %72
+	%74 = sub i32 %70, 8
+	%75 = shl i32 %74, 23
+	%76 = select i1 %73, i32 %75, i32 0
+	%77 = bitcast i32 %76 to float
+	%78 = sub i32 262, %70
+	%79 = shl i32 %78, 23
+	%80 = select i1 %73, i32 %79, i32 0
+	%81 = bitcast i32 %80 to float
+	%82 = add i64 %n, 4095
+	%83 = sdiv i64 %82, u0x1000
+	br label %task.head.496
+
+unknown_mode:
+	ret void
+
+task.head.440:
+	%84 = phi i64 [ %41, %without_noise ], [ %231, %row.done.445 ]
+	%85 = icmp slt i64 %84, %43
+	br i1 %85, label %task.441, label %task.done.442
+
+task.441:
+	%86 = sdiv i64 %84, %65
+	%87 = srem i64 %84, %65
+	%88 = mul i64 %86, %n
+	%89 = getelementptr float, float* %15, i64 %88
+	%90 = mul i64 %86, %n
+	%91 = getelementptr float, float* %17, i64 %90
+	%92 = mul i64 %86, %n
+	%93 = getelementptr float, float* %19, i64 %92
+	%94 = mul i64 %86, %n
+	%95 = getelementptr float, float* %21, i64 %94
+	%96 = mul i64 %87, u0x1000
+	%97 = sub i64 %n, %96
+	%98 = add i64 %97, 127
+	%99 = sdiv i64 %98, 128
+	%100 = icmp slt i64 %99, 32
+	%101 = select i1 %100, i64 %99, i64 32
+	br label %row.head.443
+
+task.done.442:
+	ret void
+
+row.head.443:
+	%102 = phi i64 [ 0, %task.441 ], [ %296, %join.448 ]
+	%103 = phi <32 x float> [ zeroinitializer, %task.441 ], [ %294, %join.448 ]
+	%104 = phi <32 x float> [ zeroinitializer, %task.441 ], [ %295, %join.448 ]
+	%105 = icmp slt i64 %102, %101
+	br i1 %105, label %row.444, label %row.done.445
+
+row.444:
+	%106 = mul i64 %102, 128
+	%107 = add i64 %96, %106
+	%108 = add i64 %107, 512
+	%109 = add i64 %108, 0
+	%110 = getelementptr float, float* %89, i64 %109
+	%111 = bitcast float* %110 to i8*
+	call void @llvm.prefetch.p0i8(i8* %111, i32 0, i32 3, i32 1)
+	%112 = add i64 %108, 16
+	%113 = getelementptr float, float* %89, i64 %112
+	%114 = bitcast float* %113 to i8*
+	call void @llvm.prefetch.p0i8(i8* %114, i32 0, i32 3, i32 1)
+	%115 = add i64 %108, 32
+	%116 = getelementptr float, float* %89, i64 %115
+	%117 = bitcast float* %116 to i8*
+	call void @llvm.prefetch.p0i8(i8* %117, i32 0, i32 3, i32 1)
+	%118 = add i64 %108, 48
+	%119 = getelementptr float, float* %89, i64 %118
+	%120 = bitcast float* %119 to i8*
+	call void @llvm.prefetch.p0i8(i8* %120, i32 0, i32 3, i32 1)
+	%121 = add i64 %108, 64
+	%122 = getelementptr float, float* %89, i64 %121
+	%123 = bitcast float* %122 to i8*
+	call void @llvm.prefetch.p0i8(i8* %123, i32 0, i32 3, i32 1)
+	%124 = add i64 %108, 80
+	%125 = getelementptr float, float* %89, i64 %124
+	%126 = bitcast float* %125 to i8*
+	call void @llvm.prefetch.p0i8(i8* %126, i32 0, i32 3, i32 1)
+	%127 = add i64 %108, 96
+	%128 = getelementptr float, float* %89, i64 %127
+	%129 = bitcast float* %128 to i8*
+	call void @llvm.prefetch.p0i8(i8* %129, i32 0, i32 3, i32 1)
+	%130 = add i64 %108, 112
+	%131 = getelementptr float, float* %89, i64 %130
+	%132 = bitcast float* %131 to i8*
+	call void @llvm.prefetch.p0i8(i8* %132, i32 0, i32 3, i32 1)
+	%133 = add i64 %108, 0
+	%134 = getelementptr float, float* %91, i64 %133
+	%135 = bitcast float* %134 to i8*
+	call void @llvm.prefetch.p0i8(i8* %135, i32 0, i32 3, i32 1)
+	%136 = add i64 %108, 16
+	%137 = getelementptr float, float* %91, i64 %136
+	%138 = bitcast float* %137 to i8*
+	call void @llvm.prefetch.p0i8(i8* %138, i32 0, i32 3, i32 1)
+	%139 = add i64 %108, 32
+	%140 = getelementptr float, float* %91, i64 %139
+	%141 = bitcast float* %140 to i8*
+	call void @llvm.prefetch.p0i8(i8* %141, i32 0, i32 3, i32 1)
+	%142 = add i64 %108, 48
+	%143 = getelementptr float, float* %91, i64 %142
+	%144 = bitcast float* %143 to i8*
+	call void @llvm.prefetch.p0i8(i8* %144, i32 0, i32 3, i32 1)
+	%145 = add i64 %108, 64
+	%146 = getelementptr float, float* %91, i64 %145
+	%147 = bitcast float* %146 to i8*
+	call void @llvm.prefetch.p0i8(i8* %147, i32 0, i32 3, i32 1)
+	%148 = add i64 %108, 80
+	%149 = getelementptr float, float* %91, i64 %148
+	%150 = bitcast float* %149 to i8*
+	call void @llvm.prefetch.p0i8(i8* %150, i32 0, i32 3, i32 1)
+	%151 = add i64 %108, 96
+	%152 = getelementptr float, float* %91, i64 %151
+	%153 = bitcast float* %152 to i8*
+	call void @llvm.prefetch.p0i8(i8* %153, i32 0, i32 3, i32 1)
+	%154 = add i64 %108, 112
+	%155 = getelementptr float, float* %91, i64 %154
+	%156 = bitcast float* %155 to i8*
+	call void @llvm.prefetch.p0i8(i8* %156, i32 0, i32 3, i32 1)
+	%157 = add i64 %108, 0
+	%158 = getelementptr float, float* %93, i64 %157
+	%159 = bitcast float* %158 to i8*
+	call void @llvm.prefetch.p0i8(i8* %159, i32 0, i32 3, i32 1)
+	%160 = add i64 %108, 16
+	%161 = getelementptr float, float* %93, i64 %160
+	%162 = bitcast float* %161 to i8*
+	call void @llvm.prefetch.p0i8(i8* %162, i32 0, i32 3, i32 1)
+	%163 = add i64 %108, 32
+	%164 = getelementptr float, float* %93, i64 %163
+	%165 = bitcast float* %164 to i8*
+	call void @llvm.prefetch.p0i8(i8* %165, i32 0, i32 3, i32 1)
+	%166 = add i64 %108, 48
+	%167 = getelementptr float, float* %93, i64 %166
+	%168 = bitcast float* %167 to i8*
+	call void @llvm.prefetch.p0i8(i8* %168, i32 0, i32 3, i32 1)
+	%169 = add i64 %108, 64
+	%170 = getelementptr float, float* %93, i64 %169
+	%171 = bitcast float* %170 to i8*
+	call void @llvm.prefetch.p0i8(i8* %171, i32 0, i32 3, i32 1)
+	%172 = add i64 %108, 80
+	%173 = getelementptr float, float* %93, i64 %172
+	%174 = bitcast float* %173 to i8*
+	call void @llvm.prefetch.p0i8(i8* %174, i32 0, i32 3, i32 1)
+	%175 = add i64 %108, 96
+	%176 = getelementptr float, float* %93, i64 %175
+	%177 = bitcast float* %176 to i8*
+	call void @llvm.prefetch.p0i8(i8* %177, i32 0, i32 3, i32 1)
+	%178 = add i64 %108, 112
+	%179 = getelementptr float, float* %93, i64 %178
+	%180 = bitcast float* %179 to i8*
+	call void @llvm.prefetch.p0i8(i8* %180, i32 0, i32 3, i32 1)
+	%181 = add i64 %108, 0
+	%182 = getelementptr float, float* %95, i64 %181
+	%183 = bitcast float* %182 to i8*
+	call void @llvm.prefetch.p0i8(i8* %183, i32 0, i32 3, i32 1)
+	%184 = add i64 %108, 16
+	%185 = getelementptr float, float* %95, i64 %184
+	%186 = bitcast float* %185 to i8*
+	call void @llvm.prefetch.p0i8(i8* %186, i32 0, i32 3, i32 1)
+	%187 = add i64 %108, 32
+	%188 = getelementptr float, float* %95, i64 %187
+	%189 = bitcast float* %188 to i8*
+	call void @llvm.prefetch.p0i8(i8* %189, i32 0, i32 3, i32 1)
+	%190 = add i64 %108, 48
+	%191 = getelementptr float, float* %95, i64 %190
+	%192 = bitcast float* %191 to i8*
+	call void @llvm.prefetch.p0i8(i8* %192, i32 0, i32 3, i32 1)
+	%193 = add i64 %108, 64
+	%194 = getelementptr float, float* %95, i64 %193
+	%195 = bitcast float* %194 to i8*
+	call void @llvm.prefetch.p0i8(i8* %195, i32 0, i32 3, i32 1)
+	%196 = add i64 %108, 80
+	%197 = getelementptr float, float* %95, i64 %196
+	%198 = bitcast float* %197 to i8*
+	call void @llvm.prefetch.p0i8(i8* %198, i32 0, i32 3, i32 1)
+	%199 = add i64 %108, 96
+	%200 = getelementptr float, float* %95, i64 %199
+	%201 = bitcast float* %200 to i8*
+	call void @llvm.prefetch.p0i8(i8* %201, i32 0, i32 3, i32 1)
+	%202 = add i64 %108, 112
+	%203 = getelementptr float, float* %95, i64 %202
+	%204 = bitcast float* %203 to i8*
+	call void @llvm.prefetch.p0i8(i8* %204, i32 0, i32 3, i32 1)
+	%205 = add i64 %107, 128
+	%206 = icmp sle i64 %205, %n
+	br i1 %206, label %then.446, label %else.447
+
+row.done.445:
+	%207 = shufflevector <32 x float> %103, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%208 = fadd <32 x float> %103, %207
+	%209 = shufflevector <32 x float> %104, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%210 = fadd <32 x float> %104, %209
+	%211 = shufflevector <32 x float> %208, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%212 = fadd <32 x float> %208, %211
+	%213 = shufflevector <32 x float> %210, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%214 = fadd <32 x float> %210, %213
+	%215 = shufflevector <32 x float> %212, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%216 = fadd <32 x float> %212, %215
+	%217 = shufflevector <32 x float> %214, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%218 = fadd <32 x float> %214, %217
+	%219 = shufflevector <32 x float> %216, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%220 = fadd <32 x float> %216, %219
+	%221 = shufflevector <32 x float> %218, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%222 = fadd <32 x float> %218, %221
+	%223 = shufflevector <32 x float> %220, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%224 = fadd <32 x float> %220, %223
+	%225 = shufflevector <32 x float> %222, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%226 = fadd <32 x float> %222, %225
+	%227 = extractelement <32 x float> %224, i32 0
+	%228 = getelementptr float, float* %61, i64 %84
+	store float %227, float* %228, align 4
+	%229 = extractelement <32 x float> %226, i32 0
+	%230 = getelementptr float, float* %63, i64 %84
+	store float %229, float* %230, align 4
+	%231 = add i64 %84, 1
+	br label %task.head.440
+
+then.446:
+	%232 = getelementptr float, float* %89, i64 %107
+	%233 = bitcast float* %232 to <128 x float>*
+	%234 = load <128 x float>, <128 x float>* %233, align 4
+	%235 = getelementptr float, float* %91, i64 %107
+	%236 = bitcast float* %235 to <128 x float>*
+	%237 = load <128 x float>, <128 x float>* %236, align 4
+	%238 = getelementptr float, float* %93, i64 %107
+	%239 = bitcast float* %238 to <128 x float>*
+	%240 = load <128 x float>, <128 x float>* %239, align 4
+	%241 = getelementptr float, float* %95, i64 %107
+	%242 = bitcast float* %241 to <128 x float>*
+	%243 = load <128 x float>, <128 x float>* %242, align 4
+	%244 = insertelement <128 x float> undef, float %23, i32 0
+	%245 = shufflevector <128 x float> %244, <128 x float> undef, <128 x i32> zeroinitializer
+	%246 = insertelement <128 x float> undef, float %25, i32 0
+	%247 = shufflevector <128 x float> %246, <128 x float> undef, <128 x i32> zeroinitializer
+	%248 = insertelement <128 x float> undef, float %27, i32 0
+	%249 = shufflevector <128 x float> %248, <128 x float> undef, <128 x i32> zeroinitializer
+	%250 = insertelement <128 x float> undef, float %29, i32 0
+	%251 = shufflevector <128 x float> %250, <128 x float> undef, <128 x i32> zeroinitializer
+	%252 = insertelement <128 x float> undef, float %31, i32 0
+	%253 = shufflevector <128 x float> %252, <128 x float> undef, <128 x i32> zeroinitializer
+	%254 = insertelement <128 x float> undef, float %33, i32 0
+	%255 = shufflevector <128 x float> %254, <128 x float> undef, <128 x i32> zeroinitializer
+	%256 = insertelement <128 x float> undef, float %35, i32 0
+	%257 = shufflevector <128 x float> %256, <128 x float> undef, <128 x i32> zeroinitializer
+	%258 = insertelement <128 x float> undef, float %37, i32 0
+	%259 = shufflevector <128 x float> %258, <128 x float> undef, <128 x i32> zeroinitializer
+	%260 = fmul <128 x float> %234, %234
+	%261 = fmul <128 x float> %245, %240
+	%262 = fmul <128 x float> %247, %237
+	%263 = fadd <128 x float> %261, %262
+	%264 = fdiv <128 x float> %263, %249
+	%265 = fmul <128 x float> %251, %243
+	%266 = fmul <128 x float> %237, %237
+	%267 = fmul <128 x float> %253, %266
+	%268 = fadd <128 x float> %265, %267
+	%269 = fdiv <128 x float> %268, %255
+	%270 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %269)
+	%271 = fadd <128 x float> %270, %257
+	%272 = fdiv <128 x float> %264, %271
+	%273 = fmul <128 x float> %259, %234
+	%274 = fadd <128 x float> %272, %273
+	%275 = fmul <128 x float> %274, %274
+	%276 = shufflevector <128 x float> %260, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%277 = fadd <32 x float> %103, %276
+	%278 = shufflevector <128 x float> %260, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%279 = fadd <32 x float> %277, %278
+	%280 = shufflevector <128 x float> %260, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%281 = fadd <32 x float> %279, %280
+	%282 = shufflevector <128 x float> %260, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%283 = fadd <32 x float> %281, %282
+	%284 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%285 = fadd <32 x float> %104, %284
+	%286 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%287 = fadd <32 x float> %285, %286
+	%288 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%289 = fadd <32 x float> %287, %288
+	%290 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%291 = fadd <32 x float> %289, %290
+	br label %join.448
+
+else.447:
+	store <128 x float> zeroinitializer, <128 x float>* %13, align 4
+	%292 = bitcast <128 x float>* %13 to float*
+	%293 = sub i64 %n, %107
+	br label %pad.head.449
+
+join.448:
+	%294 = phi <32 x float> [ %283, %then.446 ], [ %389, %pad.done.460 ]
+	%295 = phi <32 x float> [ %291, %then.446 ], [ %398, %pad.done.460 ]
+	%296 = add i64 %102, 1
+	br label %row.head.443
+
+pad.head.449:
+	%297 = phi i64 [ 0, %else.447 ], [ %303, %pad.450 ]
+	%298 = icmp slt i64 %297, %293
+	br i1 %298, label %pad.450, label %pad.done.451
+
+pad.450:
+	%299 = add i64 %107, %297
+	%300 = getelementptr float, float* %89, i64 %299
+	%301 = load float, float* %300, align 4
+	%302 = getelementptr float, float* %292, i64 %297
+	store volatile float %301, float* %302, align 4
+	%303 = add i64 %297, 1
+	br label %pad.head.449
+
+pad.done.451:
+	store <128 x float> zeroinitializer, <128 x float>* %12, align 4
+	%304 = bitcast <128 x float>* %12 to float*
+	%305 = sub i64 %n, %107
+	br label %pad.head.452
+
+pad.head.452:
+	%306 = phi i64 [ 0, %pad.done.451 ], [ %312, %pad.453 ]
+	%307 = icmp slt i64 %306, %305
+	br i1 %307, label %pad.453, label %pad.done.454
+
+pad.453:
+	%308 = add i64 %107, %306
+	%309 = getelementptr float, float* %91, i64 %308
+	%310 = load float, float* %309, align 4
+	%311 = getelementptr float, float* %304, i64 %306
+	store volatile float %310, float* %311, align 4
+	%312 = add i64 %306, 1
+	br label %pad.head.452
+
+pad.done.454:
+	store <128 x float> zeroinitializer, <128 x float>* %11, align 4
+	%313 = bitcast <128 x float>* %11 to float*
+	%314 = sub i64 %n, %107
+	br label %pad.head.455
+
+pad.head.455:
+	%315 = phi i64 [ 0, %pad.done.454 ], [ %321, %pad.456 ]
+	%316 = icmp slt i64 %315, %314
+	br i1 %316, label %pad.456, label %pad.done.457
+
+pad.456:
+	%317 = add i64 %107, %315
+	%318 = getelementptr float, float* %93, i64 %317
+	%319 = load float, float* %318, align 4
+	%320 = getelementptr float, float* %313, i64 %315
+	store volatile float %319, float* %320, align 4
+	%321 = add i64 %315, 1
+	br label %pad.head.455
+
+pad.done.457:
+	store <128 x float> zeroinitializer, <128 x float>* %10, align 4
+	%322 = bitcast <128 x float>* %10 to float*
+	%323 = sub i64 %n, %107
+	br label %pad.head.458
+
+pad.head.458:
+	%324 = phi i64 [ 0, %pad.done.457 ], [ %330, %pad.459 ]
+	%325 = icmp slt i64 %324, %323
+	br i1 %325, label %pad.459, label %pad.done.460
+
+pad.459:
+	%326 = add i64 %107, %324
+	%327 = getelementptr float, float* %95, i64 %326
+	%328 = load float, float* %327, align 4
+	%329 = getelementptr float, float* %322, i64 %324
+	store volatile float %328, float* %329, align 4
+	%330 = add i64 %324, 1
+	br label %pad.head.458
+
+pad.done.460:
+	%331 = insertelement <128 x i64> undef, i64 %107, i32 0
+	%332 = shufflevector <128 x i64> %331, <128 x i64> undef, <128 x i32> zeroinitializer
+	%333 = add <128 x i64> %332, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%334 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%335 = shufflevector <128 x i64> %334, <128 x i64> undef, <128 x i32> zeroinitializer
+	%336 = icmp slt <128 x i64> %333, %335
+	%337 = getelementptr float, float* %292, i64 0
+	%338 = bitcast float* %337 to <128 x float>*
+	%339 = load <128 x float>, <128 x float>* %338, align 4
+	%340 = getelementptr float, float* %304, i64 0
+	%341 = bitcast float* %340 to <128 x float>*
+	%342 = load <128 x float>, <128 x float>* %341, align 4
+	%343 = getelementptr float, float* %313, i64 0
+	%344 = bitcast float* %343 to <128 x float>*
+	%345 = load <128 x float>, <128 x float>* %344, align 4
+	%346 = getelementptr float, float* %322, i64 0
+	%347 = bitcast float* %346 to <128 x float>*
+	%348 = load <128 x float>, <128 x float>* %347, align 4
+	%349 = insertelement <128 x float> undef, float %23, i32 0
+	%350 = shufflevector <128 x float> %349, <128 x float> undef, <128 x i32> zeroinitializer
+	%351 = insertelement <128 x float> undef, float %25, i32 0
+	%352 = shufflevector <128 x float> %351, <128 x float> undef, <128 x i32> zeroinitializer
+	%353 = insertelement <128 x float> undef, float %27, i32 0
+	%354 = shufflevector <128 x float> %353, <128 x float> undef, <128 x i32> zeroinitializer
+	%355 = insertelement <128 x float> undef, float %29, i32 0
+	%356 = shufflevector <128 x float> %355, <128 x float> undef, <128 x i32> zeroinitializer
+	%357 = insertelement <128 x float> undef, float %31, i32 0
+	%358 = shufflevector <128 x float> %357, <128 x float> undef, <128 x i32> zeroinitializer
+	%359 = insertelement <128 x float> undef, float %33, i32 0
+	%360 = shufflevector <128 x float> %359, <128 x float> undef, <128 x i32> zeroinitializer
+	%361 = insertelement <128 x float> undef, float %35, i32 0
+	%362 = shufflevector <128 x float> %361, <128 x float> undef, <128 x i32> zeroinitializer
+	%363 = insertelement <128 x float> undef, float %37, i32 0
+	%364 = shufflevector <128 x float> %363, <128 x float> undef, <128 x i32> zeroinitializer
+	%365 = fmul <128 x float> %339, %339
+	%366 = fmul <128 x float> %350, %345
+	%367 = fmul <128 x float> %352, %342
+	%368 = fadd <128 x float> %366, %367
+	%369 = fdiv <128 x float> %368, %354
+	%370 = fmul <128 x float> %356, %348
+	%371 = fmul <128 x float> %342, %342
+	%372 = fmul <128 x float> %358, %371
+	%373 = fadd <128 x float> %370, %372
+	%374 = fdiv <128 x float> %373, %360
+	%375 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %374)
+	%376 = fadd <128 x float> %375, %362
+	%377 = fdiv <128 x float> %369, %376
+	%378 = fmul <128 x float> %364, %339
+	%379 = fadd <128 x float> %377, %378
+	%380 = fmul <128 x float> %379, %379
+	%381 = select <128 x i1> %336, <128 x float> %365, <128 x float> zeroinitializer
+	%382 = shufflevector <128 x float> %381, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%383 = fadd <32 x float> %103, %382
+	%384 = shufflevector <128 x float> %381, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%385 = fadd <32 x float> %383, %384
+	%386 = shufflevector <128 x float> %381, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%387 = fadd <32 x float> %385, %386
+	%388 = shufflevector <128 x float> %381, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%389 = fadd <32 x float> %387, %388
+	%390 = select <128 x i1> %336, <128 x float> %380, <128 x float> zeroinitializer
+	%391 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%392 = fadd <32 x float> %104, %391
+	%393 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%394 = fadd <32 x float> %392, %393
+	%395 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%396 = fadd <32 x float> %394, %395
+	%397 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%398 = fadd <32 x float> %396, %397
+	br label %join.448
+
+task.head.461:
+	%399 = phi i64 [ %41, %with_noise ], [ %546, %row.done.466 ]
+	%400 = icmp slt i64 %399, %43
+	br i1 %400, label %task.462, label %task.done.463
+
+task.462:
+	%401 = sdiv i64 %399, %67
+	%402 = srem i64 %399, %67
+	%403 = mul i64 %401, %n
+	%404 = getelementptr float, float* %15, i64 %403
+	%405 = mul i64 %401, %n
+	%406 = getelementptr float, float* %17, i64 %405
+	%407 = mul i64 %401, %n
+	%408 = getelementptr float, float* %19, i64 %407
+	%409 = mul i64 %401, %n
+	%410 = getelementptr float, float* %21, i64 %409
+	%411 = mul i64 %402, u0x1000
+	%412 = sub i64 %n, %411
+	%413 = add i64 %412, 127
+	%414 = sdiv i64 %413, 128
+	%415 = icmp slt i64 %414, 32
+	%416 = select i1 %415, i64 %414, i64 32
+	br label %row.head.464
+
+task.done.463:
+	ret void
+
+row.head.464:
+	%417 = phi i64 [ 0, %task.462 ], [ %696, %join.469 ]
+	%418 = phi <32 x float> [ zeroinitializer, %task.462 ], [ %694, %join.469 ]
+	%419 = phi <32 x float> [ zeroinitializer, %task.462 ], [ %695, %join.469 ]
+	%420 = icmp slt i64 %417, %416
+	br i1 %420, label %row.465, label %row.done.466
+
+row.465:
+	%421 = mul i64 %417, 128
+	%422 = add i64 %411, %421
+	%423 = add i64 %422, 512
+	%424 = add i64 %423, 0
+	%425 = getelementptr float, float* %404, i64 %424
+	%426 = bitcast float* %425 to i8*
+	call void @llvm.prefetch.p0i8(i8* %426, i32 0, i32 3, i32 1)
+	%427 = add i64 %423, 16
+	%428 = getelementptr float, float* %404, i64 %427
+	%429 = bitcast float* %428 to i8*
+	call void @llvm.prefetch.p0i8(i8* %429, i32 0, i32 3, i32 1)
+	%430 = add i64 %423, 32
+	%431 = getelementptr float, float* %404, i64 %430
+	%432 = bitcast float* %431 to i8*
+	call void @llvm.prefetch.p0i8(i8* %432, i32 0, i32 3, i32 1)
+	%433 = add i64 %423, 48
+	%434 = getelementptr float, float* %404, i64 %433
+	%435 = bitcast float* %434 to i8*
+	call void @llvm.prefetch.p0i8(i8* %435, i32 0, i32 3, i32 1)
+	%436 = add i64 %423, 64
+	%437 = getelementptr float, float* %404, i64 %436
+	%438 = bitcast float* %437 to i8*
+	call void @llvm.prefetch.p0i8(i8* %438, i32 0, i32 3, i32 1)
+	%439 = add i64 %423, 80
+	%440 = getelementptr float, float* %404, i64 %439
+	%441 = bitcast float* %440 to i8*
+	call void @llvm.prefetch.p0i8(i8* %441, i32 0, i32 3, i32 1)
+	%442 = add i64 %423, 96
+	%443 = getelementptr float, float* %404, i64 %442
+	%444 = bitcast float* %443 to i8*
+	call void @llvm.prefetch.p0i8(i8* %444, i32 0, i32 3, i32 1)
+	%445 = add i64 %423, 112
+	%446 = getelementptr float, float* %404, i64 %445
+	%447 = bitcast float* %446 to i8*
+	call void @llvm.prefetch.p0i8(i8* %447, i32 0, i32 3, i32 1)
+	%448 = add i64 %423, 0
+	%449 = getelementptr float, float* %406, i64 %448
+	%450 = bitcast float* %449 to i8*
+	call void @llvm.prefetch.p0i8(i8* %450, i32 0, i32 3, i32 1)
+	%451 = add i64 %423, 16
+	%452 = getelementptr float, float* %406, i64 %451
+	%453 = bitcast float* %452 to i8*
+	call void @llvm.prefetch.p0i8(i8* %453, i32 0, i32 3, i32 1)
+	%454 = add i64 %423, 32
+	%455 = getelementptr float, float* %406, i64 %454
+	%456 = bitcast float* %455 to i8*
+	call void @llvm.prefetch.p0i8(i8* %456, i32 0, i32 3, i32 1)
+	%457 = add i64 %423, 48
+	%458 = getelementptr float, float* %406, i64 %457
+	%459 = bitcast float* %458 to i8*
+	call void @llvm.prefetch.p0i8(i8* %459, i32 0, i32 3, i32 1)
+	%460 = add i64 %423, 64
+	%461 = getelementptr float, float* %406, i64 %460
+	%462 = bitcast float* %461 to i8*
+	call void @llvm.prefetch.p0i8(i8* %462, i32 0, i32 3, i32 1)
+	%463 = add i64 %423, 80
+	%464 = getelementptr float, float* %406, i64 %463
+	%465 = bitcast float* %464 to i8*
+	call void @llvm.prefetch.p0i8(i8* %465, i32 0, i32 3, i32 1)
+	%466 = add i64 %423, 96
+	%467 = getelementptr float, float* %406, i64 %466
+	%468 = bitcast float* %467 to i8*
+	call void @llvm.prefetch.p0i8(i8* %468, i32 0, i32 3, i32 1)
+	%469 = add i64 %423, 112
+	%470 = getelementptr float, float* %406, i64 %469
+	%471 = bitcast float* %470 to i8*
+	call void @llvm.prefetch.p0i8(i8* %471, i32 0, i32 3, i32 1)
+	%472 = add i64 %423, 0
+	%473 = getelementptr float, float* %408, i64 %472
+	%474 = bitcast float* %473 to i8*
+	call void @llvm.prefetch.p0i8(i8* %474, i32 0, i32 3, i32 1)
+	%475 = add i64 %423, 16
+	%476 = getelementptr float, float* %408, i64 %475
+	%477 = bitcast float* %476 to i8*
+	call void @llvm.prefetch.p0i8(i8* %477, i32 0, i32 3, i32 1)
+	%478 = add i64 %423, 32
+	%479 = getelementptr float, float* %408, i64 %478
+	%480 = bitcast float* %479 to i8*
+	call void @llvm.prefetch.p0i8(i8* %480, i32 0, i32 3, i32 1)
+	%481 = add i64 %423, 48
+	%482 = getelementptr float, float* %408, i64 %481
+	%483 = bitcast float* %482 to i8*
+	call void @llvm.prefetch.p0i8(i8* %483, i32 0, i32 3, i32 1)
+	%484 = add i64 %423, 64
+	%485 = getelementptr float, float* %408, i64 %484
+	%486 = bitcast float* %485 to i8*
+	call void @llvm.prefetch.p0i8(i8* %486, i32 0, i32 3, i32 1)
+	%487 = add i64 %423, 80
+	%488 = getelementptr float, float* %408, i64 %487
+	%489 = bitcast float* %488 to i8*
+	call void @llvm.prefetch.p0i8(i8* %489, i32 0, i32 3, i32 1)
+	%490 = add i64 %423, 96
+	%491 = getelementptr float, float* %408, i64 %490
+	%492 = bitcast float* %491 to i8*
+	call void @llvm.prefetch.p0i8(i8* %492, i32 0, i32 3, i32 1)
+	%493 = add i64 %423, 112
+	%494 = getelementptr float, float* %408, i64 %493
+	%495 = bitcast float* %494 to i8*
+	call void @llvm.prefetch.p0i8(i8* %495, i32 0, i32 3, i32 1)
+	%496 = add i64 %423, 0
+	%497 = getelementptr float, float* %410, i64 %496
+	%498 = bitcast float* %497 to i8*
+	call void @llvm.prefetch.p0i8(i8* %498, i32 0, i32 3, i32 1)
+	%499 = add i64 %423, 16
+	%500 = getelementptr float, float* %410, i64 %499
+	%501 = bitcast float* %500 to i8*
+	call void @llvm.prefetch.p0i8(i8* %501, i32 0, i32 3, i32 1)
+	%502 = add i64 %423, 32
+	%503 = getelementptr float, float* %410, i64 %502
+	%504 = bitcast float* %503 to i8*
+	call void @llvm.prefetch.p0i8(i8* %504, i32 0, i32 3, i32 1)
+	%505 = add i64 %423, 48
+	%506 = getelementptr float, float* %410, i64 %505
+	%507 = bitcast float* %506 to i8*
+	call void @llvm.prefetch.p0i8(i8* %507, i32 0, i32 3, i32 1)
+	%508 = add i64 %423, 64
+	%509 = getelementptr float, float* %410, i64 %508
+	%510 = bitcast float* %509 to i8*
+	call void @llvm.prefetch.p0i8(i8* %510, i32 0, i32 3, i32 1)
+	%511 = add i64 %423, 80
+	%512 = getelementptr float, float* %410, i64 %511
+	%513 = bitcast float* %512 to i8*
+	call void @llvm.prefetch.p0i8(i8* %513, i32 0, i32 3, i32 1)
+	%514 = add i64 %423, 96
+	%515 = getelementptr float, float* %410, i64 %514
+	%516 = bitcast float* %515 to i8*
+	call void @llvm.prefetch.p0i8(i8* %516, i32 0, i32 3, i32 1)
+	%517 = add i64 %423, 112
+	%518 = getelementptr float, float* %410, i64 %517
+	%519 = bitcast float* %518 to i8*
+	call void @llvm.prefetch.p0i8(i8* %519, i32 0, i32 3, i32 1)
+	%520 = add i64 %422, 128
+	%521 = icmp sle i64 %520, %n
+	br i1 %521, label %then.467, label %else.468
+
+row.done.466:
+	%522 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%523 = fadd <32 x float> %418, %522
+	%524 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%525 = fadd <32 x float> %419, %524
+	%526 = shufflevector <32 x float> %523, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%527 = fadd <32 x float> %523, %526
+	%528 = shufflevector <32 x float> %525, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%529 = fadd <32 x float> %525, %528
+	%530 = shufflevector <32 x float> %527, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%531 = fadd <32 x float> %527, %530
+	%532 = shufflevector <32 x float> %529, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%533 = fadd <32 x float> %529, %532
+	%534 = shufflevector <32 x float> %531, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%535 = fadd <32 x float> %531, %534
+	%536 = shufflevector <32 x float> %533, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%537 = fadd <32 x float> %533, %536
+	%538 = shufflevector <32 x float> %535, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%539 = fadd <32 x float> %535, %538
+	%540 = shufflevector <32 x float> %537, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%541 = fadd <32 x float> %537, %540
+	%542 = extractelement <32 x float> %539, i32 0
+	%543 = getelementptr float, float* %61, i64 %399
+	store float %542, float* %543, align 4
+	%544 = extractelement <32 x float> %541, i32 0
+	%545 = getelementptr float, float* %63, i64 %399
+	store float %544, float* %545, align 4
+	%546 = add i64 %399, 1
+	br label %task.head.461
+
+then.467:
+	%547 = getelementptr float, float* %404, i64 %422
+	%548 = bitcast float* %547 to <128 x float>*
+	%549 = load <128 x float>, <128 x float>* %548, align 4
+	%550 = getelementptr float, float* %406, i64 %422
+	%551 = bitcast float* %550 to <128 x float>*
+	%552 = load <128 x float>, <128 x float>* %551, align 4
+	%553 = getelementptr float, float* %408, i64 %422
+	%554 = bitcast float* %553 to <128 x float>*
+	%555 = load <128 x float>, <128 x float>* %554, align 4
+	%556 = getelementptr float, float* %410, i64 %422
+	%557 = bitcast float* %556 to <128 x float>*
+	%558 = load <128 x float>, <128 x float>* %557, align 4
+	%559 = add i64 %45, %422
+	%560 = call <128 x float> @lamb_noise_row128_16_false(i64 %47, i32 %49, i64 %559)
+	%561 = insertelement <128 x float> undef, float %39, i32 0
+	%562 = insertelement <128 x float> %561, float %39, i32 1
+	%563 = insertelement <128 x float> %562, float %39, i32 2
+	%564 = insertelement <128 x float> %563, float %39, i32 3
+	%565 = insertelement <128 x float> %564, float %39, i32 4
+	%566 = insertelement <128 x float> %565, float %39, i32 5
+	%567 = insertelement <128 x float> %566, float %39, i32 6
+	%568 = insertelement <128 x float> %567, float %39, i32 7
+	%569 = insertelement <128 x float> %568, float %39, i32 8
+	%570 = insertelement <128 x float> %569, float %39, i32 9
+	%571 = insertelement <128 x float> %570, float %39, i32 10
+	%572 = insertelement <128 x float> %571, float %39, i32 11
+	%573 = insertelement <128 x float> %572, float %39, i32 12
+	%574 = insertelement <128 x float> %573, float %39, i32 13
+	%575 = insertelement <128 x float> %574, float %39, i32 14
+	%576 = insertelement <128 x float> %575, float %39, i32 15
+	%577 = insertelement <128 x float> %576, float %39, i32 16
+	%578 = insertelement <128 x float> %577, float %39, i32 17
+	%579 = insertelement <128 x float> %578, float %39, i32 18
+	%580 = insertelement <128 x float> %579, float %39, i32 19
+	%581 = insertelement <128 x float> %580, float %39, i32 20
+	%582 = insertelement <128 x float> %581, float %39, i32 21
+	%583 = insertelement <128 x float> %582, float %39, i32 22
+	%584 = insertelement <128 x float> %583, float %39, i32 23
+	%585 = insertelement <128 x float> %584, float %39, i32 24
+	%586 = insertelement <128 x float> %585, float %39, i32 25
+	%587 = insertelement <128 x float> %586, float %39, i32 26
+	%588 = insertelement <128 x float> %587, float %39, i32 27
+	%589 = insertelement <128 x float> %588, float %39, i32 28
+	%590 = insertelement <128 x float> %589, float %39, i32 29
+	%591 = insertelement <128 x float> %590, float %39, i32 30
+	%592 = insertelement <128 x float> %591, float %39, i32 31
+	%593 = insertelement <128 x float> %592, float %39, i32 32
+	%594 = insertelement <128 x float> %593, float %39, i32 33
+	%595 = insertelement <128 x float> %594, float %39, i32 34
+	%596 = insertelement <128 x float> %595, float %39, i32 35
+	%597 = insertelement <128 x float> %596, float %39, i32 36
+	%598 = insertelement <128 x float> %597, float %39, i32 37
+	%599 = insertelement <128 x float> %598, float %39, i32 38
+	%600 = insertelement <128 x float> %599, float %39, i32 39
+	%601 = insertelement <128 x float> %600, float %39, i32 40
+	%602 = insertelement <128 x float> %601, float %39, i32 41
+	%603 = insertelement <128 x float> %602, float %39, i32 42
+	%604 = insertelement <128 x float> %603, float %39, i32 43
+	%605 = insertelement <128 x float> %604, float %39, i32 44
+	%606 = insertelement <128 x float> %605, float %39, i32 45
+	%607 = insertelement <128 x float> %606, float %39, i32 46
+	%608 = insertelement <128 x float> %607, float %39, i32 47
+	%609 = insertelement <128 x float> %608, float %39, i32 48
+	%610 = insertelement <128 x float> %609, float %39, i32 49
+	%611 = insertelement <128 x float> %610, float %39, i32 50
+	%612 = insertelement <128 x float> %611, float %39, i32 51
+	%613 = insertelement <128 x float> %612, float %39, i32 52
+	%614 = insertelement <128 x float> %613, float %39, i32 53
+	%615 = insertelement <128 x float> %614, float %39, i32 54
+	%616 = insertelement <128 x float> %615, float %39, i32 55
+	%617 = insertelement <128 x float> %616, float %39, i32 56
+	%618 = insertelement <128 x float> %617, float %39, i32 57
+	%619 = insertelement <128 x float> %618, float %39, i32 58
+	%620 = insertelement <128 x float> %619, float %39, i32 59
+	%621 = insertelement <128 x float> %620, float %39, i32 60
+	%622 = insertelement <128 x float> %621, float %39, i32 61
+	%623 = insertelement <128 x float> %622, float %39, i32 62
+	%624 = insertelement <128 x float> %623, float %39, i32 63
+	%625 = insertelement <128 x float> %624, float %39, i32 64
+	%626 = insertelement <128 x float> %625, float %39, i32 65
+	%627 = insertelement <128 x float> %626, float %39, i32 66
+	%628 = insertelement <128 x float> %627, float %39, i32 67
+	%629 = insertelement <128 x float> %628, float %39, i32 68
+	%630 = insertelement <128 x float> %629, float %39, i32 69
+	%631 = insertelement <128 x float> %630, float %39, i32 70
+	%632 = insertelement <128 x float> %631, float %39, i32 71
+	%633 = insertelement <128 x float> %632, float %39, i32 72
+	%634 = insertelement <128 x float> %633, float %39, i32 73
+	%635 = insertelement <128 x float> %634, float %39, i32 74
+	%636 = insertelement <128 x float> %635, float %39, i32 75
+	%637 = insertelement <128 x float> %636, float %39, i32 76
+	%638 = insertelement <128 x float> %637, float %39, i32 77
+	%639 = insertelement <128 x float> %638, float %39, i32 78
+	%640 = insertelement <128 x float> %639, float %39, i32 79
+	%641 = insertelement <128 x float> %640, float %39, i32 80
+	%642 = insertelement <128 x float> %641, float %39, i32 81
+	%643 = insertelement <128 x float> %642, float %39, i32 82
+	%644 = insertelement <128 x float> %643, float %39, i32 83
+	%645 = insertelement <128 x float> %644, float %39, i32 84
+	%646 = insertelement <128 x float> %645, float %39, i32 85
+	%647 = insertelement <128 x float> %646, float %39, i32 86
+	%648 = insertelement <128 x float> %647, float %39, i32 87
+	%649 = insertelement <128 x float> %648, float %39, i32 88
+	%650 = insertelement <128 x float> %649, float %39, i32 89
+	%651 = insertelement <128 x float> %650, float %39, i32 90
+	%652 = insertelement <128 x float> %651, float %39, i32 91
+	%653 = insertelement <128 x float> %652, float %39, i32 92
+	%654 = insertelement <128 x float> %653, float %39, i32 93
+	%655 = insertelement <128 x float> %654, float %39, i32 94
+	%656 = insertelement <128 x float> %655, float %39, i32 95
+	%657 = insertelement <128 x float> %656, float %39, i32 96
+	%658 = insertelement <128 x float> %657, float %39, i32 97
+	%659 = insertelement <128 x float> %658, float %39, i32 98
+	%660 = insertelement <128 x float> %659, float %39, i32 99
+	%661 = insertelement <128 x float> %660, float %39, i32 100
+	%662 = insertelement <128 x float> %661, float %39, i32 101
+	%663 = insertelement <128 x float> %662, float %39, i32 102
+	%664 = insertelement <128 x float> %663, float %39, i32 103
+	%665 = insertelement <128 x float> %664, float %39, i32 104
+	%666 = insertelement <128 x float> %665, float %39, i32 105
+	%667 = insertelement <128 x float> %666, float %39, i32 106
+	%668 = insertelement <128 x float> %667, float %39, i32 107
+	%669 = insertelement <128 x float> %668, float %39, i32 108
+	%670 = insertelement <128 x float> %669, float %39, i32 109
+	%671 = insertelement <128 x float> %670, float %39, i32 110
+	%672 = insertelement <128 x float> %671, float %39, i32 111
+	%673 = insertelement <128 x float> %672, float %39, i32 112
+	%674 = insertelement <128 x float> %673, float %39, i32 113
+	%675 = insertelement <128 x float> %674, float %39, i32 114
+	%676 = insertelement <128 x float> %675, float %39, i32 115
+	%677 = insertelement <128 x float> %676, float %39, i32 116
+	%678 = insertelement <128 x float> %677, float %39, i32 117
+	%679 = insertelement <128 x float> %678, float %39, i32 118
+	%680 = insertelement <128 x float> %679, float %39, i32 119
+	%681 = insertelement <128 x float> %680, float %39, i32 120
+	%682 = insertelement <128 x float> %681, float %39, i32 121
+	%683 = insertelement <128 x float> %682, float %39, i32 122
+	%684 = insertelement <128 x float> %683, float %39, i32 123
+	%685 = insertelement <128 x float> %684, float %39, i32 124
+	%686 = insertelement <128 x float> %685, float %39, i32 125
+	%687 = insertelement <128 x float> %686, float %39, i32 126
+	%688 = insertelement <128 x float> %687, float %39, i32 127
+	%689 = fmul <128 x float> %688, %560
+	%690 = fadd <128 x float> %552, %689
+	%691 = icmp ne float* %kept, null
+	br i1 %691, label %keep.479, label %kept.480
+
+else.468:
+	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
+	%692 = bitcast <128 x float>* %9 to float*
+	%693 = sub i64 %n, %422
+	br label %pad.head.481
+
+join.469:
+	%694 = phi <32 x float> [ %738, %kept.480 ], [ %983, %keep.done.495 ]
+	%695 = phi <32 x float> [ %746, %kept.480 ], [ %992, %keep.done.495 ]
+	%696 = add i64 %417, 1
+	br label %row.head.464
+
+keep.479:
+	%697 = getelementptr float, float* %kept, i64 %422
+	%698 = bitcast float* %697 to <128 x float>*
+	store <128 x float> %690, <128 x float>* %698, align 4
+	br label %kept.480
+
+kept.480:
+	%699 = insertelement <128 x float> undef, float %23, i32 0
+	%700 = shufflevector <128 x float> %699, <128 x float> undef, <128 x i32> zeroinitializer
+	%701 = insertelement <128 x float> undef, float %25, i32 0
+	%702 = shufflevector <128 x float> %701, <128 x float> undef, <128 x i32> zeroinitializer
+	%703 = insertelement <128 x float> undef, float %27, i32 0
+	%704 = shufflevector <128 x float> %703, <128 x float> undef, <128 x i32> zeroinitializer
+	%705 = insertelement <128 x float> undef, float %29, i32 0
+	%706 = shufflevector <128 x float> %705, <128 x float> undef, <128 x i32> zeroinitializer
+	%707 = insertelement <128 x float> undef, float %31, i32 0
+	%708 = shufflevector <128 x float> %707, <128 x float> undef, <128 x i32> zeroinitializer
+	%709 = insertelement <128 x float> undef, float %33, i32 0
+	%710 = shufflevector <128 x float> %709, <128 x float> undef, <128 x i32> zeroinitializer
+	%711 = insertelement <128 x float> undef, float %35, i32 0
+	%712 = shufflevector <128 x float> %711, <128 x float> undef, <128 x i32> zeroinitializer
+	%713 = insertelement <128 x float> undef, float %37, i32 0
+	%714 = shufflevector <128 x float> %713, <128 x float> undef, <128 x i32> zeroinitializer
+	%715 = fmul <128 x float> %549, %549
+	%716 = fmul <128 x float> %700, %555
+	%717 = fmul <128 x float> %702, %690
+	%718 = fadd <128 x float> %716, %717
+	%719 = fdiv <128 x float> %718, %704
+	%720 = fmul <128 x float> %706, %558
+	%721 = fmul <128 x float> %690, %690
+	%722 = fmul <128 x float> %708, %721
+	%723 = fadd <128 x float> %720, %722
+	%724 = fdiv <128 x float> %723, %710
+	%725 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %724)
+	%726 = fadd <128 x float> %725, %712
+	%727 = fdiv <128 x float> %719, %726
+	%728 = fmul <128 x float> %714, %549
+	%729 = fadd <128 x float> %727, %728
+	%730 = fmul <128 x float> %729, %729
+	%731 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%732 = fadd <32 x float> %418, %731
+	%733 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%734 = fadd <32 x float> %732, %733
+	%735 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%736 = fadd <32 x float> %734, %735
+	%737 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%738 = fadd <32 x float> %736, %737
+	%739 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%740 = fadd <32 x float> %419, %739
+	%741 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%742 = fadd <32 x float> %740, %741
+	%743 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%744 = fadd <32 x float> %742, %743
+	%745 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%746 = fadd <32 x float> %744, %745
+	br label %join.469
+
+pad.head.481:
+	%747 = phi i64 [ 0, %else.468 ], [ %753, %pad.482 ]
+	%748 = icmp slt i64 %747, %693
+	br i1 %748, label %pad.482, label %pad.done.483
+
+pad.482:
+	%749 = add i64 %422, %747
+	%750 = getelementptr float, float* %404, i64 %749
+	%751 = load float, float* %750, align 4
+	%752 = getelementptr float, float* %692, i64 %747
+	store volatile float %751, float* %752, align 4
+	%753 = add i64 %747, 1
+	br label %pad.head.481
+
+pad.done.483:
+	store <128 x float> zeroinitializer, <128 x float>* %8, align 4
+	%754 = bitcast <128 x float>* %8 to float*
+	%755 = sub i64 %n, %422
+	br label %pad.head.484
+
+pad.head.484:
+	%756 = phi i64 [ 0, %pad.done.483 ], [ %762, %pad.485 ]
+	%757 = icmp slt i64 %756, %755
+	br i1 %757, label %pad.485, label %pad.done.486
+
+pad.485:
+	%758 = add i64 %422, %756
+	%759 = getelementptr float, float* %406, i64 %758
+	%760 = load float, float* %759, align 4
+	%761 = getelementptr float, float* %754, i64 %756
+	store volatile float %760, float* %761, align 4
+	%762 = add i64 %756, 1
+	br label %pad.head.484
+
+pad.done.486:
+	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
+	%763 = bitcast <128 x float>* %7 to float*
+	%764 = sub i64 %n, %422
+	br label %pad.head.487
+
+pad.head.487:
+	%765 = phi i64 [ 0, %pad.done.486 ], [ %771, %pad.488 ]
+	%766 = icmp slt i64 %765, %764
+	br i1 %766, label %pad.488, label %pad.done.489
+
+pad.488:
+	%767 = add i64 %422, %765
+	%768 = getelementptr float, float* %408, i64 %767
+	%769 = load float, float* %768, align 4
+	%770 = getelementptr float, float* %763, i64 %765
+	store volatile float %769, float* %770, align 4
+	%771 = add i64 %765, 1
+	br label %pad.head.487
+
+pad.done.489:
+	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
+	%772 = bitcast <128 x float>* %6 to float*
+	%773 = sub i64 %n, %422
+	br label %pad.head.490
+
+pad.head.490:
+	%774 = phi i64 [ 0, %pad.done.489 ], [ %780, %pad.491 ]
+	%775 = icmp slt i64 %774, %773
+	br i1 %775, label %pad.491, label %pad.done.492
+
+pad.491:
+	%776 = add i64 %422, %774
+	%777 = getelementptr float, float* %410, i64 %776
+	%778 = load float, float* %777, align 4
+	%779 = getelementptr float, float* %772, i64 %774
+	store volatile float %778, float* %779, align 4
+	%780 = add i64 %774, 1
+	br label %pad.head.490
+
+pad.done.492:
+	%781 = insertelement <128 x i64> undef, i64 %422, i32 0
+	%782 = shufflevector <128 x i64> %781, <128 x i64> undef, <128 x i32> zeroinitializer
+	%783 = add <128 x i64> %782, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%784 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%785 = shufflevector <128 x i64> %784, <128 x i64> undef, <128 x i32> zeroinitializer
+	%786 = icmp slt <128 x i64> %783, %785
+	%787 = getelementptr float, float* %692, i64 0
+	%788 = bitcast float* %787 to <128 x float>*
+	%789 = load <128 x float>, <128 x float>* %788, align 4
+	%790 = getelementptr float, float* %754, i64 0
+	%791 = bitcast float* %790 to <128 x float>*
+	%792 = load <128 x float>, <128 x float>* %791, align 4
+	%793 = getelementptr float, float* %763, i64 0
+	%794 = bitcast float* %793 to <128 x float>*
+	%795 = load <128 x float>, <128 x float>* %794, align 4
+	%796 = getelementptr float, float* %772, i64 0
+	%797 = bitcast float* %796 to <128 x float>*
+	%798 = load <128 x float>, <128 x float>* %797, align 4
+	%799 = add i64 %45, %422
+	%800 = call <128 x float> @lamb_noise_row128_16_false(i64 %47, i32 %49, i64 %799)
+	%801 = insertelement <128 x float> undef, float %39, i32 0
+	%802 = insertelement <128 x float> %801, float %39, i32 1
+	%803 = insertelement <128 x float> %802, float %39, i32 2
+	%804 = insertelement <128 x float> %803, float %39, i32 3
+	%805 = insertelement <128 x float> %804, float %39, i32 4
+	%806 = insertelement <128 x float> %805, float %39, i32 5
+	%807 = insertelement <128 x float> %806, float %39, i32 6
+	%808 = insertelement <128 x float> %807, float %39, i32 7
+	%809 = insertelement <128 x float> %808, float %39, i32 8
+	%810 = insertelement <128 x float> %809, float %39, i32 9
+	%811 = insertelement <128 x float> %810, float %39, i32 10
+	%812 = insertelement <128 x float> %811, float %39, i32 11
+	%813 = insertelement <128 x float> %812, float %39, i32 12
+	%814 = insertelement <128 x float> %813, float %39, i32 13
+	%815 = insertelement <128 x float> %814, float %39, i32 14
+	%816 = insertelement <128 x float> %815, float %39, i32 15
+	%817 = insertelement <128 x float> %816, float %39, i32 16
+	%818 = insertelement <128 x float> %817, float %39, i32 17
+	%819 = insertelement <128 x float> %818, float %39, i32 18
+	%820 = insertelement <128 x float> %819, float %39, i32 19
+	%821 = insertelement <128 x float> %820, float %39, i32 20
+	%822 = insertelement <128 x float> %821, float %39, i32 21
+	%823 = insertelement <128 x float> %822, float %39, i32 22
+	%824 = insertelement <128 x float> %823, float %39, i32 23
+	%825 = insertelement <128 x float> %824, float %39, i32 24
+	%826 = insertelement <128 x float> %825, float %39, i32 25
+	%827 = insertelement <128 x float> %826, float %39, i32 26
+	%828 = insertelement <128 x float> %827, float %39, i32 27
+	%829 = insertelement <128 x float> %828, float %39, i32 28
+	%830 = insertelement <128 x float> %829, float %39, i32 29
+	%831 = insertelement <128 x float> %830, float %39, i32 30
+	%832 = insertelement <128 x float> %831, float %39, i32 31
+	%833 = insertelement <128 x float> %832, float %39, i32 32
+	%834 = insertelement <128 x float> %833, float %39, i32 33
+	%835 = insertelement <128 x float> %834, float %39, i32 34
+	%836 = insertelement <128 x float> %835, float %39, i32 35
+	%837 = insertelement <128 x float> %836, float %39, i32 36
+	%838 = insertelement <128 x float> %837, float %39, i32 37
+	%839 = insertelement <128 x float> %838, float %39, i32 38
+	%840 = insertelement <128 x float> %839, float %39, i32 39
+	%841 = insertelement <128 x float> %840, float %39, i32 40
+	%842 = insertelement <128 x float> %841, float %39, i32 41
+	%843 = insertelement <128 x float> %842, float %39, i32 42
+	%844 = insertelement <128 x float> %843, float %39, i32 43
+	%845 = insertelement <128 x float> %844, float %39, i32 44
+	%846 = insertelement <128 x float> %845, float %39, i32 45
+	%847 = insertelement <128 x float> %846, float %39, i32 46
+	%848 = insertelement <128 x float> %847, float %39, i32 47
+	%849 = insertelement <128 x float> %848, float %39, i32 48
+	%850 = insertelement <128 x float> %849, float %39, i32 49
+	%851 = insertelement <128 x float> %850, float %39, i32 50
+	%852 = insertelement <128 x float> %851, float %39, i32 51
+	%853 = insertelement <128 x float> %852, float %39, i32 52
+	%854 = insertelement <128 x float> %853, float %39, i32 53
+	%855 = insertelement <128 x float> %854, float %39, i32 54
+	%856 = insertelement <128 x float> %855, float %39, i32 55
+	%857 = insertelement <128 x float> %856, float %39, i32 56
+	%858 = insertelement <128 x float> %857, float %39, i32 57
+	%859 = insertelement <128 x float> %858, float %39, i32 58
+	%860 = insertelement <128 x float> %859, float %39, i32 59
+	%861 = insertelement <128 x float> %860, float %39, i32 60
+	%862 = insertelement <128 x float> %861, float %39, i32 61
+	%863 = insertelement <128 x float> %862, float %39, i32 62
+	%864 = insertelement <128 x float> %863, float %39, i32 63
+	%865 = insertelement <128 x float> %864, float %39, i32 64
+	%866 = insertelement <128 x float> %865, float %39, i32 65
+	%867 = insertelement <128 x float> %866, float %39, i32 66
+	%868 = insertelement <128 x float> %867, float %39, i32 67
+	%869 = insertelement <128 x float> %868, float %39, i32 68
+	%870 = insertelement <128 x float> %869, float %39, i32 69
+	%871 = insertelement <128 x float> %870, float %39, i32 70
+	%872 = insertelement <128 x float> %871, float %39, i32 71
+	%873 = insertelement <128 x float> %872, float %39, i32 72
+	%874 = insertelement <128 x float> %873, float %39, i32 73
+	%875 = insertelement <128 x float> %874, float %39, i32 74
+	%876 = insertelement <128 x float> %875, float %39, i32 75
+	%877 = insertelement <128 x float> %876, float %39, i32 76
+	%878 = insertelement <128 x float> %877, float %39, i32 77
+	%879 = insertelement <128 x float> %878, float %39, i32 78
+	%880 = insertelement <128 x float> %879, float %39, i32 79
+	%881 = insertelement <128 x float> %880, float %39, i32 80
+	%882 = insertelement <128 x float> %881, float %39, i32 81
+	%883 = insertelement <128 x float> %882, float %39, i32 82
+	%884 = insertelement <128 x float> %883, float %39, i32 83
+	%885 = insertelement <128 x float> %884, float %39, i32 84
+	%886 = insertelement <128 x float> %885, float %39, i32 85
+	%887 = insertelement <128 x float> %886, float %39, i32 86
+	%888 = insertelement <128 x float> %887, float %39, i32 87
+	%889 = insertelement <128 x float> %888, float %39, i32 88
+	%890 = insertelement <128 x float> %889, float %39, i32 89
+	%891 = insertelement <128 x float> %890, float %39, i32 90
+	%892 = insertelement <128 x float> %891, float %39, i32 91
+	%893 = insertelement <128 x float> %892, float %39, i32 92
+	%894 = insertelement <128 x float> %893, float %39, i32 93
+	%895 = insertelement <128 x float> %894, float %39, i32 94
+	%896 = insertelement <128 x float> %895, float %39, i32 95
+	%897 = insertelement <128 x float> %896, float %39, i32 96
+	%898 = insertelement <128 x float> %897, float %39, i32 97
+	%899 = insertelement <128 x float> %898, float %39, i32 98
+	%900 = insertelement <128 x float> %899, float %39, i32 99
+	%901 = insertelement <128 x float> %900, float %39, i32 100
+	%902 = insertelement <128 x float> %901, float %39, i32 101
+	%903 = insertelement <128 x float> %902, float %39, i32 102
+	%904 = insertelement <128 x float> %903, float %39, i32 103
+	%905 = insertelement <128 x float> %904, float %39, i32 104
+	%906 = insertelement <128 x float> %905, float %39, i32 105
+	%907 = insertelement <128 x float> %906, float %39, i32 106
+	%908 = insertelement <128 x float> %907, float %39, i32 107
+	%909 = insertelement <128 x float> %908, float %39, i32 108
+	%910 = insertelement <128 x float> %909, float %39, i32 109
+	%911 = insertelement <128 x float> %910, float %39, i32 110
+	%912 = insertelement <128 x float> %911, float %39, i32 111
+	%913 = insertelement <128 x float> %912, float %39, i32 112
+	%914 = insertelement <128 x float> %913, float %39, i32 113
+	%915 = insertelement <128 x float> %914, float %39, i32 114
+	%916 = insertelement <128 x float> %915, float %39, i32 115
+	%917 = insertelement <128 x float> %916, float %39, i32 116
+	%918 = insertelement <128 x float> %917, float %39, i32 117
+	%919 = insertelement <128 x float> %918, float %39, i32 118
+	%920 = insertelement <128 x float> %919, float %39, i32 119
+	%921 = insertelement <128 x float> %920, float %39, i32 120
+	%922 = insertelement <128 x float> %921, float %39, i32 121
+	%923 = insertelement <128 x float> %922, float %39, i32 122
+	%924 = insertelement <128 x float> %923, float %39, i32 123
+	%925 = insertelement <128 x float> %924, float %39, i32 124
+	%926 = insertelement <128 x float> %925, float %39, i32 125
+	%927 = insertelement <128 x float> %926, float %39, i32 126
+	%928 = insertelement <128 x float> %927, float %39, i32 127
+	%929 = fmul <128 x float> %928, %800
+	%930 = fadd <128 x float> %792, %929
+	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
+	%931 = bitcast <128 x float>* %5 to float*
+	%932 = bitcast float* %931 to <128 x float>*
+	store <128 x float> %930, <128 x float>* %932, align 4
+	%933 = icmp ne float* %kept, null
+	%934 = sub i64 %n, %422
+	%935 = select i1 %933, i64 %934, i64 0
+	br label %keep.head.493
+
+keep.head.493:
+	%936 = phi i64 [ 0, %pad.done.492 ], [ %942, %keep.494 ]
+	%937 = icmp slt i64 %936, %935
+	br i1 %937, label %keep.494, label %keep.done.495
+
+keep.494:
+	%938 = getelementptr float, float* %931, i64 %936
+	%939 = load float, float* %938, align 4
+	%940 = add i64 %422, %936
+	%941 = getelementptr float, float* %kept, i64 %940
+	store volatile float %939, float* %941, align 4
+	%942 = add i64 %936, 1
+	br label %keep.head.493
+
+keep.done.495:
+	%943 = insertelement <128 x float> undef, float %23, i32 0
+	%944 = shufflevector <128 x float> %943, <128 x float> undef, <128 x i32> zeroinitializer
+	%945 = insertelement <128 x float> undef, float %25, i32 0
+	%946 = shufflevector <128 x float> %945, <128 x float> undef, <128 x i32> zeroinitializer
+	%947 = insertelement <128 x float> undef, float %27, i32 0
+	%948 = shufflevector <128 x float> %947, <128 x float> undef, <128 x i32> zeroinitializer
+	%949 = insertelement <128 x float> undef, float %29, i32 0
+	%950 = shufflevector <128 x float> %949, <128 x float> undef, <128 x i32> zeroinitializer
+	%951 = insertelement <128 x float> undef, float %31, i32 0
+	%952 = shufflevector <128 x float> %951, <128 x float> undef, <128 x i32> zeroinitializer
+	%953 = insertelement <128 x float> undef, float %33, i32 0
+	%954 = shufflevector <128 x float> %953, <128 x float> undef, <128 x i32> zeroinitializer
+	%955 = insertelement <128 x float> undef, float %35, i32 0
+	%956 = shufflevector <128 x float> %955, <128 x float> undef, <128 x i32> zeroinitializer
+	%957 = insertelement <128 x float> undef, float %37, i32 0
+	%958 = shufflevector <128 x float> %957, <128 x float> undef, <128 x i32> zeroinitializer
+	%959 = fmul <128 x float> %789, %789
+	%960 = fmul <128 x float> %944, %795
+	%961 = fmul <128 x float> %946, %930
+	%962 = fadd <128 x float> %960, %961
+	%963 = fdiv <128 x float> %962, %948
+	%964 = fmul <128 x float> %950, %798
+	%965 = fmul <128 x float> %930, %930
+	%966 = fmul <128 x float> %952, %965
+	%967 = fadd <128 x float> %964, %966
+	%968 = fdiv <128 x float> %967, %954
+	%969 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %968)
+	%970 = fadd <128 x float> %969, %956
+	%971 = fdiv <128 x float> %963, %970
+	%972 = fmul <128 x float> %958, %789
+	%973 = fadd <128 x float> %971, %972
+	%974 = fmul <128 x float> %973, %973
+	%975 = select <128 x i1> %786, <128 x float> %959, <128 x float> zeroinitializer
+	%976 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%977 = fadd <32 x float> %418, %976
+	%978 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%979 = fadd <32 x float> %977, %978
+	%980 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%981 = fadd <32 x float> %979, %980
+	%982 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%983 = fadd <32 x float> %981, %982
+	%984 = select <128 x i1> %786, <128 x float> %974, <128 x float> zeroinitializer
+	%985 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%986 = fadd <32 x float> %419, %985
+	%987 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%988 = fadd <32 x float> %986, %987
+	%989 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%990 = fadd <32 x float> %988, %989
+	%991 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%992 = fadd <32 x float> %990, %991
+	br label %join.469
+
+task.head.496:
+	%993 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.501 ]
+	%994 = icmp slt i64 %993, %43
+	br i1 %994, label %task.497, label %task.done.498
+
+task.497:
+	%995 = sdiv i64 %993, %83
+	%996 = srem i64 %993, %83
+	%997 = mul i64 %995, %n
+	%998 = getelementptr float, float* %15, i64 %997
+	%999 = mul i64 %995, %n
+	%1000 = getelementptr float, float* %17, i64 %999
+	%1001 = mul i64 %995, %n
+	%1002 = getelementptr float, float* %19, i64 %1001
+	%1003 = mul i64 %995, %n
+	%1004 = getelementptr float, float* %21, i64 %1003
+	%1005 = mul i64 %996, u0x1000
+	%1006 = sub i64 %n, %1005
+	%1007 = add i64 %1006, 127
+	%1008 = sdiv i64 %1007, 128
+	%1009 = icmp slt i64 %1008, 32
+	%1010 = select i1 %1009, i64 %1008, i64 32
+	br label %row.head.499
+
+task.done.498:
+	ret void
+
+row.head.499:
+	%1011 = phi i64 [ 0, %task.497 ], [ %1552, %join.504 ]
+	%1012 = phi <32 x float> [ zeroinitializer, %task.497 ], [ %1550, %join.504 ]
+	%1013 = phi <32 x float> [ zeroinitializer, %task.497 ], [ %1551, %join.504 ]
+	%1014 = icmp slt i64 %1011, %1010
+	br i1 %1014, label %row.500, label %row.done.501
+
+row.500:
+	%1015 = mul i64 %1011, 128
+	%1016 = add i64 %1005, %1015
+	%1017 = add i64 %1016, 512
+	%1018 = add i64 %1017, 0
+	%1019 = getelementptr float, float* %998, i64 %1018
+	%1020 = bitcast float* %1019 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1020, i32 0, i32 3, i32 1)
+	%1021 = add i64 %1017, 16
+	%1022 = getelementptr float, float* %998, i64 %1021
+	%1023 = bitcast float* %1022 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1023, i32 0, i32 3, i32 1)
+	%1024 = add i64 %1017, 32
+	%1025 = getelementptr float, float* %998, i64 %1024
+	%1026 = bitcast float* %1025 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1026, i32 0, i32 3, i32 1)
+	%1027 = add i64 %1017, 48
+	%1028 = getelementptr float, float* %998, i64 %1027
+	%1029 = bitcast float* %1028 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1029, i32 0, i32 3, i32 1)
+	%1030 = add i64 %1017, 64
+	%1031 = getelementptr float, float* %998, i64 %1030
+	%1032 = bitcast float* %1031 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1032, i32 0, i32 3, i32 1)
+	%1033 = add i64 %1017, 80
+	%1034 = getelementptr float, float* %998, i64 %1033
+	%1035 = bitcast float* %1034 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1035, i32 0, i32 3, i32 1)
+	%1036 = add i64 %1017, 96
+	%1037 = getelementptr float, float* %998, i64 %1036
+	%1038 = bitcast float* %1037 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1038, i32 0, i32 3, i32 1)
+	%1039 = add i64 %1017, 112
+	%1040 = getelementptr float, float* %998, i64 %1039
+	%1041 = bitcast float* %1040 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1041, i32 0, i32 3, i32 1)
+	%1042 = add i64 %1017, 0
+	%1043 = getelementptr float, float* %1000, i64 %1042
+	%1044 = bitcast float* %1043 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1044, i32 0, i32 3, i32 1)
+	%1045 = add i64 %1017, 16
+	%1046 = getelementptr float, float* %1000, i64 %1045
+	%1047 = bitcast float* %1046 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1047, i32 0, i32 3, i32 1)
+	%1048 = add i64 %1017, 32
+	%1049 = getelementptr float, float* %1000, i64 %1048
+	%1050 = bitcast float* %1049 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1050, i32 0, i32 3, i32 1)
+	%1051 = add i64 %1017, 48
+	%1052 = getelementptr float, float* %1000, i64 %1051
+	%1053 = bitcast float* %1052 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1053, i32 0, i32 3, i32 1)
+	%1054 = add i64 %1017, 64
+	%1055 = getelementptr float, float* %1000, i64 %1054
+	%1056 = bitcast float* %1055 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1056, i32 0, i32 3, i32 1)
+	%1057 = add i64 %1017, 80
+	%1058 = getelementptr float, float* %1000, i64 %1057
+	%1059 = bitcast float* %1058 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1059, i32 0, i32 3, i32 1)
+	%1060 = add i64 %1017, 96
+	%1061 = getelementptr float, float* %1000, i64 %1060
+	%1062 = bitcast float* %1061 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1062, i32 0, i32 3, i32 1)
+	%1063 = add i64 %1017, 112
+	%1064 = getelementptr float, float* %1000, i64 %1063
+	%1065 = bitcast float* %1064 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1065, i32 0, i32 3, i32 1)
+	%1066 = add i64 %1017, 0
+	%1067 = getelementptr float, float* %1002, i64 %1066
+	%1068 = bitcast float* %1067 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1068, i32 0, i32 3, i32 1)
+	%1069 = add i64 %1017, 16
+	%1070 = getelementptr float, float* %1002, i64 %1069
+	%1071 = bitcast float* %1070 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1071, i32 0, i32 3, i32 1)
+	%1072 = add i64 %1017, 32
+	%1073 = getelementptr float, float* %1002, i64 %1072
+	%1074 = bitcast float* %1073 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1074, i32 0, i32 3, i32 1)
+	%1075 = add i64 %1017, 48
+	%1076 = getelementptr float, float* %1002, i64 %1075
+	%1077 = bitcast float* %1076 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1077, i32 0, i32 3, i32 1)
+	%1078 = add i64 %1017, 64
+	%1079 = getelementptr float, float* %1002, i64 %1078
+	%1080 = bitcast float* %1079 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1080, i32 0, i32 3, i32 1)
+	%1081 = add i64 %1017, 80
+	%1082 = getelementptr float, float* %1002, i64 %1081
+	%1083 = bitcast float* %1082 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1083, i32 0, i32 3, i32 1)
+	%1084 = add i64 %1017, 96
+	%1085 = getelementptr float, float* %1002, i64 %1084
+	%1086 = bitcast float* %1085 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1086, i32 0, i32 3, i32 1)
+	%1087 = add i64 %1017, 112
+	%1088 = getelementptr float, float* %1002, i64 %1087
+	%1089 = bitcast float* %1088 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1089, i32 0, i32 3, i32 1)
+	%1090 = add i64 %1017, 0
+	%1091 = getelementptr float, float* %1004, i64 %1090
+	%1092 = bitcast float* %1091 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1092, i32 0, i32 3, i32 1)
+	%1093 = add i64 %1017, 16
+	%1094 = getelementptr float, float* %1004, i64 %1093
+	%1095 = bitcast float* %1094 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1095, i32 0, i32 3, i32 1)
+	%1096 = add i64 %1017, 32
+	%1097 = getelementptr float, float* %1004, i64 %1096
+	%1098 = bitcast float* %1097 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1098, i32 0, i32 3, i32 1)
+	%1099 = add i64 %1017, 48
+	%1100 = getelementptr float, float* %1004, i64 %1099
+	%1101 = bitcast float* %1100 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1101, i32 0, i32 3, i32 1)
+	%1102 = add i64 %1017, 64
+	%1103 = getelementptr float, float* %1004, i64 %1102
+	%1104 = bitcast float* %1103 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1104, i32 0, i32 3, i32 1)
+	%1105 = add i64 %1017, 80
+	%1106 = getelementptr float, float* %1004, i64 %1105
+	%1107 = bitcast float* %1106 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1107, i32 0, i32 3, i32 1)
+	%1108 = add i64 %1017, 96
+	%1109 = getelementptr float, float* %1004, i64 %1108
+	%1110 = bitcast float* %1109 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1110, i32 0, i32 3, i32 1)
+	%1111 = add i64 %1017, 112
+	%1112 = getelementptr float, float* %1004, i64 %1111
+	%1113 = bitcast float* %1112 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1113, i32 0, i32 3, i32 1)
+	%1114 = add i64 %1016, 128
+	%1115 = icmp sle i64 %1114, %n
+	br i1 %1115, label %then.502, label %else.503
+
+row.done.501:
+	%1116 = shufflevector <32 x float> %1012, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%1117 = fadd <32 x float> %1012, %1116
+	%1118 = shufflevector <32 x float> %1013, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%1119 = fadd <32 x float> %1013, %1118
+	%1120 = shufflevector <32 x float> %1117, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%1121 = fadd <32 x float> %1117, %1120
+	%1122 = shufflevector <32 x float> %1119, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%1123 = fadd <32 x float> %1119, %1122
+	%1124 = shufflevector <32 x float> %1121, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%1125 = fadd <32 x float> %1121, %1124
+	%1126 = shufflevector <32 x float> %1123, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%1127 = fadd <32 x float> %1123, %1126
+	%1128 = shufflevector <32 x float> %1125, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%1129 = fadd <32 x float> %1125, %1128
+	%1130 = shufflevector <32 x float> %1127, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%1131 = fadd <32 x float> %1127, %1130
+	%1132 = shufflevector <32 x float> %1129, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%1133 = fadd <32 x float> %1129, %1132
+	%1134 = shufflevector <32 x float> %1131, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%1135 = fadd <32 x float> %1131, %1134
+	%1136 = extractelement <32 x float> %1133, i32 0
+	%1137 = getelementptr float, float* %61, i64 %993
+	store float %1136, float* %1137, align 4
+	%1138 = extractelement <32 x float> %1135, i32 0
+	%1139 = getelementptr float, float* %63, i64 %993
+	store float %1138, float* %1139, align 4
+	%1140 = add i64 %993, 1
+	br label %task.head.496
+
+then.502:
+	%1141 = getelementptr float, float* %998, i64 %1016
+	%1142 = bitcast float* %1141 to <128 x float>*
+	%1143 = load <128 x float>, <128 x float>* %1142, align 4
+	%1144 = getelementptr float, float* %1000, i64 %1016
+	%1145 = bitcast float* %1144 to <128 x float>*
+	%1146 = load <128 x float>, <128 x float>* %1145, align 4
+	%1147 = getelementptr float, float* %1002, i64 %1016
+	%1148 = bitcast float* %1147 to <128 x float>*
+	%1149 = load <128 x float>, <128 x float>* %1148, align 4
+	%1150 = getelementptr float, float* %1004, i64 %1016
+	%1151 = bitcast float* %1150 to <128 x float>*
+	%1152 = load <128 x float>, <128 x float>* %1151, align 4
+	%1153 = add i64 %45, %1016
+	%1154 = call <128 x float> @lamb_noise_row128_16_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1153)
+	%1155 = insertelement <128 x float> undef, float %39, i32 0
+	%1156 = insertelement <128 x float> %1155, float %39, i32 1
+	%1157 = insertelement <128 x float> %1156, float %39, i32 2
+	%1158 = insertelement <128 x float> %1157, float %39, i32 3
+	%1159 = insertelement <128 x float> %1158, float %39, i32 4
+	%1160 = insertelement <128 x float> %1159, float %39, i32 5
+	%1161 = insertelement <128 x float> %1160, float %39, i32 6
+	%1162 = insertelement <128 x float> %1161, float %39, i32 7
+	%1163 = insertelement <128 x float> %1162, float %39, i32 8
+	%1164 = insertelement <128 x float> %1163, float %39, i32 9
+	%1165 = insertelement <128 x float> %1164, float %39, i32 10
+	%1166 = insertelement <128 x float> %1165, float %39, i32 11
+	%1167 = insertelement <128 x float> %1166, float %39, i32 12
+	%1168 = insertelement <128 x float> %1167, float %39, i32 13
+	%1169 = insertelement <128 x float> %1168, float %39, i32 14
+	%1170 = insertelement <128 x float> %1169, float %39, i32 15
+	%1171 = insertelement <128 x float> %1170, float %39, i32 16
+	%1172 = insertelement <128 x float> %1171, float %39, i32 17
+	%1173 = insertelement <128 x float> %1172, float %39, i32 18
+	%1174 = insertelement <128 x float> %1173, float %39, i32 19
+	%1175 = insertelement <128 x float> %1174, float %39, i32 20
+	%1176 = insertelement <128 x float> %1175, float %39, i32 21
+	%1177 = insertelement <128 x float> %1176, float %39, i32 22
+	%1178 = insertelement <128 x float> %1177, float %39, i32 23
+	%1179 = insertelement <128 x float> %1178, float %39, i32 24
+	%1180 = insertelement <128 x float> %1179, float %39, i32 25
+	%1181 = insertelement <128 x float> %1180, float %39, i32 26
+	%1182 = insertelement <128 x float> %1181, float %39, i32 27
+	%1183 = insertelement <128 x float> %1182, float %39, i32 28
+	%1184 = insertelement <128 x float> %1183, float %39, i32 29
+	%1185 = insertelement <128 x float> %1184, float %39, i32 30
+	%1186 = insertelement <128 x float> %1185, float %39, i32 31
+	%1187 = insertelement <128 x float> %1186, float %39, i32 32
+	%1188 = insertelement <128 x float> %1187, float %39, i32 33
+	%1189 = insertelement <128 x float> %1188, float %39, i32 34
+	%1190 = insertelement <128 x float> %1189, float %39, i32 35
+	%1191 = insertelement <128 x float> %1190, float %39, i32 36
+	%1192 = insertelement <128 x float> %1191, float %39, i32 37
+	%1193 = insertelement <128 x float> %1192, float %39, i32 38
+	%1194 = insertelement <128 x float> %1193, float %39, i32 39
+	%1195 = insertelement <128 x float> %1194, float %39, i32 40
+	%1196 = insertelement <128 x float> %1195, float %39, i32 41
+	%1197 = insertelement <128 x float> %1196, float %39, i32 42
+	%1198 = insertelement <128 x float> %1197, float %39, i32 43
+	%1199 = insertelement <128 x float> %1198, float %39, i32 44
+	%1200 = insertelement <128 x float> %1199, float %39, i32 45
+	%1201 = insertelement <128 x float> %1200, float %39, i32 46
+	%1202 = insertelement <128 x float> %1201, float %39, i32 47
+	%1203 = insertelement <128 x float> %1202, float %39, i32 48
+	%1204 = insertelement <128 x float> %1203, float %39, i32 49
+	%1205 = insertelement <128 x float> %1204, float %39, i32 50
+	%1206 = insertelement <128 x float> %1205, float %39, i32 51
+	%1207 = insertelement <128 x float> %1206, float %39, i32 52
+	%1208 = insertelement <128 x float> %1207, float %39, i32 53
+	%1209 = insertelement <128 x float> %1208, float %39, i32 54
+	%1210 = insertelement <128 x float> %1209, float %39, i32 55
+	%1211 = insertelement <128 x float> %1210, float %39, i32 56
+	%1212 = insertelement <128 x float> %1211, float %39, i32 57
+	%1213 = insertelement <128 x float> %1212, float %39, i32 58
+	%1214 = insertelement <128 x float> %1213, float %39, i32 59
+	%1215 = insertelement <128 x float> %1214, float %39, i32 60
+	%1216 = insertelement <128 x float> %1215, float %39, i32 61
+	%1217 = insertelement <128 x float> %1216, float %39, i32 62
+	%1218 = insertelement <128 x float> %1217, float %39, i32 63
+	%1219 = insertelement <128 x float> %1218, float %39, i32 64
+	%1220 = insertelement <128 x float> %1219, float %39, i32 65
+	%1221 = insertelement <128 x float> %1220, float %39, i32 66
+	%1222 = insertelement <128 x float> %1221, float %39, i32 67
+	%1223 = insertelement <128 x float> %1222, float %39, i32 68
+	%1224 = insertelement <128 x float> %1223, float %39, i32 69
+	%1225 = insertelement <128 x float> %1224, float %39, i32 70
+	%1226 = insertelement <128 x float> %1225, float %39, i32 71
+	%1227 = insertelement <128 x float> %1226, float %39, i32 72
+	%1228 = insertelement <128 x float> %1227, float %39, i32 73
+	%1229 = insertelement <128 x float> %1228, float %39, i32 74
+	%1230 = insertelement <128 x float> %1229, float %39, i32 75
+	%1231 = insertelement <128 x float> %1230, float %39, i32 76
+	%1232 = insertelement <128 x float> %1231, float %39, i32 77
+	%1233 = insertelement <128 x float> %1232, float %39, i32 78
+	%1234 = insertelement <128 x float> %1233, float %39, i32 79
+	%1235 = insertelement <128 x float> %1234, float %39, i32 80
+	%1236 = insertelement <128 x float> %1235, float %39, i32 81
+	%1237 = insertelement <128 x float> %1236, float %39, i32 82
+	%1238 = insertelement <128 x float> %1237, float %39, i32 83
+	%1239 = insertelement <128 x float> %1238, float %39, i32 84
+	%1240 = insertelement <128 x float> %1239, float %39, i32 85
+	%1241 = insertelement <128 x float> %1240, float %39, i32 86
+	%1242 = insertelement <128 x float> %1241, float %39, i32 87
+	%1243 = insertelement <128 x float> %1242, float %39, i32 88
+	%1244 = insertelement <128 x float> %1243, float %39, i32 89
+	%1245 = insertelement <128 x float> %1244, float %39, i32 90
+	%1246 = insertelement <128 x float> %1245, float %39, i32 91
+	%1247 = insertelement <128 x float> %1246, float %39, i32 92
+	%1248 = insertelement <128 x float> %1247, float %39, i32 93
+	%1249 = insertelement <128 x float> %1248, float %39, i32 94
+	%1250 = insertelement <128 x float> %1249, float %39, i32 95
+	%1251 = insertelement <128 x float> %1250, float %39, i32 96
+	%1252 = insertelement <128 x float> %1251, float %39, i32 97
+	%1253 = insertelement <128 x float> %1252, float %39, i32 98
+	%1254 = insertelement <128 x float> %1253, float %39, i32 99
+	%1255 = insertelement <128 x float> %1254, float %39, i32 100
+	%1256 = insertelement <128 x float> %1255, float %39, i32 101
+	%1257 = insertelement <128 x float> %1256, float %39, i32 102
+	%1258 = insertelement <128 x float> %1257, float %39, i32 103
+	%1259 = insertelement <128 x float> %1258, float %39, i32 104
+	%1260 = insertelement <128 x float> %1259, float %39, i32 105
+	%1261 = insertelement <128 x float> %1260, float %39, i32 106
+	%1262 = insertelement <128 x float> %1261, float %39, i32 107
+	%1263 = insertelement <128 x float> %1262, float %39, i32 108
+	%1264 = insertelement <128 x float> %1263, float %39, i32 109
+	%1265 = insertelement <128 x float> %1264, float %39, i32 110
+	%1266 = insertelement <128 x float> %1265, float %39, i32 111
+	%1267 = insertelement <128 x float> %1266, float %39, i32 112
+	%1268 = insertelement <128 x float> %1267, float %39, i32 113
+	%1269 = insertelement <128 x float> %1268, float %39, i32 114
+	%1270 = insertelement <128 x float> %1269, float %39, i32 115
+	%1271 = insertelement <128 x float> %1270, float %39, i32 116
+	%1272 = insertelement <128 x float> %1271, float %39, i32 117
+	%1273 = insertelement <128 x float> %1272, float %39, i32 118
+	%1274 = insertelement <128 x float> %1273, float %39, i32 119
+	%1275 = insertelement <128 x float> %1274, float %39, i32 120
+	%1276 = insertelement <128 x float> %1275, float %39, i32 121
+	%1277 = insertelement <128 x float> %1276, float %39, i32 122
+	%1278 = insertelement <128 x float> %1277, float %39, i32 123
+	%1279 = insertelement <128 x float> %1278, float %39, i32 124
+	%1280 = insertelement <128 x float> %1279, float %39, i32 125
+	%1281 = insertelement <128 x float> %1280, float %39, i32 126
+	%1282 = insertelement <128 x float> %1281, float %39, i32 127
+	%1283 = fmul <128 x float> %1282, %1154
+	%1284 = fadd <128 x float> %1146, %1283
+	%1285 = insertelement <128 x float> undef, float %81, i32 0
+	%1286 = insertelement <128 x float> %1285, float %81, i32 1
+	%1287 = insertelement <128 x float> %1286, float %81, i32 2
+	%1288 = insertelement <128 x float> %1287, float %81, i32 3
+	%1289 = insertelement <128 x float> %1288, float %81, i32 4
+	%1290 = insertelement <128 x float> %1289, float %81, i32 5
+	%1291 = insertelement <128 x float> %1290, float %81, i32 6
+	%1292 = insertelement <128 x float> %1291, float %81, i32 7
+	%1293 = insertelement <128 x float> %1292, float %81, i32 8
+	%1294 = insertelement <128 x float> %1293, float %81, i32 9
+	%1295 = insertelement <128 x float> %1294, float %81, i32 10
+	%1296 = insertelement <128 x float> %1295, float %81, i32 11
+	%1297 = insertelement <128 x float> %1296, float %81, i32 12
+	%1298 = insertelement <128 x float> %1297, float %81, i32 13
+	%1299 = insertelement <128 x float> %1298, float %81, i32 14
+	%1300 = insertelement <128 x float> %1299, float %81, i32 15
+	%1301 = insertelement <128 x float> %1300, float %81, i32 16
+	%1302 = insertelement <128 x float> %1301, float %81, i32 17
+	%1303 = insertelement <128 x float> %1302, float %81, i32 18
+	%1304 = insertelement <128 x float> %1303, float %81, i32 19
+	%1305 = insertelement <128 x float> %1304, float %81, i32 20
+	%1306 = insertelement <128 x float> %1305, float %81, i32 21
+	%1307 = insertelement <128 x float> %1306, float %81, i32 22
+	%1308 = insertelement <128 x float> %1307, float %81, i32 23
+	%1309 = insertelement <128 x float> %1308, float %81, i32 24
+	%1310 = insertelement <128 x float> %1309, float %81, i32 25
+	%1311 = insertelement <128 x float> %1310, float %81, i32 26
+	%1312 = insertelement <128 x float> %1311, float %81, i32 27
+	%1313 = insertelement <128 x float> %1312, float %81, i32 28
+	%1314 = insertelement <128 x float> %1313, float %81, i32 29
+	%1315 = insertelement <128 x float> %1314, float %81, i32 30
+	%1316 = insertelement <128 x float> %1315, float %81, i32 31
+	%1317 = insertelement <128 x float> %1316, float %81, i32 32
+	%1318 = insertelement <128 x float> %1317, float %81, i32 33
+	%1319 = insertelement <128 x float> %1318, float %81, i32 34
+	%1320 = insertelement <128 x float> %1319, float %81, i32 35
+	%1321 = insertelement <128 x float> %1320, float %81, i32 36
+	%1322 = insertelement <128 x float> %1321, float %81, i32 37
+	%1323 = insertelement <128 x float> %1322, float %81, i32 38
+	%1324 = insertelement <128 x float> %1323, float %81, i32 39
+	%1325 = insertelement <128 x float> %1324, float %81, i32 40
+	%1326 = insertelement <128 x float> %1325, float %81, i32 41
+	%1327 = insertelement <128 x float> %1326, float %81, i32 42
+	%1328 = insertelement <128 x float> %1327, float %81, i32 43
+	%1329 = insertelement <128 x float> %1328, float %81, i32 44
+	%1330 = insertelement <128 x float> %1329, float %81, i32 45
+	%1331 = insertelement <128 x float> %1330, float %81, i32 46
+	%1332 = insertelement <128 x float> %1331, float %81, i32 47
+	%1333 = insertelement <128 x float> %1332, float %81, i32 48
+	%1334 = insertelement <128 x float> %1333, float %81, i32 49
+	%1335 = insertelement <128 x float> %1334, float %81, i32 50
+	%1336 = insertelement <128 x float> %1335, float %81, i32 51
+	%1337 = insertelement <128 x float> %1336, float %81, i32 52
+	%1338 = insertelement <128 x float> %1337, float %81, i32 53
+	%1339 = insertelement <128 x float> %1338, float %81, i32 54
+	%1340 = insertelement <128 x float> %1339, float %81, i32 55
+	%1341 = insertelement <128 x float> %1340, float %81, i32 56
+	%1342 = insertelement <128 x float> %1341, float %81, i32 57
+	%1343 = insertelement <128 x float> %1342, float %81, i32 58
+	%1344 = insertelement <128 x float> %1343, float %81, i32 59
+	%1345 = insertelement <128 x float> %1344, float %81, i32 60
+	%1346 = insertelement <128 x float> %1345, float %81, i32 61
+	%1347 = insertelement <128 x float> %1346, float %81, i32 62
+	%1348 = insertelement <128 x float> %1347, float %81, i32 63
+	%1349 = insertelement <128 x float> %1348, float %81, i32 64
+	%1350 = insertelement <128 x float> %1349, float %81, i32 65
+	%1351 = insertelement <128 x float> %1350, float %81, i32 66
+	%1352 = insertelement <128 x float> %1351, float %81, i32 67
+	%1353 = insertelement <128 x float> %1352, float %81, i32 68
+	%1354 = insertelement <128 x float> %1353, float %81, i32 69
+	%1355 = insertelement <128 x float> %1354, float %81, i32 70
+	%1356 = insertelement <128 x float> %1355, float %81, i32 71
+	%1357 = insertelement <128 x float> %1356, float %81, i32 72
+	%1358 = insertelement <128 x float> %1357, float %81, i32 73
+	%1359 = insertelement <128 x float> %1358, float %81, i32 74
+	%1360 = insertelement <128 x float> %1359, float %81, i32 75
+	%1361 = insertelement <128 x float> %1360, float %81, i32 76
+	%1362 = insertelement <128 x float> %1361, float %81, i32 77
+	%1363 = insertelement <128 x float> %1362, float %81, i32 78
+	%1364 = insertelement <128 x float> %1363, float %81, i32 79
+	%1365 = insertelement <128 x float> %1364, float %81, i32 80
+	%1366 = insertelement <128 x float> %1365, float %81, i32 81
+	%1367 = insertelement <128 x float> %1366, float %81, i32 82
+	%1368 = insertelement <128 x float> %1367, float %81, i32 83
+	%1369 = insertelement <128 x float> %1368, float %81, i32 84
+	%1370 = insertelement <128 x float> %1369, float %81, i32 85
+	%1371 = insertelement <128 x float> %1370, float %81, i32 86
+	%1372 = insertelement <128 x float> %1371, float %81, i32 87
+	%1373 = insertelement <128 x float> %1372, float %81, i32 88
+	%1374 = insertelement <128 x float> %1373, float %81, i32 89
+	%1375 = insertelement <128 x float> %1374, float %81, i32 90
+	%1376 = insertelement <128 x float> %1375, float %81, i32 91
+	%1377 = insertelement <128 x float> %1376, float %81, i32 92
+	%1378 = insertelement <128 x float> %1377, float %81, i32 93
+	%1379 = insertelement <128 x float> %1378, float %81, i32 94
+	%1380 = insertelement <128 x float> %1379, float %81, i32 95
+	%1381 = insertelement <128 x float> %1380, float %81, i32 96
+	%1382 = insertelement <128 x float> %1381, float %81, i32 97
+	%1383 = insertelement <128 x float> %1382, float %81, i32 98
+	%1384 = insertelement <128 x float> %1383, float %81, i32 99
+	%1385 = insertelement <128 x float> %1384, float %81, i32 100
+	%1386 = insertelement <128 x float> %1385, float %81, i32 101
+	%1387 = insertelement <128 x float> %1386, float %81, i32 102
+	%1388 = insertelement <128 x float> %1387, float %81, i32 103
+	%1389 = insertelement <128 x float> %1388, float %81, i32 104
+	%1390 = insertelement <128 x float> %1389, float %81, i32 105
+	%1391 = insertelement <128 x float> %1390, float %81, i32 106
+	%1392 = insertelement <128 x float> %1391, float %81, i32 107
+	%1393 = insertelement <128 x float> %1392, float %81, i32 108
+	%1394 = insertelement <128 x float> %1393, float %81, i32 109
+	%1395 = insertelement <128 x float> %1394, float %81, i32 110
+	%1396 = insertelement <128 x float> %1395, float %81, i32 111
+	%1397 = insertelement <128 x float> %1396, float %81, i32 112
+	%1398 = insertelement <128 x float> %1397, float %81, i32 113
+	%1399 = insertelement <128 x float> %1398, float %81, i32 114
+	%1400 = insertelement <128 x float> %1399, float %81, i32 115
+	%1401 = insertelement <128 x float> %1400, float %81, i32 116
+	%1402 = insertelement <128 x float> %1401, float %81, i32 117
+	%1403 = insertelement <128 x float> %1402, float %81, i32 118
+	%1404 = insertelement <128 x float> %1403, float %81, i32 119
+	%1405 = insertelement <128 x float> %1404, float %81, i32 120
+	%1406 = insertelement <128 x float> %1405, float %81, i32 121
+	%1407 = insertelement <128 x float> %1406, float %81, i32 122
+	%1408 = insertelement <128 x float> %1407, float %81, i32 123
+	%1409 = insertelement <128 x float> %1408, float %81, i32 124
+	%1410 = insertelement <128 x float> %1409, float %81, i32 125
+	%1411 = insertelement <128 x float> %1410, float %81, i32 126
+	%1412 = insertelement <128 x float> %1411, float %81, i32 127
+	%1413 = fmul <128 x float> %1284, %1412
+	%1414 = fadd <128 x float> %1413, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1415 = fsub <128 x float> %1414, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1416 = insertelement <128 x float> undef, float %77, i32 0
+	%1417 = insertelement <128 x float> %1416, float %77, i32 1
+	%1418 = insertelement <128 x float> %1417, float %77, i32 2
+	%1419 = insertelement <128 x float> %1418, float %77, i32 3
+	%1420 = insertelement <128 x float> %1419, float %77, i32 4
+	%1421 = insertelement <128 x float> %1420, float %77, i32 5
+	%1422 = insertelement <128 x float> %1421, float %77, i32 6
+	%1423 = insertelement <128 x float> %1422, float %77, i32 7
+	%1424 = insertelement <128 x float> %1423, float %77, i32 8
+	%1425 = insertelement <128 x float> %1424, float %77, i32 9
+	%1426 = insertelement <128 x float> %1425, float %77, i32 10
+	%1427 = insertelement <128 x float> %1426, float %77, i32 11
+	%1428 = insertelement <128 x float> %1427, float %77, i32 12
+	%1429 = insertelement <128 x float> %1428, float %77, i32 13
+	%1430 = insertelement <128 x float> %1429, float %77, i32 14
+	%1431 = insertelement <128 x float> %1430, float %77, i32 15
+	%1432 = insertelement <128 x float> %1431, float %77, i32 16
+	%1433 = insertelement <128 x float> %1432, float %77, i32 17
+	%1434 = insertelement <128 x float> %1433, float %77, i32 18
+	%1435 = insertelement <128 x float> %1434, float %77, i32 19
+	%1436 = insertelement <128 x float> %1435, float %77, i32 20
+	%1437 = insertelement <128 x float> %1436, float %77, i32 21
+	%1438 = insertelement <128 x float> %1437, float %77, i32 22
+	%1439 = insertelement <128 x float> %1438, float %77, i32 23
+	%1440 = insertelement <128 x float> %1439, float %77, i32 24
+	%1441 = insertelement <128 x float> %1440, float %77, i32 25
+	%1442 = insertelement <128 x float> %1441, float %77, i32 26
+	%1443 = insertelement <128 x float> %1442, float %77, i32 27
+	%1444 = insertelement <128 x float> %1443, float %77, i32 28
+	%1445 = insertelement <128 x float> %1444, float %77, i32 29
+	%1446 = insertelement <128 x float> %1445, float %77, i32 30
+	%1447 = insertelement <128 x float> %1446, float %77, i32 31
+	%1448 = insertelement <128 x float> %1447, float %77, i32 32
+	%1449 = insertelement <128 x float> %1448, float %77, i32 33
+	%1450 = insertelement <128 x float> %1449, float %77, i32 34
+	%1451 = insertelement <128 x float> %1450, float %77, i32 35
+	%1452 = insertelement <128 x float> %1451, float %77, i32 36
+	%1453 = insertelement <128 x float> %1452, float %77, i32 37
+	%1454 = insertelement <128 x float> %1453, float %77, i32 38
+	%1455 = insertelement <128 x float> %1454, float %77, i32 39
+	%1456 = insertelement <128 x float> %1455, float %77, i32 40
+	%1457 = insertelement <128 x float> %1456, float %77, i32 41
+	%1458 = insertelement <128 x float> %1457, float %77, i32 42
+	%1459 = insertelement <128 x float> %1458, float %77, i32 43
+	%1460 = insertelement <128 x float> %1459, float %77, i32 44
+	%1461 = insertelement <128 x float> %1460, float %77, i32 45
+	%1462 = insertelement <128 x float> %1461, float %77, i32 46
+	%1463 = insertelement <128 x float> %1462, float %77, i32 47
+	%1464 = insertelement <128 x float> %1463, float %77, i32 48
+	%1465 = insertelement <128 x float> %1464, float %77, i32 49
+	%1466 = insertelement <128 x float> %1465, float %77, i32 50
+	%1467 = insertelement <128 x float> %1466, float %77, i32 51
+	%1468 = insertelement <128 x float> %1467, float %77, i32 52
+	%1469 = insertelement <128 x float> %1468, float %77, i32 53
+	%1470 = insertelement <128 x float> %1469, float %77, i32 54
+	%1471 = insertelement <128 x float> %1470, float %77, i32 55
+	%1472 = insertelement <128 x float> %1471, float %77, i32 56
+	%1473 = insertelement <128 x float> %1472, float %77, i32 57
+	%1474 = insertelement <128 x float> %1473, float %77, i32 58
+	%1475 = insertelement <128 x float> %1474, float %77, i32 59
+	%1476 = insertelement <128 x float> %1475, float %77, i32 60
+	%1477 = insertelement <128 x float> %1476, float %77, i32 61
+	%1478 = insertelement <128 x float> %1477, float %77, i32 62
+	%1479 = insertelement <128 x float> %1478, float %77, i32 63
+	%1480 = insertelement <128 x float> %1479, float %77, i32 64
+	%1481 = insertelement <128 x float> %1480, float %77, i32 65
+	%1482 = insertelement <128 x float> %1481, float %77, i32 66
+	%1483 = insertelement <128 x float> %1482, float %77, i32 67
+	%1484 = insertelement <128 x float> %1483, float %77, i32 68
+	%1485 = insertelement <128 x float> %1484, float %77, i32 69
+	%1486 = insertelement <128 x float> %1485, float %77, i32 70
+	%1487 = insertelement <128 x float> %1486, float %77, i32 71
+	%1488 = insertelement <128 x float> %1487, float %77, i32 72
+	%1489 = insertelement <128 x float> %1488, float %77, i32 73
+	%1490 = insertelement <128 x float> %1489, float %77, i32 74
+	%1491 = insertelement <128 x float> %1490, float %77, i32 75
+	%1492 = insertelement <128 x float> %1491, float %77, i32 76
+	%1493 = insertelement <128 x float> %1492, float %77, i32 77
+	%1494 = insertelement <128 x float> %1493, float %77, i32 78
+	%1495 = insertelement <128 x float> %1494, float %77, i32 79
+	%1496 = insertelement <128 x float> %1495, float %77, i32 80
+	%1497 = insertelement <128 x float> %1496, float %77, i32 81
+	%1498 = insertelement <128 x float> %1497, float %77, i32 82
+	%1499 = insertelement <128 x float> %1498, float %77, i32 83
+	%1500 = insertelement <128 x float> %1499, float %77, i32 84
+	%1501 = insertelement <128 x float> %1500, float %77, i32 85
+	%1502 = insertelement <128 x float> %1501, float %77, i32 86
+	%1503 = insertelement <128 x float> %1502, float %77, i32 87
+	%1504 = insertelement <128 x float> %1503, float %77, i32 88
+	%1505 = insertelement <128 x float> %1504, float %77, i32 89
+	%1506 = insertelement <128 x float> %1505, float %77, i32 90
+	%1507 = insertelement <128 x float> %1506, float %77, i32 91
+	%1508 = insertelement <128 x float> %1507, float %77, i32 92
+	%1509 = insertelement <128 x float> %1508, float %77, i32 93
+	%1510 = insertelement <128 x float> %1509, float %77, i32 94
+	%1511 = insertelement <128 x float> %1510, float %77, i32 95
+	%1512 = insertelement <128 x float> %1511, float %77, i32 96
+	%1513 = insertelement <128 x float> %1512, float %77, i32 97
+	%1514 = insertelement <128 x float> %1513, float %77, i32 98
+	%1515 = insertelement <128 x float> %1514, float %77, i32 99
+	%1516 = insertelement <128 x float> %1515, float %77, i32 100
+	%1517 = insertelement <128 x float> %1516, float %77, i32 101
+	%1518 = insertelement <128 x float> %1517, float %77, i32 102
+	%1519 = insertelement <128 x float> %1518, float %77, i32 103
+	%1520 = insertelement <128 x float> %1519, float %77, i32 104
+	%1521 = insertelement <128 x float> %1520, float %77, i32 105
+	%1522 = insertelement <128 x float> %1521, float %77, i32 106
+	%1523 = insertelement <128 x float> %1522, float %77, i32 107
+	%1524 = insertelement <128 x float> %1523, float %77, i32 108
+	%1525 = insertelement <128 x float> %1524, float %77, i32 109
+	%1526 = insertelement <128 x float> %1525, float %77, i32 110
+	%1527 = insertelement <128 x float> %1526, float %77, i32 111
+	%1528 = insertelement <128 x float> %1527, float %77, i32 112
+	%1529 = insertelement <128 x float> %1528, float %77, i32 113
+	%1530 = insertelement <128 x float> %1529, float %77, i32 114
+	%1531 = insertelement <128 x float> %1530, float %77, i32 115
+	%1532 = insertelement <128 x float> %1531, float %77, i32 116
+	%1533 = insertelement <128 x float> %1532, float %77, i32 117
+	%1534 = insertelement <128 x float> %1533, float %77, i32 118
+	%1535 = insertelement <128 x float> %1534, float %77, i32 119
+	%1536 = insertelement <128 x float> %1535, float %77, i32 120
+	%1537 = insertelement <128 x float> %1536, float %77, i32 121
+	%1538 = insertelement <128 x float> %1537, float %77, i32 122
+	%1539 = insertelement <128 x float> %1538, float %77, i32 123
+	%1540 = insertelement <128 x float> %1539, float %77, i32 124
+	%1541 = insertelement <128 x float> %1540, float %77, i32 125
+	%1542 = insertelement <128 x float> %1541, float %77, i32 126
+	%1543 = insertelement <128 x float> %1542, float %77, i32 127
+	%1544 = fmul <128 x float> %1415, %1543
+	%1545 = fcmp oeq float %77, 0.0
+	%1546 = select i1 %1545, <128 x float> %1284, <128 x float> %1544
+	%1547 = icmp ne float* %kept, null
+	br i1 %1547, label %keep.514, label %kept.515
+
+else.503:
+	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
+	%1548 = bitcast <128 x float>* %4 to float*
+	%1549 = sub i64 %n, %1016
+	br label %pad.head.516
+
+join.504:
+	%1550 = phi <32 x float> [ %1594, %kept.515 ], [ %2101, %keep.done.530 ]
+	%1551 = phi <32 x float> [ %1602, %kept.515 ], [ %2110, %keep.done.530 ]
+	%1552 = add i64 %1011, 1
+	br label %row.head.499
+
+keep.514:
+	%1553 = getelementptr float, float* %kept, i64 %1016
+	%1554 = bitcast float* %1553 to <128 x float>*
+	store <128 x float> %1546, <128 x float>* %1554, align 4
+	br label %kept.515
+
+kept.515:
+	%1555 = insertelement <128 x float> undef, float %23, i32 0
+	%1556 = shufflevector <128 x float> %1555, <128 x float> undef, <128 x i32> zeroinitializer
+	%1557 = insertelement <128 x float> undef, float %25, i32 0
+	%1558 = shufflevector <128 x float> %1557, <128 x float> undef, <128 x i32> zeroinitializer
+	%1559 = insertelement <128 x float> undef, float %27, i32 0
+	%1560 = shufflevector <128 x float> %1559, <128 x float> undef, <128 x i32> zeroinitializer
+	%1561 = insertelement <128 x float> undef, float %29, i32 0
+	%1562 = shufflevector <128 x float> %1561, <128 x float> undef, <128 x i32> zeroinitializer
+	%1563 = insertelement <128 x float> undef, float %31, i32 0
+	%1564 = shufflevector <128 x float> %1563, <128 x float> undef, <128 x i32> zeroinitializer
+	%1565 = insertelement <128 x float> undef, float %33, i32 0
+	%1566 = shufflevector <128 x float> %1565, <128 x float> undef, <128 x i32> zeroinitializer
+	%1567 = insertelement <128 x float> undef, float %35, i32 0
+	%1568 = shufflevector <128 x float> %1567, <128 x float> undef, <128 x i32> zeroinitializer
+	%1569 = insertelement <128 x float> undef, float %37, i32 0
+	%1570 = shufflevector <128 x float> %1569, <128 x float> undef, <128 x i32> zeroinitializer
+	%1571 = fmul <128 x float> %1143, %1143
+	%1572 = fmul <128 x float> %1556, %1149
+	%1573 = fmul <128 x float> %1558, %1546
+	%1574 = fadd <128 x float> %1572, %1573
+	%1575 = fdiv <128 x float> %1574, %1560
+	%1576 = fmul <128 x float> %1562, %1152
+	%1577 = fmul <128 x float> %1546, %1546
+	%1578 = fmul <128 x float> %1564, %1577
+	%1579 = fadd <128 x float> %1576, %1578
+	%1580 = fdiv <128 x float> %1579, %1566
+	%1581 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %1580)
+	%1582 = fadd <128 x float> %1581, %1568
+	%1583 = fdiv <128 x float> %1575, %1582
+	%1584 = fmul <128 x float> %1570, %1143
+	%1585 = fadd <128 x float> %1583, %1584
+	%1586 = fmul <128 x float> %1585, %1585
+	%1587 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1588 = fadd <32 x float> %1012, %1587
+	%1589 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1590 = fadd <32 x float> %1588, %1589
+	%1591 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1592 = fadd <32 x float> %1590, %1591
+	%1593 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1594 = fadd <32 x float> %1592, %1593
+	%1595 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1596 = fadd <32 x float> %1013, %1595
+	%1597 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1598 = fadd <32 x float> %1596, %1597
+	%1599 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1600 = fadd <32 x float> %1598, %1599
+	%1601 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1602 = fadd <32 x float> %1600, %1601
+	br label %join.504
+
+pad.head.516:
+	%1603 = phi i64 [ 0, %else.503 ], [ %1609, %pad.517 ]
+	%1604 = icmp slt i64 %1603, %1549
+	br i1 %1604, label %pad.517, label %pad.done.518
+
+pad.517:
+	%1605 = add i64 %1016, %1603
+	%1606 = getelementptr float, float* %998, i64 %1605
+	%1607 = load float, float* %1606, align 4
+	%1608 = getelementptr float, float* %1548, i64 %1603
+	store volatile float %1607, float* %1608, align 4
+	%1609 = add i64 %1603, 1
+	br label %pad.head.516
+
+pad.done.518:
+	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
+	%1610 = bitcast <128 x float>* %3 to float*
+	%1611 = sub i64 %n, %1016
+	br label %pad.head.519
+
+pad.head.519:
+	%1612 = phi i64 [ 0, %pad.done.518 ], [ %1618, %pad.520 ]
+	%1613 = icmp slt i64 %1612, %1611
+	br i1 %1613, label %pad.520, label %pad.done.521
+
+pad.520:
+	%1614 = add i64 %1016, %1612
+	%1615 = getelementptr float, float* %1000, i64 %1614
+	%1616 = load float, float* %1615, align 4
+	%1617 = getelementptr float, float* %1610, i64 %1612
+	store volatile float %1616, float* %1617, align 4
+	%1618 = add i64 %1612, 1
+	br label %pad.head.519
+
+pad.done.521:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%1619 = bitcast <128 x float>* %2 to float*
+	%1620 = sub i64 %n, %1016
+	br label %pad.head.522
+
+pad.head.522:
+	%1621 = phi i64 [ 0, %pad.done.521 ], [ %1627, %pad.523 ]
+	%1622 = icmp slt i64 %1621, %1620
+	br i1 %1622, label %pad.523, label %pad.done.524
+
+pad.523:
+	%1623 = add i64 %1016, %1621
+	%1624 = getelementptr float, float* %1002, i64 %1623
+	%1625 = load float, float* %1624, align 4
+	%1626 = getelementptr float, float* %1619, i64 %1621
+	store volatile float %1625, float* %1626, align 4
+	%1627 = add i64 %1621, 1
+	br label %pad.head.522
+
+pad.done.524:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%1628 = bitcast <128 x float>* %1 to float*
+	%1629 = sub i64 %n, %1016
+	br label %pad.head.525
+
+pad.head.525:
+	%1630 = phi i64 [ 0, %pad.done.524 ], [ %1636, %pad.526 ]
+	%1631 = icmp slt i64 %1630, %1629
+	br i1 %1631, label %pad.526, label %pad.done.527
+
+pad.526:
+	%1632 = add i64 %1016, %1630
+	%1633 = getelementptr float, float* %1004, i64 %1632
+	%1634 = load float, float* %1633, align 4
+	%1635 = getelementptr float, float* %1628, i64 %1630
+	store volatile float %1634, float* %1635, align 4
+	%1636 = add i64 %1630, 1
+	br label %pad.head.525
+
+pad.done.527:
+	%1637 = insertelement <128 x i64> undef, i64 %1016, i32 0
+	%1638 = shufflevector <128 x i64> %1637, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1639 = add <128 x i64> %1638, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%1640 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%1641 = shufflevector <128 x i64> %1640, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1642 = icmp slt <128 x i64> %1639, %1641
+	%1643 = getelementptr float, float* %1548, i64 0
+	%1644 = bitcast float* %1643 to <128 x float>*
+	%1645 = load <128 x float>, <128 x float>* %1644, align 4
+	%1646 = getelementptr float, float* %1610, i64 0
+	%1647 = bitcast float* %1646 to <128 x float>*
+	%1648 = load <128 x float>, <128 x float>* %1647, align 4
+	%1649 = getelementptr float, float* %1619, i64 0
+	%1650 = bitcast float* %1649 to <128 x float>*
+	%1651 = load <128 x float>, <128 x float>* %1650, align 4
+	%1652 = getelementptr float, float* %1628, i64 0
+	%1653 = bitcast float* %1652 to <128 x float>*
+	%1654 = load <128 x float>, <128 x float>* %1653, align 4
+	%1655 = add i64 %45, %1016
+	%1656 = call <128 x float> @lamb_noise_row128_16_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1655)
+	%1657 = insertelement <128 x float> undef, float %39, i32 0
+	%1658 = insertelement <128 x float> %1657, float %39, i32 1
+	%1659 = insertelement <128 x float> %1658, float %39, i32 2
+	%1660 = insertelement <128 x float> %1659, float %39, i32 3
+	%1661 = insertelement <128 x float> %1660, float %39, i32 4
+	%1662 = insertelement <128 x float> %1661, float %39, i32 5
+	%1663 = insertelement <128 x float> %1662, float %39, i32 6
+	%1664 = insertelement <128 x float> %1663, float %39, i32 7
+	%1665 = insertelement <128 x float> %1664, float %39, i32 8
+	%1666 = insertelement <128 x float> %1665, float %39, i32 9
+	%1667 = insertelement <128 x float> %1666, float %39, i32 10
+	%1668 = insertelement <128 x float> %1667, float %39, i32 11
+	%1669 = insertelement <128 x float> %1668, float %39, i32 12
+	%1670 = insertelement <128 x float> %1669, float %39, i32 13
+	%1671 = insertelement <128 x float> %1670, float %39, i32 14
+	%1672 = insertelement <128 x float> %1671, float %39, i32 15
+	%1673 = insertelement <128 x float> %1672, float %39, i32 16
+	%1674 = insertelement <128 x float> %1673, float %39, i32 17
+	%1675 = insertelement <128 x float> %1674, float %39, i32 18
+	%1676 = insertelement <128 x float> %1675, float %39, i32 19
+	%1677 = insertelement <128 x float> %1676, float %39, i32 20
+	%1678 = insertelement <128 x float> %1677, float %39, i32 21
+	%1679 = insertelement <128 x float> %1678, float %39, i32 22
+	%1680 = insertelement <128 x float> %1679, float %39, i32 23
+	%1681 = insertelement <128 x float> %1680, float %39, i32 24
+	%1682 = insertelement <128 x float> %1681, float %39, i32 25
+	%1683 = insertelement <128 x float> %1682, float %39, i32 26
+	%1684 = insertelement <128 x float> %1683, float %39, i32 27
+	%1685 = insertelement <128 x float> %1684, float %39, i32 28
+	%1686 = insertelement <128 x float> %1685, float %39, i32 29
+	%1687 = insertelement <128 x float> %1686, float %39, i32 30
+	%1688 = insertelement <128 x float> %1687, float %39, i32 31
+	%1689 = insertelement <128 x float> %1688, float %39, i32 32
+	%1690 = insertelement <128 x float> %1689, float %39, i32 33
+	%1691 = insertelement <128 x float> %1690, float %39, i32 34
+	%1692 = insertelement <128 x float> %1691, float %39, i32 35
+	%1693 = insertelement <128 x float> %1692, float %39, i32 36
+	%1694 = insertelement <128 x float> %1693, float %39, i32 37
+	%1695 = insertelement <128 x float> %1694, float %39, i32 38
+	%1696 = insertelement <128 x float> %1695, float %39, i32 39
+	%1697 = insertelement <128 x float> %1696, float %39, i32 40
+	%1698 = insertelement <128 x float> %1697, float %39, i32 41
+	%1699 = insertelement <128 x float> %1698, float %39, i32 42
+	%1700 = insertelement <128 x float> %1699, float %39, i32 43
+	%1701 = insertelement <128 x float> %1700, float %39, i32 44
+	%1702 = insertelement <128 x float> %1701, float %39, i32 45
+	%1703 = insertelement <128 x float> %1702, float %39, i32 46
+	%1704 = insertelement <128 x float> %1703, float %39, i32 47
+	%1705 = insertelement <128 x float> %1704, float %39, i32 48
+	%1706 = insertelement <128 x float> %1705, float %39, i32 49
+	%1707 = insertelement <128 x float> %1706, float %39, i32 50
+	%1708 = insertelement <128 x float> %1707, float %39, i32 51
+	%1709 = insertelement <128 x float> %1708, float %39, i32 52
+	%1710 = insertelement <128 x float> %1709, float %39, i32 53
+	%1711 = insertelement <128 x float> %1710, float %39, i32 54
+	%1712 = insertelement <128 x float> %1711, float %39, i32 55
+	%1713 = insertelement <128 x float> %1712, float %39, i32 56
+	%1714 = insertelement <128 x float> %1713, float %39, i32 57
+	%1715 = insertelement <128 x float> %1714, float %39, i32 58
+	%1716 = insertelement <128 x float> %1715, float %39, i32 59
+	%1717 = insertelement <128 x float> %1716, float %39, i32 60
+	%1718 = insertelement <128 x float> %1717, float %39, i32 61
+	%1719 = insertelement <128 x float> %1718, float %39, i32 62
+	%1720 = insertelement <128 x float> %1719, float %39, i32 63
+	%1721 = insertelement <128 x float> %1720, float %39, i32 64
+	%1722 = insertelement <128 x float> %1721, float %39, i32 65
+	%1723 = insertelement <128 x float> %1722, float %39, i32 66
+	%1724 = insertelement <128 x float> %1723, float %39, i32 67
+	%1725 = insertelement <128 x float> %1724, float %39, i32 68
+	%1726 = insertelement <128 x float> %1725, float %39, i32 69
+	%1727 = insertelement <128 x float> %1726, float %39, i32 70
+	%1728 = insertelement <128 x float> %1727, float %39, i32 71
+	%1729 = insertelement <128 x float> %1728, float %39, i32 72
+	%1730 = insertelement <128 x float> %1729, float %39, i32 73
+	%1731 = insertelement <128 x float> %1730, float %39, i32 74
+	%1732 = insertelement <128 x float> %1731, float %39, i32 75
+	%1733 = insertelement <128 x float> %1732, float %39, i32 76
+	%1734 = insertelement <128 x float> %1733, float %39, i32 77
+	%1735 = insertelement <128 x float> %1734, float %39, i32 78
+	%1736 = insertelement <128 x float> %1735, float %39, i32 79
+	%1737 = insertelement <128 x float> %1736, float %39, i32 80
+	%1738 = insertelement <128 x float> %1737, float %39, i32 81
+	%1739 = insertelement <128 x float> %1738, float %39, i32 82
+	%1740 = insertelement <128 x float> %1739, float %39, i32 83
+	%1741 = insertelement <128 x float> %1740, float %39, i32 84
+	%1742 = insertelement <128 x float> %1741, float %39, i32 85
+	%1743 = insertelement <128 x float> %1742, float %39, i32 86
+	%1744 = insertelement <128 x float> %1743, float %39, i32 87
+	%1745 = insertelement <128 x float> %1744, float %39, i32 88
+	%1746 = insertelement <128 x float> %1745, float %39, i32 89
+	%1747 = insertelement <128 x float> %1746, float %39, i32 90
+	%1748 = insertelement <128 x float> %1747, float %39, i32 91
+	%1749 = insertelement <128 x float> %1748, float %39, i32 92
+	%1750 = insertelement <128 x float> %1749, float %39, i32 93
+	%1751 = insertelement <128 x float> %1750, float %39, i32 94
+	%1752 = insertelement <128 x float> %1751, float %39, i32 95
+	%1753 = insertelement <128 x float> %1752, float %39, i32 96
+	%1754 = insertelement <128 x float> %1753, float %39, i32 97
+	%1755 = insertelement <128 x float> %1754, float %39, i32 98
+	%1756 = insertelement <128 x float> %1755, float %39, i32 99
+	%1757 = insertelement <128 x float> %1756, float %39, i32 100
+	%1758 = insertelement <128 x float> %1757, float %39, i32 101
+	%1759 = insertelement <128 x float> %1758, float %39, i32 102
+	%1760 = insertelement <128 x float> %1759, float %39, i32 103
+	%1761 = insertelement <128 x float> %1760, float %39, i32 104
+	%1762 = insertelement <128 x float> %1761, float %39, i32 105
+	%1763 = insertelement <128 x float> %1762, float %39, i32 106
+	%1764 = insertelement <128 x float> %1763, float %39, i32 107
+	%1765 = insertelement <128 x float> %1764, float %39, i32 108
+	%1766 = insertelement <128 x float> %1765, float %39, i32 109
+	%1767 = insertelement <128 x float> %1766, float %39, i32 110
+	%1768 = insertelement <128 x float> %1767, float %39, i32 111
+	%1769 = insertelement <128 x float> %1768, float %39, i32 112
+	%1770 = insertelement <128 x float> %1769, float %39, i32 113
+	%1771 = insertelement <128 x float> %1770, float %39, i32 114
+	%1772 = insertelement <128 x float> %1771, float %39, i32 115
+	%1773 = insertelement <128 x float> %1772, float %39, i32 116
+	%1774 = insertelement <128 x float> %1773, float %39, i32 117
+	%1775 = insertelement <128 x float> %1774, float %39, i32 118
+	%1776 = insertelement <128 x float> %1775, float %39, i32 119
+	%1777 = insertelement <128 x float> %1776, float %39, i32 120
+	%1778 = insertelement <128 x float> %1777, float %39, i32 121
+	%1779 = insertelement <128 x float> %1778, float %39, i32 122
+	%1780 = insertelement <128 x float> %1779, float %39, i32 123
+	%1781 = insertelement <128 x float> %1780, float %39, i32 124
+	%1782 = insertelement <128 x float> %1781, float %39, i32 125
+	%1783 = insertelement <128 x float> %1782, float %39, i32 126
+	%1784 = insertelement <128 x float> %1783, float %39, i32 127
+	%1785 = fmul <128 x float> %1784, %1656
+	%1786 = fadd <128 x float> %1648, %1785
+	%1787 = insertelement <128 x float> undef, float %81, i32 0
+	%1788 = insertelement <128 x float> %1787, float %81, i32 1
+	%1789 = insertelement <128 x float> %1788, float %81, i32 2
+	%1790 = insertelement <128 x float> %1789, float %81, i32 3
+	%1791 = insertelement <128 x float> %1790, float %81, i32 4
+	%1792 = insertelement <128 x float> %1791, float %81, i32 5
+	%1793 = insertelement <128 x float> %1792, float %81, i32 6
+	%1794 = insertelement <128 x float> %1793, float %81, i32 7
+	%1795 = insertelement <128 x float> %1794, float %81, i32 8
+	%1796 = insertelement <128 x float> %1795, float %81, i32 9
+	%1797 = insertelement <128 x float> %1796, float %81, i32 10
+	%1798 = insertelement <128 x float> %1797, float %81, i32 11
+	%1799 = insertelement <128 x float> %1798, float %81, i32 12
+	%1800 = insertelement <128 x float> %1799, float %81, i32 13
+	%1801 = insertelement <128 x float> %1800, float %81, i32 14
+	%1802 = insertelement <128 x float> %1801, float %81, i32 15
+	%1803 = insertelement <128 x float> %1802, float %81, i32 16
+	%1804 = insertelement <128 x float> %1803, float %81, i32 17
+	%1805 = insertelement <128 x float> %1804, float %81, i32 18
+	%1806 = insertelement <128 x float> %1805, float %81, i32 19
+	%1807 = insertelement <128 x float> %1806, float %81, i32 20
+	%1808 = insertelement <128 x float> %1807, float %81, i32 21
+	%1809 = insertelement <128 x float> %1808, float %81, i32 22
+	%1810 = insertelement <128 x float> %1809, float %81, i32 23
+	%1811 = insertelement <128 x float> %1810, float %81, i32 24
+	%1812 = insertelement <128 x float> %1811, float %81, i32 25
+	%1813 = insertelement <128 x float> %1812, float %81, i32 26
+	%1814 = insertelement <128 x float> %1813, float %81, i32 27
+	%1815 = insertelement <128 x float> %1814, float %81, i32 28
+	%1816 = insertelement <128 x float> %1815, float %81, i32 29
+	%1817 = insertelement <128 x float> %1816, float %81, i32 30
+	%1818 = insertelement <128 x float> %1817, float %81, i32 31
+	%1819 = insertelement <128 x float> %1818, float %81, i32 32
+	%1820 = insertelement <128 x float> %1819, float %81, i32 33
+	%1821 = insertelement <128 x float> %1820, float %81, i32 34
+	%1822 = insertelement <128 x float> %1821, float %81, i32 35
+	%1823 = insertelement <128 x float> %1822, float %81, i32 36
+	%1824 = insertelement <128 x float> %1823, float %81, i32 37
+	%1825 = insertelement <128 x float> %1824, float %81, i32 38
+	%1826 = insertelement <128 x float> %1825, float %81, i32 39
+	%1827 = insertelement <128 x float> %1826, float %81, i32 40
+	%1828 = insertelement <128 x float> %1827, float %81, i32 41
+	%1829 = insertelement <128 x float> %1828, float %81, i32 42
+	%1830 = insertelement <128 x float> %1829, float %81, i32 43
+	%1831 = insertelement <128 x float> %1830, float %81, i32 44
+	%1832 = insertelement <128 x float> %1831, float %81, i32 45
+	%1833 = insertelement <128 x float> %1832, float %81, i32 46
+	%1834 = insertelement <128 x float> %1833, float %81, i32 47
+	%1835 = insertelement <128 x float> %1834, float %81, i32 48
+	%1836 = insertelement <128 x float> %1835, float %81, i32 49
+	%1837 = insertelement <128 x float> %1836, float %81, i32 50
+	%1838 = insertelement <128 x float> %1837, float %81, i32 51
+	%1839 = insertelement <128 x float> %1838, float %81, i32 52
+	%1840 = insertelement <128 x float> %1839, float %81, i32 53
+	%1841 = insertelement <128 x float> %1840, float %81, i32 54
+	%1842 = insertelement <128 x float> %1841, float %81, i32 55
+	%1843 = insertelement <128 x float> %1842, float %81, i32 56
+	%1844 = insertelement <128 x float> %1843, float %81, i32 57
+	%1845 = insertelement <128 x float> %1844, float %81, i32 58
+	%1846 = insertelement <128 x float> %1845, float %81, i32 59
+	%1847 = insertelement <128 x float> %1846, float %81, i32 60
+	%1848 = insertelement <128 x float> %1847, float %81, i32 61
+	%1849 = insertelement <128 x float> %1848, float %81, i32 62
+	%1850 = insertelement <128 x float> %1849, float %81, i32 63
+	%1851 = insertelement <128 x float> %1850, float %81, i32 64
+	%1852 = insertelement <128 x float> %1851, float %81, i32 65
+	%1853 = insertelement <128 x float> %1852, float %81, i32 66
+	%1854 = insertelement <128 x float> %1853, float %81, i32 67
+	%1855 = insertelement <128 x float> %1854, float %81, i32 68
+	%1856 = insertelement <128 x float> %1855, float %81, i32 69
+	%1857 = insertelement <128 x float> %1856, float %81, i32 70
+	%1858 = insertelement <128 x float> %1857, float %81, i32 71
+	%1859 = insertelement <128 x float> %1858, float %81, i32 72
+	%1860 = insertelement <128 x float> %1859, float %81, i32 73
+	%1861 = insertelement <128 x float> %1860, float %81, i32 74
+	%1862 = insertelement <128 x float> %1861, float %81, i32 75
+	%1863 = insertelement <128 x float> %1862, float %81, i32 76
+	%1864 = insertelement <128 x float> %1863, float %81, i32 77
+	%1865 = insertelement <128 x float> %1864, float %81, i32 78
+	%1866 = insertelement <128 x float> %1865, float %81, i32 79
+	%1867 = insertelement <128 x float> %1866, float %81, i32 80
+	%1868 = insertelement <128 x float> %1867, float %81, i32 81
+	%1869 = insertelement <128 x float> %1868, float %81, i32 82
+	%1870 = insertelement <128 x float> %1869, float %81, i32 83
+	%1871 = insertelement <128 x float> %1870, float %81, i32 84
+	%1872 = insertelement <128 x float> %1871, float %81, i32 85
+	%1873 = insertelement <128 x float> %1872, float %81, i32 86
+	%1874 = insertelement <128 x float> %1873, float %81, i32 87
+	%1875 = insertelement <128 x float> %1874, float %81, i32 88
+	%1876 = insertelement <128 x float> %1875, float %81, i32 89
+	%1877 = insertelement <128 x float> %1876, float %81, i32 90
+	%1878 = insertelement <128 x float> %1877, float %81, i32 91
+	%1879 = insertelement <128 x float> %1878, float %81, i32 92
+	%1880 = insertelement <128 x float> %1879, float %81, i32 93
+	%1881 = insertelement <128 x float> %1880, float %81, i32 94
+	%1882 = insertelement <128 x float> %1881, float %81, i32 95
+	%1883 = insertelement <128 x float> %1882, float %81, i32 96
+	%1884 = insertelement <128 x float> %1883, float %81, i32 97
+	%1885 = insertelement <128 x float> %1884, float %81, i32 98
+	%1886 = insertelement <128 x float> %1885, float %81, i32 99
+	%1887 = insertelement <128 x float> %1886, float %81, i32 100
+	%1888 = insertelement <128 x float> %1887, float %81, i32 101
+	%1889 = insertelement <128 x float> %1888, float %81, i32 102
+	%1890 = insertelement <128 x float> %1889, float %81, i32 103
+	%1891 = insertelement <128 x float> %1890, float %81, i32 104
+	%1892 = insertelement <128 x float> %1891, float %81, i32 105
+	%1893 = insertelement <128 x float> %1892, float %81, i32 106
+	%1894 = insertelement <128 x float> %1893, float %81, i32 107
+	%1895 = insertelement <128 x float> %1894, float %81, i32 108
+	%1896 = insertelement <128 x float> %1895, float %81, i32 109
+	%1897 = insertelement <128 x float> %1896, float %81, i32 110
+	%1898 = insertelement <128 x float> %1897, float %81, i32 111
+	%1899 = insertelement <128 x float> %1898, float %81, i32 112
+	%1900 = insertelement <128 x float> %1899, float %81, i32 113
+	%1901 = insertelement <128 x float> %1900, float %81, i32 114
+	%1902 = insertelement <128 x float> %1901, float %81, i32 115
+	%1903 = insertelement <128 x float> %1902, float %81, i32 116
+	%1904 = insertelement <128 x float> %1903, float %81, i32 117
+	%1905 = insertelement <128 x float> %1904, float %81, i32 118
+	%1906 = insertelement <128 x float> %1905, float %81, i32 119
+	%1907 = insertelement <128 x float> %1906, float %81, i32 120
+	%1908 = insertelement <128 x float> %1907, float %81, i32 121
+	%1909 = insertelement <128 x float> %1908, float %81, i32 122
+	%1910 = insertelement <128 x float> %1909, float %81, i32 123
+	%1911 = insertelement <128 x float> %1910, float %81, i32 124
+	%1912 = insertelement <128 x float> %1911, float %81, i32 125
+	%1913 = insertelement <128 x float> %1912, float %81, i32 126
+	%1914 = insertelement <128 x float> %1913, float %81, i32 127
+	%1915 = fmul <128 x float> %1786, %1914
+	%1916 = fadd <128 x float> %1915, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1917 = fsub <128 x float> %1916, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1918 = insertelement <128 x float> undef, float %77, i32 0
+	%1919 = insertelement <128 x float> %1918, float %77, i32 1
+	%1920 = insertelement <128 x float> %1919, float %77, i32 2
+	%1921 = insertelement <128 x float> %1920, float %77, i32 3
+	%1922 = insertelement <128 x float> %1921, float %77, i32 4
+	%1923 = insertelement <128 x float> %1922, float %77, i32 5
+	%1924 = insertelement <128 x float> %1923, float %77, i32 6
+	%1925 = insertelement <128 x float> %1924, float %77, i32 7
+	%1926 = insertelement <128 x float> %1925, float %77, i32 8
+	%1927 = insertelement <128 x float> %1926, float %77, i32 9
+	%1928 = insertelement <128 x float> %1927, float %77, i32 10
+	%1929 = insertelement <128 x float> %1928, float %77, i32 11
+	%1930 = insertelement <128 x float> %1929, float %77, i32 12
+	%1931 = insertelement <128 x float> %1930, float %77, i32 13
+	%1932 = insertelement <128 x float> %1931, float %77, i32 14
+	%1933 = insertelement <128 x float> %1932, float %77, i32 15
+	%1934 = insertelement <128 x float> %1933, float %77, i32 16
+	%1935 = insertelement <128 x float> %1934, float %77, i32 17
+	%1936 = insertelement <128 x float> %1935, float %77, i32 18
+	%1937 = insertelement <128 x float> %1936, float %77, i32 19
+	%1938 = insertelement <128 x float> %1937, float %77, i32 20
+	%1939 = insertelement <128 x float> %1938, float %77, i32 21
+	%1940 = insertelement <128 x float> %1939, float %77, i32 22
+	%1941 = insertelement <128 x float> %1940, float %77, i32 23
+	%1942 = insertelement <128 x float> %1941, float %77, i32 24
+	%1943 = insertelement <128 x float> %1942, float %77, i32 25
+	%1944 = insertelement <128 x float> %1943, float %77, i32 26
+	%1945 = insertelement <128 x float> %1944, float %77, i32 27
+	%1946 = insertelement <128 x float> %1945, float %77, i32 28
+	%1947 = insertelement <128 x float> %1946, float %77, i32 29
+	%1948 = insertelement <128 x float> %1947, float %77, i32 30
+	%1949 = insertelement <128 x float> %1948, float %77, i32 31
+	%1950 = insertelement <128 x float> %1949, float %77, i32 32
+	%1951 = insertelement <128 x float> %1950, float %77, i32 33
+	%1952 = insertelement <128 x float> %1951, float %77, i32 34
+	%1953 = insertelement <128 x float> %1952, float %77, i32 35
+	%1954 = insertelement <128 x float> %1953, float %77, i32 36
+	%1955 = insertelement <128 x float> %1954, float %77, i32 37
+	%1956 = insertelement <128 x float> %1955, float %77, i32 38
+	%1957 = insertelement <128 x float> %1956, float %77, i32 39
+	%1958 = insertelement <128 x float> %1957, float %77, i32 40
+	%1959 = insertelement <128 x float> %1958, float %77, i32 41
+	%1960 = insertelement <128 x float> %1959, float %77, i32 42
+	%1961 = insertelement <128 x float> %1960, float %77, i32 43
+	%1962 = insertelement <128 x float> %1961, float %77, i32 44
+	%1963 = insertelement <128 x float> %1962, float %77, i32 45
+	%1964 = insertelement <128 x float> %1963, float %77, i32 46
+	%1965 = insertelement <128 x float> %1964, float %77, i32 47
+	%1966 = insertelement <128 x float> %1965, float %77, i32 48
+	%1967 = insertelement <128 x float> %1966, float %77, i32 49
+	%1968 = insertelement <128 x float> %1967, float %77, i32 50
+	%1969 = insertelement <128 x float> %1968, float %77, i32 51
+	%1970 = insertelement <128 x float> %1969, float %77, i32 52
+	%1971 = insertelement <128 x float> %1970, float %77, i32 53
+	%1972 = insertelement <128 x float> %1971, float %77, i32 54
+	%1973 = insertelement <128 x float> %1972, float %77, i32 55
+	%1974 = insertelement <128 x float> %1973, float %77, i32 56
+	%1975 = insertelement <128 x float> %1974, float %77, i32 57
+	%1976 = insertelement <128 x float> %1975, float %77, i32 58
+	%1977 = insertelement <128 x float> %1976, float %77, i32 59
+	%1978 = insertelement <128 x float> %1977, float %77, i32 60
+	%1979 = insertelement <128 x float> %1978, float %77, i32 61
+	%1980 = insertelement <128 x float> %1979, float %77, i32 62
+	%1981 = insertelement <128 x float> %1980, float %77, i32 63
+	%1982 = insertelement <128 x float> %1981, float %77, i32 64
+	%1983 = insertelement <128 x float> %1982, float %77, i32 65
+	%1984 = insertelement <128 x float> %1983, float %77, i32 66
+	%1985 = insertelement <128 x float> %1984, float %77, i32 67
+	%1986 = insertelement <128 x float> %1985, float %77, i32 68
+	%1987 = insertelement <128 x float> %1986, float %77, i32 69
+	%1988 = insertelement <128 x float> %1987, float %77, i32 70
+	%1989 = insertelement <128 x float> %1988, float %77, i32 71
+	%1990 = insertelement <128 x float> %1989, float %77, i32 72
+	%1991 = insertelement <128 x float> %1990, float %77, i32 73
+	%1992 = insertelement <128 x float> %1991, float %77, i32 74
+	%1993 = insertelement <128 x float> %1992, float %77, i32 75
+	%1994 = insertelement <128 x float> %1993, float %77, i32 76
+	%1995 = insertelement <128 x float> %1994, float %77, i32 77
+	%1996 = insertelement <128 x float> %1995, float %77, i32 78
+	%1997 = insertelement <128 x float> %1996, float %77, i32 79
+	%1998 = insertelement <128 x float> %1997, float %77, i32 80
+	%1999 = insertelement <128 x float> %1998, float %77, i32 81
+	%2000 = insertelement <128 x float> %1999, float %77, i32 82
+	%2001 = insertelement <128 x float> %2000, float %77, i32 83
+	%2002 = insertelement <128 x float> %2001, float %77, i32 84
+	%2003 = insertelement <128 x float> %2002, float %77, i32 85
+	%2004 = insertelement <128 x float> %2003, float %77, i32 86
+	%2005 = insertelement <128 x float> %2004, float %77, i32 87
+	%2006 = insertelement <128 x float> %2005, float %77, i32 88
+	%2007 = insertelement <128 x float> %2006, float %77, i32 89
+	%2008 = insertelement <128 x float> %2007, float %77, i32 90
+	%2009 = insertelement <128 x float> %2008, float %77, i32 91
+	%2010 = insertelement <128 x float> %2009, float %77, i32 92
+	%2011 = insertelement <128 x float> %2010, float %77, i32 93
+	%2012 = insertelement <128 x float> %2011, float %77, i32 94
+	%2013 = insertelement <128 x float> %2012, float %77, i32 95
+	%2014 = insertelement <128 x float> %2013, float %77, i32 96
+	%2015 = insertelement <128 x float> %2014, float %77, i32 97
+	%2016 = insertelement <128 x float> %2015, float %77, i32 98
+	%2017 = insertelement <128 x float> %2016, float %77, i32 99
+	%2018 = insertelement <128 x float> %2017, float %77, i32 100
+	%2019 = insertelement <128 x float> %2018, float %77, i32 101
+	%2020 = insertelement <128 x float> %2019, float %77, i32 102
+	%2021 = insertelement <128 x float> %2020, float %77, i32 103
+	%2022 = insertelement <128 x float> %2021, float %77, i32 104
+	%2023 = insertelement <128 x float> %2022, float %77, i32 105
+	%2024 = insertelement <128 x float> %2023, float %77, i32 106
+	%2025 = insertelement <128 x float> %2024, float %77, i32 107
+	%2026 = insertelement <128 x float> %2025, float %77, i32 108
+	%2027 = insertelement <128 x float> %2026, float %77, i32 109
+	%2028 = insertelement <128 x float> %2027, float %77, i32 110
+	%2029 = insertelement <128 x float> %2028, float %77, i32 111
+	%2030 = insertelement <128 x float> %2029, float %77, i32 112
+	%2031 = insertelement <128 x float> %2030, float %77, i32 113
+	%2032 = insertelement <128 x float> %2031, float %77, i32 114
+	%2033 = insertelement <128 x float> %2032, float %77, i32 115
+	%2034 = insertelement <128 x float> %2033, float %77, i32 116
+	%2035 = insertelement <128 x float> %2034, float %77, i32 117
+	%2036 = insertelement <128 x float> %2035, float %77, i32 118
+	%2037 = insertelement <128 x float> %2036, float %77, i32 119
+	%2038 = insertelement <128 x float> %2037, float %77, i32 120
+	%2039 = insertelement <128 x float> %2038, float %77, i32 121
+	%2040 = insertelement <128 x float> %2039, float %77, i32 122
+	%2041 = insertelement <128 x float> %2040, float %77, i32 123
+	%2042 = insertelement <128 x float> %2041, float %77, i32 124
+	%2043 = insertelement <128 x float> %2042, float %77, i32 125
+	%2044 = insertelement <128 x float> %2043, float %77, i32 126
+	%2045 = insertelement <128 x float> %2044, float %77, i32 127
+	%2046 = fmul <128 x float> %1917, %2045
+	%2047 = fcmp oeq float %77, 0.0
+	%2048 = select i1 %2047, <128 x float> %1786, <128 x float> %2046
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%2049 = bitcast <128 x float>* %0 to float*
+	%2050 = bitcast float* %2049 to <128 x float>*
+	store <128 x float> %2048, <128 x float>* %2050, align 4
+	%2051 = icmp ne float* %kept, null
+	%2052 = sub i64 %n, %1016
+	%2053 = select i1 %2051, i64 %2052, i64 0
+	br label %keep.head.528
+
+keep.head.528:
+	%2054 = phi i64 [ 0, %pad.done.527 ], [ %2060, %keep.529 ]
+	%2055 = icmp slt i64 %2054, %2053
+	br i1 %2055, label %keep.529, label %keep.done.530
+
+keep.529:
+	%2056 = getelementptr float, float* %2049, i64 %2054
+	%2057 = load float, float* %2056, align 4
+	%2058 = add i64 %1016, %2054
+	%2059 = getelementptr float, float* %kept, i64 %2058
+	store volatile float %2057, float* %2059, align 4
+	%2060 = add i64 %2054, 1
+	br label %keep.head.528
+
+keep.done.530:
+	%2061 = insertelement <128 x float> undef, float %23, i32 0
+	%2062 = shufflevector <128 x float> %2061, <128 x float> undef, <128 x i32> zeroinitializer
+	%2063 = insertelement <128 x float> undef, float %25, i32 0
+	%2064 = shufflevector <128 x float> %2063, <128 x float> undef, <128 x i32> zeroinitializer
+	%2065 = insertelement <128 x float> undef, float %27, i32 0
+	%2066 = shufflevector <128 x float> %2065, <128 x float> undef, <128 x i32> zeroinitializer
+	%2067 = insertelement <128 x float> undef, float %29, i32 0
+	%2068 = shufflevector <128 x float> %2067, <128 x float> undef, <128 x i32> zeroinitializer
+	%2069 = insertelement <128 x float> undef, float %31, i32 0
+	%2070 = shufflevector <128 x float> %2069, <128 x float> undef, <128 x i32> zeroinitializer
+	%2071 = insertelement <128 x float> undef, float %33, i32 0
+	%2072 = shufflevector <128 x float> %2071, <128 x float> undef, <128 x i32> zeroinitializer
+	%2073 = insertelement <128 x float> undef, float %35, i32 0
+	%2074 = shufflevector <128 x float> %2073, <128 x float> undef, <128 x i32> zeroinitializer
+	%2075 = insertelement <128 x float> undef, float %37, i32 0
+	%2076 = shufflevector <128 x float> %2075, <128 x float> undef, <128 x i32> zeroinitializer
+	%2077 = fmul <128 x float> %1645, %1645
+	%2078 = fmul <128 x float> %2062, %1651
+	%2079 = fmul <128 x float> %2064, %2048
+	%2080 = fadd <128 x float> %2078, %2079
+	%2081 = fdiv <128 x float> %2080, %2066
+	%2082 = fmul <128 x float> %2068, %1654
+	%2083 = fmul <128 x float> %2048, %2048
+	%2084 = fmul <128 x float> %2070, %2083
+	%2085 = fadd <128 x float> %2082, %2084
+	%2086 = fdiv <128 x float> %2085, %2072
+	%2087 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %2086)
+	%2088 = fadd <128 x float> %2087, %2074
+	%2089 = fdiv <128 x float> %2081, %2088
+	%2090 = fmul <128 x float> %2076, %1645
+	%2091 = fadd <128 x float> %2089, %2090
+	%2092 = fmul <128 x float> %2091, %2091
+	%2093 = select <128 x i1> %1642, <128 x float> %2077, <128 x float> zeroinitializer
+	%2094 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%2095 = fadd <32 x float> %1012, %2094
+	%2096 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2097 = fadd <32 x float> %2095, %2096
+	%2098 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%2099 = fadd <32 x float> %2097, %2098
+	%2100 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%2101 = fadd <32 x float> %2099, %2100
+	%2102 = select <128 x i1> %1642, <128 x float> %2092, <128 x float> zeroinitializer
+	%2103 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%2104 = fadd <32 x float> %1013, %2103
+	%2105 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2106 = fadd <32 x float> %2104, %2105
+	%2107 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%2108 = fadd <32 x float> %2106, %2107
+	%2109 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%2110 = fadd <32 x float> %2108, %2109
+	br label %join.504
+}
+
+define internal <128 x float> @lamb_noise_row128_16_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
+entry:
+	%0 = alloca <128 x float>, align 4
+	%1 = bitcast <128 x float>* %0 to float*
+	%2 = and i64 %first, 3
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.470, label %else.471
+
+then.470:
+	br label %blocks.head.473
+
+else.471:
+	br label %draw.head.476
+
+join.472:
+	%4 = load <128 x float>, <128 x float>* %0, align 4
+	ret <128 x float> %4
+
+blocks.head.473:
+	%5 = phi i64 [ 0, %then.470 ], [ %27, %blocks.474 ]
+	%6 = icmp slt i64 %5, 2
+	br i1 %6, label %blocks.474, label %blocks.done.475
+
+blocks.474:
+	%7 = mul i64 %5, 64
+	%8 = add i64 %first, %7
+	%9 = lshr i64 %8, 2
+	%10 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 0, i64 %9)
+	%11 = add i64 %7, 0
+	%12 = getelementptr float, float* %1, i64 %11
+	%13 = bitcast float* %12 to <16 x float>*
+	%14 = extractvalue [4 x <16 x float>] %10, 0
+	store <16 x float> %14, <16 x float>* %13, align 4
+	%15 = add i64 %7, 16
+	%16 = getelementptr float, float* %1, i64 %15
+	%17 = bitcast float* %16 to <16 x float>*
+	%18 = extractvalue [4 x <16 x float>] %10, 1
+	store <16 x float> %18, <16 x float>* %17, align 4
+	%19 = add i64 %7, 32
+	%20 = getelementptr float, float* %1, i64 %19
+	%21 = bitcast float* %20 to <16 x float>*
+	%22 = extractvalue [4 x <16 x float>] %10, 2
+	store <16 x float> %22, <16 x float>* %21, align 4
+	%23 = add i64 %7, 48
+	%24 = getelementptr float, float* %1, i64 %23
+	%25 = bitcast float* %24 to <16 x float>*
+	%26 = extractvalue [4 x <16 x float>] %10, 3
+	store <16 x float> %26, <16 x float>* %25, align 4
+	%27 = add i64 %5, 1
+	br label %blocks.head.473
+
+blocks.done.475:
+	br label %join.472
+
+draw.head.476:
+	%28 = phi i64 [ 0, %else.471 ], [ %33, %draw.477 ]
+	%29 = icmp slt i64 %28, 128
+	br i1 %29, label %draw.477, label %draw.done.478
+
+draw.477:
+	%30 = add i64 %first, %28
+	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
+	%32 = getelementptr float, float* %1, i64 %28
+	store float %31, float* %32, align 4
+	%33 = add i64 %28, 1
+	br label %draw.head.476
+
+draw.done.478:
+	br label %join.472
+}
+
+define internal <128 x float> @lamb_noise_row128_16_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
+entry:
+	%0 = alloca <128 x float>, align 4
+	%1 = bitcast <128 x float>* %0 to float*
+	%2 = and i64 %first, 7
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.505, label %else.506
+
+then.505:
+	br label %blocks.head.508
+
+else.506:
+	br label %draw.head.511
+
+join.507:
+	%4 = load <128 x float>, <128 x float>* %0, align 4
+	ret <128 x float> %4
+
+blocks.head.508:
+	%5 = phi i64 [ 0, %then.505 ], [ %43, %blocks.509 ]
+	%6 = icmp slt i64 %5, 1
+	br i1 %6, label %blocks.509, label %blocks.done.510
+
+blocks.509:
+	%7 = mul i64 %5, 128
+	%8 = add i64 %first, %7
+	%9 = lshr i64 %8, 3
+	%10 = call [8 x <16 x float>] @fg_secure_c16(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
+	%11 = add i64 %7, 0
+	%12 = getelementptr float, float* %1, i64 %11
+	%13 = bitcast float* %12 to <16 x float>*
+	%14 = extractvalue [8 x <16 x float>] %10, 0
+	store <16 x float> %14, <16 x float>* %13, align 4
+	%15 = add i64 %7, 16
+	%16 = getelementptr float, float* %1, i64 %15
+	%17 = bitcast float* %16 to <16 x float>*
+	%18 = extractvalue [8 x <16 x float>] %10, 1
+	store <16 x float> %18, <16 x float>* %17, align 4
+	%19 = add i64 %7, 32
+	%20 = getelementptr float, float* %1, i64 %19
+	%21 = bitcast float* %20 to <16 x float>*
+	%22 = extractvalue [8 x <16 x float>] %10, 2
+	store <16 x float> %22, <16 x float>* %21, align 4
+	%23 = add i64 %7, 48
+	%24 = getelementptr float, float* %1, i64 %23
+	%25 = bitcast float* %24 to <16 x float>*
+	%26 = extractvalue [8 x <16 x float>] %10, 3
+	store <16 x float> %26, <16 x float>* %25, align 4
+	%27 = add i64 %7, 64
+	%28 = getelementptr float, float* %1, i64 %27
+	%29 = bitcast float* %28 to <16 x float>*
+	%30 = extractvalue [8 x <16 x float>] %10, 4
+	store <16 x float> %30, <16 x float>* %29, align 4
+	%31 = add i64 %7, 80
+	%32 = getelementptr float, float* %1, i64 %31
+	%33 = bitcast float* %32 to <16 x float>*
+	%34 = extractvalue [8 x <16 x float>] %10, 5
+	store <16 x float> %34, <16 x float>* %33, align 4
+	%35 = add i64 %7, 96
+	%36 = getelementptr float, float* %1, i64 %35
+	%37 = bitcast float* %36 to <16 x float>*
+	%38 = extractvalue [8 x <16 x float>] %10, 6
+	store <16 x float> %38, <16 x float>* %37, align 4
+	%39 = add i64 %7, 112
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = bitcast float* %40 to <16 x float>*
+	%42 = extractvalue [8 x <16 x float>] %10, 7
+	store <16 x float> %42, <16 x float>* %41, align 4
+	%43 = add i64 %5, 1
+	br label %blocks.head.508
+
+blocks.done.510:
+	br label %join.507
+
+draw.head.511:
+	%44 = phi i64 [ 0, %else.506 ], [ %71, %draw.512 ]
+	%45 = icmp slt i64 %44, 128
+	br i1 %45, label %draw.512, label %draw.done.513
+
+draw.512:
+	%46 = add i64 %first, %44
+	%47 = lshr i64 %46, 3
+	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
+	%49 = extractvalue [8 x float] %48, 0
+	%50 = extractvalue [8 x float] %48, 1
+	%51 = extractvalue [8 x float] %48, 2
+	%52 = extractvalue [8 x float] %48, 3
+	%53 = extractvalue [8 x float] %48, 4
+	%54 = extractvalue [8 x float] %48, 5
+	%55 = extractvalue [8 x float] %48, 6
+	%56 = extractvalue [8 x float] %48, 7
+	%57 = and i64 %46, 1
+	%58 = icmp ne i64 %57, 0
+	%59 = select i1 %58, float %50, float %49
+	%60 = select i1 %58, float %52, float %51
+	%61 = select i1 %58, float %54, float %53
+	%62 = select i1 %58, float %56, float %55
+	%63 = and i64 %46, 2
+	%64 = icmp ne i64 %63, 0
+	%65 = select i1 %64, float %60, float %59
+	%66 = select i1 %64, float %62, float %61
+	%67 = and i64 %46, 4
+	%68 = icmp ne i64 %67, 0
+	%69 = select i1 %68, float %66, float %65
+	%70 = getelementptr float, float* %1, i64 %44
+	store float %69, float* %70, align 4
+	%71 = add i64 %44, 1
+	br label %draw.head.511
+
+draw.done.513:
+	br label %join.507
+}
+
+define void @lamb_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind {
+entry:
+	call void @lamb_reduce_host8(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept)
 	ret void
 }
 
-define void @lamb_reduce_cpu_avx2(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
+define void @lamb_reduce_cpu_avx2(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
 entry:
-	call void @lamb_reduce_host(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials)
+	call void @lamb_reduce_host8(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept)
 	ret void
 }
 
-define void @lamb_reduce_cpu_avx512(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+define void @lamb_reduce_cpu_avx512(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
-	call void @lamb_reduce_host(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials)
+	call void @lamb_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept)
 	ret void
 }
 
@@ -13205,17 +16533,17 @@ entry:
 	br i1 %27, label %two_sets, label %one_set
 
 two_sets:
-	br label %example.head.398
+	br label %example.head.531
 
 one_set:
-	br label %example.head.416
+	br label %example.head.549
 
-example.head.398:
-	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.403 ]
+example.head.531:
+	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.536 ]
 	%29 = icmp slt i64 %28, %12
-	br i1 %29, label %example.399, label %example.done.400
+	br i1 %29, label %example.532, label %example.done.533
 
-example.399:
+example.532:
 	%30 = mul i64 %28, %22
 	%31 = getelementptr float, float* %6, i64 %30
 	%32 = mul i64 %28, %22
@@ -13232,17 +16560,17 @@ example.399:
 	%43 = sdiv i64 %42, 32
 	%44 = icmp sgt i64 %40, 0
 	%45 = select i1 %44, i64 %43, i64 0
-	br label %piece.chunk.head.401
+	br label %piece.chunk.head.534
 
-example.done.400:
+example.done.533:
 	ret void
 
-piece.chunk.head.401:
-	%46 = phi i64 [ 0, %example.399 ], [ %69, %piece.row.done.406 ]
+piece.chunk.head.534:
+	%46 = phi i64 [ 0, %example.532 ], [ %69, %piece.row.done.539 ]
 	%47 = icmp slt i64 %46, %45
-	br i1 %47, label %piece.chunk.402, label %piece.chunk.done.403
+	br i1 %47, label %piece.chunk.535, label %piece.chunk.done.536
 
-piece.chunk.402:
+piece.chunk.535:
 	%48 = mul i64 %46, 32
 	%49 = getelementptr float, float* %35, i64 %48
 	%50 = bitcast float* %49 to <32 x float>*
@@ -13254,33 +16582,33 @@ piece.chunk.402:
 	%56 = add i64 %53, 32
 	%57 = icmp slt i64 %56, %40
 	%58 = select i1 %57, i64 %56, i64 %40
-	br label %piece.row.head.404
+	br label %piece.row.head.537
 
-piece.chunk.done.403:
+piece.chunk.done.536:
 	%59 = add i64 %28, 1
-	br label %example.head.398
+	br label %example.head.531
 
-piece.row.head.404:
-	%60 = phi i64 [ %55, %piece.chunk.402 ], [ %99, %join.409 ]
-	%61 = phi <32 x float> [ %51, %piece.chunk.402 ], [ %98, %join.409 ]
+piece.row.head.537:
+	%60 = phi i64 [ %55, %piece.chunk.535 ], [ %99, %join.542 ]
+	%61 = phi <32 x float> [ %51, %piece.chunk.535 ], [ %98, %join.542 ]
 	%62 = icmp slt i64 %60, %58
-	br i1 %62, label %piece.row.405, label %piece.row.done.406
+	br i1 %62, label %piece.row.538, label %piece.row.done.539
 
-piece.row.405:
+piece.row.538:
 	%63 = mul i64 %60, 128
 	%64 = sub i64 %63, %36
 	%65 = icmp sge i64 %64, 0
 	%66 = add i64 %64, 128
 	%67 = icmp sle i64 %66, %8
 	%68 = and i1 %65, %67
-	br i1 %68, label %then.407, label %else.408
+	br i1 %68, label %then.540, label %else.541
 
-piece.row.done.406:
+piece.row.done.539:
 	store <32 x float> %61, <32 x float>* %50, align 4
 	%69 = add i64 %46, 1
-	br label %piece.chunk.head.401
+	br label %piece.chunk.head.534
 
-then.407:
+then.540:
 	%70 = getelementptr float, float* %31, i64 %64
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
@@ -13303,9 +16631,9 @@ then.407:
 	%89 = fadd <32 x float> %87, %88
 	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%91 = fadd <32 x float> %89, %90
-	br label %join.409
+	br label %join.542
 
-else.408:
+else.541:
 	%92 = icmp slt i64 %64, 0
 	%93 = select i1 %92, i64 0, i64 %64
 	%94 = add i64 %64, 128
@@ -13313,47 +16641,47 @@ else.408:
 	%96 = select i1 %95, i64 %94, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%97 = bitcast <128 x float>* %2 to float*
-	br label %pad.head.410
+	br label %pad.head.543
 
-join.409:
-	%98 = phi <32 x float> [ %91, %then.407 ], [ %150, %pad.done.415 ]
+join.542:
+	%98 = phi <32 x float> [ %91, %then.540 ], [ %150, %pad.done.548 ]
 	%99 = add i64 %60, 1
-	br label %piece.row.head.404
+	br label %piece.row.head.537
 
-pad.head.410:
-	%100 = phi i64 [ %93, %else.408 ], [ %106, %pad.411 ]
+pad.head.543:
+	%100 = phi i64 [ %93, %else.541 ], [ %106, %pad.544 ]
 	%101 = icmp slt i64 %100, %96
-	br i1 %101, label %pad.411, label %pad.done.412
+	br i1 %101, label %pad.544, label %pad.done.545
 
-pad.411:
+pad.544:
 	%102 = getelementptr float, float* %31, i64 %100
 	%103 = load float, float* %102, align 4
 	%104 = sub i64 %100, %64
 	%105 = getelementptr float, float* %97, i64 %104
 	store volatile float %103, float* %105, align 4
 	%106 = add i64 %100, 1
-	br label %pad.head.410
+	br label %pad.head.543
 
-pad.done.412:
+pad.done.545:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%107 = bitcast <128 x float>* %1 to float*
-	br label %pad.head.413
+	br label %pad.head.546
 
-pad.head.413:
-	%108 = phi i64 [ %93, %pad.done.412 ], [ %114, %pad.414 ]
+pad.head.546:
+	%108 = phi i64 [ %93, %pad.done.545 ], [ %114, %pad.547 ]
 	%109 = icmp slt i64 %108, %96
-	br i1 %109, label %pad.414, label %pad.done.415
+	br i1 %109, label %pad.547, label %pad.done.548
 
-pad.414:
+pad.547:
 	%110 = getelementptr float, float* %33, i64 %108
 	%111 = load float, float* %110, align 4
 	%112 = sub i64 %108, %64
 	%113 = getelementptr float, float* %107, i64 %112
 	store volatile float %111, float* %113, align 4
 	%114 = add i64 %108, 1
-	br label %pad.head.413
+	br label %pad.head.546
 
-pad.done.415:
+pad.done.548:
 	%115 = insertelement <128 x i64> undef, i64 %64, i32 0
 	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
 	%117 = add <128 x i64> %116, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -13390,14 +16718,14 @@ pad.done.415:
 	%148 = fadd <32 x float> %146, %147
 	%149 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%150 = fadd <32 x float> %148, %149
-	br label %join.409
+	br label %join.542
 
-example.head.416:
-	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.421 ]
+example.head.549:
+	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.554 ]
 	%152 = icmp slt i64 %151, %12
-	br i1 %152, label %example.417, label %example.done.418
+	br i1 %152, label %example.550, label %example.done.551
 
-example.417:
+example.550:
 	%153 = mul i64 %151, %22
 	%154 = getelementptr float, float* %4, i64 %153
 	%155 = mul i64 %151, %26
@@ -13412,17 +16740,17 @@ example.417:
 	%164 = sdiv i64 %163, 32
 	%165 = icmp sgt i64 %161, 0
 	%166 = select i1 %165, i64 %164, i64 0
-	br label %piece.chunk.head.419
+	br label %piece.chunk.head.552
 
-example.done.418:
+example.done.551:
 	ret void
 
-piece.chunk.head.419:
-	%167 = phi i64 [ 0, %example.417 ], [ %190, %piece.row.done.424 ]
+piece.chunk.head.552:
+	%167 = phi i64 [ 0, %example.550 ], [ %190, %piece.row.done.557 ]
 	%168 = icmp slt i64 %167, %166
-	br i1 %168, label %piece.chunk.420, label %piece.chunk.done.421
+	br i1 %168, label %piece.chunk.553, label %piece.chunk.done.554
 
-piece.chunk.420:
+piece.chunk.553:
 	%169 = mul i64 %167, 32
 	%170 = getelementptr float, float* %156, i64 %169
 	%171 = bitcast float* %170 to <32 x float>*
@@ -13434,33 +16762,33 @@ piece.chunk.420:
 	%177 = add i64 %174, 32
 	%178 = icmp slt i64 %177, %161
 	%179 = select i1 %178, i64 %177, i64 %161
-	br label %piece.row.head.422
+	br label %piece.row.head.555
 
-piece.chunk.done.421:
+piece.chunk.done.554:
 	%180 = add i64 %151, 1
-	br label %example.head.416
+	br label %example.head.549
 
-piece.row.head.422:
-	%181 = phi i64 [ %176, %piece.chunk.420 ], [ %210, %join.427 ]
-	%182 = phi <32 x float> [ %172, %piece.chunk.420 ], [ %209, %join.427 ]
+piece.row.head.555:
+	%181 = phi i64 [ %176, %piece.chunk.553 ], [ %210, %join.560 ]
+	%182 = phi <32 x float> [ %172, %piece.chunk.553 ], [ %209, %join.560 ]
 	%183 = icmp slt i64 %181, %179
-	br i1 %183, label %piece.row.423, label %piece.row.done.424
+	br i1 %183, label %piece.row.556, label %piece.row.done.557
 
-piece.row.423:
+piece.row.556:
 	%184 = mul i64 %181, 128
 	%185 = sub i64 %184, %157
 	%186 = icmp sge i64 %185, 0
 	%187 = add i64 %185, 128
 	%188 = icmp sle i64 %187, %8
 	%189 = and i1 %186, %188
-	br i1 %189, label %then.425, label %else.426
+	br i1 %189, label %then.558, label %else.559
 
-piece.row.done.424:
+piece.row.done.557:
 	store <32 x float> %182, <32 x float>* %171, align 4
 	%190 = add i64 %167, 1
-	br label %piece.chunk.head.419
+	br label %piece.chunk.head.552
 
-then.425:
+then.558:
 	%191 = getelementptr float, float* %154, i64 %185
 	%192 = bitcast float* %191 to <128 x float>*
 	%193 = load <128 x float>, <128 x float>* %192, align 4
@@ -13473,9 +16801,9 @@ then.425:
 	%200 = fadd <32 x float> %198, %199
 	%201 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%202 = fadd <32 x float> %200, %201
-	br label %join.427
+	br label %join.560
 
-else.426:
+else.559:
 	%203 = icmp slt i64 %185, 0
 	%204 = select i1 %203, i64 0, i64 %185
 	%205 = add i64 %185, 128
@@ -13483,28 +16811,28 @@ else.426:
 	%207 = select i1 %206, i64 %205, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
 	%208 = bitcast <128 x float>* %0 to float*
-	br label %pad.head.428
+	br label %pad.head.561
 
-join.427:
-	%209 = phi <32 x float> [ %202, %then.425 ], [ %243, %pad.done.430 ]
+join.560:
+	%209 = phi <32 x float> [ %202, %then.558 ], [ %243, %pad.done.563 ]
 	%210 = add i64 %181, 1
-	br label %piece.row.head.422
+	br label %piece.row.head.555
 
-pad.head.428:
-	%211 = phi i64 [ %204, %else.426 ], [ %217, %pad.429 ]
+pad.head.561:
+	%211 = phi i64 [ %204, %else.559 ], [ %217, %pad.562 ]
 	%212 = icmp slt i64 %211, %207
-	br i1 %212, label %pad.429, label %pad.done.430
+	br i1 %212, label %pad.562, label %pad.done.563
 
-pad.429:
+pad.562:
 	%213 = getelementptr float, float* %154, i64 %211
 	%214 = load float, float* %213, align 4
 	%215 = sub i64 %211, %185
 	%216 = getelementptr float, float* %208, i64 %215
 	store volatile float %214, float* %216, align 4
 	%217 = add i64 %211, 1
-	br label %pad.head.428
+	br label %pad.head.561
 
-pad.done.430:
+pad.done.563:
 	%218 = insertelement <128 x i64> undef, i64 %185, i32 0
 	%219 = shufflevector <128 x i64> %218, <128 x i64> undef, <128 x i32> zeroinitializer
 	%220 = add <128 x i64> %219, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -13531,7 +16859,7 @@ pad.done.430:
 	%241 = fadd <32 x float> %239, %240
 	%242 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%243 = fadd <32 x float> %241, %242
-	br label %join.427
+	br label %join.560
 }
 
 define void @lamb_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
@@ -13553,4 +16881,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lamb_abi = constant [65 x i8] c"99a0e70be9c2e23f7980e144cb0b8dbb7fc607864a81a70ac250c6f91d74ff82\00"
+@lamb_abi = constant [65 x i8] c"0ac60b1f91feba65a87ca5a644af5c2dd090d53deeb6925c2c0609ceca468f19\00"

@@ -8514,7 +8514,7 @@ entry:
 	ret void
 }
 
-define ptx_kernel void @lars_reduce(float* noalias readonly %p.theta, float* noalias readonly %p.g, float* noalias readonly %p.buf, float %r.0, i64 %n, i64 %offset, i64 %seed, i32 %step, i32 %noise, i64 %key0, i64 %key1, i64 %key2, i64 %key3, float* %partials) nounwind {
+define ptx_kernel void @lars_reduce(float* noalias readonly %p.theta, float* noalias readonly %p.g, float* noalias readonly %p.buf, float %r.0, i64 %n, i64 %offset, i64 %seed, i32 %step, i32 %noise, i64 %key0, i64 %key1, i64 %key2, i64 %key3, float* %partials, float* %kept) nounwind {
 entry:
 	%0 = add i64 %n, 4095
 	%1 = sdiv i64 %0, u0x1000
@@ -8600,7 +8600,7 @@ with_secure_noise:
 	%68 = add i64 %n, 4095
 	%69 = sdiv i64 %68, u0x1000
 	%70 = mul i64 1, %69
-	br label %task.head.306
+	br label %task.head.322
 
 unknown_mode:
 	ret void
@@ -8818,7 +8818,7 @@ stored.294:
 	br label %task.head.284
 
 task.head.295:
-	%248 = phi i64 [ %34, %with_noise ], [ %464, %stored.305 ]
+	%248 = phi i64 [ %34, %with_noise ], [ %504, %stored.321 ]
 	%249 = icmp slt i64 %248, %39
 	br i1 %249, label %task.296, label %task.done.297
 
@@ -8853,9 +8853,9 @@ task.done.297:
 	ret void
 
 row.head.298:
-	%274 = phi i64 [ 0, %task.296 ], [ %461, %join.303 ]
-	%275 = phi float [ 0.0, %task.296 ], [ %459, %join.303 ]
-	%276 = phi float [ 0.0, %task.296 ], [ %460, %join.303 ]
+	%274 = phi i64 [ 0, %task.296 ], [ %385, %join.303 ]
+	%275 = phi float [ 0.0, %task.296 ], [ %383, %join.303 ]
+	%276 = phi float [ 0.0, %task.296 ], [ %384, %join.303 ]
 	%277 = icmp slt i64 %274, %261
 	br i1 %277, label %row.299, label %row.done.300
 
@@ -8891,7 +8891,7 @@ row.done.300:
 	%303 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %300, i32 1, i32 31)
 	%304 = fadd float %300, %303
 	%305 = icmp eq i64 %36, 0
-	br i1 %305, label %lane0.304, label %stored.305
+	br i1 %305, label %lane0.320, label %stored.321
 
 then.301:
 	%306 = getelementptr float, float* %253, i64 %281
@@ -8917,636 +8917,828 @@ then.301:
 	%326 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %325)
 	%327 = fmul float %r.0, %326
 	%328 = fadd float %318, %327
-	%329 = fmul float %310, %310
-	%330 = fmul float %328, %328
-	%331 = fadd float %275, %329
-	%332 = fadd float %276, %330
-	%333 = add i64 %281, 1
-	%334 = icmp slt i64 %333, %n
-	%335 = add i64 %281, 1
-	%336 = add i64 %offset, %335
-	%337 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %336)
-	%338 = fmul float %r.0, %337
-	%339 = fadd float %319, %338
-	%340 = fmul float %311, %311
-	%341 = fmul float %339, %339
-	%342 = fadd float %331, %340
-	%343 = fadd float %332, %341
-	%344 = add i64 %281, 2
-	%345 = icmp slt i64 %344, %n
-	%346 = add i64 %281, 2
-	%347 = add i64 %offset, %346
-	%348 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %347)
-	%349 = fmul float %r.0, %348
-	%350 = fadd float %320, %349
-	%351 = fmul float %312, %312
-	%352 = fmul float %350, %350
-	%353 = fadd float %342, %351
-	%354 = fadd float %343, %352
-	%355 = add i64 %281, 3
-	%356 = icmp slt i64 %355, %n
-	%357 = add i64 %281, 3
-	%358 = add i64 %offset, %357
-	%359 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %358)
-	%360 = fmul float %r.0, %359
-	%361 = fadd float %321, %360
-	%362 = fmul float %313, %313
-	%363 = fmul float %361, %361
-	%364 = fadd float %353, %362
-	%365 = fadd float %354, %363
-	br label %join.303
+	%329 = add i64 %281, 0
+	%330 = icmp ne float* %kept, null
+	%331 = and i1 %330, %323
+	br i1 %331, label %keep.304, label %kept.305
 
 else.302:
-	%366 = sub i64 %n, 1
-	%367 = add i64 %281, 0
-	%368 = icmp slt i64 %367, %n
-	%369 = select i1 %368, i64 %367, i64 %366
-	%370 = getelementptr float, float* %253, i64 %369
-	%371 = load float, float* %370, align 4
-	%372 = add i64 %281, 1
-	%373 = icmp slt i64 %372, %n
-	%374 = select i1 %373, i64 %372, i64 %366
-	%375 = getelementptr float, float* %253, i64 %374
-	%376 = load float, float* %375, align 4
-	%377 = add i64 %281, 2
-	%378 = icmp slt i64 %377, %n
-	%379 = select i1 %378, i64 %377, i64 %366
-	%380 = getelementptr float, float* %253, i64 %379
-	%381 = load float, float* %380, align 4
-	%382 = add i64 %281, 3
-	%383 = icmp slt i64 %382, %n
-	%384 = select i1 %383, i64 %382, i64 %366
-	%385 = getelementptr float, float* %253, i64 %384
-	%386 = load float, float* %385, align 4
-	%387 = add i64 %281, 0
-	%388 = icmp slt i64 %387, %n
-	%389 = select i1 %388, i64 %387, i64 %366
-	%390 = getelementptr float, float* %255, i64 %389
-	%391 = load float, float* %390, align 4
-	%392 = add i64 %281, 1
-	%393 = icmp slt i64 %392, %n
-	%394 = select i1 %393, i64 %392, i64 %366
-	%395 = getelementptr float, float* %255, i64 %394
-	%396 = load float, float* %395, align 4
-	%397 = add i64 %281, 2
-	%398 = icmp slt i64 %397, %n
-	%399 = select i1 %398, i64 %397, i64 %366
-	%400 = getelementptr float, float* %255, i64 %399
-	%401 = load float, float* %400, align 4
-	%402 = add i64 %281, 3
-	%403 = icmp slt i64 %402, %n
-	%404 = select i1 %403, i64 %402, i64 %366
-	%405 = getelementptr float, float* %255, i64 %404
-	%406 = load float, float* %405, align 4
-	%407 = add i64 %281, 0
-	%408 = icmp slt i64 %407, %n
-	%409 = add i64 %281, 0
-	%410 = add i64 %offset, %409
-	%411 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %410)
-	%412 = fmul float %r.0, %411
-	%413 = fadd float %391, %412
-	%414 = fmul float %371, %371
-	%415 = fmul float %413, %413
-	%416 = select i1 %408, float %414, float 0.0
-	%417 = fadd float %275, %416
-	%418 = select i1 %408, float %415, float 0.0
-	%419 = fadd float %276, %418
-	%420 = add i64 %281, 1
-	%421 = icmp slt i64 %420, %n
-	%422 = add i64 %281, 1
-	%423 = add i64 %offset, %422
-	%424 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %423)
-	%425 = fmul float %r.0, %424
-	%426 = fadd float %396, %425
-	%427 = fmul float %376, %376
-	%428 = fmul float %426, %426
-	%429 = select i1 %421, float %427, float 0.0
-	%430 = fadd float %417, %429
-	%431 = select i1 %421, float %428, float 0.0
-	%432 = fadd float %419, %431
-	%433 = add i64 %281, 2
-	%434 = icmp slt i64 %433, %n
-	%435 = add i64 %281, 2
-	%436 = add i64 %offset, %435
-	%437 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %436)
-	%438 = fmul float %r.0, %437
-	%439 = fadd float %401, %438
-	%440 = fmul float %381, %381
-	%441 = fmul float %439, %439
-	%442 = select i1 %434, float %440, float 0.0
-	%443 = fadd float %430, %442
-	%444 = select i1 %434, float %441, float 0.0
-	%445 = fadd float %432, %444
-	%446 = add i64 %281, 3
-	%447 = icmp slt i64 %446, %n
-	%448 = add i64 %281, 3
-	%449 = add i64 %offset, %448
-	%450 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %449)
-	%451 = fmul float %r.0, %450
-	%452 = fadd float %406, %451
-	%453 = fmul float %386, %386
-	%454 = fmul float %452, %452
-	%455 = select i1 %447, float %453, float 0.0
-	%456 = fadd float %443, %455
-	%457 = select i1 %447, float %454, float 0.0
-	%458 = fadd float %445, %457
-	br label %join.303
+	%332 = sub i64 %n, 1
+	%333 = add i64 %281, 0
+	%334 = icmp slt i64 %333, %n
+	%335 = select i1 %334, i64 %333, i64 %332
+	%336 = getelementptr float, float* %253, i64 %335
+	%337 = load float, float* %336, align 4
+	%338 = add i64 %281, 1
+	%339 = icmp slt i64 %338, %n
+	%340 = select i1 %339, i64 %338, i64 %332
+	%341 = getelementptr float, float* %253, i64 %340
+	%342 = load float, float* %341, align 4
+	%343 = add i64 %281, 2
+	%344 = icmp slt i64 %343, %n
+	%345 = select i1 %344, i64 %343, i64 %332
+	%346 = getelementptr float, float* %253, i64 %345
+	%347 = load float, float* %346, align 4
+	%348 = add i64 %281, 3
+	%349 = icmp slt i64 %348, %n
+	%350 = select i1 %349, i64 %348, i64 %332
+	%351 = getelementptr float, float* %253, i64 %350
+	%352 = load float, float* %351, align 4
+	%353 = add i64 %281, 0
+	%354 = icmp slt i64 %353, %n
+	%355 = select i1 %354, i64 %353, i64 %332
+	%356 = getelementptr float, float* %255, i64 %355
+	%357 = load float, float* %356, align 4
+	%358 = add i64 %281, 1
+	%359 = icmp slt i64 %358, %n
+	%360 = select i1 %359, i64 %358, i64 %332
+	%361 = getelementptr float, float* %255, i64 %360
+	%362 = load float, float* %361, align 4
+	%363 = add i64 %281, 2
+	%364 = icmp slt i64 %363, %n
+	%365 = select i1 %364, i64 %363, i64 %332
+	%366 = getelementptr float, float* %255, i64 %365
+	%367 = load float, float* %366, align 4
+	%368 = add i64 %281, 3
+	%369 = icmp slt i64 %368, %n
+	%370 = select i1 %369, i64 %368, i64 %332
+	%371 = getelementptr float, float* %255, i64 %370
+	%372 = load float, float* %371, align 4
+	%373 = add i64 %281, 0
+	%374 = icmp slt i64 %373, %n
+	%375 = add i64 %281, 0
+	%376 = add i64 %offset, %375
+	%377 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %376)
+	%378 = fmul float %r.0, %377
+	%379 = fadd float %357, %378
+	%380 = add i64 %281, 0
+	%381 = icmp ne float* %kept, null
+	%382 = and i1 %381, %374
+	br i1 %382, label %keep.312, label %kept.313
 
 join.303:
-	%459 = phi float [ %364, %then.301 ], [ %456, %else.302 ]
-	%460 = phi float [ %365, %then.301 ], [ %458, %else.302 ]
-	%461 = add i64 %274, 1
+	%383 = phi float [ %438, %kept.311 ], [ %499, %kept.319 ]
+	%384 = phi float [ %439, %kept.311 ], [ %501, %kept.319 ]
+	%385 = add i64 %274, 1
 	br label %row.head.298
 
-lane0.304:
-	%462 = getelementptr float, float* %3, i64 %248
-	store float %302, float* %462, align 4
-	%463 = getelementptr float, float* %5, i64 %248
-	store float %304, float* %463, align 4
-	br label %stored.305
+keep.304:
+	%386 = getelementptr float, float* %kept, i64 %329
+	%387 = bitcast float* %386 to float*
+	store float %328, float* %387, align 4
+	br label %kept.305
 
-stored.305:
-	%464 = add i64 %248, %35
+kept.305:
+	%388 = fmul float %310, %310
+	%389 = fmul float %328, %328
+	%390 = fadd float %275, %388
+	%391 = fadd float %276, %389
+	%392 = add i64 %281, 1
+	%393 = icmp slt i64 %392, %n
+	%394 = add i64 %281, 1
+	%395 = add i64 %offset, %394
+	%396 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %395)
+	%397 = fmul float %r.0, %396
+	%398 = fadd float %319, %397
+	%399 = add i64 %281, 1
+	%400 = icmp ne float* %kept, null
+	%401 = and i1 %400, %393
+	br i1 %401, label %keep.306, label %kept.307
+
+keep.306:
+	%402 = getelementptr float, float* %kept, i64 %399
+	%403 = bitcast float* %402 to float*
+	store float %398, float* %403, align 4
+	br label %kept.307
+
+kept.307:
+	%404 = fmul float %311, %311
+	%405 = fmul float %398, %398
+	%406 = fadd float %390, %404
+	%407 = fadd float %391, %405
+	%408 = add i64 %281, 2
+	%409 = icmp slt i64 %408, %n
+	%410 = add i64 %281, 2
+	%411 = add i64 %offset, %410
+	%412 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %411)
+	%413 = fmul float %r.0, %412
+	%414 = fadd float %320, %413
+	%415 = add i64 %281, 2
+	%416 = icmp ne float* %kept, null
+	%417 = and i1 %416, %409
+	br i1 %417, label %keep.308, label %kept.309
+
+keep.308:
+	%418 = getelementptr float, float* %kept, i64 %415
+	%419 = bitcast float* %418 to float*
+	store float %414, float* %419, align 4
+	br label %kept.309
+
+kept.309:
+	%420 = fmul float %312, %312
+	%421 = fmul float %414, %414
+	%422 = fadd float %406, %420
+	%423 = fadd float %407, %421
+	%424 = add i64 %281, 3
+	%425 = icmp slt i64 %424, %n
+	%426 = add i64 %281, 3
+	%427 = add i64 %offset, %426
+	%428 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %427)
+	%429 = fmul float %r.0, %428
+	%430 = fadd float %321, %429
+	%431 = add i64 %281, 3
+	%432 = icmp ne float* %kept, null
+	%433 = and i1 %432, %425
+	br i1 %433, label %keep.310, label %kept.311
+
+keep.310:
+	%434 = getelementptr float, float* %kept, i64 %431
+	%435 = bitcast float* %434 to float*
+	store float %430, float* %435, align 4
+	br label %kept.311
+
+kept.311:
+	%436 = fmul float %313, %313
+	%437 = fmul float %430, %430
+	%438 = fadd float %422, %436
+	%439 = fadd float %423, %437
+	br label %join.303
+
+keep.312:
+	%440 = getelementptr float, float* %kept, i64 %380
+	%441 = bitcast float* %440 to float*
+	store float %379, float* %441, align 4
+	br label %kept.313
+
+kept.313:
+	%442 = fmul float %337, %337
+	%443 = fmul float %379, %379
+	%444 = select i1 %374, float %442, float 0.0
+	%445 = fadd float %275, %444
+	%446 = select i1 %374, float %443, float 0.0
+	%447 = fadd float %276, %446
+	%448 = add i64 %281, 1
+	%449 = icmp slt i64 %448, %n
+	%450 = add i64 %281, 1
+	%451 = add i64 %offset, %450
+	%452 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %451)
+	%453 = fmul float %r.0, %452
+	%454 = fadd float %362, %453
+	%455 = add i64 %281, 1
+	%456 = icmp ne float* %kept, null
+	%457 = and i1 %456, %449
+	br i1 %457, label %keep.314, label %kept.315
+
+keep.314:
+	%458 = getelementptr float, float* %kept, i64 %455
+	%459 = bitcast float* %458 to float*
+	store float %454, float* %459, align 4
+	br label %kept.315
+
+kept.315:
+	%460 = fmul float %342, %342
+	%461 = fmul float %454, %454
+	%462 = select i1 %449, float %460, float 0.0
+	%463 = fadd float %445, %462
+	%464 = select i1 %449, float %461, float 0.0
+	%465 = fadd float %447, %464
+	%466 = add i64 %281, 2
+	%467 = icmp slt i64 %466, %n
+	%468 = add i64 %281, 2
+	%469 = add i64 %offset, %468
+	%470 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %469)
+	%471 = fmul float %r.0, %470
+	%472 = fadd float %367, %471
+	%473 = add i64 %281, 2
+	%474 = icmp ne float* %kept, null
+	%475 = and i1 %474, %467
+	br i1 %475, label %keep.316, label %kept.317
+
+keep.316:
+	%476 = getelementptr float, float* %kept, i64 %473
+	%477 = bitcast float* %476 to float*
+	store float %472, float* %477, align 4
+	br label %kept.317
+
+kept.317:
+	%478 = fmul float %347, %347
+	%479 = fmul float %472, %472
+	%480 = select i1 %467, float %478, float 0.0
+	%481 = fadd float %463, %480
+	%482 = select i1 %467, float %479, float 0.0
+	%483 = fadd float %465, %482
+	%484 = add i64 %281, 3
+	%485 = icmp slt i64 %484, %n
+	%486 = add i64 %281, 3
+	%487 = add i64 %offset, %486
+	%488 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %487)
+	%489 = fmul float %r.0, %488
+	%490 = fadd float %372, %489
+	%491 = add i64 %281, 3
+	%492 = icmp ne float* %kept, null
+	%493 = and i1 %492, %485
+	br i1 %493, label %keep.318, label %kept.319
+
+keep.318:
+	%494 = getelementptr float, float* %kept, i64 %491
+	%495 = bitcast float* %494 to float*
+	store float %490, float* %495, align 4
+	br label %kept.319
+
+kept.319:
+	%496 = fmul float %352, %352
+	%497 = fmul float %490, %490
+	%498 = select i1 %485, float %496, float 0.0
+	%499 = fadd float %481, %498
+	%500 = select i1 %485, float %497, float 0.0
+	%501 = fadd float %483, %500
+	br label %join.303
+
+lane0.320:
+	%502 = getelementptr float, float* %3, i64 %248
+	store float %302, float* %502, align 4
+	%503 = getelementptr float, float* %5, i64 %248
+	store float %304, float* %503, align 4
+	br label %stored.321
+
+stored.321:
+	%504 = add i64 %248, %35
 	br label %task.head.295
 
-task.head.306:
-	%465 = phi i64 [ %65, %with_secure_noise ], [ %905, %stored.316 ]
-	%466 = icmp slt i64 %465, %70
-	br i1 %466, label %task.307, label %task.done.308
+task.head.322:
+	%505 = phi i64 [ %65, %with_secure_noise ], [ %985, %stored.348 ]
+	%506 = icmp slt i64 %505, %70
+	br i1 %506, label %task.323, label %task.done.324
 
-task.307:
-	%467 = sdiv i64 %465, %69
-	%468 = srem i64 %465, %69
-	%469 = mul i64 %467, %n
-	%470 = getelementptr float, float* %p.theta, i64 %469
-	%471 = mul i64 %467, %n
-	%472 = getelementptr float, float* %p.g, i64 %471
-	%473 = mul i64 %468, u0x1000
-	%474 = sub i64 %n, %473
-	%475 = add i64 %474, 127
-	%476 = sdiv i64 %475, 128
-	%477 = icmp slt i64 %476, 32
-	%478 = select i1 %477, i64 %476, i64 32
-	%479 = ptrtoint float* %470 to i64
-	%480 = shl i64 0, 2
-	%481 = add i64 %479, %480
-	%482 = and i64 %481, 15
-	%483 = icmp eq i64 %482, 0
-	%484 = and i1 true, %483
-	%485 = ptrtoint float* %472 to i64
-	%486 = shl i64 0, 2
-	%487 = add i64 %485, %486
-	%488 = and i64 %487, 15
-	%489 = icmp eq i64 %488, 0
-	%490 = and i1 %484, %489
-	br label %row.head.309
+task.323:
+	%507 = sdiv i64 %505, %69
+	%508 = srem i64 %505, %69
+	%509 = mul i64 %507, %n
+	%510 = getelementptr float, float* %p.theta, i64 %509
+	%511 = mul i64 %507, %n
+	%512 = getelementptr float, float* %p.g, i64 %511
+	%513 = mul i64 %508, u0x1000
+	%514 = sub i64 %n, %513
+	%515 = add i64 %514, 127
+	%516 = sdiv i64 %515, 128
+	%517 = icmp slt i64 %516, 32
+	%518 = select i1 %517, i64 %516, i64 32
+	%519 = ptrtoint float* %510 to i64
+	%520 = shl i64 0, 2
+	%521 = add i64 %519, %520
+	%522 = and i64 %521, 15
+	%523 = icmp eq i64 %522, 0
+	%524 = and i1 true, %523
+	%525 = ptrtoint float* %512 to i64
+	%526 = shl i64 0, 2
+	%527 = add i64 %525, %526
+	%528 = and i64 %527, 15
+	%529 = icmp eq i64 %528, 0
+	%530 = and i1 %524, %529
+	br label %row.head.325
 
-task.done.308:
+task.done.324:
 	ret void
 
-row.head.309:
-	%491 = phi i64 [ 0, %task.307 ], [ %902, %join.314 ]
-	%492 = phi float [ 0.0, %task.307 ], [ %900, %join.314 ]
-	%493 = phi float [ 0.0, %task.307 ], [ %901, %join.314 ]
-	%494 = icmp slt i64 %491, %478
-	br i1 %494, label %row.310, label %row.done.311
+row.head.325:
+	%531 = phi i64 [ 0, %task.323 ], [ %698, %join.330 ]
+	%532 = phi float [ 0.0, %task.323 ], [ %696, %join.330 ]
+	%533 = phi float [ 0.0, %task.323 ], [ %697, %join.330 ]
+	%534 = icmp slt i64 %531, %518
+	br i1 %534, label %row.326, label %row.done.327
 
-row.310:
-	%495 = mul i64 %491, 128
-	%496 = add i64 %473, %495
-	%497 = shl i64 %67, 2
-	%498 = add i64 %496, %497
-	%499 = add i64 %498, 4
-	%500 = icmp sle i64 %499, %n
-	%501 = and i1 %490, %500
-	br i1 %501, label %then.312, label %else.313
+row.326:
+	%535 = mul i64 %531, 128
+	%536 = add i64 %513, %535
+	%537 = shl i64 %67, 2
+	%538 = add i64 %536, %537
+	%539 = add i64 %538, 4
+	%540 = icmp sle i64 %539, %n
+	%541 = and i1 %530, %540
+	br i1 %541, label %then.328, label %else.329
 
-row.done.311:
-	%502 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %492, i32 16, i32 31)
-	%503 = fadd float %492, %502
-	%504 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %493, i32 16, i32 31)
-	%505 = fadd float %493, %504
-	%506 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %503, i32 8, i32 31)
-	%507 = fadd float %503, %506
-	%508 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %505, i32 8, i32 31)
-	%509 = fadd float %505, %508
-	%510 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %507, i32 4, i32 31)
-	%511 = fadd float %507, %510
-	%512 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %509, i32 4, i32 31)
-	%513 = fadd float %509, %512
-	%514 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %511, i32 2, i32 31)
-	%515 = fadd float %511, %514
-	%516 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %513, i32 2, i32 31)
-	%517 = fadd float %513, %516
-	%518 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %515, i32 1, i32 31)
-	%519 = fadd float %515, %518
-	%520 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %517, i32 1, i32 31)
-	%521 = fadd float %517, %520
-	%522 = icmp eq i64 %67, 0
-	br i1 %522, label %lane0.315, label %stored.316
+row.done.327:
+	%542 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %532, i32 16, i32 31)
+	%543 = fadd float %532, %542
+	%544 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %533, i32 16, i32 31)
+	%545 = fadd float %533, %544
+	%546 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %543, i32 8, i32 31)
+	%547 = fadd float %543, %546
+	%548 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %545, i32 8, i32 31)
+	%549 = fadd float %545, %548
+	%550 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %547, i32 4, i32 31)
+	%551 = fadd float %547, %550
+	%552 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %549, i32 4, i32 31)
+	%553 = fadd float %549, %552
+	%554 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %551, i32 2, i32 31)
+	%555 = fadd float %551, %554
+	%556 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %553, i32 2, i32 31)
+	%557 = fadd float %553, %556
+	%558 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %555, i32 1, i32 31)
+	%559 = fadd float %555, %558
+	%560 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %557, i32 1, i32 31)
+	%561 = fadd float %557, %560
+	%562 = icmp eq i64 %67, 0
+	br i1 %562, label %lane0.347, label %stored.348
 
-then.312:
-	%523 = getelementptr float, float* %470, i64 %498
-	%524 = getelementptr float, float* %523, i64 0
-	%525 = bitcast float* %524 to <4 x float>*
-	%526 = load <4 x float>, <4 x float>* %525, align 16
-	%527 = extractelement <4 x float> %526, i32 0
-	%528 = extractelement <4 x float> %526, i32 1
-	%529 = extractelement <4 x float> %526, i32 2
-	%530 = extractelement <4 x float> %526, i32 3
-	%531 = getelementptr float, float* %472, i64 %498
-	%532 = getelementptr float, float* %531, i64 0
-	%533 = bitcast float* %532 to <4 x float>*
-	%534 = load <4 x float>, <4 x float>* %533, align 16
-	%535 = extractelement <4 x float> %534, i32 0
-	%536 = extractelement <4 x float> %534, i32 1
-	%537 = extractelement <4 x float> %534, i32 2
-	%538 = extractelement <4 x float> %534, i32 3
-	%539 = add i64 %498, 0
-	%540 = icmp slt i64 %539, %n
-	%541 = add i64 %498, 0
-	%542 = add i64 %offset, %541
-	%543 = lshr i64 %542, 3
-	%544 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %543)
-	%545 = extractvalue [8 x float] %544, 0
-	%546 = extractvalue [8 x float] %544, 1
-	%547 = extractvalue [8 x float] %544, 2
-	%548 = extractvalue [8 x float] %544, 3
-	%549 = extractvalue [8 x float] %544, 4
-	%550 = extractvalue [8 x float] %544, 5
-	%551 = extractvalue [8 x float] %544, 6
-	%552 = extractvalue [8 x float] %544, 7
-	%553 = and i64 %542, 1
-	%554 = icmp ne i64 %553, 0
-	%555 = select i1 %554, float %546, float %545
-	%556 = select i1 %554, float %548, float %547
-	%557 = select i1 %554, float %550, float %549
-	%558 = select i1 %554, float %552, float %551
-	%559 = and i64 %542, 2
-	%560 = icmp ne i64 %559, 0
-	%561 = select i1 %560, float %556, float %555
-	%562 = select i1 %560, float %558, float %557
-	%563 = and i64 %542, 4
-	%564 = icmp ne i64 %563, 0
-	%565 = select i1 %564, float %562, float %561
-	%566 = fmul float %r.0, %565
-	%567 = fadd float %535, %566
-	%568 = fmul float %567, %53
-	%569 = fadd float %568, 1.2582912e+07
-	%570 = fsub float %569, 1.2582912e+07
-	%571 = fmul float %570, %49
-	%572 = fcmp oeq float %49, 0.0
-	%573 = select i1 %572, float %567, float %571
-	%574 = fmul float %527, %527
-	%575 = fmul float %573, %573
-	%576 = fadd float %492, %574
-	%577 = fadd float %493, %575
-	%578 = add i64 %498, 1
-	%579 = icmp slt i64 %578, %n
-	%580 = add i64 %498, 1
-	%581 = add i64 %offset, %580
-	%582 = lshr i64 %581, 3
-	%583 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %582)
-	%584 = extractvalue [8 x float] %583, 0
-	%585 = extractvalue [8 x float] %583, 1
-	%586 = extractvalue [8 x float] %583, 2
-	%587 = extractvalue [8 x float] %583, 3
-	%588 = extractvalue [8 x float] %583, 4
-	%589 = extractvalue [8 x float] %583, 5
-	%590 = extractvalue [8 x float] %583, 6
-	%591 = extractvalue [8 x float] %583, 7
-	%592 = and i64 %581, 1
-	%593 = icmp ne i64 %592, 0
-	%594 = select i1 %593, float %585, float %584
-	%595 = select i1 %593, float %587, float %586
-	%596 = select i1 %593, float %589, float %588
-	%597 = select i1 %593, float %591, float %590
-	%598 = and i64 %581, 2
-	%599 = icmp ne i64 %598, 0
-	%600 = select i1 %599, float %595, float %594
-	%601 = select i1 %599, float %597, float %596
-	%602 = and i64 %581, 4
-	%603 = icmp ne i64 %602, 0
-	%604 = select i1 %603, float %601, float %600
-	%605 = fmul float %r.0, %604
-	%606 = fadd float %536, %605
-	%607 = fmul float %606, %53
-	%608 = fadd float %607, 1.2582912e+07
-	%609 = fsub float %608, 1.2582912e+07
-	%610 = fmul float %609, %49
-	%611 = fcmp oeq float %49, 0.0
-	%612 = select i1 %611, float %606, float %610
-	%613 = fmul float %528, %528
-	%614 = fmul float %612, %612
-	%615 = fadd float %576, %613
-	%616 = fadd float %577, %614
-	%617 = add i64 %498, 2
-	%618 = icmp slt i64 %617, %n
-	%619 = add i64 %498, 2
-	%620 = add i64 %offset, %619
-	%621 = lshr i64 %620, 3
-	%622 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %621)
-	%623 = extractvalue [8 x float] %622, 0
-	%624 = extractvalue [8 x float] %622, 1
-	%625 = extractvalue [8 x float] %622, 2
-	%626 = extractvalue [8 x float] %622, 3
-	%627 = extractvalue [8 x float] %622, 4
-	%628 = extractvalue [8 x float] %622, 5
-	%629 = extractvalue [8 x float] %622, 6
-	%630 = extractvalue [8 x float] %622, 7
-	%631 = and i64 %620, 1
-	%632 = icmp ne i64 %631, 0
-	%633 = select i1 %632, float %624, float %623
-	%634 = select i1 %632, float %626, float %625
-	%635 = select i1 %632, float %628, float %627
-	%636 = select i1 %632, float %630, float %629
-	%637 = and i64 %620, 2
-	%638 = icmp ne i64 %637, 0
-	%639 = select i1 %638, float %634, float %633
-	%640 = select i1 %638, float %636, float %635
-	%641 = and i64 %620, 4
-	%642 = icmp ne i64 %641, 0
-	%643 = select i1 %642, float %640, float %639
-	%644 = fmul float %r.0, %643
-	%645 = fadd float %537, %644
-	%646 = fmul float %645, %53
-	%647 = fadd float %646, 1.2582912e+07
-	%648 = fsub float %647, 1.2582912e+07
-	%649 = fmul float %648, %49
-	%650 = fcmp oeq float %49, 0.0
-	%651 = select i1 %650, float %645, float %649
-	%652 = fmul float %529, %529
-	%653 = fmul float %651, %651
-	%654 = fadd float %615, %652
-	%655 = fadd float %616, %653
-	%656 = add i64 %498, 3
-	%657 = icmp slt i64 %656, %n
-	%658 = add i64 %498, 3
-	%659 = add i64 %offset, %658
-	%660 = lshr i64 %659, 3
-	%661 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %660)
-	%662 = extractvalue [8 x float] %661, 0
-	%663 = extractvalue [8 x float] %661, 1
-	%664 = extractvalue [8 x float] %661, 2
-	%665 = extractvalue [8 x float] %661, 3
-	%666 = extractvalue [8 x float] %661, 4
-	%667 = extractvalue [8 x float] %661, 5
-	%668 = extractvalue [8 x float] %661, 6
-	%669 = extractvalue [8 x float] %661, 7
-	%670 = and i64 %659, 1
-	%671 = icmp ne i64 %670, 0
-	%672 = select i1 %671, float %663, float %662
-	%673 = select i1 %671, float %665, float %664
-	%674 = select i1 %671, float %667, float %666
-	%675 = select i1 %671, float %669, float %668
-	%676 = and i64 %659, 2
-	%677 = icmp ne i64 %676, 0
-	%678 = select i1 %677, float %673, float %672
-	%679 = select i1 %677, float %675, float %674
-	%680 = and i64 %659, 4
-	%681 = icmp ne i64 %680, 0
-	%682 = select i1 %681, float %679, float %678
-	%683 = fmul float %r.0, %682
-	%684 = fadd float %538, %683
-	%685 = fmul float %684, %53
-	%686 = fadd float %685, 1.2582912e+07
-	%687 = fsub float %686, 1.2582912e+07
-	%688 = fmul float %687, %49
-	%689 = fcmp oeq float %49, 0.0
-	%690 = select i1 %689, float %684, float %688
-	%691 = fmul float %530, %530
-	%692 = fmul float %690, %690
-	%693 = fadd float %654, %691
-	%694 = fadd float %655, %692
-	br label %join.314
+then.328:
+	%563 = getelementptr float, float* %510, i64 %538
+	%564 = getelementptr float, float* %563, i64 0
+	%565 = bitcast float* %564 to <4 x float>*
+	%566 = load <4 x float>, <4 x float>* %565, align 16
+	%567 = extractelement <4 x float> %566, i32 0
+	%568 = extractelement <4 x float> %566, i32 1
+	%569 = extractelement <4 x float> %566, i32 2
+	%570 = extractelement <4 x float> %566, i32 3
+	%571 = getelementptr float, float* %512, i64 %538
+	%572 = getelementptr float, float* %571, i64 0
+	%573 = bitcast float* %572 to <4 x float>*
+	%574 = load <4 x float>, <4 x float>* %573, align 16
+	%575 = extractelement <4 x float> %574, i32 0
+	%576 = extractelement <4 x float> %574, i32 1
+	%577 = extractelement <4 x float> %574, i32 2
+	%578 = extractelement <4 x float> %574, i32 3
+	%579 = add i64 %538, 0
+	%580 = icmp slt i64 %579, %n
+	%581 = add i64 %538, 0
+	%582 = add i64 %offset, %581
+	%583 = lshr i64 %582, 3
+	%584 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %583)
+	%585 = extractvalue [8 x float] %584, 0
+	%586 = extractvalue [8 x float] %584, 1
+	%587 = extractvalue [8 x float] %584, 2
+	%588 = extractvalue [8 x float] %584, 3
+	%589 = extractvalue [8 x float] %584, 4
+	%590 = extractvalue [8 x float] %584, 5
+	%591 = extractvalue [8 x float] %584, 6
+	%592 = extractvalue [8 x float] %584, 7
+	%593 = and i64 %582, 1
+	%594 = icmp ne i64 %593, 0
+	%595 = select i1 %594, float %586, float %585
+	%596 = select i1 %594, float %588, float %587
+	%597 = select i1 %594, float %590, float %589
+	%598 = select i1 %594, float %592, float %591
+	%599 = and i64 %582, 2
+	%600 = icmp ne i64 %599, 0
+	%601 = select i1 %600, float %596, float %595
+	%602 = select i1 %600, float %598, float %597
+	%603 = and i64 %582, 4
+	%604 = icmp ne i64 %603, 0
+	%605 = select i1 %604, float %602, float %601
+	%606 = fmul float %r.0, %605
+	%607 = fadd float %575, %606
+	%608 = fmul float %607, %53
+	%609 = fadd float %608, 1.2582912e+07
+	%610 = fsub float %609, 1.2582912e+07
+	%611 = fmul float %610, %49
+	%612 = fcmp oeq float %49, 0.0
+	%613 = select i1 %612, float %607, float %611
+	%614 = add i64 %538, 0
+	%615 = icmp ne float* %kept, null
+	%616 = and i1 %615, %580
+	br i1 %616, label %keep.331, label %kept.332
 
-else.313:
-	%695 = sub i64 %n, 1
-	%696 = add i64 %498, 0
-	%697 = icmp slt i64 %696, %n
-	%698 = select i1 %697, i64 %696, i64 %695
-	%699 = getelementptr float, float* %470, i64 %698
-	%700 = load float, float* %699, align 4
-	%701 = add i64 %498, 1
-	%702 = icmp slt i64 %701, %n
-	%703 = select i1 %702, i64 %701, i64 %695
-	%704 = getelementptr float, float* %470, i64 %703
-	%705 = load float, float* %704, align 4
-	%706 = add i64 %498, 2
-	%707 = icmp slt i64 %706, %n
-	%708 = select i1 %707, i64 %706, i64 %695
-	%709 = getelementptr float, float* %470, i64 %708
-	%710 = load float, float* %709, align 4
-	%711 = add i64 %498, 3
-	%712 = icmp slt i64 %711, %n
-	%713 = select i1 %712, i64 %711, i64 %695
-	%714 = getelementptr float, float* %470, i64 %713
-	%715 = load float, float* %714, align 4
-	%716 = add i64 %498, 0
-	%717 = icmp slt i64 %716, %n
-	%718 = select i1 %717, i64 %716, i64 %695
-	%719 = getelementptr float, float* %472, i64 %718
-	%720 = load float, float* %719, align 4
-	%721 = add i64 %498, 1
-	%722 = icmp slt i64 %721, %n
-	%723 = select i1 %722, i64 %721, i64 %695
-	%724 = getelementptr float, float* %472, i64 %723
-	%725 = load float, float* %724, align 4
-	%726 = add i64 %498, 2
-	%727 = icmp slt i64 %726, %n
-	%728 = select i1 %727, i64 %726, i64 %695
-	%729 = getelementptr float, float* %472, i64 %728
-	%730 = load float, float* %729, align 4
-	%731 = add i64 %498, 3
-	%732 = icmp slt i64 %731, %n
-	%733 = select i1 %732, i64 %731, i64 %695
-	%734 = getelementptr float, float* %472, i64 %733
-	%735 = load float, float* %734, align 4
-	%736 = add i64 %498, 0
-	%737 = icmp slt i64 %736, %n
-	%738 = add i64 %498, 0
-	%739 = add i64 %offset, %738
-	%740 = lshr i64 %739, 3
-	%741 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %740)
-	%742 = extractvalue [8 x float] %741, 0
-	%743 = extractvalue [8 x float] %741, 1
-	%744 = extractvalue [8 x float] %741, 2
-	%745 = extractvalue [8 x float] %741, 3
-	%746 = extractvalue [8 x float] %741, 4
-	%747 = extractvalue [8 x float] %741, 5
-	%748 = extractvalue [8 x float] %741, 6
-	%749 = extractvalue [8 x float] %741, 7
-	%750 = and i64 %739, 1
-	%751 = icmp ne i64 %750, 0
-	%752 = select i1 %751, float %743, float %742
-	%753 = select i1 %751, float %745, float %744
-	%754 = select i1 %751, float %747, float %746
-	%755 = select i1 %751, float %749, float %748
-	%756 = and i64 %739, 2
-	%757 = icmp ne i64 %756, 0
-	%758 = select i1 %757, float %753, float %752
-	%759 = select i1 %757, float %755, float %754
-	%760 = and i64 %739, 4
-	%761 = icmp ne i64 %760, 0
-	%762 = select i1 %761, float %759, float %758
-	%763 = fmul float %r.0, %762
-	%764 = fadd float %720, %763
-	%765 = fmul float %764, %53
-	%766 = fadd float %765, 1.2582912e+07
-	%767 = fsub float %766, 1.2582912e+07
-	%768 = fmul float %767, %49
-	%769 = fcmp oeq float %49, 0.0
-	%770 = select i1 %769, float %764, float %768
-	%771 = fmul float %700, %700
-	%772 = fmul float %770, %770
-	%773 = select i1 %737, float %771, float 0.0
-	%774 = fadd float %492, %773
-	%775 = select i1 %737, float %772, float 0.0
-	%776 = fadd float %493, %775
-	%777 = add i64 %498, 1
-	%778 = icmp slt i64 %777, %n
-	%779 = add i64 %498, 1
-	%780 = add i64 %offset, %779
-	%781 = lshr i64 %780, 3
-	%782 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %781)
-	%783 = extractvalue [8 x float] %782, 0
-	%784 = extractvalue [8 x float] %782, 1
-	%785 = extractvalue [8 x float] %782, 2
-	%786 = extractvalue [8 x float] %782, 3
-	%787 = extractvalue [8 x float] %782, 4
-	%788 = extractvalue [8 x float] %782, 5
-	%789 = extractvalue [8 x float] %782, 6
-	%790 = extractvalue [8 x float] %782, 7
-	%791 = and i64 %780, 1
-	%792 = icmp ne i64 %791, 0
-	%793 = select i1 %792, float %784, float %783
-	%794 = select i1 %792, float %786, float %785
-	%795 = select i1 %792, float %788, float %787
-	%796 = select i1 %792, float %790, float %789
-	%797 = and i64 %780, 2
-	%798 = icmp ne i64 %797, 0
-	%799 = select i1 %798, float %794, float %793
-	%800 = select i1 %798, float %796, float %795
-	%801 = and i64 %780, 4
-	%802 = icmp ne i64 %801, 0
-	%803 = select i1 %802, float %800, float %799
-	%804 = fmul float %r.0, %803
-	%805 = fadd float %725, %804
-	%806 = fmul float %805, %53
-	%807 = fadd float %806, 1.2582912e+07
-	%808 = fsub float %807, 1.2582912e+07
-	%809 = fmul float %808, %49
-	%810 = fcmp oeq float %49, 0.0
-	%811 = select i1 %810, float %805, float %809
-	%812 = fmul float %705, %705
-	%813 = fmul float %811, %811
-	%814 = select i1 %778, float %812, float 0.0
-	%815 = fadd float %774, %814
-	%816 = select i1 %778, float %813, float 0.0
-	%817 = fadd float %776, %816
-	%818 = add i64 %498, 2
-	%819 = icmp slt i64 %818, %n
-	%820 = add i64 %498, 2
-	%821 = add i64 %offset, %820
-	%822 = lshr i64 %821, 3
-	%823 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %822)
-	%824 = extractvalue [8 x float] %823, 0
-	%825 = extractvalue [8 x float] %823, 1
-	%826 = extractvalue [8 x float] %823, 2
-	%827 = extractvalue [8 x float] %823, 3
-	%828 = extractvalue [8 x float] %823, 4
-	%829 = extractvalue [8 x float] %823, 5
-	%830 = extractvalue [8 x float] %823, 6
-	%831 = extractvalue [8 x float] %823, 7
-	%832 = and i64 %821, 1
-	%833 = icmp ne i64 %832, 0
-	%834 = select i1 %833, float %825, float %824
-	%835 = select i1 %833, float %827, float %826
-	%836 = select i1 %833, float %829, float %828
-	%837 = select i1 %833, float %831, float %830
-	%838 = and i64 %821, 2
-	%839 = icmp ne i64 %838, 0
-	%840 = select i1 %839, float %835, float %834
-	%841 = select i1 %839, float %837, float %836
-	%842 = and i64 %821, 4
-	%843 = icmp ne i64 %842, 0
-	%844 = select i1 %843, float %841, float %840
-	%845 = fmul float %r.0, %844
-	%846 = fadd float %730, %845
-	%847 = fmul float %846, %53
-	%848 = fadd float %847, 1.2582912e+07
-	%849 = fsub float %848, 1.2582912e+07
-	%850 = fmul float %849, %49
-	%851 = fcmp oeq float %49, 0.0
-	%852 = select i1 %851, float %846, float %850
-	%853 = fmul float %710, %710
-	%854 = fmul float %852, %852
-	%855 = select i1 %819, float %853, float 0.0
-	%856 = fadd float %815, %855
-	%857 = select i1 %819, float %854, float 0.0
-	%858 = fadd float %817, %857
-	%859 = add i64 %498, 3
-	%860 = icmp slt i64 %859, %n
-	%861 = add i64 %498, 3
-	%862 = add i64 %offset, %861
-	%863 = lshr i64 %862, 3
-	%864 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %863)
-	%865 = extractvalue [8 x float] %864, 0
-	%866 = extractvalue [8 x float] %864, 1
-	%867 = extractvalue [8 x float] %864, 2
-	%868 = extractvalue [8 x float] %864, 3
-	%869 = extractvalue [8 x float] %864, 4
-	%870 = extractvalue [8 x float] %864, 5
-	%871 = extractvalue [8 x float] %864, 6
-	%872 = extractvalue [8 x float] %864, 7
-	%873 = and i64 %862, 1
-	%874 = icmp ne i64 %873, 0
-	%875 = select i1 %874, float %866, float %865
-	%876 = select i1 %874, float %868, float %867
-	%877 = select i1 %874, float %870, float %869
-	%878 = select i1 %874, float %872, float %871
-	%879 = and i64 %862, 2
-	%880 = icmp ne i64 %879, 0
-	%881 = select i1 %880, float %876, float %875
-	%882 = select i1 %880, float %878, float %877
-	%883 = and i64 %862, 4
-	%884 = icmp ne i64 %883, 0
-	%885 = select i1 %884, float %882, float %881
-	%886 = fmul float %r.0, %885
-	%887 = fadd float %735, %886
-	%888 = fmul float %887, %53
-	%889 = fadd float %888, 1.2582912e+07
-	%890 = fsub float %889, 1.2582912e+07
-	%891 = fmul float %890, %49
-	%892 = fcmp oeq float %49, 0.0
-	%893 = select i1 %892, float %887, float %891
-	%894 = fmul float %715, %715
-	%895 = fmul float %893, %893
-	%896 = select i1 %860, float %894, float 0.0
-	%897 = fadd float %856, %896
-	%898 = select i1 %860, float %895, float 0.0
-	%899 = fadd float %858, %898
-	br label %join.314
+else.329:
+	%617 = sub i64 %n, 1
+	%618 = add i64 %538, 0
+	%619 = icmp slt i64 %618, %n
+	%620 = select i1 %619, i64 %618, i64 %617
+	%621 = getelementptr float, float* %510, i64 %620
+	%622 = load float, float* %621, align 4
+	%623 = add i64 %538, 1
+	%624 = icmp slt i64 %623, %n
+	%625 = select i1 %624, i64 %623, i64 %617
+	%626 = getelementptr float, float* %510, i64 %625
+	%627 = load float, float* %626, align 4
+	%628 = add i64 %538, 2
+	%629 = icmp slt i64 %628, %n
+	%630 = select i1 %629, i64 %628, i64 %617
+	%631 = getelementptr float, float* %510, i64 %630
+	%632 = load float, float* %631, align 4
+	%633 = add i64 %538, 3
+	%634 = icmp slt i64 %633, %n
+	%635 = select i1 %634, i64 %633, i64 %617
+	%636 = getelementptr float, float* %510, i64 %635
+	%637 = load float, float* %636, align 4
+	%638 = add i64 %538, 0
+	%639 = icmp slt i64 %638, %n
+	%640 = select i1 %639, i64 %638, i64 %617
+	%641 = getelementptr float, float* %512, i64 %640
+	%642 = load float, float* %641, align 4
+	%643 = add i64 %538, 1
+	%644 = icmp slt i64 %643, %n
+	%645 = select i1 %644, i64 %643, i64 %617
+	%646 = getelementptr float, float* %512, i64 %645
+	%647 = load float, float* %646, align 4
+	%648 = add i64 %538, 2
+	%649 = icmp slt i64 %648, %n
+	%650 = select i1 %649, i64 %648, i64 %617
+	%651 = getelementptr float, float* %512, i64 %650
+	%652 = load float, float* %651, align 4
+	%653 = add i64 %538, 3
+	%654 = icmp slt i64 %653, %n
+	%655 = select i1 %654, i64 %653, i64 %617
+	%656 = getelementptr float, float* %512, i64 %655
+	%657 = load float, float* %656, align 4
+	%658 = add i64 %538, 0
+	%659 = icmp slt i64 %658, %n
+	%660 = add i64 %538, 0
+	%661 = add i64 %offset, %660
+	%662 = lshr i64 %661, 3
+	%663 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %662)
+	%664 = extractvalue [8 x float] %663, 0
+	%665 = extractvalue [8 x float] %663, 1
+	%666 = extractvalue [8 x float] %663, 2
+	%667 = extractvalue [8 x float] %663, 3
+	%668 = extractvalue [8 x float] %663, 4
+	%669 = extractvalue [8 x float] %663, 5
+	%670 = extractvalue [8 x float] %663, 6
+	%671 = extractvalue [8 x float] %663, 7
+	%672 = and i64 %661, 1
+	%673 = icmp ne i64 %672, 0
+	%674 = select i1 %673, float %665, float %664
+	%675 = select i1 %673, float %667, float %666
+	%676 = select i1 %673, float %669, float %668
+	%677 = select i1 %673, float %671, float %670
+	%678 = and i64 %661, 2
+	%679 = icmp ne i64 %678, 0
+	%680 = select i1 %679, float %675, float %674
+	%681 = select i1 %679, float %677, float %676
+	%682 = and i64 %661, 4
+	%683 = icmp ne i64 %682, 0
+	%684 = select i1 %683, float %681, float %680
+	%685 = fmul float %r.0, %684
+	%686 = fadd float %642, %685
+	%687 = fmul float %686, %53
+	%688 = fadd float %687, 1.2582912e+07
+	%689 = fsub float %688, 1.2582912e+07
+	%690 = fmul float %689, %49
+	%691 = fcmp oeq float %49, 0.0
+	%692 = select i1 %691, float %686, float %690
+	%693 = add i64 %538, 0
+	%694 = icmp ne float* %kept, null
+	%695 = and i1 %694, %659
+	br i1 %695, label %keep.339, label %kept.340
 
-join.314:
-	%900 = phi float [ %693, %then.312 ], [ %897, %else.313 ]
-	%901 = phi float [ %694, %then.312 ], [ %899, %else.313 ]
-	%902 = add i64 %491, 1
-	br label %row.head.309
+join.330:
+	%696 = phi float [ %835, %kept.338 ], [ %980, %kept.346 ]
+	%697 = phi float [ %836, %kept.338 ], [ %982, %kept.346 ]
+	%698 = add i64 %531, 1
+	br label %row.head.325
 
-lane0.315:
-	%903 = getelementptr float, float* %3, i64 %465
-	store float %519, float* %903, align 4
-	%904 = getelementptr float, float* %5, i64 %465
-	store float %521, float* %904, align 4
-	br label %stored.316
+keep.331:
+	%699 = getelementptr float, float* %kept, i64 %614
+	%700 = bitcast float* %699 to float*
+	store float %613, float* %700, align 4
+	br label %kept.332
 
-stored.316:
-	%905 = add i64 %465, %66
-	br label %task.head.306
+kept.332:
+	%701 = fmul float %567, %567
+	%702 = fmul float %613, %613
+	%703 = fadd float %532, %701
+	%704 = fadd float %533, %702
+	%705 = add i64 %538, 1
+	%706 = icmp slt i64 %705, %n
+	%707 = add i64 %538, 1
+	%708 = add i64 %offset, %707
+	%709 = lshr i64 %708, 3
+	%710 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %709)
+	%711 = extractvalue [8 x float] %710, 0
+	%712 = extractvalue [8 x float] %710, 1
+	%713 = extractvalue [8 x float] %710, 2
+	%714 = extractvalue [8 x float] %710, 3
+	%715 = extractvalue [8 x float] %710, 4
+	%716 = extractvalue [8 x float] %710, 5
+	%717 = extractvalue [8 x float] %710, 6
+	%718 = extractvalue [8 x float] %710, 7
+	%719 = and i64 %708, 1
+	%720 = icmp ne i64 %719, 0
+	%721 = select i1 %720, float %712, float %711
+	%722 = select i1 %720, float %714, float %713
+	%723 = select i1 %720, float %716, float %715
+	%724 = select i1 %720, float %718, float %717
+	%725 = and i64 %708, 2
+	%726 = icmp ne i64 %725, 0
+	%727 = select i1 %726, float %722, float %721
+	%728 = select i1 %726, float %724, float %723
+	%729 = and i64 %708, 4
+	%730 = icmp ne i64 %729, 0
+	%731 = select i1 %730, float %728, float %727
+	%732 = fmul float %r.0, %731
+	%733 = fadd float %576, %732
+	%734 = fmul float %733, %53
+	%735 = fadd float %734, 1.2582912e+07
+	%736 = fsub float %735, 1.2582912e+07
+	%737 = fmul float %736, %49
+	%738 = fcmp oeq float %49, 0.0
+	%739 = select i1 %738, float %733, float %737
+	%740 = add i64 %538, 1
+	%741 = icmp ne float* %kept, null
+	%742 = and i1 %741, %706
+	br i1 %742, label %keep.333, label %kept.334
+
+keep.333:
+	%743 = getelementptr float, float* %kept, i64 %740
+	%744 = bitcast float* %743 to float*
+	store float %739, float* %744, align 4
+	br label %kept.334
+
+kept.334:
+	%745 = fmul float %568, %568
+	%746 = fmul float %739, %739
+	%747 = fadd float %703, %745
+	%748 = fadd float %704, %746
+	%749 = add i64 %538, 2
+	%750 = icmp slt i64 %749, %n
+	%751 = add i64 %538, 2
+	%752 = add i64 %offset, %751
+	%753 = lshr i64 %752, 3
+	%754 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %753)
+	%755 = extractvalue [8 x float] %754, 0
+	%756 = extractvalue [8 x float] %754, 1
+	%757 = extractvalue [8 x float] %754, 2
+	%758 = extractvalue [8 x float] %754, 3
+	%759 = extractvalue [8 x float] %754, 4
+	%760 = extractvalue [8 x float] %754, 5
+	%761 = extractvalue [8 x float] %754, 6
+	%762 = extractvalue [8 x float] %754, 7
+	%763 = and i64 %752, 1
+	%764 = icmp ne i64 %763, 0
+	%765 = select i1 %764, float %756, float %755
+	%766 = select i1 %764, float %758, float %757
+	%767 = select i1 %764, float %760, float %759
+	%768 = select i1 %764, float %762, float %761
+	%769 = and i64 %752, 2
+	%770 = icmp ne i64 %769, 0
+	%771 = select i1 %770, float %766, float %765
+	%772 = select i1 %770, float %768, float %767
+	%773 = and i64 %752, 4
+	%774 = icmp ne i64 %773, 0
+	%775 = select i1 %774, float %772, float %771
+	%776 = fmul float %r.0, %775
+	%777 = fadd float %577, %776
+	%778 = fmul float %777, %53
+	%779 = fadd float %778, 1.2582912e+07
+	%780 = fsub float %779, 1.2582912e+07
+	%781 = fmul float %780, %49
+	%782 = fcmp oeq float %49, 0.0
+	%783 = select i1 %782, float %777, float %781
+	%784 = add i64 %538, 2
+	%785 = icmp ne float* %kept, null
+	%786 = and i1 %785, %750
+	br i1 %786, label %keep.335, label %kept.336
+
+keep.335:
+	%787 = getelementptr float, float* %kept, i64 %784
+	%788 = bitcast float* %787 to float*
+	store float %783, float* %788, align 4
+	br label %kept.336
+
+kept.336:
+	%789 = fmul float %569, %569
+	%790 = fmul float %783, %783
+	%791 = fadd float %747, %789
+	%792 = fadd float %748, %790
+	%793 = add i64 %538, 3
+	%794 = icmp slt i64 %793, %n
+	%795 = add i64 %538, 3
+	%796 = add i64 %offset, %795
+	%797 = lshr i64 %796, 3
+	%798 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %797)
+	%799 = extractvalue [8 x float] %798, 0
+	%800 = extractvalue [8 x float] %798, 1
+	%801 = extractvalue [8 x float] %798, 2
+	%802 = extractvalue [8 x float] %798, 3
+	%803 = extractvalue [8 x float] %798, 4
+	%804 = extractvalue [8 x float] %798, 5
+	%805 = extractvalue [8 x float] %798, 6
+	%806 = extractvalue [8 x float] %798, 7
+	%807 = and i64 %796, 1
+	%808 = icmp ne i64 %807, 0
+	%809 = select i1 %808, float %800, float %799
+	%810 = select i1 %808, float %802, float %801
+	%811 = select i1 %808, float %804, float %803
+	%812 = select i1 %808, float %806, float %805
+	%813 = and i64 %796, 2
+	%814 = icmp ne i64 %813, 0
+	%815 = select i1 %814, float %810, float %809
+	%816 = select i1 %814, float %812, float %811
+	%817 = and i64 %796, 4
+	%818 = icmp ne i64 %817, 0
+	%819 = select i1 %818, float %816, float %815
+	%820 = fmul float %r.0, %819
+	%821 = fadd float %578, %820
+	%822 = fmul float %821, %53
+	%823 = fadd float %822, 1.2582912e+07
+	%824 = fsub float %823, 1.2582912e+07
+	%825 = fmul float %824, %49
+	%826 = fcmp oeq float %49, 0.0
+	%827 = select i1 %826, float %821, float %825
+	%828 = add i64 %538, 3
+	%829 = icmp ne float* %kept, null
+	%830 = and i1 %829, %794
+	br i1 %830, label %keep.337, label %kept.338
+
+keep.337:
+	%831 = getelementptr float, float* %kept, i64 %828
+	%832 = bitcast float* %831 to float*
+	store float %827, float* %832, align 4
+	br label %kept.338
+
+kept.338:
+	%833 = fmul float %570, %570
+	%834 = fmul float %827, %827
+	%835 = fadd float %791, %833
+	%836 = fadd float %792, %834
+	br label %join.330
+
+keep.339:
+	%837 = getelementptr float, float* %kept, i64 %693
+	%838 = bitcast float* %837 to float*
+	store float %692, float* %838, align 4
+	br label %kept.340
+
+kept.340:
+	%839 = fmul float %622, %622
+	%840 = fmul float %692, %692
+	%841 = select i1 %659, float %839, float 0.0
+	%842 = fadd float %532, %841
+	%843 = select i1 %659, float %840, float 0.0
+	%844 = fadd float %533, %843
+	%845 = add i64 %538, 1
+	%846 = icmp slt i64 %845, %n
+	%847 = add i64 %538, 1
+	%848 = add i64 %offset, %847
+	%849 = lshr i64 %848, 3
+	%850 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %849)
+	%851 = extractvalue [8 x float] %850, 0
+	%852 = extractvalue [8 x float] %850, 1
+	%853 = extractvalue [8 x float] %850, 2
+	%854 = extractvalue [8 x float] %850, 3
+	%855 = extractvalue [8 x float] %850, 4
+	%856 = extractvalue [8 x float] %850, 5
+	%857 = extractvalue [8 x float] %850, 6
+	%858 = extractvalue [8 x float] %850, 7
+	%859 = and i64 %848, 1
+	%860 = icmp ne i64 %859, 0
+	%861 = select i1 %860, float %852, float %851
+	%862 = select i1 %860, float %854, float %853
+	%863 = select i1 %860, float %856, float %855
+	%864 = select i1 %860, float %858, float %857
+	%865 = and i64 %848, 2
+	%866 = icmp ne i64 %865, 0
+	%867 = select i1 %866, float %862, float %861
+	%868 = select i1 %866, float %864, float %863
+	%869 = and i64 %848, 4
+	%870 = icmp ne i64 %869, 0
+	%871 = select i1 %870, float %868, float %867
+	%872 = fmul float %r.0, %871
+	%873 = fadd float %647, %872
+	%874 = fmul float %873, %53
+	%875 = fadd float %874, 1.2582912e+07
+	%876 = fsub float %875, 1.2582912e+07
+	%877 = fmul float %876, %49
+	%878 = fcmp oeq float %49, 0.0
+	%879 = select i1 %878, float %873, float %877
+	%880 = add i64 %538, 1
+	%881 = icmp ne float* %kept, null
+	%882 = and i1 %881, %846
+	br i1 %882, label %keep.341, label %kept.342
+
+keep.341:
+	%883 = getelementptr float, float* %kept, i64 %880
+	%884 = bitcast float* %883 to float*
+	store float %879, float* %884, align 4
+	br label %kept.342
+
+kept.342:
+	%885 = fmul float %627, %627
+	%886 = fmul float %879, %879
+	%887 = select i1 %846, float %885, float 0.0
+	%888 = fadd float %842, %887
+	%889 = select i1 %846, float %886, float 0.0
+	%890 = fadd float %844, %889
+	%891 = add i64 %538, 2
+	%892 = icmp slt i64 %891, %n
+	%893 = add i64 %538, 2
+	%894 = add i64 %offset, %893
+	%895 = lshr i64 %894, 3
+	%896 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %895)
+	%897 = extractvalue [8 x float] %896, 0
+	%898 = extractvalue [8 x float] %896, 1
+	%899 = extractvalue [8 x float] %896, 2
+	%900 = extractvalue [8 x float] %896, 3
+	%901 = extractvalue [8 x float] %896, 4
+	%902 = extractvalue [8 x float] %896, 5
+	%903 = extractvalue [8 x float] %896, 6
+	%904 = extractvalue [8 x float] %896, 7
+	%905 = and i64 %894, 1
+	%906 = icmp ne i64 %905, 0
+	%907 = select i1 %906, float %898, float %897
+	%908 = select i1 %906, float %900, float %899
+	%909 = select i1 %906, float %902, float %901
+	%910 = select i1 %906, float %904, float %903
+	%911 = and i64 %894, 2
+	%912 = icmp ne i64 %911, 0
+	%913 = select i1 %912, float %908, float %907
+	%914 = select i1 %912, float %910, float %909
+	%915 = and i64 %894, 4
+	%916 = icmp ne i64 %915, 0
+	%917 = select i1 %916, float %914, float %913
+	%918 = fmul float %r.0, %917
+	%919 = fadd float %652, %918
+	%920 = fmul float %919, %53
+	%921 = fadd float %920, 1.2582912e+07
+	%922 = fsub float %921, 1.2582912e+07
+	%923 = fmul float %922, %49
+	%924 = fcmp oeq float %49, 0.0
+	%925 = select i1 %924, float %919, float %923
+	%926 = add i64 %538, 2
+	%927 = icmp ne float* %kept, null
+	%928 = and i1 %927, %892
+	br i1 %928, label %keep.343, label %kept.344
+
+keep.343:
+	%929 = getelementptr float, float* %kept, i64 %926
+	%930 = bitcast float* %929 to float*
+	store float %925, float* %930, align 4
+	br label %kept.344
+
+kept.344:
+	%931 = fmul float %632, %632
+	%932 = fmul float %925, %925
+	%933 = select i1 %892, float %931, float 0.0
+	%934 = fadd float %888, %933
+	%935 = select i1 %892, float %932, float 0.0
+	%936 = fadd float %890, %935
+	%937 = add i64 %538, 3
+	%938 = icmp slt i64 %937, %n
+	%939 = add i64 %538, 3
+	%940 = add i64 %offset, %939
+	%941 = lshr i64 %940, 3
+	%942 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %941)
+	%943 = extractvalue [8 x float] %942, 0
+	%944 = extractvalue [8 x float] %942, 1
+	%945 = extractvalue [8 x float] %942, 2
+	%946 = extractvalue [8 x float] %942, 3
+	%947 = extractvalue [8 x float] %942, 4
+	%948 = extractvalue [8 x float] %942, 5
+	%949 = extractvalue [8 x float] %942, 6
+	%950 = extractvalue [8 x float] %942, 7
+	%951 = and i64 %940, 1
+	%952 = icmp ne i64 %951, 0
+	%953 = select i1 %952, float %944, float %943
+	%954 = select i1 %952, float %946, float %945
+	%955 = select i1 %952, float %948, float %947
+	%956 = select i1 %952, float %950, float %949
+	%957 = and i64 %940, 2
+	%958 = icmp ne i64 %957, 0
+	%959 = select i1 %958, float %954, float %953
+	%960 = select i1 %958, float %956, float %955
+	%961 = and i64 %940, 4
+	%962 = icmp ne i64 %961, 0
+	%963 = select i1 %962, float %960, float %959
+	%964 = fmul float %r.0, %963
+	%965 = fadd float %657, %964
+	%966 = fmul float %965, %53
+	%967 = fadd float %966, 1.2582912e+07
+	%968 = fsub float %967, 1.2582912e+07
+	%969 = fmul float %968, %49
+	%970 = fcmp oeq float %49, 0.0
+	%971 = select i1 %970, float %965, float %969
+	%972 = add i64 %538, 3
+	%973 = icmp ne float* %kept, null
+	%974 = and i1 %973, %938
+	br i1 %974, label %keep.345, label %kept.346
+
+keep.345:
+	%975 = getelementptr float, float* %kept, i64 %972
+	%976 = bitcast float* %975 to float*
+	store float %971, float* %976, align 4
+	br label %kept.346
+
+kept.346:
+	%977 = fmul float %637, %637
+	%978 = fmul float %971, %971
+	%979 = select i1 %938, float %977, float 0.0
+	%980 = fadd float %934, %979
+	%981 = select i1 %938, float %978, float 0.0
+	%982 = fadd float %936, %981
+	br label %join.330
+
+lane0.347:
+	%983 = getelementptr float, float* %3, i64 %505
+	store float %559, float* %983, align 4
+	%984 = getelementptr float, float* %5, i64 %505
+	store float %561, float* %984, align 4
+	br label %stored.348
+
+stored.348:
+	%985 = add i64 %505, %66
+	br label %task.head.322
 }
 
-define internal void @lars_reduce_host(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) alwaysinline nounwind {
+define internal void @lars_reduce_host8(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = alloca <128 x float>, align 4
@@ -9554,1678 +9746,1945 @@ entry:
 	%3 = alloca <128 x float>, align 4
 	%4 = alloca <128 x float>, align 4
 	%5 = alloca <128 x float>, align 4
-	%6 = getelementptr float*, float** %buffers, i64 0
-	%7 = load float*, float** %6, align 8
-	%8 = getelementptr float*, float** %buffers, i64 1
+	%6 = alloca <128 x float>, align 4
+	%7 = alloca <128 x float>, align 4
+	%8 = getelementptr float*, float** %buffers, i64 0
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr float*, float** %buffers, i64 2
+	%10 = getelementptr float*, float** %buffers, i64 1
 	%11 = load float*, float** %10, align 8
-	%12 = getelementptr float, float* %scalars, i64 0
-	%13 = load float, float* %12, align 4
-	%14 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 0
-	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 1
+	%12 = getelementptr float*, float** %buffers, i64 2
+	%13 = load float*, float** %12, align 8
+	%14 = getelementptr float, float* %scalars, i64 0
+	%15 = load float, float* %14, align 4
+	%16 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 0
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 2
+	%18 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 1
 	%19 = load i64, i64* %18, align 8
-	%20 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 3
+	%20 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 2
 	%21 = load i64, i64* %20, align 8
-	%22 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 4
-	%23 = load i32, i32* %22, align 4
-	%24 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 5
+	%22 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 3
+	%23 = load i64, i64* %22, align 8
+	%24 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 4
 	%25 = load i32, i32* %24, align 4
-	%26 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 6
-	%27 = load [4 x i64], [4 x i64]* %26, align 8
-	%28 = extractvalue [4 x i64] %27, 0
-	%29 = extractvalue [4 x i64] %27, 1
-	%30 = extractvalue [4 x i64] %27, 2
-	%31 = extractvalue [4 x i64] %27, 3
-	%32 = add i64 %n, 4095
-	%33 = sdiv i64 %32, u0x1000
-	%34 = mul i64 %33, 0
-	%35 = getelementptr float, float* %partials, i64 %34
-	%36 = mul i64 %33, 1
+	%26 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 5
+	%27 = load i32, i32* %26, align 4
+	%28 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 6
+	%29 = load [4 x i64], [4 x i64]* %28, align 8
+	%30 = extractvalue [4 x i64] %29, 0
+	%31 = extractvalue [4 x i64] %29, 1
+	%32 = extractvalue [4 x i64] %29, 2
+	%33 = extractvalue [4 x i64] %29, 3
+	%34 = add i64 %n, 4095
+	%35 = sdiv i64 %34, u0x1000
+	%36 = mul i64 %35, 0
 	%37 = getelementptr float, float* %partials, i64 %36
-	switch i32 %25, label %unknown_mode [
+	%38 = mul i64 %35, 1
+	%39 = getelementptr float, float* %partials, i64 %38
+	switch i32 %27, label %unknown_mode [
 		i32 0, label %without_noise
 		i32 1, label %with_noise
 		i32 2, label %with_secure_noise
 	]
 
 without_noise:
-	%38 = add i64 %n, 4095
-	%39 = sdiv i64 %38, u0x1000
-	br label %task.head.317
-
-with_noise:
 	%40 = add i64 %n, 4095
 	%41 = sdiv i64 %40, u0x1000
-	br label %task.head.332
+	br label %task.head.349
+
+with_noise:
+	%42 = add i64 %n, 4095
+	%43 = sdiv i64 %42, u0x1000
+	br label %task.head.364
 
 with_secure_noise:
-	%42 = bitcast float %13 to i32
-	%43 = lshr i32 %42, 23
-	%44 = and i32 %43, 255
-	%45 = icmp uge i32 %44, 10
-	%46 = icmp ule i32 %44, 254
-	%47 = and i1 %45, %46
-	%48 = sub i32 %44, 8
-	%49 = shl i32 %48, 23
-	%50 = select i1 %47, i32 %49, i32 0
-	%51 = bitcast i32 %50 to float
-	%52 = sub i32 262, %44
-	%53 = shl i32 %52, 23
-	%54 = select i1 %47, i32 %53, i32 0
-	%55 = bitcast i32 %54 to float
-	%56 = add i64 %n, 4095
-	%57 = sdiv i64 %56, u0x1000
-	br label %task.head.356
+	%44 = bitcast float %15 to i32
+	%45 = lshr i32 %44, 23
+	%46 = and i32 %45, 255
+	%47 = icmp uge i32 %46, 10
+	%48 = icmp ule i32 %46, 254
+	%49 = and i1 %47, %48
+	%50 = sub i32 %46, 8
+	%51 = shl i32 %50, 23
+	%52 = select i1 %49, i32 %51, i32 0
+	%53 = bitcast i32 %52 to float
+	%54 = sub i32 262, %46
+	%55 = shl i32 %54, 23
+	%56 = select i1 %49, i32 %55, i32 0
+	%57 = bitcast i32 %56 to float
+	%58 = add i64 %n, 4095
+	%59 = sdiv i64 %58, u0x1000
+	br label %task.head.393
 
 unknown_mode:
 	ret void
 
-task.head.317:
-	%58 = phi i64 [ %15, %without_noise ], [ %104, %row.done.322 ]
-	%59 = icmp slt i64 %58, %17
-	br i1 %59, label %task.318, label %task.done.319
+task.head.349:
+	%60 = phi i64 [ %17, %without_noise ], [ %155, %row.done.354 ]
+	%61 = icmp slt i64 %60, %19
+	br i1 %61, label %task.350, label %task.done.351
 
-task.318:
-	%60 = sdiv i64 %58, %39
-	%61 = srem i64 %58, %39
-	%62 = mul i64 %60, %n
-	%63 = getelementptr float, float* %7, i64 %62
-	%64 = mul i64 %60, %n
+task.350:
+	%62 = sdiv i64 %60, %41
+	%63 = srem i64 %60, %41
+	%64 = mul i64 %62, %n
 	%65 = getelementptr float, float* %9, i64 %64
-	%66 = mul i64 %61, u0x1000
-	%67 = sub i64 %n, %66
-	%68 = add i64 %67, 127
-	%69 = sdiv i64 %68, 128
-	%70 = icmp slt i64 %69, 32
-	%71 = select i1 %70, i64 %69, i64 32
-	br label %row.head.320
+	%66 = mul i64 %62, %n
+	%67 = getelementptr float, float* %11, i64 %66
+	%68 = mul i64 %63, u0x1000
+	%69 = sub i64 %n, %68
+	%70 = add i64 %69, 127
+	%71 = sdiv i64 %70, 128
+	%72 = icmp slt i64 %71, 32
+	%73 = select i1 %72, i64 %71, i64 32
+	br label %row.head.352
 
-task.done.319:
+task.done.351:
 	ret void
 
-row.head.320:
-	%72 = phi i64 [ 0, %task.318 ], [ %133, %join.325 ]
-	%73 = phi <32 x float> [ zeroinitializer, %task.318 ], [ %131, %join.325 ]
-	%74 = phi <32 x float> [ zeroinitializer, %task.318 ], [ %132, %join.325 ]
-	%75 = icmp slt i64 %72, %71
-	br i1 %75, label %row.321, label %row.done.322
+row.head.352:
+	%74 = phi i64 [ 0, %task.350 ], [ %184, %join.357 ]
+	%75 = phi <32 x float> [ zeroinitializer, %task.350 ], [ %182, %join.357 ]
+	%76 = phi <32 x float> [ zeroinitializer, %task.350 ], [ %183, %join.357 ]
+	%77 = icmp slt i64 %74, %73
+	br i1 %77, label %row.353, label %row.done.354
 
-row.321:
-	%76 = mul i64 %72, 128
-	%77 = add i64 %66, %76
-	%78 = add i64 %77, 128
-	%79 = icmp sle i64 %78, %n
-	br i1 %79, label %then.323, label %else.324
+row.353:
+	%78 = mul i64 %74, 128
+	%79 = add i64 %68, %78
+	%80 = add i64 %79, 512
+	%81 = add i64 %80, 0
+	%82 = getelementptr float, float* %65, i64 %81
+	%83 = bitcast float* %82 to i8*
+	call void @llvm.prefetch.p0i8(i8* %83, i32 0, i32 3, i32 1)
+	%84 = add i64 %80, 16
+	%85 = getelementptr float, float* %65, i64 %84
+	%86 = bitcast float* %85 to i8*
+	call void @llvm.prefetch.p0i8(i8* %86, i32 0, i32 3, i32 1)
+	%87 = add i64 %80, 32
+	%88 = getelementptr float, float* %65, i64 %87
+	%89 = bitcast float* %88 to i8*
+	call void @llvm.prefetch.p0i8(i8* %89, i32 0, i32 3, i32 1)
+	%90 = add i64 %80, 48
+	%91 = getelementptr float, float* %65, i64 %90
+	%92 = bitcast float* %91 to i8*
+	call void @llvm.prefetch.p0i8(i8* %92, i32 0, i32 3, i32 1)
+	%93 = add i64 %80, 64
+	%94 = getelementptr float, float* %65, i64 %93
+	%95 = bitcast float* %94 to i8*
+	call void @llvm.prefetch.p0i8(i8* %95, i32 0, i32 3, i32 1)
+	%96 = add i64 %80, 80
+	%97 = getelementptr float, float* %65, i64 %96
+	%98 = bitcast float* %97 to i8*
+	call void @llvm.prefetch.p0i8(i8* %98, i32 0, i32 3, i32 1)
+	%99 = add i64 %80, 96
+	%100 = getelementptr float, float* %65, i64 %99
+	%101 = bitcast float* %100 to i8*
+	call void @llvm.prefetch.p0i8(i8* %101, i32 0, i32 3, i32 1)
+	%102 = add i64 %80, 112
+	%103 = getelementptr float, float* %65, i64 %102
+	%104 = bitcast float* %103 to i8*
+	call void @llvm.prefetch.p0i8(i8* %104, i32 0, i32 3, i32 1)
+	%105 = add i64 %80, 0
+	%106 = getelementptr float, float* %67, i64 %105
+	%107 = bitcast float* %106 to i8*
+	call void @llvm.prefetch.p0i8(i8* %107, i32 0, i32 3, i32 1)
+	%108 = add i64 %80, 16
+	%109 = getelementptr float, float* %67, i64 %108
+	%110 = bitcast float* %109 to i8*
+	call void @llvm.prefetch.p0i8(i8* %110, i32 0, i32 3, i32 1)
+	%111 = add i64 %80, 32
+	%112 = getelementptr float, float* %67, i64 %111
+	%113 = bitcast float* %112 to i8*
+	call void @llvm.prefetch.p0i8(i8* %113, i32 0, i32 3, i32 1)
+	%114 = add i64 %80, 48
+	%115 = getelementptr float, float* %67, i64 %114
+	%116 = bitcast float* %115 to i8*
+	call void @llvm.prefetch.p0i8(i8* %116, i32 0, i32 3, i32 1)
+	%117 = add i64 %80, 64
+	%118 = getelementptr float, float* %67, i64 %117
+	%119 = bitcast float* %118 to i8*
+	call void @llvm.prefetch.p0i8(i8* %119, i32 0, i32 3, i32 1)
+	%120 = add i64 %80, 80
+	%121 = getelementptr float, float* %67, i64 %120
+	%122 = bitcast float* %121 to i8*
+	call void @llvm.prefetch.p0i8(i8* %122, i32 0, i32 3, i32 1)
+	%123 = add i64 %80, 96
+	%124 = getelementptr float, float* %67, i64 %123
+	%125 = bitcast float* %124 to i8*
+	call void @llvm.prefetch.p0i8(i8* %125, i32 0, i32 3, i32 1)
+	%126 = add i64 %80, 112
+	%127 = getelementptr float, float* %67, i64 %126
+	%128 = bitcast float* %127 to i8*
+	call void @llvm.prefetch.p0i8(i8* %128, i32 0, i32 3, i32 1)
+	%129 = add i64 %79, 128
+	%130 = icmp sle i64 %129, %n
+	br i1 %130, label %then.355, label %else.356
 
-row.done.322:
-	%80 = shufflevector <32 x float> %73, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%81 = fadd <32 x float> %73, %80
-	%82 = shufflevector <32 x float> %74, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%83 = fadd <32 x float> %74, %82
-	%84 = shufflevector <32 x float> %81, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%85 = fadd <32 x float> %81, %84
-	%86 = shufflevector <32 x float> %83, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%87 = fadd <32 x float> %83, %86
-	%88 = shufflevector <32 x float> %85, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%89 = fadd <32 x float> %85, %88
-	%90 = shufflevector <32 x float> %87, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%91 = fadd <32 x float> %87, %90
-	%92 = shufflevector <32 x float> %89, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%93 = fadd <32 x float> %89, %92
-	%94 = shufflevector <32 x float> %91, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%95 = fadd <32 x float> %91, %94
-	%96 = shufflevector <32 x float> %93, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%97 = fadd <32 x float> %93, %96
-	%98 = shufflevector <32 x float> %95, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%99 = fadd <32 x float> %95, %98
-	%100 = extractelement <32 x float> %97, i32 0
-	%101 = getelementptr float, float* %35, i64 %58
-	store float %100, float* %101, align 4
-	%102 = extractelement <32 x float> %99, i32 0
-	%103 = getelementptr float, float* %37, i64 %58
-	store float %102, float* %103, align 4
-	%104 = add i64 %58, 1
-	br label %task.head.317
+row.done.354:
+	%131 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%132 = fadd <32 x float> %75, %131
+	%133 = shufflevector <32 x float> %76, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%134 = fadd <32 x float> %76, %133
+	%135 = shufflevector <32 x float> %132, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%136 = fadd <32 x float> %132, %135
+	%137 = shufflevector <32 x float> %134, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%138 = fadd <32 x float> %134, %137
+	%139 = shufflevector <32 x float> %136, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%140 = fadd <32 x float> %136, %139
+	%141 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%142 = fadd <32 x float> %138, %141
+	%143 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%144 = fadd <32 x float> %140, %143
+	%145 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%146 = fadd <32 x float> %142, %145
+	%147 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %144, %147
+	%149 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%150 = fadd <32 x float> %146, %149
+	%151 = extractelement <32 x float> %148, i32 0
+	%152 = getelementptr float, float* %37, i64 %60
+	store float %151, float* %152, align 4
+	%153 = extractelement <32 x float> %150, i32 0
+	%154 = getelementptr float, float* %39, i64 %60
+	store float %153, float* %154, align 4
+	%155 = add i64 %60, 1
+	br label %task.head.349
 
-then.323:
-	%105 = getelementptr float, float* %63, i64 %77
-	%106 = bitcast float* %105 to <128 x float>*
-	%107 = load <128 x float>, <128 x float>* %106, align 4
-	%108 = getelementptr float, float* %65, i64 %77
-	%109 = bitcast float* %108 to <128 x float>*
-	%110 = load <128 x float>, <128 x float>* %109, align 4
-	%111 = fmul <128 x float> %107, %107
-	%112 = fmul <128 x float> %110, %110
-	%113 = shufflevector <128 x float> %111, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%114 = fadd <32 x float> %73, %113
-	%115 = shufflevector <128 x float> %111, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%116 = fadd <32 x float> %114, %115
-	%117 = shufflevector <128 x float> %111, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%118 = fadd <32 x float> %116, %117
-	%119 = shufflevector <128 x float> %111, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%120 = fadd <32 x float> %118, %119
-	%121 = shufflevector <128 x float> %112, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%122 = fadd <32 x float> %74, %121
-	%123 = shufflevector <128 x float> %112, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%124 = fadd <32 x float> %122, %123
-	%125 = shufflevector <128 x float> %112, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%126 = fadd <32 x float> %124, %125
-	%127 = shufflevector <128 x float> %112, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%128 = fadd <32 x float> %126, %127
-	br label %join.325
-
-else.324:
-	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
-	%129 = bitcast <128 x float>* %5 to float*
-	%130 = sub i64 %n, %77
-	br label %pad.head.326
-
-join.325:
-	%131 = phi <32 x float> [ %120, %then.323 ], [ %172, %pad.done.331 ]
-	%132 = phi <32 x float> [ %128, %then.323 ], [ %181, %pad.done.331 ]
-	%133 = add i64 %72, 1
-	br label %row.head.320
-
-pad.head.326:
-	%134 = phi i64 [ 0, %else.324 ], [ %140, %pad.327 ]
-	%135 = icmp slt i64 %134, %130
-	br i1 %135, label %pad.327, label %pad.done.328
-
-pad.327:
-	%136 = add i64 %77, %134
-	%137 = getelementptr float, float* %63, i64 %136
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %129, i64 %134
-	store volatile float %138, float* %139, align 4
-	%140 = add i64 %134, 1
-	br label %pad.head.326
-
-pad.done.328:
-	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
-	%141 = bitcast <128 x float>* %4 to float*
-	%142 = sub i64 %n, %77
-	br label %pad.head.329
-
-pad.head.329:
-	%143 = phi i64 [ 0, %pad.done.328 ], [ %149, %pad.330 ]
-	%144 = icmp slt i64 %143, %142
-	br i1 %144, label %pad.330, label %pad.done.331
-
-pad.330:
-	%145 = add i64 %77, %143
-	%146 = getelementptr float, float* %65, i64 %145
-	%147 = load float, float* %146, align 4
-	%148 = getelementptr float, float* %141, i64 %143
-	store volatile float %147, float* %148, align 4
-	%149 = add i64 %143, 1
-	br label %pad.head.329
-
-pad.done.331:
-	%150 = insertelement <128 x i64> undef, i64 %77, i32 0
-	%151 = shufflevector <128 x i64> %150, <128 x i64> undef, <128 x i32> zeroinitializer
-	%152 = add <128 x i64> %151, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%153 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%154 = shufflevector <128 x i64> %153, <128 x i64> undef, <128 x i32> zeroinitializer
-	%155 = icmp slt <128 x i64> %152, %154
-	%156 = getelementptr float, float* %129, i64 0
+then.355:
+	%156 = getelementptr float, float* %65, i64 %79
 	%157 = bitcast float* %156 to <128 x float>*
 	%158 = load <128 x float>, <128 x float>* %157, align 4
-	%159 = getelementptr float, float* %141, i64 0
+	%159 = getelementptr float, float* %67, i64 %79
 	%160 = bitcast float* %159 to <128 x float>*
 	%161 = load <128 x float>, <128 x float>* %160, align 4
 	%162 = fmul <128 x float> %158, %158
 	%163 = fmul <128 x float> %161, %161
-	%164 = select <128 x i1> %155, <128 x float> %162, <128 x float> zeroinitializer
-	%165 = shufflevector <128 x float> %164, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%166 = fadd <32 x float> %73, %165
-	%167 = shufflevector <128 x float> %164, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%168 = fadd <32 x float> %166, %167
-	%169 = shufflevector <128 x float> %164, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%170 = fadd <32 x float> %168, %169
-	%171 = shufflevector <128 x float> %164, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%172 = fadd <32 x float> %170, %171
-	%173 = select <128 x i1> %155, <128 x float> %163, <128 x float> zeroinitializer
-	%174 = shufflevector <128 x float> %173, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%175 = fadd <32 x float> %74, %174
-	%176 = shufflevector <128 x float> %173, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%164 = shufflevector <128 x float> %162, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%165 = fadd <32 x float> %75, %164
+	%166 = shufflevector <128 x float> %162, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%167 = fadd <32 x float> %165, %166
+	%168 = shufflevector <128 x float> %162, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%169 = fadd <32 x float> %167, %168
+	%170 = shufflevector <128 x float> %162, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%171 = fadd <32 x float> %169, %170
+	%172 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%173 = fadd <32 x float> %76, %172
+	%174 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%175 = fadd <32 x float> %173, %174
+	%176 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%177 = fadd <32 x float> %175, %176
-	%178 = shufflevector <128 x float> %173, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%178 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%179 = fadd <32 x float> %177, %178
-	%180 = shufflevector <128 x float> %173, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%181 = fadd <32 x float> %179, %180
-	br label %join.325
+	br label %join.357
 
-task.head.332:
-	%182 = phi i64 [ %15, %with_noise ], [ %228, %row.done.337 ]
-	%183 = icmp slt i64 %182, %17
-	br i1 %183, label %task.333, label %task.done.334
+else.356:
+	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
+	%180 = bitcast <128 x float>* %7 to float*
+	%181 = sub i64 %n, %79
+	br label %pad.head.358
 
-task.333:
-	%184 = sdiv i64 %182, %41
-	%185 = srem i64 %182, %41
-	%186 = mul i64 %184, %n
-	%187 = getelementptr float, float* %7, i64 %186
-	%188 = mul i64 %184, %n
-	%189 = getelementptr float, float* %9, i64 %188
-	%190 = mul i64 %185, u0x1000
-	%191 = sub i64 %n, %190
-	%192 = add i64 %191, 127
-	%193 = sdiv i64 %192, 128
-	%194 = icmp slt i64 %193, 32
-	%195 = select i1 %194, i64 %193, i64 32
-	br label %row.head.335
+join.357:
+	%182 = phi <32 x float> [ %171, %then.355 ], [ %223, %pad.done.363 ]
+	%183 = phi <32 x float> [ %179, %then.355 ], [ %232, %pad.done.363 ]
+	%184 = add i64 %74, 1
+	br label %row.head.352
 
-task.done.334:
+pad.head.358:
+	%185 = phi i64 [ 0, %else.356 ], [ %191, %pad.359 ]
+	%186 = icmp slt i64 %185, %181
+	br i1 %186, label %pad.359, label %pad.done.360
+
+pad.359:
+	%187 = add i64 %79, %185
+	%188 = getelementptr float, float* %65, i64 %187
+	%189 = load float, float* %188, align 4
+	%190 = getelementptr float, float* %180, i64 %185
+	store volatile float %189, float* %190, align 4
+	%191 = add i64 %185, 1
+	br label %pad.head.358
+
+pad.done.360:
+	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
+	%192 = bitcast <128 x float>* %6 to float*
+	%193 = sub i64 %n, %79
+	br label %pad.head.361
+
+pad.head.361:
+	%194 = phi i64 [ 0, %pad.done.360 ], [ %200, %pad.362 ]
+	%195 = icmp slt i64 %194, %193
+	br i1 %195, label %pad.362, label %pad.done.363
+
+pad.362:
+	%196 = add i64 %79, %194
+	%197 = getelementptr float, float* %67, i64 %196
+	%198 = load float, float* %197, align 4
+	%199 = getelementptr float, float* %192, i64 %194
+	store volatile float %198, float* %199, align 4
+	%200 = add i64 %194, 1
+	br label %pad.head.361
+
+pad.done.363:
+	%201 = insertelement <128 x i64> undef, i64 %79, i32 0
+	%202 = shufflevector <128 x i64> %201, <128 x i64> undef, <128 x i32> zeroinitializer
+	%203 = add <128 x i64> %202, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%204 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%205 = shufflevector <128 x i64> %204, <128 x i64> undef, <128 x i32> zeroinitializer
+	%206 = icmp slt <128 x i64> %203, %205
+	%207 = getelementptr float, float* %180, i64 0
+	%208 = bitcast float* %207 to <128 x float>*
+	%209 = load <128 x float>, <128 x float>* %208, align 4
+	%210 = getelementptr float, float* %192, i64 0
+	%211 = bitcast float* %210 to <128 x float>*
+	%212 = load <128 x float>, <128 x float>* %211, align 4
+	%213 = fmul <128 x float> %209, %209
+	%214 = fmul <128 x float> %212, %212
+	%215 = select <128 x i1> %206, <128 x float> %213, <128 x float> zeroinitializer
+	%216 = shufflevector <128 x float> %215, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%217 = fadd <32 x float> %75, %216
+	%218 = shufflevector <128 x float> %215, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%219 = fadd <32 x float> %217, %218
+	%220 = shufflevector <128 x float> %215, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%221 = fadd <32 x float> %219, %220
+	%222 = shufflevector <128 x float> %215, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%223 = fadd <32 x float> %221, %222
+	%224 = select <128 x i1> %206, <128 x float> %214, <128 x float> zeroinitializer
+	%225 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%226 = fadd <32 x float> %76, %225
+	%227 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%228 = fadd <32 x float> %226, %227
+	%229 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%230 = fadd <32 x float> %228, %229
+	%231 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%232 = fadd <32 x float> %230, %231
+	br label %join.357
+
+task.head.364:
+	%233 = phi i64 [ %17, %with_noise ], [ %328, %row.done.369 ]
+	%234 = icmp slt i64 %233, %19
+	br i1 %234, label %task.365, label %task.done.366
+
+task.365:
+	%235 = sdiv i64 %233, %43
+	%236 = srem i64 %233, %43
+	%237 = mul i64 %235, %n
+	%238 = getelementptr float, float* %9, i64 %237
+	%239 = mul i64 %235, %n
+	%240 = getelementptr float, float* %11, i64 %239
+	%241 = mul i64 %236, u0x1000
+	%242 = sub i64 %n, %241
+	%243 = add i64 %242, 127
+	%244 = sdiv i64 %243, 128
+	%245 = icmp slt i64 %244, 32
+	%246 = select i1 %245, i64 %244, i64 32
+	br label %row.head.367
+
+task.done.366:
 	ret void
 
-row.head.335:
-	%196 = phi i64 [ 0, %task.333 ], [ %389, %join.340 ]
-	%197 = phi <32 x float> [ zeroinitializer, %task.333 ], [ %387, %join.340 ]
-	%198 = phi <32 x float> [ zeroinitializer, %task.333 ], [ %388, %join.340 ]
-	%199 = icmp slt i64 %196, %195
-	br i1 %199, label %row.336, label %row.done.337
+row.head.367:
+	%247 = phi i64 [ 0, %task.365 ], [ %472, %join.372 ]
+	%248 = phi <32 x float> [ zeroinitializer, %task.365 ], [ %470, %join.372 ]
+	%249 = phi <32 x float> [ zeroinitializer, %task.365 ], [ %471, %join.372 ]
+	%250 = icmp slt i64 %247, %246
+	br i1 %250, label %row.368, label %row.done.369
 
-row.336:
-	%200 = mul i64 %196, 128
-	%201 = add i64 %190, %200
-	%202 = add i64 %201, 128
-	%203 = icmp sle i64 %202, %n
-	br i1 %203, label %then.338, label %else.339
+row.368:
+	%251 = mul i64 %247, 128
+	%252 = add i64 %241, %251
+	%253 = add i64 %252, 512
+	%254 = add i64 %253, 0
+	%255 = getelementptr float, float* %238, i64 %254
+	%256 = bitcast float* %255 to i8*
+	call void @llvm.prefetch.p0i8(i8* %256, i32 0, i32 3, i32 1)
+	%257 = add i64 %253, 16
+	%258 = getelementptr float, float* %238, i64 %257
+	%259 = bitcast float* %258 to i8*
+	call void @llvm.prefetch.p0i8(i8* %259, i32 0, i32 3, i32 1)
+	%260 = add i64 %253, 32
+	%261 = getelementptr float, float* %238, i64 %260
+	%262 = bitcast float* %261 to i8*
+	call void @llvm.prefetch.p0i8(i8* %262, i32 0, i32 3, i32 1)
+	%263 = add i64 %253, 48
+	%264 = getelementptr float, float* %238, i64 %263
+	%265 = bitcast float* %264 to i8*
+	call void @llvm.prefetch.p0i8(i8* %265, i32 0, i32 3, i32 1)
+	%266 = add i64 %253, 64
+	%267 = getelementptr float, float* %238, i64 %266
+	%268 = bitcast float* %267 to i8*
+	call void @llvm.prefetch.p0i8(i8* %268, i32 0, i32 3, i32 1)
+	%269 = add i64 %253, 80
+	%270 = getelementptr float, float* %238, i64 %269
+	%271 = bitcast float* %270 to i8*
+	call void @llvm.prefetch.p0i8(i8* %271, i32 0, i32 3, i32 1)
+	%272 = add i64 %253, 96
+	%273 = getelementptr float, float* %238, i64 %272
+	%274 = bitcast float* %273 to i8*
+	call void @llvm.prefetch.p0i8(i8* %274, i32 0, i32 3, i32 1)
+	%275 = add i64 %253, 112
+	%276 = getelementptr float, float* %238, i64 %275
+	%277 = bitcast float* %276 to i8*
+	call void @llvm.prefetch.p0i8(i8* %277, i32 0, i32 3, i32 1)
+	%278 = add i64 %253, 0
+	%279 = getelementptr float, float* %240, i64 %278
+	%280 = bitcast float* %279 to i8*
+	call void @llvm.prefetch.p0i8(i8* %280, i32 0, i32 3, i32 1)
+	%281 = add i64 %253, 16
+	%282 = getelementptr float, float* %240, i64 %281
+	%283 = bitcast float* %282 to i8*
+	call void @llvm.prefetch.p0i8(i8* %283, i32 0, i32 3, i32 1)
+	%284 = add i64 %253, 32
+	%285 = getelementptr float, float* %240, i64 %284
+	%286 = bitcast float* %285 to i8*
+	call void @llvm.prefetch.p0i8(i8* %286, i32 0, i32 3, i32 1)
+	%287 = add i64 %253, 48
+	%288 = getelementptr float, float* %240, i64 %287
+	%289 = bitcast float* %288 to i8*
+	call void @llvm.prefetch.p0i8(i8* %289, i32 0, i32 3, i32 1)
+	%290 = add i64 %253, 64
+	%291 = getelementptr float, float* %240, i64 %290
+	%292 = bitcast float* %291 to i8*
+	call void @llvm.prefetch.p0i8(i8* %292, i32 0, i32 3, i32 1)
+	%293 = add i64 %253, 80
+	%294 = getelementptr float, float* %240, i64 %293
+	%295 = bitcast float* %294 to i8*
+	call void @llvm.prefetch.p0i8(i8* %295, i32 0, i32 3, i32 1)
+	%296 = add i64 %253, 96
+	%297 = getelementptr float, float* %240, i64 %296
+	%298 = bitcast float* %297 to i8*
+	call void @llvm.prefetch.p0i8(i8* %298, i32 0, i32 3, i32 1)
+	%299 = add i64 %253, 112
+	%300 = getelementptr float, float* %240, i64 %299
+	%301 = bitcast float* %300 to i8*
+	call void @llvm.prefetch.p0i8(i8* %301, i32 0, i32 3, i32 1)
+	%302 = add i64 %252, 128
+	%303 = icmp sle i64 %302, %n
+	br i1 %303, label %then.370, label %else.371
 
-row.done.337:
-	%204 = shufflevector <32 x float> %197, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%205 = fadd <32 x float> %197, %204
-	%206 = shufflevector <32 x float> %198, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%207 = fadd <32 x float> %198, %206
-	%208 = shufflevector <32 x float> %205, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%209 = fadd <32 x float> %205, %208
-	%210 = shufflevector <32 x float> %207, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%211 = fadd <32 x float> %207, %210
-	%212 = shufflevector <32 x float> %209, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%213 = fadd <32 x float> %209, %212
-	%214 = shufflevector <32 x float> %211, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%215 = fadd <32 x float> %211, %214
-	%216 = shufflevector <32 x float> %213, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%217 = fadd <32 x float> %213, %216
-	%218 = shufflevector <32 x float> %215, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%219 = fadd <32 x float> %215, %218
-	%220 = shufflevector <32 x float> %217, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%221 = fadd <32 x float> %217, %220
-	%222 = shufflevector <32 x float> %219, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%223 = fadd <32 x float> %219, %222
-	%224 = extractelement <32 x float> %221, i32 0
-	%225 = getelementptr float, float* %35, i64 %182
-	store float %224, float* %225, align 4
-	%226 = extractelement <32 x float> %223, i32 0
-	%227 = getelementptr float, float* %37, i64 %182
-	store float %226, float* %227, align 4
-	%228 = add i64 %182, 1
-	br label %task.head.332
+row.done.369:
+	%304 = shufflevector <32 x float> %248, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%305 = fadd <32 x float> %248, %304
+	%306 = shufflevector <32 x float> %249, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%307 = fadd <32 x float> %249, %306
+	%308 = shufflevector <32 x float> %305, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%309 = fadd <32 x float> %305, %308
+	%310 = shufflevector <32 x float> %307, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%311 = fadd <32 x float> %307, %310
+	%312 = shufflevector <32 x float> %309, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%313 = fadd <32 x float> %309, %312
+	%314 = shufflevector <32 x float> %311, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%315 = fadd <32 x float> %311, %314
+	%316 = shufflevector <32 x float> %313, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%317 = fadd <32 x float> %313, %316
+	%318 = shufflevector <32 x float> %315, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%319 = fadd <32 x float> %315, %318
+	%320 = shufflevector <32 x float> %317, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%321 = fadd <32 x float> %317, %320
+	%322 = shufflevector <32 x float> %319, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%323 = fadd <32 x float> %319, %322
+	%324 = extractelement <32 x float> %321, i32 0
+	%325 = getelementptr float, float* %37, i64 %233
+	store float %324, float* %325, align 4
+	%326 = extractelement <32 x float> %323, i32 0
+	%327 = getelementptr float, float* %39, i64 %233
+	store float %326, float* %327, align 4
+	%328 = add i64 %233, 1
+	br label %task.head.364
 
-then.338:
-	%229 = getelementptr float, float* %187, i64 %201
-	%230 = bitcast float* %229 to <128 x float>*
-	%231 = load <128 x float>, <128 x float>* %230, align 4
-	%232 = getelementptr float, float* %189, i64 %201
-	%233 = bitcast float* %232 to <128 x float>*
-	%234 = load <128 x float>, <128 x float>* %233, align 4
-	%235 = add i64 %19, %201
-	%236 = call <128 x float> @lars_noise_row128_false(i64 %21, i32 %23, i64 %235)
-	%237 = insertelement <128 x float> undef, float %13, i32 0
-	%238 = insertelement <128 x float> %237, float %13, i32 1
-	%239 = insertelement <128 x float> %238, float %13, i32 2
-	%240 = insertelement <128 x float> %239, float %13, i32 3
-	%241 = insertelement <128 x float> %240, float %13, i32 4
-	%242 = insertelement <128 x float> %241, float %13, i32 5
-	%243 = insertelement <128 x float> %242, float %13, i32 6
-	%244 = insertelement <128 x float> %243, float %13, i32 7
-	%245 = insertelement <128 x float> %244, float %13, i32 8
-	%246 = insertelement <128 x float> %245, float %13, i32 9
-	%247 = insertelement <128 x float> %246, float %13, i32 10
-	%248 = insertelement <128 x float> %247, float %13, i32 11
-	%249 = insertelement <128 x float> %248, float %13, i32 12
-	%250 = insertelement <128 x float> %249, float %13, i32 13
-	%251 = insertelement <128 x float> %250, float %13, i32 14
-	%252 = insertelement <128 x float> %251, float %13, i32 15
-	%253 = insertelement <128 x float> %252, float %13, i32 16
-	%254 = insertelement <128 x float> %253, float %13, i32 17
-	%255 = insertelement <128 x float> %254, float %13, i32 18
-	%256 = insertelement <128 x float> %255, float %13, i32 19
-	%257 = insertelement <128 x float> %256, float %13, i32 20
-	%258 = insertelement <128 x float> %257, float %13, i32 21
-	%259 = insertelement <128 x float> %258, float %13, i32 22
-	%260 = insertelement <128 x float> %259, float %13, i32 23
-	%261 = insertelement <128 x float> %260, float %13, i32 24
-	%262 = insertelement <128 x float> %261, float %13, i32 25
-	%263 = insertelement <128 x float> %262, float %13, i32 26
-	%264 = insertelement <128 x float> %263, float %13, i32 27
-	%265 = insertelement <128 x float> %264, float %13, i32 28
-	%266 = insertelement <128 x float> %265, float %13, i32 29
-	%267 = insertelement <128 x float> %266, float %13, i32 30
-	%268 = insertelement <128 x float> %267, float %13, i32 31
-	%269 = insertelement <128 x float> %268, float %13, i32 32
-	%270 = insertelement <128 x float> %269, float %13, i32 33
-	%271 = insertelement <128 x float> %270, float %13, i32 34
-	%272 = insertelement <128 x float> %271, float %13, i32 35
-	%273 = insertelement <128 x float> %272, float %13, i32 36
-	%274 = insertelement <128 x float> %273, float %13, i32 37
-	%275 = insertelement <128 x float> %274, float %13, i32 38
-	%276 = insertelement <128 x float> %275, float %13, i32 39
-	%277 = insertelement <128 x float> %276, float %13, i32 40
-	%278 = insertelement <128 x float> %277, float %13, i32 41
-	%279 = insertelement <128 x float> %278, float %13, i32 42
-	%280 = insertelement <128 x float> %279, float %13, i32 43
-	%281 = insertelement <128 x float> %280, float %13, i32 44
-	%282 = insertelement <128 x float> %281, float %13, i32 45
-	%283 = insertelement <128 x float> %282, float %13, i32 46
-	%284 = insertelement <128 x float> %283, float %13, i32 47
-	%285 = insertelement <128 x float> %284, float %13, i32 48
-	%286 = insertelement <128 x float> %285, float %13, i32 49
-	%287 = insertelement <128 x float> %286, float %13, i32 50
-	%288 = insertelement <128 x float> %287, float %13, i32 51
-	%289 = insertelement <128 x float> %288, float %13, i32 52
-	%290 = insertelement <128 x float> %289, float %13, i32 53
-	%291 = insertelement <128 x float> %290, float %13, i32 54
-	%292 = insertelement <128 x float> %291, float %13, i32 55
-	%293 = insertelement <128 x float> %292, float %13, i32 56
-	%294 = insertelement <128 x float> %293, float %13, i32 57
-	%295 = insertelement <128 x float> %294, float %13, i32 58
-	%296 = insertelement <128 x float> %295, float %13, i32 59
-	%297 = insertelement <128 x float> %296, float %13, i32 60
-	%298 = insertelement <128 x float> %297, float %13, i32 61
-	%299 = insertelement <128 x float> %298, float %13, i32 62
-	%300 = insertelement <128 x float> %299, float %13, i32 63
-	%301 = insertelement <128 x float> %300, float %13, i32 64
-	%302 = insertelement <128 x float> %301, float %13, i32 65
-	%303 = insertelement <128 x float> %302, float %13, i32 66
-	%304 = insertelement <128 x float> %303, float %13, i32 67
-	%305 = insertelement <128 x float> %304, float %13, i32 68
-	%306 = insertelement <128 x float> %305, float %13, i32 69
-	%307 = insertelement <128 x float> %306, float %13, i32 70
-	%308 = insertelement <128 x float> %307, float %13, i32 71
-	%309 = insertelement <128 x float> %308, float %13, i32 72
-	%310 = insertelement <128 x float> %309, float %13, i32 73
-	%311 = insertelement <128 x float> %310, float %13, i32 74
-	%312 = insertelement <128 x float> %311, float %13, i32 75
-	%313 = insertelement <128 x float> %312, float %13, i32 76
-	%314 = insertelement <128 x float> %313, float %13, i32 77
-	%315 = insertelement <128 x float> %314, float %13, i32 78
-	%316 = insertelement <128 x float> %315, float %13, i32 79
-	%317 = insertelement <128 x float> %316, float %13, i32 80
-	%318 = insertelement <128 x float> %317, float %13, i32 81
-	%319 = insertelement <128 x float> %318, float %13, i32 82
-	%320 = insertelement <128 x float> %319, float %13, i32 83
-	%321 = insertelement <128 x float> %320, float %13, i32 84
-	%322 = insertelement <128 x float> %321, float %13, i32 85
-	%323 = insertelement <128 x float> %322, float %13, i32 86
-	%324 = insertelement <128 x float> %323, float %13, i32 87
-	%325 = insertelement <128 x float> %324, float %13, i32 88
-	%326 = insertelement <128 x float> %325, float %13, i32 89
-	%327 = insertelement <128 x float> %326, float %13, i32 90
-	%328 = insertelement <128 x float> %327, float %13, i32 91
-	%329 = insertelement <128 x float> %328, float %13, i32 92
-	%330 = insertelement <128 x float> %329, float %13, i32 93
-	%331 = insertelement <128 x float> %330, float %13, i32 94
-	%332 = insertelement <128 x float> %331, float %13, i32 95
-	%333 = insertelement <128 x float> %332, float %13, i32 96
-	%334 = insertelement <128 x float> %333, float %13, i32 97
-	%335 = insertelement <128 x float> %334, float %13, i32 98
-	%336 = insertelement <128 x float> %335, float %13, i32 99
-	%337 = insertelement <128 x float> %336, float %13, i32 100
-	%338 = insertelement <128 x float> %337, float %13, i32 101
-	%339 = insertelement <128 x float> %338, float %13, i32 102
-	%340 = insertelement <128 x float> %339, float %13, i32 103
-	%341 = insertelement <128 x float> %340, float %13, i32 104
-	%342 = insertelement <128 x float> %341, float %13, i32 105
-	%343 = insertelement <128 x float> %342, float %13, i32 106
-	%344 = insertelement <128 x float> %343, float %13, i32 107
-	%345 = insertelement <128 x float> %344, float %13, i32 108
-	%346 = insertelement <128 x float> %345, float %13, i32 109
-	%347 = insertelement <128 x float> %346, float %13, i32 110
-	%348 = insertelement <128 x float> %347, float %13, i32 111
-	%349 = insertelement <128 x float> %348, float %13, i32 112
-	%350 = insertelement <128 x float> %349, float %13, i32 113
-	%351 = insertelement <128 x float> %350, float %13, i32 114
-	%352 = insertelement <128 x float> %351, float %13, i32 115
-	%353 = insertelement <128 x float> %352, float %13, i32 116
-	%354 = insertelement <128 x float> %353, float %13, i32 117
-	%355 = insertelement <128 x float> %354, float %13, i32 118
-	%356 = insertelement <128 x float> %355, float %13, i32 119
-	%357 = insertelement <128 x float> %356, float %13, i32 120
-	%358 = insertelement <128 x float> %357, float %13, i32 121
-	%359 = insertelement <128 x float> %358, float %13, i32 122
-	%360 = insertelement <128 x float> %359, float %13, i32 123
-	%361 = insertelement <128 x float> %360, float %13, i32 124
-	%362 = insertelement <128 x float> %361, float %13, i32 125
-	%363 = insertelement <128 x float> %362, float %13, i32 126
-	%364 = insertelement <128 x float> %363, float %13, i32 127
-	%365 = fmul <128 x float> %364, %236
-	%366 = fadd <128 x float> %234, %365
-	%367 = fmul <128 x float> %231, %231
-	%368 = fmul <128 x float> %366, %366
-	%369 = shufflevector <128 x float> %367, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%370 = fadd <32 x float> %197, %369
-	%371 = shufflevector <128 x float> %367, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%372 = fadd <32 x float> %370, %371
-	%373 = shufflevector <128 x float> %367, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%374 = fadd <32 x float> %372, %373
-	%375 = shufflevector <128 x float> %367, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%376 = fadd <32 x float> %374, %375
-	%377 = shufflevector <128 x float> %368, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%378 = fadd <32 x float> %198, %377
-	%379 = shufflevector <128 x float> %368, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%380 = fadd <32 x float> %378, %379
-	%381 = shufflevector <128 x float> %368, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%382 = fadd <32 x float> %380, %381
-	%383 = shufflevector <128 x float> %368, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%384 = fadd <32 x float> %382, %383
-	br label %join.340
+then.370:
+	%329 = getelementptr float, float* %238, i64 %252
+	%330 = bitcast float* %329 to <128 x float>*
+	%331 = load <128 x float>, <128 x float>* %330, align 4
+	%332 = getelementptr float, float* %240, i64 %252
+	%333 = bitcast float* %332 to <128 x float>*
+	%334 = load <128 x float>, <128 x float>* %333, align 4
+	%335 = add i64 %21, %252
+	%336 = call <128 x float> @lars_noise_row128_8_false(i64 %23, i32 %25, i64 %335)
+	%337 = insertelement <128 x float> undef, float %15, i32 0
+	%338 = insertelement <128 x float> %337, float %15, i32 1
+	%339 = insertelement <128 x float> %338, float %15, i32 2
+	%340 = insertelement <128 x float> %339, float %15, i32 3
+	%341 = insertelement <128 x float> %340, float %15, i32 4
+	%342 = insertelement <128 x float> %341, float %15, i32 5
+	%343 = insertelement <128 x float> %342, float %15, i32 6
+	%344 = insertelement <128 x float> %343, float %15, i32 7
+	%345 = insertelement <128 x float> %344, float %15, i32 8
+	%346 = insertelement <128 x float> %345, float %15, i32 9
+	%347 = insertelement <128 x float> %346, float %15, i32 10
+	%348 = insertelement <128 x float> %347, float %15, i32 11
+	%349 = insertelement <128 x float> %348, float %15, i32 12
+	%350 = insertelement <128 x float> %349, float %15, i32 13
+	%351 = insertelement <128 x float> %350, float %15, i32 14
+	%352 = insertelement <128 x float> %351, float %15, i32 15
+	%353 = insertelement <128 x float> %352, float %15, i32 16
+	%354 = insertelement <128 x float> %353, float %15, i32 17
+	%355 = insertelement <128 x float> %354, float %15, i32 18
+	%356 = insertelement <128 x float> %355, float %15, i32 19
+	%357 = insertelement <128 x float> %356, float %15, i32 20
+	%358 = insertelement <128 x float> %357, float %15, i32 21
+	%359 = insertelement <128 x float> %358, float %15, i32 22
+	%360 = insertelement <128 x float> %359, float %15, i32 23
+	%361 = insertelement <128 x float> %360, float %15, i32 24
+	%362 = insertelement <128 x float> %361, float %15, i32 25
+	%363 = insertelement <128 x float> %362, float %15, i32 26
+	%364 = insertelement <128 x float> %363, float %15, i32 27
+	%365 = insertelement <128 x float> %364, float %15, i32 28
+	%366 = insertelement <128 x float> %365, float %15, i32 29
+	%367 = insertelement <128 x float> %366, float %15, i32 30
+	%368 = insertelement <128 x float> %367, float %15, i32 31
+	%369 = insertelement <128 x float> %368, float %15, i32 32
+	%370 = insertelement <128 x float> %369, float %15, i32 33
+	%371 = insertelement <128 x float> %370, float %15, i32 34
+	%372 = insertelement <128 x float> %371, float %15, i32 35
+	%373 = insertelement <128 x float> %372, float %15, i32 36
+	%374 = insertelement <128 x float> %373, float %15, i32 37
+	%375 = insertelement <128 x float> %374, float %15, i32 38
+	%376 = insertelement <128 x float> %375, float %15, i32 39
+	%377 = insertelement <128 x float> %376, float %15, i32 40
+	%378 = insertelement <128 x float> %377, float %15, i32 41
+	%379 = insertelement <128 x float> %378, float %15, i32 42
+	%380 = insertelement <128 x float> %379, float %15, i32 43
+	%381 = insertelement <128 x float> %380, float %15, i32 44
+	%382 = insertelement <128 x float> %381, float %15, i32 45
+	%383 = insertelement <128 x float> %382, float %15, i32 46
+	%384 = insertelement <128 x float> %383, float %15, i32 47
+	%385 = insertelement <128 x float> %384, float %15, i32 48
+	%386 = insertelement <128 x float> %385, float %15, i32 49
+	%387 = insertelement <128 x float> %386, float %15, i32 50
+	%388 = insertelement <128 x float> %387, float %15, i32 51
+	%389 = insertelement <128 x float> %388, float %15, i32 52
+	%390 = insertelement <128 x float> %389, float %15, i32 53
+	%391 = insertelement <128 x float> %390, float %15, i32 54
+	%392 = insertelement <128 x float> %391, float %15, i32 55
+	%393 = insertelement <128 x float> %392, float %15, i32 56
+	%394 = insertelement <128 x float> %393, float %15, i32 57
+	%395 = insertelement <128 x float> %394, float %15, i32 58
+	%396 = insertelement <128 x float> %395, float %15, i32 59
+	%397 = insertelement <128 x float> %396, float %15, i32 60
+	%398 = insertelement <128 x float> %397, float %15, i32 61
+	%399 = insertelement <128 x float> %398, float %15, i32 62
+	%400 = insertelement <128 x float> %399, float %15, i32 63
+	%401 = insertelement <128 x float> %400, float %15, i32 64
+	%402 = insertelement <128 x float> %401, float %15, i32 65
+	%403 = insertelement <128 x float> %402, float %15, i32 66
+	%404 = insertelement <128 x float> %403, float %15, i32 67
+	%405 = insertelement <128 x float> %404, float %15, i32 68
+	%406 = insertelement <128 x float> %405, float %15, i32 69
+	%407 = insertelement <128 x float> %406, float %15, i32 70
+	%408 = insertelement <128 x float> %407, float %15, i32 71
+	%409 = insertelement <128 x float> %408, float %15, i32 72
+	%410 = insertelement <128 x float> %409, float %15, i32 73
+	%411 = insertelement <128 x float> %410, float %15, i32 74
+	%412 = insertelement <128 x float> %411, float %15, i32 75
+	%413 = insertelement <128 x float> %412, float %15, i32 76
+	%414 = insertelement <128 x float> %413, float %15, i32 77
+	%415 = insertelement <128 x float> %414, float %15, i32 78
+	%416 = insertelement <128 x float> %415, float %15, i32 79
+	%417 = insertelement <128 x float> %416, float %15, i32 80
+	%418 = insertelement <128 x float> %417, float %15, i32 81
+	%419 = insertelement <128 x float> %418, float %15, i32 82
+	%420 = insertelement <128 x float> %419, float %15, i32 83
+	%421 = insertelement <128 x float> %420, float %15, i32 84
+	%422 = insertelement <128 x float> %421, float %15, i32 85
+	%423 = insertelement <128 x float> %422, float %15, i32 86
+	%424 = insertelement <128 x float> %423, float %15, i32 87
+	%425 = insertelement <128 x float> %424, float %15, i32 88
+	%426 = insertelement <128 x float> %425, float %15, i32 89
+	%427 = insertelement <128 x float> %426, float %15, i32 90
+	%428 = insertelement <128 x float> %427, float %15, i32 91
+	%429 = insertelement <128 x float> %428, float %15, i32 92
+	%430 = insertelement <128 x float> %429, float %15, i32 93
+	%431 = insertelement <128 x float> %430, float %15, i32 94
+	%432 = insertelement <128 x float> %431, float %15, i32 95
+	%433 = insertelement <128 x float> %432, float %15, i32 96
+	%434 = insertelement <128 x float> %433, float %15, i32 97
+	%435 = insertelement <128 x float> %434, float %15, i32 98
+	%436 = insertelement <128 x float> %435, float %15, i32 99
+	%437 = insertelement <128 x float> %436, float %15, i32 100
+	%438 = insertelement <128 x float> %437, float %15, i32 101
+	%439 = insertelement <128 x float> %438, float %15, i32 102
+	%440 = insertelement <128 x float> %439, float %15, i32 103
+	%441 = insertelement <128 x float> %440, float %15, i32 104
+	%442 = insertelement <128 x float> %441, float %15, i32 105
+	%443 = insertelement <128 x float> %442, float %15, i32 106
+	%444 = insertelement <128 x float> %443, float %15, i32 107
+	%445 = insertelement <128 x float> %444, float %15, i32 108
+	%446 = insertelement <128 x float> %445, float %15, i32 109
+	%447 = insertelement <128 x float> %446, float %15, i32 110
+	%448 = insertelement <128 x float> %447, float %15, i32 111
+	%449 = insertelement <128 x float> %448, float %15, i32 112
+	%450 = insertelement <128 x float> %449, float %15, i32 113
+	%451 = insertelement <128 x float> %450, float %15, i32 114
+	%452 = insertelement <128 x float> %451, float %15, i32 115
+	%453 = insertelement <128 x float> %452, float %15, i32 116
+	%454 = insertelement <128 x float> %453, float %15, i32 117
+	%455 = insertelement <128 x float> %454, float %15, i32 118
+	%456 = insertelement <128 x float> %455, float %15, i32 119
+	%457 = insertelement <128 x float> %456, float %15, i32 120
+	%458 = insertelement <128 x float> %457, float %15, i32 121
+	%459 = insertelement <128 x float> %458, float %15, i32 122
+	%460 = insertelement <128 x float> %459, float %15, i32 123
+	%461 = insertelement <128 x float> %460, float %15, i32 124
+	%462 = insertelement <128 x float> %461, float %15, i32 125
+	%463 = insertelement <128 x float> %462, float %15, i32 126
+	%464 = insertelement <128 x float> %463, float %15, i32 127
+	%465 = fmul <128 x float> %464, %336
+	%466 = fadd <128 x float> %334, %465
+	%467 = icmp ne float* %kept, null
+	br i1 %467, label %keep.382, label %kept.383
 
-else.339:
+else.371:
+	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
+	%468 = bitcast <128 x float>* %5 to float*
+	%469 = sub i64 %n, %252
+	br label %pad.head.384
+
+join.372:
+	%470 = phi <32 x float> [ %484, %kept.383 ], [ %675, %keep.done.392 ]
+	%471 = phi <32 x float> [ %492, %kept.383 ], [ %684, %keep.done.392 ]
+	%472 = add i64 %247, 1
+	br label %row.head.367
+
+keep.382:
+	%473 = getelementptr float, float* %kept, i64 %252
+	%474 = bitcast float* %473 to <128 x float>*
+	store <128 x float> %466, <128 x float>* %474, align 4
+	br label %kept.383
+
+kept.383:
+	%475 = fmul <128 x float> %331, %331
+	%476 = fmul <128 x float> %466, %466
+	%477 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%478 = fadd <32 x float> %248, %477
+	%479 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%480 = fadd <32 x float> %478, %479
+	%481 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%482 = fadd <32 x float> %480, %481
+	%483 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%484 = fadd <32 x float> %482, %483
+	%485 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%486 = fadd <32 x float> %249, %485
+	%487 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%488 = fadd <32 x float> %486, %487
+	%489 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%490 = fadd <32 x float> %488, %489
+	%491 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%492 = fadd <32 x float> %490, %491
+	br label %join.372
+
+pad.head.384:
+	%493 = phi i64 [ 0, %else.371 ], [ %499, %pad.385 ]
+	%494 = icmp slt i64 %493, %469
+	br i1 %494, label %pad.385, label %pad.done.386
+
+pad.385:
+	%495 = add i64 %252, %493
+	%496 = getelementptr float, float* %238, i64 %495
+	%497 = load float, float* %496, align 4
+	%498 = getelementptr float, float* %468, i64 %493
+	store volatile float %497, float* %498, align 4
+	%499 = add i64 %493, 1
+	br label %pad.head.384
+
+pad.done.386:
+	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
+	%500 = bitcast <128 x float>* %4 to float*
+	%501 = sub i64 %n, %252
+	br label %pad.head.387
+
+pad.head.387:
+	%502 = phi i64 [ 0, %pad.done.386 ], [ %508, %pad.388 ]
+	%503 = icmp slt i64 %502, %501
+	br i1 %503, label %pad.388, label %pad.done.389
+
+pad.388:
+	%504 = add i64 %252, %502
+	%505 = getelementptr float, float* %240, i64 %504
+	%506 = load float, float* %505, align 4
+	%507 = getelementptr float, float* %500, i64 %502
+	store volatile float %506, float* %507, align 4
+	%508 = add i64 %502, 1
+	br label %pad.head.387
+
+pad.done.389:
+	%509 = insertelement <128 x i64> undef, i64 %252, i32 0
+	%510 = shufflevector <128 x i64> %509, <128 x i64> undef, <128 x i32> zeroinitializer
+	%511 = add <128 x i64> %510, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%512 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%513 = shufflevector <128 x i64> %512, <128 x i64> undef, <128 x i32> zeroinitializer
+	%514 = icmp slt <128 x i64> %511, %513
+	%515 = getelementptr float, float* %468, i64 0
+	%516 = bitcast float* %515 to <128 x float>*
+	%517 = load <128 x float>, <128 x float>* %516, align 4
+	%518 = getelementptr float, float* %500, i64 0
+	%519 = bitcast float* %518 to <128 x float>*
+	%520 = load <128 x float>, <128 x float>* %519, align 4
+	%521 = add i64 %21, %252
+	%522 = call <128 x float> @lars_noise_row128_8_false(i64 %23, i32 %25, i64 %521)
+	%523 = insertelement <128 x float> undef, float %15, i32 0
+	%524 = insertelement <128 x float> %523, float %15, i32 1
+	%525 = insertelement <128 x float> %524, float %15, i32 2
+	%526 = insertelement <128 x float> %525, float %15, i32 3
+	%527 = insertelement <128 x float> %526, float %15, i32 4
+	%528 = insertelement <128 x float> %527, float %15, i32 5
+	%529 = insertelement <128 x float> %528, float %15, i32 6
+	%530 = insertelement <128 x float> %529, float %15, i32 7
+	%531 = insertelement <128 x float> %530, float %15, i32 8
+	%532 = insertelement <128 x float> %531, float %15, i32 9
+	%533 = insertelement <128 x float> %532, float %15, i32 10
+	%534 = insertelement <128 x float> %533, float %15, i32 11
+	%535 = insertelement <128 x float> %534, float %15, i32 12
+	%536 = insertelement <128 x float> %535, float %15, i32 13
+	%537 = insertelement <128 x float> %536, float %15, i32 14
+	%538 = insertelement <128 x float> %537, float %15, i32 15
+	%539 = insertelement <128 x float> %538, float %15, i32 16
+	%540 = insertelement <128 x float> %539, float %15, i32 17
+	%541 = insertelement <128 x float> %540, float %15, i32 18
+	%542 = insertelement <128 x float> %541, float %15, i32 19
+	%543 = insertelement <128 x float> %542, float %15, i32 20
+	%544 = insertelement <128 x float> %543, float %15, i32 21
+	%545 = insertelement <128 x float> %544, float %15, i32 22
+	%546 = insertelement <128 x float> %545, float %15, i32 23
+	%547 = insertelement <128 x float> %546, float %15, i32 24
+	%548 = insertelement <128 x float> %547, float %15, i32 25
+	%549 = insertelement <128 x float> %548, float %15, i32 26
+	%550 = insertelement <128 x float> %549, float %15, i32 27
+	%551 = insertelement <128 x float> %550, float %15, i32 28
+	%552 = insertelement <128 x float> %551, float %15, i32 29
+	%553 = insertelement <128 x float> %552, float %15, i32 30
+	%554 = insertelement <128 x float> %553, float %15, i32 31
+	%555 = insertelement <128 x float> %554, float %15, i32 32
+	%556 = insertelement <128 x float> %555, float %15, i32 33
+	%557 = insertelement <128 x float> %556, float %15, i32 34
+	%558 = insertelement <128 x float> %557, float %15, i32 35
+	%559 = insertelement <128 x float> %558, float %15, i32 36
+	%560 = insertelement <128 x float> %559, float %15, i32 37
+	%561 = insertelement <128 x float> %560, float %15, i32 38
+	%562 = insertelement <128 x float> %561, float %15, i32 39
+	%563 = insertelement <128 x float> %562, float %15, i32 40
+	%564 = insertelement <128 x float> %563, float %15, i32 41
+	%565 = insertelement <128 x float> %564, float %15, i32 42
+	%566 = insertelement <128 x float> %565, float %15, i32 43
+	%567 = insertelement <128 x float> %566, float %15, i32 44
+	%568 = insertelement <128 x float> %567, float %15, i32 45
+	%569 = insertelement <128 x float> %568, float %15, i32 46
+	%570 = insertelement <128 x float> %569, float %15, i32 47
+	%571 = insertelement <128 x float> %570, float %15, i32 48
+	%572 = insertelement <128 x float> %571, float %15, i32 49
+	%573 = insertelement <128 x float> %572, float %15, i32 50
+	%574 = insertelement <128 x float> %573, float %15, i32 51
+	%575 = insertelement <128 x float> %574, float %15, i32 52
+	%576 = insertelement <128 x float> %575, float %15, i32 53
+	%577 = insertelement <128 x float> %576, float %15, i32 54
+	%578 = insertelement <128 x float> %577, float %15, i32 55
+	%579 = insertelement <128 x float> %578, float %15, i32 56
+	%580 = insertelement <128 x float> %579, float %15, i32 57
+	%581 = insertelement <128 x float> %580, float %15, i32 58
+	%582 = insertelement <128 x float> %581, float %15, i32 59
+	%583 = insertelement <128 x float> %582, float %15, i32 60
+	%584 = insertelement <128 x float> %583, float %15, i32 61
+	%585 = insertelement <128 x float> %584, float %15, i32 62
+	%586 = insertelement <128 x float> %585, float %15, i32 63
+	%587 = insertelement <128 x float> %586, float %15, i32 64
+	%588 = insertelement <128 x float> %587, float %15, i32 65
+	%589 = insertelement <128 x float> %588, float %15, i32 66
+	%590 = insertelement <128 x float> %589, float %15, i32 67
+	%591 = insertelement <128 x float> %590, float %15, i32 68
+	%592 = insertelement <128 x float> %591, float %15, i32 69
+	%593 = insertelement <128 x float> %592, float %15, i32 70
+	%594 = insertelement <128 x float> %593, float %15, i32 71
+	%595 = insertelement <128 x float> %594, float %15, i32 72
+	%596 = insertelement <128 x float> %595, float %15, i32 73
+	%597 = insertelement <128 x float> %596, float %15, i32 74
+	%598 = insertelement <128 x float> %597, float %15, i32 75
+	%599 = insertelement <128 x float> %598, float %15, i32 76
+	%600 = insertelement <128 x float> %599, float %15, i32 77
+	%601 = insertelement <128 x float> %600, float %15, i32 78
+	%602 = insertelement <128 x float> %601, float %15, i32 79
+	%603 = insertelement <128 x float> %602, float %15, i32 80
+	%604 = insertelement <128 x float> %603, float %15, i32 81
+	%605 = insertelement <128 x float> %604, float %15, i32 82
+	%606 = insertelement <128 x float> %605, float %15, i32 83
+	%607 = insertelement <128 x float> %606, float %15, i32 84
+	%608 = insertelement <128 x float> %607, float %15, i32 85
+	%609 = insertelement <128 x float> %608, float %15, i32 86
+	%610 = insertelement <128 x float> %609, float %15, i32 87
+	%611 = insertelement <128 x float> %610, float %15, i32 88
+	%612 = insertelement <128 x float> %611, float %15, i32 89
+	%613 = insertelement <128 x float> %612, float %15, i32 90
+	%614 = insertelement <128 x float> %613, float %15, i32 91
+	%615 = insertelement <128 x float> %614, float %15, i32 92
+	%616 = insertelement <128 x float> %615, float %15, i32 93
+	%617 = insertelement <128 x float> %616, float %15, i32 94
+	%618 = insertelement <128 x float> %617, float %15, i32 95
+	%619 = insertelement <128 x float> %618, float %15, i32 96
+	%620 = insertelement <128 x float> %619, float %15, i32 97
+	%621 = insertelement <128 x float> %620, float %15, i32 98
+	%622 = insertelement <128 x float> %621, float %15, i32 99
+	%623 = insertelement <128 x float> %622, float %15, i32 100
+	%624 = insertelement <128 x float> %623, float %15, i32 101
+	%625 = insertelement <128 x float> %624, float %15, i32 102
+	%626 = insertelement <128 x float> %625, float %15, i32 103
+	%627 = insertelement <128 x float> %626, float %15, i32 104
+	%628 = insertelement <128 x float> %627, float %15, i32 105
+	%629 = insertelement <128 x float> %628, float %15, i32 106
+	%630 = insertelement <128 x float> %629, float %15, i32 107
+	%631 = insertelement <128 x float> %630, float %15, i32 108
+	%632 = insertelement <128 x float> %631, float %15, i32 109
+	%633 = insertelement <128 x float> %632, float %15, i32 110
+	%634 = insertelement <128 x float> %633, float %15, i32 111
+	%635 = insertelement <128 x float> %634, float %15, i32 112
+	%636 = insertelement <128 x float> %635, float %15, i32 113
+	%637 = insertelement <128 x float> %636, float %15, i32 114
+	%638 = insertelement <128 x float> %637, float %15, i32 115
+	%639 = insertelement <128 x float> %638, float %15, i32 116
+	%640 = insertelement <128 x float> %639, float %15, i32 117
+	%641 = insertelement <128 x float> %640, float %15, i32 118
+	%642 = insertelement <128 x float> %641, float %15, i32 119
+	%643 = insertelement <128 x float> %642, float %15, i32 120
+	%644 = insertelement <128 x float> %643, float %15, i32 121
+	%645 = insertelement <128 x float> %644, float %15, i32 122
+	%646 = insertelement <128 x float> %645, float %15, i32 123
+	%647 = insertelement <128 x float> %646, float %15, i32 124
+	%648 = insertelement <128 x float> %647, float %15, i32 125
+	%649 = insertelement <128 x float> %648, float %15, i32 126
+	%650 = insertelement <128 x float> %649, float %15, i32 127
+	%651 = fmul <128 x float> %650, %522
+	%652 = fadd <128 x float> %520, %651
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
-	%385 = bitcast <128 x float>* %3 to float*
-	%386 = sub i64 %n, %201
-	br label %pad.head.350
+	%653 = bitcast <128 x float>* %3 to float*
+	%654 = bitcast float* %653 to <128 x float>*
+	store <128 x float> %652, <128 x float>* %654, align 4
+	%655 = icmp ne float* %kept, null
+	%656 = sub i64 %n, %252
+	%657 = select i1 %655, i64 %656, i64 0
+	br label %keep.head.390
 
-join.340:
-	%387 = phi <32 x float> [ %376, %then.338 ], [ %560, %pad.done.355 ]
-	%388 = phi <32 x float> [ %384, %then.338 ], [ %569, %pad.done.355 ]
-	%389 = add i64 %196, 1
-	br label %row.head.335
+keep.head.390:
+	%658 = phi i64 [ 0, %pad.done.389 ], [ %664, %keep.391 ]
+	%659 = icmp slt i64 %658, %657
+	br i1 %659, label %keep.391, label %keep.done.392
 
-pad.head.350:
-	%390 = phi i64 [ 0, %else.339 ], [ %396, %pad.351 ]
-	%391 = icmp slt i64 %390, %386
-	br i1 %391, label %pad.351, label %pad.done.352
+keep.391:
+	%660 = getelementptr float, float* %653, i64 %658
+	%661 = load float, float* %660, align 4
+	%662 = add i64 %252, %658
+	%663 = getelementptr float, float* %kept, i64 %662
+	store volatile float %661, float* %663, align 4
+	%664 = add i64 %658, 1
+	br label %keep.head.390
 
-pad.351:
-	%392 = add i64 %201, %390
-	%393 = getelementptr float, float* %187, i64 %392
-	%394 = load float, float* %393, align 4
-	%395 = getelementptr float, float* %385, i64 %390
-	store volatile float %394, float* %395, align 4
-	%396 = add i64 %390, 1
-	br label %pad.head.350
+keep.done.392:
+	%665 = fmul <128 x float> %517, %517
+	%666 = fmul <128 x float> %652, %652
+	%667 = select <128 x i1> %514, <128 x float> %665, <128 x float> zeroinitializer
+	%668 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%669 = fadd <32 x float> %248, %668
+	%670 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%671 = fadd <32 x float> %669, %670
+	%672 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%673 = fadd <32 x float> %671, %672
+	%674 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%675 = fadd <32 x float> %673, %674
+	%676 = select <128 x i1> %514, <128 x float> %666, <128 x float> zeroinitializer
+	%677 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%678 = fadd <32 x float> %249, %677
+	%679 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%680 = fadd <32 x float> %678, %679
+	%681 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%682 = fadd <32 x float> %680, %681
+	%683 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%684 = fadd <32 x float> %682, %683
+	br label %join.372
 
-pad.done.352:
-	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
-	%397 = bitcast <128 x float>* %2 to float*
-	%398 = sub i64 %n, %201
-	br label %pad.head.353
+task.head.393:
+	%685 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.398 ]
+	%686 = icmp slt i64 %685, %19
+	br i1 %686, label %task.394, label %task.done.395
 
-pad.head.353:
-	%399 = phi i64 [ 0, %pad.done.352 ], [ %405, %pad.354 ]
-	%400 = icmp slt i64 %399, %398
-	br i1 %400, label %pad.354, label %pad.done.355
+task.394:
+	%687 = sdiv i64 %685, %59
+	%688 = srem i64 %685, %59
+	%689 = mul i64 %687, %n
+	%690 = getelementptr float, float* %9, i64 %689
+	%691 = mul i64 %687, %n
+	%692 = getelementptr float, float* %11, i64 %691
+	%693 = mul i64 %688, u0x1000
+	%694 = sub i64 %n, %693
+	%695 = add i64 %694, 127
+	%696 = sdiv i64 %695, 128
+	%697 = icmp slt i64 %696, 32
+	%698 = select i1 %697, i64 %696, i64 32
+	br label %row.head.396
 
-pad.354:
-	%401 = add i64 %201, %399
-	%402 = getelementptr float, float* %189, i64 %401
-	%403 = load float, float* %402, align 4
-	%404 = getelementptr float, float* %397, i64 %399
-	store volatile float %403, float* %404, align 4
-	%405 = add i64 %399, 1
-	br label %pad.head.353
-
-pad.done.355:
-	%406 = insertelement <128 x i64> undef, i64 %201, i32 0
-	%407 = shufflevector <128 x i64> %406, <128 x i64> undef, <128 x i32> zeroinitializer
-	%408 = add <128 x i64> %407, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%409 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%410 = shufflevector <128 x i64> %409, <128 x i64> undef, <128 x i32> zeroinitializer
-	%411 = icmp slt <128 x i64> %408, %410
-	%412 = getelementptr float, float* %385, i64 0
-	%413 = bitcast float* %412 to <128 x float>*
-	%414 = load <128 x float>, <128 x float>* %413, align 4
-	%415 = getelementptr float, float* %397, i64 0
-	%416 = bitcast float* %415 to <128 x float>*
-	%417 = load <128 x float>, <128 x float>* %416, align 4
-	%418 = add i64 %19, %201
-	%419 = call <128 x float> @lars_noise_row128_false(i64 %21, i32 %23, i64 %418)
-	%420 = insertelement <128 x float> undef, float %13, i32 0
-	%421 = insertelement <128 x float> %420, float %13, i32 1
-	%422 = insertelement <128 x float> %421, float %13, i32 2
-	%423 = insertelement <128 x float> %422, float %13, i32 3
-	%424 = insertelement <128 x float> %423, float %13, i32 4
-	%425 = insertelement <128 x float> %424, float %13, i32 5
-	%426 = insertelement <128 x float> %425, float %13, i32 6
-	%427 = insertelement <128 x float> %426, float %13, i32 7
-	%428 = insertelement <128 x float> %427, float %13, i32 8
-	%429 = insertelement <128 x float> %428, float %13, i32 9
-	%430 = insertelement <128 x float> %429, float %13, i32 10
-	%431 = insertelement <128 x float> %430, float %13, i32 11
-	%432 = insertelement <128 x float> %431, float %13, i32 12
-	%433 = insertelement <128 x float> %432, float %13, i32 13
-	%434 = insertelement <128 x float> %433, float %13, i32 14
-	%435 = insertelement <128 x float> %434, float %13, i32 15
-	%436 = insertelement <128 x float> %435, float %13, i32 16
-	%437 = insertelement <128 x float> %436, float %13, i32 17
-	%438 = insertelement <128 x float> %437, float %13, i32 18
-	%439 = insertelement <128 x float> %438, float %13, i32 19
-	%440 = insertelement <128 x float> %439, float %13, i32 20
-	%441 = insertelement <128 x float> %440, float %13, i32 21
-	%442 = insertelement <128 x float> %441, float %13, i32 22
-	%443 = insertelement <128 x float> %442, float %13, i32 23
-	%444 = insertelement <128 x float> %443, float %13, i32 24
-	%445 = insertelement <128 x float> %444, float %13, i32 25
-	%446 = insertelement <128 x float> %445, float %13, i32 26
-	%447 = insertelement <128 x float> %446, float %13, i32 27
-	%448 = insertelement <128 x float> %447, float %13, i32 28
-	%449 = insertelement <128 x float> %448, float %13, i32 29
-	%450 = insertelement <128 x float> %449, float %13, i32 30
-	%451 = insertelement <128 x float> %450, float %13, i32 31
-	%452 = insertelement <128 x float> %451, float %13, i32 32
-	%453 = insertelement <128 x float> %452, float %13, i32 33
-	%454 = insertelement <128 x float> %453, float %13, i32 34
-	%455 = insertelement <128 x float> %454, float %13, i32 35
-	%456 = insertelement <128 x float> %455, float %13, i32 36
-	%457 = insertelement <128 x float> %456, float %13, i32 37
-	%458 = insertelement <128 x float> %457, float %13, i32 38
-	%459 = insertelement <128 x float> %458, float %13, i32 39
-	%460 = insertelement <128 x float> %459, float %13, i32 40
-	%461 = insertelement <128 x float> %460, float %13, i32 41
-	%462 = insertelement <128 x float> %461, float %13, i32 42
-	%463 = insertelement <128 x float> %462, float %13, i32 43
-	%464 = insertelement <128 x float> %463, float %13, i32 44
-	%465 = insertelement <128 x float> %464, float %13, i32 45
-	%466 = insertelement <128 x float> %465, float %13, i32 46
-	%467 = insertelement <128 x float> %466, float %13, i32 47
-	%468 = insertelement <128 x float> %467, float %13, i32 48
-	%469 = insertelement <128 x float> %468, float %13, i32 49
-	%470 = insertelement <128 x float> %469, float %13, i32 50
-	%471 = insertelement <128 x float> %470, float %13, i32 51
-	%472 = insertelement <128 x float> %471, float %13, i32 52
-	%473 = insertelement <128 x float> %472, float %13, i32 53
-	%474 = insertelement <128 x float> %473, float %13, i32 54
-	%475 = insertelement <128 x float> %474, float %13, i32 55
-	%476 = insertelement <128 x float> %475, float %13, i32 56
-	%477 = insertelement <128 x float> %476, float %13, i32 57
-	%478 = insertelement <128 x float> %477, float %13, i32 58
-	%479 = insertelement <128 x float> %478, float %13, i32 59
-	%480 = insertelement <128 x float> %479, float %13, i32 60
-	%481 = insertelement <128 x float> %480, float %13, i32 61
-	%482 = insertelement <128 x float> %481, float %13, i32 62
-	%483 = insertelement <128 x float> %482, float %13, i32 63
-	%484 = insertelement <128 x float> %483, float %13, i32 64
-	%485 = insertelement <128 x float> %484, float %13, i32 65
-	%486 = insertelement <128 x float> %485, float %13, i32 66
-	%487 = insertelement <128 x float> %486, float %13, i32 67
-	%488 = insertelement <128 x float> %487, float %13, i32 68
-	%489 = insertelement <128 x float> %488, float %13, i32 69
-	%490 = insertelement <128 x float> %489, float %13, i32 70
-	%491 = insertelement <128 x float> %490, float %13, i32 71
-	%492 = insertelement <128 x float> %491, float %13, i32 72
-	%493 = insertelement <128 x float> %492, float %13, i32 73
-	%494 = insertelement <128 x float> %493, float %13, i32 74
-	%495 = insertelement <128 x float> %494, float %13, i32 75
-	%496 = insertelement <128 x float> %495, float %13, i32 76
-	%497 = insertelement <128 x float> %496, float %13, i32 77
-	%498 = insertelement <128 x float> %497, float %13, i32 78
-	%499 = insertelement <128 x float> %498, float %13, i32 79
-	%500 = insertelement <128 x float> %499, float %13, i32 80
-	%501 = insertelement <128 x float> %500, float %13, i32 81
-	%502 = insertelement <128 x float> %501, float %13, i32 82
-	%503 = insertelement <128 x float> %502, float %13, i32 83
-	%504 = insertelement <128 x float> %503, float %13, i32 84
-	%505 = insertelement <128 x float> %504, float %13, i32 85
-	%506 = insertelement <128 x float> %505, float %13, i32 86
-	%507 = insertelement <128 x float> %506, float %13, i32 87
-	%508 = insertelement <128 x float> %507, float %13, i32 88
-	%509 = insertelement <128 x float> %508, float %13, i32 89
-	%510 = insertelement <128 x float> %509, float %13, i32 90
-	%511 = insertelement <128 x float> %510, float %13, i32 91
-	%512 = insertelement <128 x float> %511, float %13, i32 92
-	%513 = insertelement <128 x float> %512, float %13, i32 93
-	%514 = insertelement <128 x float> %513, float %13, i32 94
-	%515 = insertelement <128 x float> %514, float %13, i32 95
-	%516 = insertelement <128 x float> %515, float %13, i32 96
-	%517 = insertelement <128 x float> %516, float %13, i32 97
-	%518 = insertelement <128 x float> %517, float %13, i32 98
-	%519 = insertelement <128 x float> %518, float %13, i32 99
-	%520 = insertelement <128 x float> %519, float %13, i32 100
-	%521 = insertelement <128 x float> %520, float %13, i32 101
-	%522 = insertelement <128 x float> %521, float %13, i32 102
-	%523 = insertelement <128 x float> %522, float %13, i32 103
-	%524 = insertelement <128 x float> %523, float %13, i32 104
-	%525 = insertelement <128 x float> %524, float %13, i32 105
-	%526 = insertelement <128 x float> %525, float %13, i32 106
-	%527 = insertelement <128 x float> %526, float %13, i32 107
-	%528 = insertelement <128 x float> %527, float %13, i32 108
-	%529 = insertelement <128 x float> %528, float %13, i32 109
-	%530 = insertelement <128 x float> %529, float %13, i32 110
-	%531 = insertelement <128 x float> %530, float %13, i32 111
-	%532 = insertelement <128 x float> %531, float %13, i32 112
-	%533 = insertelement <128 x float> %532, float %13, i32 113
-	%534 = insertelement <128 x float> %533, float %13, i32 114
-	%535 = insertelement <128 x float> %534, float %13, i32 115
-	%536 = insertelement <128 x float> %535, float %13, i32 116
-	%537 = insertelement <128 x float> %536, float %13, i32 117
-	%538 = insertelement <128 x float> %537, float %13, i32 118
-	%539 = insertelement <128 x float> %538, float %13, i32 119
-	%540 = insertelement <128 x float> %539, float %13, i32 120
-	%541 = insertelement <128 x float> %540, float %13, i32 121
-	%542 = insertelement <128 x float> %541, float %13, i32 122
-	%543 = insertelement <128 x float> %542, float %13, i32 123
-	%544 = insertelement <128 x float> %543, float %13, i32 124
-	%545 = insertelement <128 x float> %544, float %13, i32 125
-	%546 = insertelement <128 x float> %545, float %13, i32 126
-	%547 = insertelement <128 x float> %546, float %13, i32 127
-	%548 = fmul <128 x float> %547, %419
-	%549 = fadd <128 x float> %417, %548
-	%550 = fmul <128 x float> %414, %414
-	%551 = fmul <128 x float> %549, %549
-	%552 = select <128 x i1> %411, <128 x float> %550, <128 x float> zeroinitializer
-	%553 = shufflevector <128 x float> %552, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%554 = fadd <32 x float> %197, %553
-	%555 = shufflevector <128 x float> %552, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%556 = fadd <32 x float> %554, %555
-	%557 = shufflevector <128 x float> %552, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%558 = fadd <32 x float> %556, %557
-	%559 = shufflevector <128 x float> %552, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%560 = fadd <32 x float> %558, %559
-	%561 = select <128 x i1> %411, <128 x float> %551, <128 x float> zeroinitializer
-	%562 = shufflevector <128 x float> %561, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%563 = fadd <32 x float> %198, %562
-	%564 = shufflevector <128 x float> %561, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%565 = fadd <32 x float> %563, %564
-	%566 = shufflevector <128 x float> %561, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%567 = fadd <32 x float> %565, %566
-	%568 = shufflevector <128 x float> %561, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%569 = fadd <32 x float> %567, %568
-	br label %join.340
-
-task.head.356:
-	%570 = phi i64 [ %15, %with_secure_noise ], [ %616, %row.done.361 ]
-	%571 = icmp slt i64 %570, %17
-	br i1 %571, label %task.357, label %task.done.358
-
-task.357:
-	%572 = sdiv i64 %570, %57
-	%573 = srem i64 %570, %57
-	%574 = mul i64 %572, %n
-	%575 = getelementptr float, float* %7, i64 %574
-	%576 = mul i64 %572, %n
-	%577 = getelementptr float, float* %9, i64 %576
-	%578 = mul i64 %573, u0x1000
-	%579 = sub i64 %n, %578
-	%580 = add i64 %579, 127
-	%581 = sdiv i64 %580, 128
-	%582 = icmp slt i64 %581, 32
-	%583 = select i1 %582, i64 %581, i64 32
-	br label %row.head.359
-
-task.done.358:
+task.done.395:
 	ret void
 
-row.head.359:
-	%584 = phi i64 [ 0, %task.357 ], [ %1039, %join.364 ]
-	%585 = phi <32 x float> [ zeroinitializer, %task.357 ], [ %1037, %join.364 ]
-	%586 = phi <32 x float> [ zeroinitializer, %task.357 ], [ %1038, %join.364 ]
-	%587 = icmp slt i64 %584, %583
-	br i1 %587, label %row.360, label %row.done.361
+row.head.396:
+	%699 = phi i64 [ 0, %task.394 ], [ %1186, %join.401 ]
+	%700 = phi <32 x float> [ zeroinitializer, %task.394 ], [ %1184, %join.401 ]
+	%701 = phi <32 x float> [ zeroinitializer, %task.394 ], [ %1185, %join.401 ]
+	%702 = icmp slt i64 %699, %698
+	br i1 %702, label %row.397, label %row.done.398
 
-row.360:
-	%588 = mul i64 %584, 128
-	%589 = add i64 %578, %588
-	%590 = add i64 %589, 128
-	%591 = icmp sle i64 %590, %n
-	br i1 %591, label %then.362, label %else.363
+row.397:
+	%703 = mul i64 %699, 128
+	%704 = add i64 %693, %703
+	%705 = add i64 %704, 512
+	%706 = add i64 %705, 0
+	%707 = getelementptr float, float* %690, i64 %706
+	%708 = bitcast float* %707 to i8*
+	call void @llvm.prefetch.p0i8(i8* %708, i32 0, i32 3, i32 1)
+	%709 = add i64 %705, 16
+	%710 = getelementptr float, float* %690, i64 %709
+	%711 = bitcast float* %710 to i8*
+	call void @llvm.prefetch.p0i8(i8* %711, i32 0, i32 3, i32 1)
+	%712 = add i64 %705, 32
+	%713 = getelementptr float, float* %690, i64 %712
+	%714 = bitcast float* %713 to i8*
+	call void @llvm.prefetch.p0i8(i8* %714, i32 0, i32 3, i32 1)
+	%715 = add i64 %705, 48
+	%716 = getelementptr float, float* %690, i64 %715
+	%717 = bitcast float* %716 to i8*
+	call void @llvm.prefetch.p0i8(i8* %717, i32 0, i32 3, i32 1)
+	%718 = add i64 %705, 64
+	%719 = getelementptr float, float* %690, i64 %718
+	%720 = bitcast float* %719 to i8*
+	call void @llvm.prefetch.p0i8(i8* %720, i32 0, i32 3, i32 1)
+	%721 = add i64 %705, 80
+	%722 = getelementptr float, float* %690, i64 %721
+	%723 = bitcast float* %722 to i8*
+	call void @llvm.prefetch.p0i8(i8* %723, i32 0, i32 3, i32 1)
+	%724 = add i64 %705, 96
+	%725 = getelementptr float, float* %690, i64 %724
+	%726 = bitcast float* %725 to i8*
+	call void @llvm.prefetch.p0i8(i8* %726, i32 0, i32 3, i32 1)
+	%727 = add i64 %705, 112
+	%728 = getelementptr float, float* %690, i64 %727
+	%729 = bitcast float* %728 to i8*
+	call void @llvm.prefetch.p0i8(i8* %729, i32 0, i32 3, i32 1)
+	%730 = add i64 %705, 0
+	%731 = getelementptr float, float* %692, i64 %730
+	%732 = bitcast float* %731 to i8*
+	call void @llvm.prefetch.p0i8(i8* %732, i32 0, i32 3, i32 1)
+	%733 = add i64 %705, 16
+	%734 = getelementptr float, float* %692, i64 %733
+	%735 = bitcast float* %734 to i8*
+	call void @llvm.prefetch.p0i8(i8* %735, i32 0, i32 3, i32 1)
+	%736 = add i64 %705, 32
+	%737 = getelementptr float, float* %692, i64 %736
+	%738 = bitcast float* %737 to i8*
+	call void @llvm.prefetch.p0i8(i8* %738, i32 0, i32 3, i32 1)
+	%739 = add i64 %705, 48
+	%740 = getelementptr float, float* %692, i64 %739
+	%741 = bitcast float* %740 to i8*
+	call void @llvm.prefetch.p0i8(i8* %741, i32 0, i32 3, i32 1)
+	%742 = add i64 %705, 64
+	%743 = getelementptr float, float* %692, i64 %742
+	%744 = bitcast float* %743 to i8*
+	call void @llvm.prefetch.p0i8(i8* %744, i32 0, i32 3, i32 1)
+	%745 = add i64 %705, 80
+	%746 = getelementptr float, float* %692, i64 %745
+	%747 = bitcast float* %746 to i8*
+	call void @llvm.prefetch.p0i8(i8* %747, i32 0, i32 3, i32 1)
+	%748 = add i64 %705, 96
+	%749 = getelementptr float, float* %692, i64 %748
+	%750 = bitcast float* %749 to i8*
+	call void @llvm.prefetch.p0i8(i8* %750, i32 0, i32 3, i32 1)
+	%751 = add i64 %705, 112
+	%752 = getelementptr float, float* %692, i64 %751
+	%753 = bitcast float* %752 to i8*
+	call void @llvm.prefetch.p0i8(i8* %753, i32 0, i32 3, i32 1)
+	%754 = add i64 %704, 128
+	%755 = icmp sle i64 %754, %n
+	br i1 %755, label %then.399, label %else.400
 
-row.done.361:
-	%592 = shufflevector <32 x float> %585, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%593 = fadd <32 x float> %585, %592
-	%594 = shufflevector <32 x float> %586, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%595 = fadd <32 x float> %586, %594
-	%596 = shufflevector <32 x float> %593, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%597 = fadd <32 x float> %593, %596
-	%598 = shufflevector <32 x float> %595, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%599 = fadd <32 x float> %595, %598
-	%600 = shufflevector <32 x float> %597, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%601 = fadd <32 x float> %597, %600
-	%602 = shufflevector <32 x float> %599, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%603 = fadd <32 x float> %599, %602
-	%604 = shufflevector <32 x float> %601, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%605 = fadd <32 x float> %601, %604
-	%606 = shufflevector <32 x float> %603, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%607 = fadd <32 x float> %603, %606
-	%608 = shufflevector <32 x float> %605, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%609 = fadd <32 x float> %605, %608
-	%610 = shufflevector <32 x float> %607, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%611 = fadd <32 x float> %607, %610
-	%612 = extractelement <32 x float> %609, i32 0
-	%613 = getelementptr float, float* %35, i64 %570
-	store float %612, float* %613, align 4
-	%614 = extractelement <32 x float> %611, i32 0
-	%615 = getelementptr float, float* %37, i64 %570
-	store float %614, float* %615, align 4
-	%616 = add i64 %570, 1
-	br label %task.head.356
+row.done.398:
+	%756 = shufflevector <32 x float> %700, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%757 = fadd <32 x float> %700, %756
+	%758 = shufflevector <32 x float> %701, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%759 = fadd <32 x float> %701, %758
+	%760 = shufflevector <32 x float> %757, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%761 = fadd <32 x float> %757, %760
+	%762 = shufflevector <32 x float> %759, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%763 = fadd <32 x float> %759, %762
+	%764 = shufflevector <32 x float> %761, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%765 = fadd <32 x float> %761, %764
+	%766 = shufflevector <32 x float> %763, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%767 = fadd <32 x float> %763, %766
+	%768 = shufflevector <32 x float> %765, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%769 = fadd <32 x float> %765, %768
+	%770 = shufflevector <32 x float> %767, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%771 = fadd <32 x float> %767, %770
+	%772 = shufflevector <32 x float> %769, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%773 = fadd <32 x float> %769, %772
+	%774 = shufflevector <32 x float> %771, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%775 = fadd <32 x float> %771, %774
+	%776 = extractelement <32 x float> %773, i32 0
+	%777 = getelementptr float, float* %37, i64 %685
+	store float %776, float* %777, align 4
+	%778 = extractelement <32 x float> %775, i32 0
+	%779 = getelementptr float, float* %39, i64 %685
+	store float %778, float* %779, align 4
+	%780 = add i64 %685, 1
+	br label %task.head.393
 
-then.362:
-	%617 = getelementptr float, float* %575, i64 %589
-	%618 = bitcast float* %617 to <128 x float>*
-	%619 = load <128 x float>, <128 x float>* %618, align 4
-	%620 = getelementptr float, float* %577, i64 %589
-	%621 = bitcast float* %620 to <128 x float>*
-	%622 = load <128 x float>, <128 x float>* %621, align 4
-	%623 = add i64 %19, %589
-	%624 = call <128 x float> @lars_noise_row128_true(i64 %28, i64 %29, i64 %30, i64 %31, i32 %23, i64 %623)
-	%625 = insertelement <128 x float> undef, float %13, i32 0
-	%626 = insertelement <128 x float> %625, float %13, i32 1
-	%627 = insertelement <128 x float> %626, float %13, i32 2
-	%628 = insertelement <128 x float> %627, float %13, i32 3
-	%629 = insertelement <128 x float> %628, float %13, i32 4
-	%630 = insertelement <128 x float> %629, float %13, i32 5
-	%631 = insertelement <128 x float> %630, float %13, i32 6
-	%632 = insertelement <128 x float> %631, float %13, i32 7
-	%633 = insertelement <128 x float> %632, float %13, i32 8
-	%634 = insertelement <128 x float> %633, float %13, i32 9
-	%635 = insertelement <128 x float> %634, float %13, i32 10
-	%636 = insertelement <128 x float> %635, float %13, i32 11
-	%637 = insertelement <128 x float> %636, float %13, i32 12
-	%638 = insertelement <128 x float> %637, float %13, i32 13
-	%639 = insertelement <128 x float> %638, float %13, i32 14
-	%640 = insertelement <128 x float> %639, float %13, i32 15
-	%641 = insertelement <128 x float> %640, float %13, i32 16
-	%642 = insertelement <128 x float> %641, float %13, i32 17
-	%643 = insertelement <128 x float> %642, float %13, i32 18
-	%644 = insertelement <128 x float> %643, float %13, i32 19
-	%645 = insertelement <128 x float> %644, float %13, i32 20
-	%646 = insertelement <128 x float> %645, float %13, i32 21
-	%647 = insertelement <128 x float> %646, float %13, i32 22
-	%648 = insertelement <128 x float> %647, float %13, i32 23
-	%649 = insertelement <128 x float> %648, float %13, i32 24
-	%650 = insertelement <128 x float> %649, float %13, i32 25
-	%651 = insertelement <128 x float> %650, float %13, i32 26
-	%652 = insertelement <128 x float> %651, float %13, i32 27
-	%653 = insertelement <128 x float> %652, float %13, i32 28
-	%654 = insertelement <128 x float> %653, float %13, i32 29
-	%655 = insertelement <128 x float> %654, float %13, i32 30
-	%656 = insertelement <128 x float> %655, float %13, i32 31
-	%657 = insertelement <128 x float> %656, float %13, i32 32
-	%658 = insertelement <128 x float> %657, float %13, i32 33
-	%659 = insertelement <128 x float> %658, float %13, i32 34
-	%660 = insertelement <128 x float> %659, float %13, i32 35
-	%661 = insertelement <128 x float> %660, float %13, i32 36
-	%662 = insertelement <128 x float> %661, float %13, i32 37
-	%663 = insertelement <128 x float> %662, float %13, i32 38
-	%664 = insertelement <128 x float> %663, float %13, i32 39
-	%665 = insertelement <128 x float> %664, float %13, i32 40
-	%666 = insertelement <128 x float> %665, float %13, i32 41
-	%667 = insertelement <128 x float> %666, float %13, i32 42
-	%668 = insertelement <128 x float> %667, float %13, i32 43
-	%669 = insertelement <128 x float> %668, float %13, i32 44
-	%670 = insertelement <128 x float> %669, float %13, i32 45
-	%671 = insertelement <128 x float> %670, float %13, i32 46
-	%672 = insertelement <128 x float> %671, float %13, i32 47
-	%673 = insertelement <128 x float> %672, float %13, i32 48
-	%674 = insertelement <128 x float> %673, float %13, i32 49
-	%675 = insertelement <128 x float> %674, float %13, i32 50
-	%676 = insertelement <128 x float> %675, float %13, i32 51
-	%677 = insertelement <128 x float> %676, float %13, i32 52
-	%678 = insertelement <128 x float> %677, float %13, i32 53
-	%679 = insertelement <128 x float> %678, float %13, i32 54
-	%680 = insertelement <128 x float> %679, float %13, i32 55
-	%681 = insertelement <128 x float> %680, float %13, i32 56
-	%682 = insertelement <128 x float> %681, float %13, i32 57
-	%683 = insertelement <128 x float> %682, float %13, i32 58
-	%684 = insertelement <128 x float> %683, float %13, i32 59
-	%685 = insertelement <128 x float> %684, float %13, i32 60
-	%686 = insertelement <128 x float> %685, float %13, i32 61
-	%687 = insertelement <128 x float> %686, float %13, i32 62
-	%688 = insertelement <128 x float> %687, float %13, i32 63
-	%689 = insertelement <128 x float> %688, float %13, i32 64
-	%690 = insertelement <128 x float> %689, float %13, i32 65
-	%691 = insertelement <128 x float> %690, float %13, i32 66
-	%692 = insertelement <128 x float> %691, float %13, i32 67
-	%693 = insertelement <128 x float> %692, float %13, i32 68
-	%694 = insertelement <128 x float> %693, float %13, i32 69
-	%695 = insertelement <128 x float> %694, float %13, i32 70
-	%696 = insertelement <128 x float> %695, float %13, i32 71
-	%697 = insertelement <128 x float> %696, float %13, i32 72
-	%698 = insertelement <128 x float> %697, float %13, i32 73
-	%699 = insertelement <128 x float> %698, float %13, i32 74
-	%700 = insertelement <128 x float> %699, float %13, i32 75
-	%701 = insertelement <128 x float> %700, float %13, i32 76
-	%702 = insertelement <128 x float> %701, float %13, i32 77
-	%703 = insertelement <128 x float> %702, float %13, i32 78
-	%704 = insertelement <128 x float> %703, float %13, i32 79
-	%705 = insertelement <128 x float> %704, float %13, i32 80
-	%706 = insertelement <128 x float> %705, float %13, i32 81
-	%707 = insertelement <128 x float> %706, float %13, i32 82
-	%708 = insertelement <128 x float> %707, float %13, i32 83
-	%709 = insertelement <128 x float> %708, float %13, i32 84
-	%710 = insertelement <128 x float> %709, float %13, i32 85
-	%711 = insertelement <128 x float> %710, float %13, i32 86
-	%712 = insertelement <128 x float> %711, float %13, i32 87
-	%713 = insertelement <128 x float> %712, float %13, i32 88
-	%714 = insertelement <128 x float> %713, float %13, i32 89
-	%715 = insertelement <128 x float> %714, float %13, i32 90
-	%716 = insertelement <128 x float> %715, float %13, i32 91
-	%717 = insertelement <128 x float> %716, float %13, i32 92
-	%718 = insertelement <128 x float> %717, float %13, i32 93
-	%719 = insertelement <128 x float> %718, float %13, i32 94
-	%720 = insertelement <128 x float> %719, float %13, i32 95
-	%721 = insertelement <128 x float> %720, float %13, i32 96
-	%722 = insertelement <128 x float> %721, float %13, i32 97
-	%723 = insertelement <128 x float> %722, float %13, i32 98
-	%724 = insertelement <128 x float> %723, float %13, i32 99
-	%725 = insertelement <128 x float> %724, float %13, i32 100
-	%726 = insertelement <128 x float> %725, float %13, i32 101
-	%727 = insertelement <128 x float> %726, float %13, i32 102
-	%728 = insertelement <128 x float> %727, float %13, i32 103
-	%729 = insertelement <128 x float> %728, float %13, i32 104
-	%730 = insertelement <128 x float> %729, float %13, i32 105
-	%731 = insertelement <128 x float> %730, float %13, i32 106
-	%732 = insertelement <128 x float> %731, float %13, i32 107
-	%733 = insertelement <128 x float> %732, float %13, i32 108
-	%734 = insertelement <128 x float> %733, float %13, i32 109
-	%735 = insertelement <128 x float> %734, float %13, i32 110
-	%736 = insertelement <128 x float> %735, float %13, i32 111
-	%737 = insertelement <128 x float> %736, float %13, i32 112
-	%738 = insertelement <128 x float> %737, float %13, i32 113
-	%739 = insertelement <128 x float> %738, float %13, i32 114
-	%740 = insertelement <128 x float> %739, float %13, i32 115
-	%741 = insertelement <128 x float> %740, float %13, i32 116
-	%742 = insertelement <128 x float> %741, float %13, i32 117
-	%743 = insertelement <128 x float> %742, float %13, i32 118
-	%744 = insertelement <128 x float> %743, float %13, i32 119
-	%745 = insertelement <128 x float> %744, float %13, i32 120
-	%746 = insertelement <128 x float> %745, float %13, i32 121
-	%747 = insertelement <128 x float> %746, float %13, i32 122
-	%748 = insertelement <128 x float> %747, float %13, i32 123
-	%749 = insertelement <128 x float> %748, float %13, i32 124
-	%750 = insertelement <128 x float> %749, float %13, i32 125
-	%751 = insertelement <128 x float> %750, float %13, i32 126
-	%752 = insertelement <128 x float> %751, float %13, i32 127
-	%753 = fmul <128 x float> %752, %624
-	%754 = fadd <128 x float> %622, %753
-	%755 = insertelement <128 x float> undef, float %55, i32 0
-	%756 = insertelement <128 x float> %755, float %55, i32 1
-	%757 = insertelement <128 x float> %756, float %55, i32 2
-	%758 = insertelement <128 x float> %757, float %55, i32 3
-	%759 = insertelement <128 x float> %758, float %55, i32 4
-	%760 = insertelement <128 x float> %759, float %55, i32 5
-	%761 = insertelement <128 x float> %760, float %55, i32 6
-	%762 = insertelement <128 x float> %761, float %55, i32 7
-	%763 = insertelement <128 x float> %762, float %55, i32 8
-	%764 = insertelement <128 x float> %763, float %55, i32 9
-	%765 = insertelement <128 x float> %764, float %55, i32 10
-	%766 = insertelement <128 x float> %765, float %55, i32 11
-	%767 = insertelement <128 x float> %766, float %55, i32 12
-	%768 = insertelement <128 x float> %767, float %55, i32 13
-	%769 = insertelement <128 x float> %768, float %55, i32 14
-	%770 = insertelement <128 x float> %769, float %55, i32 15
-	%771 = insertelement <128 x float> %770, float %55, i32 16
-	%772 = insertelement <128 x float> %771, float %55, i32 17
-	%773 = insertelement <128 x float> %772, float %55, i32 18
-	%774 = insertelement <128 x float> %773, float %55, i32 19
-	%775 = insertelement <128 x float> %774, float %55, i32 20
-	%776 = insertelement <128 x float> %775, float %55, i32 21
-	%777 = insertelement <128 x float> %776, float %55, i32 22
-	%778 = insertelement <128 x float> %777, float %55, i32 23
-	%779 = insertelement <128 x float> %778, float %55, i32 24
-	%780 = insertelement <128 x float> %779, float %55, i32 25
-	%781 = insertelement <128 x float> %780, float %55, i32 26
-	%782 = insertelement <128 x float> %781, float %55, i32 27
-	%783 = insertelement <128 x float> %782, float %55, i32 28
-	%784 = insertelement <128 x float> %783, float %55, i32 29
-	%785 = insertelement <128 x float> %784, float %55, i32 30
-	%786 = insertelement <128 x float> %785, float %55, i32 31
-	%787 = insertelement <128 x float> %786, float %55, i32 32
-	%788 = insertelement <128 x float> %787, float %55, i32 33
-	%789 = insertelement <128 x float> %788, float %55, i32 34
-	%790 = insertelement <128 x float> %789, float %55, i32 35
-	%791 = insertelement <128 x float> %790, float %55, i32 36
-	%792 = insertelement <128 x float> %791, float %55, i32 37
-	%793 = insertelement <128 x float> %792, float %55, i32 38
-	%794 = insertelement <128 x float> %793, float %55, i32 39
-	%795 = insertelement <128 x float> %794, float %55, i32 40
-	%796 = insertelement <128 x float> %795, float %55, i32 41
-	%797 = insertelement <128 x float> %796, float %55, i32 42
-	%798 = insertelement <128 x float> %797, float %55, i32 43
-	%799 = insertelement <128 x float> %798, float %55, i32 44
-	%800 = insertelement <128 x float> %799, float %55, i32 45
-	%801 = insertelement <128 x float> %800, float %55, i32 46
-	%802 = insertelement <128 x float> %801, float %55, i32 47
-	%803 = insertelement <128 x float> %802, float %55, i32 48
-	%804 = insertelement <128 x float> %803, float %55, i32 49
-	%805 = insertelement <128 x float> %804, float %55, i32 50
-	%806 = insertelement <128 x float> %805, float %55, i32 51
-	%807 = insertelement <128 x float> %806, float %55, i32 52
-	%808 = insertelement <128 x float> %807, float %55, i32 53
-	%809 = insertelement <128 x float> %808, float %55, i32 54
-	%810 = insertelement <128 x float> %809, float %55, i32 55
-	%811 = insertelement <128 x float> %810, float %55, i32 56
-	%812 = insertelement <128 x float> %811, float %55, i32 57
-	%813 = insertelement <128 x float> %812, float %55, i32 58
-	%814 = insertelement <128 x float> %813, float %55, i32 59
-	%815 = insertelement <128 x float> %814, float %55, i32 60
-	%816 = insertelement <128 x float> %815, float %55, i32 61
-	%817 = insertelement <128 x float> %816, float %55, i32 62
-	%818 = insertelement <128 x float> %817, float %55, i32 63
-	%819 = insertelement <128 x float> %818, float %55, i32 64
-	%820 = insertelement <128 x float> %819, float %55, i32 65
-	%821 = insertelement <128 x float> %820, float %55, i32 66
-	%822 = insertelement <128 x float> %821, float %55, i32 67
-	%823 = insertelement <128 x float> %822, float %55, i32 68
-	%824 = insertelement <128 x float> %823, float %55, i32 69
-	%825 = insertelement <128 x float> %824, float %55, i32 70
-	%826 = insertelement <128 x float> %825, float %55, i32 71
-	%827 = insertelement <128 x float> %826, float %55, i32 72
-	%828 = insertelement <128 x float> %827, float %55, i32 73
-	%829 = insertelement <128 x float> %828, float %55, i32 74
-	%830 = insertelement <128 x float> %829, float %55, i32 75
-	%831 = insertelement <128 x float> %830, float %55, i32 76
-	%832 = insertelement <128 x float> %831, float %55, i32 77
-	%833 = insertelement <128 x float> %832, float %55, i32 78
-	%834 = insertelement <128 x float> %833, float %55, i32 79
-	%835 = insertelement <128 x float> %834, float %55, i32 80
-	%836 = insertelement <128 x float> %835, float %55, i32 81
-	%837 = insertelement <128 x float> %836, float %55, i32 82
-	%838 = insertelement <128 x float> %837, float %55, i32 83
-	%839 = insertelement <128 x float> %838, float %55, i32 84
-	%840 = insertelement <128 x float> %839, float %55, i32 85
-	%841 = insertelement <128 x float> %840, float %55, i32 86
-	%842 = insertelement <128 x float> %841, float %55, i32 87
-	%843 = insertelement <128 x float> %842, float %55, i32 88
-	%844 = insertelement <128 x float> %843, float %55, i32 89
-	%845 = insertelement <128 x float> %844, float %55, i32 90
-	%846 = insertelement <128 x float> %845, float %55, i32 91
-	%847 = insertelement <128 x float> %846, float %55, i32 92
-	%848 = insertelement <128 x float> %847, float %55, i32 93
-	%849 = insertelement <128 x float> %848, float %55, i32 94
-	%850 = insertelement <128 x float> %849, float %55, i32 95
-	%851 = insertelement <128 x float> %850, float %55, i32 96
-	%852 = insertelement <128 x float> %851, float %55, i32 97
-	%853 = insertelement <128 x float> %852, float %55, i32 98
-	%854 = insertelement <128 x float> %853, float %55, i32 99
-	%855 = insertelement <128 x float> %854, float %55, i32 100
-	%856 = insertelement <128 x float> %855, float %55, i32 101
-	%857 = insertelement <128 x float> %856, float %55, i32 102
-	%858 = insertelement <128 x float> %857, float %55, i32 103
-	%859 = insertelement <128 x float> %858, float %55, i32 104
-	%860 = insertelement <128 x float> %859, float %55, i32 105
-	%861 = insertelement <128 x float> %860, float %55, i32 106
-	%862 = insertelement <128 x float> %861, float %55, i32 107
-	%863 = insertelement <128 x float> %862, float %55, i32 108
-	%864 = insertelement <128 x float> %863, float %55, i32 109
-	%865 = insertelement <128 x float> %864, float %55, i32 110
-	%866 = insertelement <128 x float> %865, float %55, i32 111
-	%867 = insertelement <128 x float> %866, float %55, i32 112
-	%868 = insertelement <128 x float> %867, float %55, i32 113
-	%869 = insertelement <128 x float> %868, float %55, i32 114
-	%870 = insertelement <128 x float> %869, float %55, i32 115
-	%871 = insertelement <128 x float> %870, float %55, i32 116
-	%872 = insertelement <128 x float> %871, float %55, i32 117
-	%873 = insertelement <128 x float> %872, float %55, i32 118
-	%874 = insertelement <128 x float> %873, float %55, i32 119
-	%875 = insertelement <128 x float> %874, float %55, i32 120
-	%876 = insertelement <128 x float> %875, float %55, i32 121
-	%877 = insertelement <128 x float> %876, float %55, i32 122
-	%878 = insertelement <128 x float> %877, float %55, i32 123
-	%879 = insertelement <128 x float> %878, float %55, i32 124
-	%880 = insertelement <128 x float> %879, float %55, i32 125
-	%881 = insertelement <128 x float> %880, float %55, i32 126
-	%882 = insertelement <128 x float> %881, float %55, i32 127
-	%883 = fmul <128 x float> %754, %882
-	%884 = fadd <128 x float> %883, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%885 = fsub <128 x float> %884, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%886 = insertelement <128 x float> undef, float %51, i32 0
-	%887 = insertelement <128 x float> %886, float %51, i32 1
-	%888 = insertelement <128 x float> %887, float %51, i32 2
-	%889 = insertelement <128 x float> %888, float %51, i32 3
-	%890 = insertelement <128 x float> %889, float %51, i32 4
-	%891 = insertelement <128 x float> %890, float %51, i32 5
-	%892 = insertelement <128 x float> %891, float %51, i32 6
-	%893 = insertelement <128 x float> %892, float %51, i32 7
-	%894 = insertelement <128 x float> %893, float %51, i32 8
-	%895 = insertelement <128 x float> %894, float %51, i32 9
-	%896 = insertelement <128 x float> %895, float %51, i32 10
-	%897 = insertelement <128 x float> %896, float %51, i32 11
-	%898 = insertelement <128 x float> %897, float %51, i32 12
-	%899 = insertelement <128 x float> %898, float %51, i32 13
-	%900 = insertelement <128 x float> %899, float %51, i32 14
-	%901 = insertelement <128 x float> %900, float %51, i32 15
-	%902 = insertelement <128 x float> %901, float %51, i32 16
-	%903 = insertelement <128 x float> %902, float %51, i32 17
-	%904 = insertelement <128 x float> %903, float %51, i32 18
-	%905 = insertelement <128 x float> %904, float %51, i32 19
-	%906 = insertelement <128 x float> %905, float %51, i32 20
-	%907 = insertelement <128 x float> %906, float %51, i32 21
-	%908 = insertelement <128 x float> %907, float %51, i32 22
-	%909 = insertelement <128 x float> %908, float %51, i32 23
-	%910 = insertelement <128 x float> %909, float %51, i32 24
-	%911 = insertelement <128 x float> %910, float %51, i32 25
-	%912 = insertelement <128 x float> %911, float %51, i32 26
-	%913 = insertelement <128 x float> %912, float %51, i32 27
-	%914 = insertelement <128 x float> %913, float %51, i32 28
-	%915 = insertelement <128 x float> %914, float %51, i32 29
-	%916 = insertelement <128 x float> %915, float %51, i32 30
-	%917 = insertelement <128 x float> %916, float %51, i32 31
-	%918 = insertelement <128 x float> %917, float %51, i32 32
-	%919 = insertelement <128 x float> %918, float %51, i32 33
-	%920 = insertelement <128 x float> %919, float %51, i32 34
-	%921 = insertelement <128 x float> %920, float %51, i32 35
-	%922 = insertelement <128 x float> %921, float %51, i32 36
-	%923 = insertelement <128 x float> %922, float %51, i32 37
-	%924 = insertelement <128 x float> %923, float %51, i32 38
-	%925 = insertelement <128 x float> %924, float %51, i32 39
-	%926 = insertelement <128 x float> %925, float %51, i32 40
-	%927 = insertelement <128 x float> %926, float %51, i32 41
-	%928 = insertelement <128 x float> %927, float %51, i32 42
-	%929 = insertelement <128 x float> %928, float %51, i32 43
-	%930 = insertelement <128 x float> %929, float %51, i32 44
-	%931 = insertelement <128 x float> %930, float %51, i32 45
-	%932 = insertelement <128 x float> %931, float %51, i32 46
-	%933 = insertelement <128 x float> %932, float %51, i32 47
-	%934 = insertelement <128 x float> %933, float %51, i32 48
-	%935 = insertelement <128 x float> %934, float %51, i32 49
-	%936 = insertelement <128 x float> %935, float %51, i32 50
-	%937 = insertelement <128 x float> %936, float %51, i32 51
-	%938 = insertelement <128 x float> %937, float %51, i32 52
-	%939 = insertelement <128 x float> %938, float %51, i32 53
-	%940 = insertelement <128 x float> %939, float %51, i32 54
-	%941 = insertelement <128 x float> %940, float %51, i32 55
-	%942 = insertelement <128 x float> %941, float %51, i32 56
-	%943 = insertelement <128 x float> %942, float %51, i32 57
-	%944 = insertelement <128 x float> %943, float %51, i32 58
-	%945 = insertelement <128 x float> %944, float %51, i32 59
-	%946 = insertelement <128 x float> %945, float %51, i32 60
-	%947 = insertelement <128 x float> %946, float %51, i32 61
-	%948 = insertelement <128 x float> %947, float %51, i32 62
-	%949 = insertelement <128 x float> %948, float %51, i32 63
-	%950 = insertelement <128 x float> %949, float %51, i32 64
-	%951 = insertelement <128 x float> %950, float %51, i32 65
-	%952 = insertelement <128 x float> %951, float %51, i32 66
-	%953 = insertelement <128 x float> %952, float %51, i32 67
-	%954 = insertelement <128 x float> %953, float %51, i32 68
-	%955 = insertelement <128 x float> %954, float %51, i32 69
-	%956 = insertelement <128 x float> %955, float %51, i32 70
-	%957 = insertelement <128 x float> %956, float %51, i32 71
-	%958 = insertelement <128 x float> %957, float %51, i32 72
-	%959 = insertelement <128 x float> %958, float %51, i32 73
-	%960 = insertelement <128 x float> %959, float %51, i32 74
-	%961 = insertelement <128 x float> %960, float %51, i32 75
-	%962 = insertelement <128 x float> %961, float %51, i32 76
-	%963 = insertelement <128 x float> %962, float %51, i32 77
-	%964 = insertelement <128 x float> %963, float %51, i32 78
-	%965 = insertelement <128 x float> %964, float %51, i32 79
-	%966 = insertelement <128 x float> %965, float %51, i32 80
-	%967 = insertelement <128 x float> %966, float %51, i32 81
-	%968 = insertelement <128 x float> %967, float %51, i32 82
-	%969 = insertelement <128 x float> %968, float %51, i32 83
-	%970 = insertelement <128 x float> %969, float %51, i32 84
-	%971 = insertelement <128 x float> %970, float %51, i32 85
-	%972 = insertelement <128 x float> %971, float %51, i32 86
-	%973 = insertelement <128 x float> %972, float %51, i32 87
-	%974 = insertelement <128 x float> %973, float %51, i32 88
-	%975 = insertelement <128 x float> %974, float %51, i32 89
-	%976 = insertelement <128 x float> %975, float %51, i32 90
-	%977 = insertelement <128 x float> %976, float %51, i32 91
-	%978 = insertelement <128 x float> %977, float %51, i32 92
-	%979 = insertelement <128 x float> %978, float %51, i32 93
-	%980 = insertelement <128 x float> %979, float %51, i32 94
-	%981 = insertelement <128 x float> %980, float %51, i32 95
-	%982 = insertelement <128 x float> %981, float %51, i32 96
-	%983 = insertelement <128 x float> %982, float %51, i32 97
-	%984 = insertelement <128 x float> %983, float %51, i32 98
-	%985 = insertelement <128 x float> %984, float %51, i32 99
-	%986 = insertelement <128 x float> %985, float %51, i32 100
-	%987 = insertelement <128 x float> %986, float %51, i32 101
-	%988 = insertelement <128 x float> %987, float %51, i32 102
-	%989 = insertelement <128 x float> %988, float %51, i32 103
-	%990 = insertelement <128 x float> %989, float %51, i32 104
-	%991 = insertelement <128 x float> %990, float %51, i32 105
-	%992 = insertelement <128 x float> %991, float %51, i32 106
-	%993 = insertelement <128 x float> %992, float %51, i32 107
-	%994 = insertelement <128 x float> %993, float %51, i32 108
-	%995 = insertelement <128 x float> %994, float %51, i32 109
-	%996 = insertelement <128 x float> %995, float %51, i32 110
-	%997 = insertelement <128 x float> %996, float %51, i32 111
-	%998 = insertelement <128 x float> %997, float %51, i32 112
-	%999 = insertelement <128 x float> %998, float %51, i32 113
-	%1000 = insertelement <128 x float> %999, float %51, i32 114
-	%1001 = insertelement <128 x float> %1000, float %51, i32 115
-	%1002 = insertelement <128 x float> %1001, float %51, i32 116
-	%1003 = insertelement <128 x float> %1002, float %51, i32 117
-	%1004 = insertelement <128 x float> %1003, float %51, i32 118
-	%1005 = insertelement <128 x float> %1004, float %51, i32 119
-	%1006 = insertelement <128 x float> %1005, float %51, i32 120
-	%1007 = insertelement <128 x float> %1006, float %51, i32 121
-	%1008 = insertelement <128 x float> %1007, float %51, i32 122
-	%1009 = insertelement <128 x float> %1008, float %51, i32 123
-	%1010 = insertelement <128 x float> %1009, float %51, i32 124
-	%1011 = insertelement <128 x float> %1010, float %51, i32 125
-	%1012 = insertelement <128 x float> %1011, float %51, i32 126
-	%1013 = insertelement <128 x float> %1012, float %51, i32 127
-	%1014 = fmul <128 x float> %885, %1013
-	%1015 = fcmp oeq float %51, 0.0
-	%1016 = select i1 %1015, <128 x float> %754, <128 x float> %1014
-	%1017 = fmul <128 x float> %619, %619
-	%1018 = fmul <128 x float> %1016, %1016
-	%1019 = shufflevector <128 x float> %1017, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1020 = fadd <32 x float> %585, %1019
-	%1021 = shufflevector <128 x float> %1017, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%1022 = fadd <32 x float> %1020, %1021
-	%1023 = shufflevector <128 x float> %1017, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1024 = fadd <32 x float> %1022, %1023
-	%1025 = shufflevector <128 x float> %1017, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1026 = fadd <32 x float> %1024, %1025
-	%1027 = shufflevector <128 x float> %1018, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1028 = fadd <32 x float> %586, %1027
-	%1029 = shufflevector <128 x float> %1018, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%1030 = fadd <32 x float> %1028, %1029
-	%1031 = shufflevector <128 x float> %1018, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1032 = fadd <32 x float> %1030, %1031
-	%1033 = shufflevector <128 x float> %1018, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1034 = fadd <32 x float> %1032, %1033
-	br label %join.364
+then.399:
+	%781 = getelementptr float, float* %690, i64 %704
+	%782 = bitcast float* %781 to <128 x float>*
+	%783 = load <128 x float>, <128 x float>* %782, align 4
+	%784 = getelementptr float, float* %692, i64 %704
+	%785 = bitcast float* %784 to <128 x float>*
+	%786 = load <128 x float>, <128 x float>* %785, align 4
+	%787 = add i64 %21, %704
+	%788 = call <128 x float> @lars_noise_row128_8_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %787)
+	%789 = insertelement <128 x float> undef, float %15, i32 0
+	%790 = insertelement <128 x float> %789, float %15, i32 1
+	%791 = insertelement <128 x float> %790, float %15, i32 2
+	%792 = insertelement <128 x float> %791, float %15, i32 3
+	%793 = insertelement <128 x float> %792, float %15, i32 4
+	%794 = insertelement <128 x float> %793, float %15, i32 5
+	%795 = insertelement <128 x float> %794, float %15, i32 6
+	%796 = insertelement <128 x float> %795, float %15, i32 7
+	%797 = insertelement <128 x float> %796, float %15, i32 8
+	%798 = insertelement <128 x float> %797, float %15, i32 9
+	%799 = insertelement <128 x float> %798, float %15, i32 10
+	%800 = insertelement <128 x float> %799, float %15, i32 11
+	%801 = insertelement <128 x float> %800, float %15, i32 12
+	%802 = insertelement <128 x float> %801, float %15, i32 13
+	%803 = insertelement <128 x float> %802, float %15, i32 14
+	%804 = insertelement <128 x float> %803, float %15, i32 15
+	%805 = insertelement <128 x float> %804, float %15, i32 16
+	%806 = insertelement <128 x float> %805, float %15, i32 17
+	%807 = insertelement <128 x float> %806, float %15, i32 18
+	%808 = insertelement <128 x float> %807, float %15, i32 19
+	%809 = insertelement <128 x float> %808, float %15, i32 20
+	%810 = insertelement <128 x float> %809, float %15, i32 21
+	%811 = insertelement <128 x float> %810, float %15, i32 22
+	%812 = insertelement <128 x float> %811, float %15, i32 23
+	%813 = insertelement <128 x float> %812, float %15, i32 24
+	%814 = insertelement <128 x float> %813, float %15, i32 25
+	%815 = insertelement <128 x float> %814, float %15, i32 26
+	%816 = insertelement <128 x float> %815, float %15, i32 27
+	%817 = insertelement <128 x float> %816, float %15, i32 28
+	%818 = insertelement <128 x float> %817, float %15, i32 29
+	%819 = insertelement <128 x float> %818, float %15, i32 30
+	%820 = insertelement <128 x float> %819, float %15, i32 31
+	%821 = insertelement <128 x float> %820, float %15, i32 32
+	%822 = insertelement <128 x float> %821, float %15, i32 33
+	%823 = insertelement <128 x float> %822, float %15, i32 34
+	%824 = insertelement <128 x float> %823, float %15, i32 35
+	%825 = insertelement <128 x float> %824, float %15, i32 36
+	%826 = insertelement <128 x float> %825, float %15, i32 37
+	%827 = insertelement <128 x float> %826, float %15, i32 38
+	%828 = insertelement <128 x float> %827, float %15, i32 39
+	%829 = insertelement <128 x float> %828, float %15, i32 40
+	%830 = insertelement <128 x float> %829, float %15, i32 41
+	%831 = insertelement <128 x float> %830, float %15, i32 42
+	%832 = insertelement <128 x float> %831, float %15, i32 43
+	%833 = insertelement <128 x float> %832, float %15, i32 44
+	%834 = insertelement <128 x float> %833, float %15, i32 45
+	%835 = insertelement <128 x float> %834, float %15, i32 46
+	%836 = insertelement <128 x float> %835, float %15, i32 47
+	%837 = insertelement <128 x float> %836, float %15, i32 48
+	%838 = insertelement <128 x float> %837, float %15, i32 49
+	%839 = insertelement <128 x float> %838, float %15, i32 50
+	%840 = insertelement <128 x float> %839, float %15, i32 51
+	%841 = insertelement <128 x float> %840, float %15, i32 52
+	%842 = insertelement <128 x float> %841, float %15, i32 53
+	%843 = insertelement <128 x float> %842, float %15, i32 54
+	%844 = insertelement <128 x float> %843, float %15, i32 55
+	%845 = insertelement <128 x float> %844, float %15, i32 56
+	%846 = insertelement <128 x float> %845, float %15, i32 57
+	%847 = insertelement <128 x float> %846, float %15, i32 58
+	%848 = insertelement <128 x float> %847, float %15, i32 59
+	%849 = insertelement <128 x float> %848, float %15, i32 60
+	%850 = insertelement <128 x float> %849, float %15, i32 61
+	%851 = insertelement <128 x float> %850, float %15, i32 62
+	%852 = insertelement <128 x float> %851, float %15, i32 63
+	%853 = insertelement <128 x float> %852, float %15, i32 64
+	%854 = insertelement <128 x float> %853, float %15, i32 65
+	%855 = insertelement <128 x float> %854, float %15, i32 66
+	%856 = insertelement <128 x float> %855, float %15, i32 67
+	%857 = insertelement <128 x float> %856, float %15, i32 68
+	%858 = insertelement <128 x float> %857, float %15, i32 69
+	%859 = insertelement <128 x float> %858, float %15, i32 70
+	%860 = insertelement <128 x float> %859, float %15, i32 71
+	%861 = insertelement <128 x float> %860, float %15, i32 72
+	%862 = insertelement <128 x float> %861, float %15, i32 73
+	%863 = insertelement <128 x float> %862, float %15, i32 74
+	%864 = insertelement <128 x float> %863, float %15, i32 75
+	%865 = insertelement <128 x float> %864, float %15, i32 76
+	%866 = insertelement <128 x float> %865, float %15, i32 77
+	%867 = insertelement <128 x float> %866, float %15, i32 78
+	%868 = insertelement <128 x float> %867, float %15, i32 79
+	%869 = insertelement <128 x float> %868, float %15, i32 80
+	%870 = insertelement <128 x float> %869, float %15, i32 81
+	%871 = insertelement <128 x float> %870, float %15, i32 82
+	%872 = insertelement <128 x float> %871, float %15, i32 83
+	%873 = insertelement <128 x float> %872, float %15, i32 84
+	%874 = insertelement <128 x float> %873, float %15, i32 85
+	%875 = insertelement <128 x float> %874, float %15, i32 86
+	%876 = insertelement <128 x float> %875, float %15, i32 87
+	%877 = insertelement <128 x float> %876, float %15, i32 88
+	%878 = insertelement <128 x float> %877, float %15, i32 89
+	%879 = insertelement <128 x float> %878, float %15, i32 90
+	%880 = insertelement <128 x float> %879, float %15, i32 91
+	%881 = insertelement <128 x float> %880, float %15, i32 92
+	%882 = insertelement <128 x float> %881, float %15, i32 93
+	%883 = insertelement <128 x float> %882, float %15, i32 94
+	%884 = insertelement <128 x float> %883, float %15, i32 95
+	%885 = insertelement <128 x float> %884, float %15, i32 96
+	%886 = insertelement <128 x float> %885, float %15, i32 97
+	%887 = insertelement <128 x float> %886, float %15, i32 98
+	%888 = insertelement <128 x float> %887, float %15, i32 99
+	%889 = insertelement <128 x float> %888, float %15, i32 100
+	%890 = insertelement <128 x float> %889, float %15, i32 101
+	%891 = insertelement <128 x float> %890, float %15, i32 102
+	%892 = insertelement <128 x float> %891, float %15, i32 103
+	%893 = insertelement <128 x float> %892, float %15, i32 104
+	%894 = insertelement <128 x float> %893, float %15, i32 105
+	%895 = insertelement <128 x float> %894, float %15, i32 106
+	%896 = insertelement <128 x float> %895, float %15, i32 107
+	%897 = insertelement <128 x float> %896, float %15, i32 108
+	%898 = insertelement <128 x float> %897, float %15, i32 109
+	%899 = insertelement <128 x float> %898, float %15, i32 110
+	%900 = insertelement <128 x float> %899, float %15, i32 111
+	%901 = insertelement <128 x float> %900, float %15, i32 112
+	%902 = insertelement <128 x float> %901, float %15, i32 113
+	%903 = insertelement <128 x float> %902, float %15, i32 114
+	%904 = insertelement <128 x float> %903, float %15, i32 115
+	%905 = insertelement <128 x float> %904, float %15, i32 116
+	%906 = insertelement <128 x float> %905, float %15, i32 117
+	%907 = insertelement <128 x float> %906, float %15, i32 118
+	%908 = insertelement <128 x float> %907, float %15, i32 119
+	%909 = insertelement <128 x float> %908, float %15, i32 120
+	%910 = insertelement <128 x float> %909, float %15, i32 121
+	%911 = insertelement <128 x float> %910, float %15, i32 122
+	%912 = insertelement <128 x float> %911, float %15, i32 123
+	%913 = insertelement <128 x float> %912, float %15, i32 124
+	%914 = insertelement <128 x float> %913, float %15, i32 125
+	%915 = insertelement <128 x float> %914, float %15, i32 126
+	%916 = insertelement <128 x float> %915, float %15, i32 127
+	%917 = fmul <128 x float> %916, %788
+	%918 = fadd <128 x float> %786, %917
+	%919 = insertelement <128 x float> undef, float %57, i32 0
+	%920 = insertelement <128 x float> %919, float %57, i32 1
+	%921 = insertelement <128 x float> %920, float %57, i32 2
+	%922 = insertelement <128 x float> %921, float %57, i32 3
+	%923 = insertelement <128 x float> %922, float %57, i32 4
+	%924 = insertelement <128 x float> %923, float %57, i32 5
+	%925 = insertelement <128 x float> %924, float %57, i32 6
+	%926 = insertelement <128 x float> %925, float %57, i32 7
+	%927 = insertelement <128 x float> %926, float %57, i32 8
+	%928 = insertelement <128 x float> %927, float %57, i32 9
+	%929 = insertelement <128 x float> %928, float %57, i32 10
+	%930 = insertelement <128 x float> %929, float %57, i32 11
+	%931 = insertelement <128 x float> %930, float %57, i32 12
+	%932 = insertelement <128 x float> %931, float %57, i32 13
+	%933 = insertelement <128 x float> %932, float %57, i32 14
+	%934 = insertelement <128 x float> %933, float %57, i32 15
+	%935 = insertelement <128 x float> %934, float %57, i32 16
+	%936 = insertelement <128 x float> %935, float %57, i32 17
+	%937 = insertelement <128 x float> %936, float %57, i32 18
+	%938 = insertelement <128 x float> %937, float %57, i32 19
+	%939 = insertelement <128 x float> %938, float %57, i32 20
+	%940 = insertelement <128 x float> %939, float %57, i32 21
+	%941 = insertelement <128 x float> %940, float %57, i32 22
+	%942 = insertelement <128 x float> %941, float %57, i32 23
+	%943 = insertelement <128 x float> %942, float %57, i32 24
+	%944 = insertelement <128 x float> %943, float %57, i32 25
+	%945 = insertelement <128 x float> %944, float %57, i32 26
+	%946 = insertelement <128 x float> %945, float %57, i32 27
+	%947 = insertelement <128 x float> %946, float %57, i32 28
+	%948 = insertelement <128 x float> %947, float %57, i32 29
+	%949 = insertelement <128 x float> %948, float %57, i32 30
+	%950 = insertelement <128 x float> %949, float %57, i32 31
+	%951 = insertelement <128 x float> %950, float %57, i32 32
+	%952 = insertelement <128 x float> %951, float %57, i32 33
+	%953 = insertelement <128 x float> %952, float %57, i32 34
+	%954 = insertelement <128 x float> %953, float %57, i32 35
+	%955 = insertelement <128 x float> %954, float %57, i32 36
+	%956 = insertelement <128 x float> %955, float %57, i32 37
+	%957 = insertelement <128 x float> %956, float %57, i32 38
+	%958 = insertelement <128 x float> %957, float %57, i32 39
+	%959 = insertelement <128 x float> %958, float %57, i32 40
+	%960 = insertelement <128 x float> %959, float %57, i32 41
+	%961 = insertelement <128 x float> %960, float %57, i32 42
+	%962 = insertelement <128 x float> %961, float %57, i32 43
+	%963 = insertelement <128 x float> %962, float %57, i32 44
+	%964 = insertelement <128 x float> %963, float %57, i32 45
+	%965 = insertelement <128 x float> %964, float %57, i32 46
+	%966 = insertelement <128 x float> %965, float %57, i32 47
+	%967 = insertelement <128 x float> %966, float %57, i32 48
+	%968 = insertelement <128 x float> %967, float %57, i32 49
+	%969 = insertelement <128 x float> %968, float %57, i32 50
+	%970 = insertelement <128 x float> %969, float %57, i32 51
+	%971 = insertelement <128 x float> %970, float %57, i32 52
+	%972 = insertelement <128 x float> %971, float %57, i32 53
+	%973 = insertelement <128 x float> %972, float %57, i32 54
+	%974 = insertelement <128 x float> %973, float %57, i32 55
+	%975 = insertelement <128 x float> %974, float %57, i32 56
+	%976 = insertelement <128 x float> %975, float %57, i32 57
+	%977 = insertelement <128 x float> %976, float %57, i32 58
+	%978 = insertelement <128 x float> %977, float %57, i32 59
+	%979 = insertelement <128 x float> %978, float %57, i32 60
+	%980 = insertelement <128 x float> %979, float %57, i32 61
+	%981 = insertelement <128 x float> %980, float %57, i32 62
+	%982 = insertelement <128 x float> %981, float %57, i32 63
+	%983 = insertelement <128 x float> %982, float %57, i32 64
+	%984 = insertelement <128 x float> %983, float %57, i32 65
+	%985 = insertelement <128 x float> %984, float %57, i32 66
+	%986 = insertelement <128 x float> %985, float %57, i32 67
+	%987 = insertelement <128 x float> %986, float %57, i32 68
+	%988 = insertelement <128 x float> %987, float %57, i32 69
+	%989 = insertelement <128 x float> %988, float %57, i32 70
+	%990 = insertelement <128 x float> %989, float %57, i32 71
+	%991 = insertelement <128 x float> %990, float %57, i32 72
+	%992 = insertelement <128 x float> %991, float %57, i32 73
+	%993 = insertelement <128 x float> %992, float %57, i32 74
+	%994 = insertelement <128 x float> %993, float %57, i32 75
+	%995 = insertelement <128 x float> %994, float %57, i32 76
+	%996 = insertelement <128 x float> %995, float %57, i32 77
+	%997 = insertelement <128 x float> %996, float %57, i32 78
+	%998 = insertelement <128 x float> %997, float %57, i32 79
+	%999 = insertelement <128 x float> %998, float %57, i32 80
+	%1000 = insertelement <128 x float> %999, float %57, i32 81
+	%1001 = insertelement <128 x float> %1000, float %57, i32 82
+	%1002 = insertelement <128 x float> %1001, float %57, i32 83
+	%1003 = insertelement <128 x float> %1002, float %57, i32 84
+	%1004 = insertelement <128 x float> %1003, float %57, i32 85
+	%1005 = insertelement <128 x float> %1004, float %57, i32 86
+	%1006 = insertelement <128 x float> %1005, float %57, i32 87
+	%1007 = insertelement <128 x float> %1006, float %57, i32 88
+	%1008 = insertelement <128 x float> %1007, float %57, i32 89
+	%1009 = insertelement <128 x float> %1008, float %57, i32 90
+	%1010 = insertelement <128 x float> %1009, float %57, i32 91
+	%1011 = insertelement <128 x float> %1010, float %57, i32 92
+	%1012 = insertelement <128 x float> %1011, float %57, i32 93
+	%1013 = insertelement <128 x float> %1012, float %57, i32 94
+	%1014 = insertelement <128 x float> %1013, float %57, i32 95
+	%1015 = insertelement <128 x float> %1014, float %57, i32 96
+	%1016 = insertelement <128 x float> %1015, float %57, i32 97
+	%1017 = insertelement <128 x float> %1016, float %57, i32 98
+	%1018 = insertelement <128 x float> %1017, float %57, i32 99
+	%1019 = insertelement <128 x float> %1018, float %57, i32 100
+	%1020 = insertelement <128 x float> %1019, float %57, i32 101
+	%1021 = insertelement <128 x float> %1020, float %57, i32 102
+	%1022 = insertelement <128 x float> %1021, float %57, i32 103
+	%1023 = insertelement <128 x float> %1022, float %57, i32 104
+	%1024 = insertelement <128 x float> %1023, float %57, i32 105
+	%1025 = insertelement <128 x float> %1024, float %57, i32 106
+	%1026 = insertelement <128 x float> %1025, float %57, i32 107
+	%1027 = insertelement <128 x float> %1026, float %57, i32 108
+	%1028 = insertelement <128 x float> %1027, float %57, i32 109
+	%1029 = insertelement <128 x float> %1028, float %57, i32 110
+	%1030 = insertelement <128 x float> %1029, float %57, i32 111
+	%1031 = insertelement <128 x float> %1030, float %57, i32 112
+	%1032 = insertelement <128 x float> %1031, float %57, i32 113
+	%1033 = insertelement <128 x float> %1032, float %57, i32 114
+	%1034 = insertelement <128 x float> %1033, float %57, i32 115
+	%1035 = insertelement <128 x float> %1034, float %57, i32 116
+	%1036 = insertelement <128 x float> %1035, float %57, i32 117
+	%1037 = insertelement <128 x float> %1036, float %57, i32 118
+	%1038 = insertelement <128 x float> %1037, float %57, i32 119
+	%1039 = insertelement <128 x float> %1038, float %57, i32 120
+	%1040 = insertelement <128 x float> %1039, float %57, i32 121
+	%1041 = insertelement <128 x float> %1040, float %57, i32 122
+	%1042 = insertelement <128 x float> %1041, float %57, i32 123
+	%1043 = insertelement <128 x float> %1042, float %57, i32 124
+	%1044 = insertelement <128 x float> %1043, float %57, i32 125
+	%1045 = insertelement <128 x float> %1044, float %57, i32 126
+	%1046 = insertelement <128 x float> %1045, float %57, i32 127
+	%1047 = fmul <128 x float> %918, %1046
+	%1048 = fadd <128 x float> %1047, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1049 = fsub <128 x float> %1048, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1050 = insertelement <128 x float> undef, float %53, i32 0
+	%1051 = insertelement <128 x float> %1050, float %53, i32 1
+	%1052 = insertelement <128 x float> %1051, float %53, i32 2
+	%1053 = insertelement <128 x float> %1052, float %53, i32 3
+	%1054 = insertelement <128 x float> %1053, float %53, i32 4
+	%1055 = insertelement <128 x float> %1054, float %53, i32 5
+	%1056 = insertelement <128 x float> %1055, float %53, i32 6
+	%1057 = insertelement <128 x float> %1056, float %53, i32 7
+	%1058 = insertelement <128 x float> %1057, float %53, i32 8
+	%1059 = insertelement <128 x float> %1058, float %53, i32 9
+	%1060 = insertelement <128 x float> %1059, float %53, i32 10
+	%1061 = insertelement <128 x float> %1060, float %53, i32 11
+	%1062 = insertelement <128 x float> %1061, float %53, i32 12
+	%1063 = insertelement <128 x float> %1062, float %53, i32 13
+	%1064 = insertelement <128 x float> %1063, float %53, i32 14
+	%1065 = insertelement <128 x float> %1064, float %53, i32 15
+	%1066 = insertelement <128 x float> %1065, float %53, i32 16
+	%1067 = insertelement <128 x float> %1066, float %53, i32 17
+	%1068 = insertelement <128 x float> %1067, float %53, i32 18
+	%1069 = insertelement <128 x float> %1068, float %53, i32 19
+	%1070 = insertelement <128 x float> %1069, float %53, i32 20
+	%1071 = insertelement <128 x float> %1070, float %53, i32 21
+	%1072 = insertelement <128 x float> %1071, float %53, i32 22
+	%1073 = insertelement <128 x float> %1072, float %53, i32 23
+	%1074 = insertelement <128 x float> %1073, float %53, i32 24
+	%1075 = insertelement <128 x float> %1074, float %53, i32 25
+	%1076 = insertelement <128 x float> %1075, float %53, i32 26
+	%1077 = insertelement <128 x float> %1076, float %53, i32 27
+	%1078 = insertelement <128 x float> %1077, float %53, i32 28
+	%1079 = insertelement <128 x float> %1078, float %53, i32 29
+	%1080 = insertelement <128 x float> %1079, float %53, i32 30
+	%1081 = insertelement <128 x float> %1080, float %53, i32 31
+	%1082 = insertelement <128 x float> %1081, float %53, i32 32
+	%1083 = insertelement <128 x float> %1082, float %53, i32 33
+	%1084 = insertelement <128 x float> %1083, float %53, i32 34
+	%1085 = insertelement <128 x float> %1084, float %53, i32 35
+	%1086 = insertelement <128 x float> %1085, float %53, i32 36
+	%1087 = insertelement <128 x float> %1086, float %53, i32 37
+	%1088 = insertelement <128 x float> %1087, float %53, i32 38
+	%1089 = insertelement <128 x float> %1088, float %53, i32 39
+	%1090 = insertelement <128 x float> %1089, float %53, i32 40
+	%1091 = insertelement <128 x float> %1090, float %53, i32 41
+	%1092 = insertelement <128 x float> %1091, float %53, i32 42
+	%1093 = insertelement <128 x float> %1092, float %53, i32 43
+	%1094 = insertelement <128 x float> %1093, float %53, i32 44
+	%1095 = insertelement <128 x float> %1094, float %53, i32 45
+	%1096 = insertelement <128 x float> %1095, float %53, i32 46
+	%1097 = insertelement <128 x float> %1096, float %53, i32 47
+	%1098 = insertelement <128 x float> %1097, float %53, i32 48
+	%1099 = insertelement <128 x float> %1098, float %53, i32 49
+	%1100 = insertelement <128 x float> %1099, float %53, i32 50
+	%1101 = insertelement <128 x float> %1100, float %53, i32 51
+	%1102 = insertelement <128 x float> %1101, float %53, i32 52
+	%1103 = insertelement <128 x float> %1102, float %53, i32 53
+	%1104 = insertelement <128 x float> %1103, float %53, i32 54
+	%1105 = insertelement <128 x float> %1104, float %53, i32 55
+	%1106 = insertelement <128 x float> %1105, float %53, i32 56
+	%1107 = insertelement <128 x float> %1106, float %53, i32 57
+	%1108 = insertelement <128 x float> %1107, float %53, i32 58
+	%1109 = insertelement <128 x float> %1108, float %53, i32 59
+	%1110 = insertelement <128 x float> %1109, float %53, i32 60
+	%1111 = insertelement <128 x float> %1110, float %53, i32 61
+	%1112 = insertelement <128 x float> %1111, float %53, i32 62
+	%1113 = insertelement <128 x float> %1112, float %53, i32 63
+	%1114 = insertelement <128 x float> %1113, float %53, i32 64
+	%1115 = insertelement <128 x float> %1114, float %53, i32 65
+	%1116 = insertelement <128 x float> %1115, float %53, i32 66
+	%1117 = insertelement <128 x float> %1116, float %53, i32 67
+	%1118 = insertelement <128 x float> %1117, float %53, i32 68
+	%1119 = insertelement <128 x float> %1118, float %53, i32 69
+	%1120 = insertelement <128 x float> %1119, float %53, i32 70
+	%1121 = insertelement <128 x float> %1120, float %53, i32 71
+	%1122 = insertelement <128 x float> %1121, float %53, i32 72
+	%1123 = insertelement <128 x float> %1122, float %53, i32 73
+	%1124 = insertelement <128 x float> %1123, float %53, i32 74
+	%1125 = insertelement <128 x float> %1124, float %53, i32 75
+	%1126 = insertelement <128 x float> %1125, float %53, i32 76
+	%1127 = insertelement <128 x float> %1126, float %53, i32 77
+	%1128 = insertelement <128 x float> %1127, float %53, i32 78
+	%1129 = insertelement <128 x float> %1128, float %53, i32 79
+	%1130 = insertelement <128 x float> %1129, float %53, i32 80
+	%1131 = insertelement <128 x float> %1130, float %53, i32 81
+	%1132 = insertelement <128 x float> %1131, float %53, i32 82
+	%1133 = insertelement <128 x float> %1132, float %53, i32 83
+	%1134 = insertelement <128 x float> %1133, float %53, i32 84
+	%1135 = insertelement <128 x float> %1134, float %53, i32 85
+	%1136 = insertelement <128 x float> %1135, float %53, i32 86
+	%1137 = insertelement <128 x float> %1136, float %53, i32 87
+	%1138 = insertelement <128 x float> %1137, float %53, i32 88
+	%1139 = insertelement <128 x float> %1138, float %53, i32 89
+	%1140 = insertelement <128 x float> %1139, float %53, i32 90
+	%1141 = insertelement <128 x float> %1140, float %53, i32 91
+	%1142 = insertelement <128 x float> %1141, float %53, i32 92
+	%1143 = insertelement <128 x float> %1142, float %53, i32 93
+	%1144 = insertelement <128 x float> %1143, float %53, i32 94
+	%1145 = insertelement <128 x float> %1144, float %53, i32 95
+	%1146 = insertelement <128 x float> %1145, float %53, i32 96
+	%1147 = insertelement <128 x float> %1146, float %53, i32 97
+	%1148 = insertelement <128 x float> %1147, float %53, i32 98
+	%1149 = insertelement <128 x float> %1148, float %53, i32 99
+	%1150 = insertelement <128 x float> %1149, float %53, i32 100
+	%1151 = insertelement <128 x float> %1150, float %53, i32 101
+	%1152 = insertelement <128 x float> %1151, float %53, i32 102
+	%1153 = insertelement <128 x float> %1152, float %53, i32 103
+	%1154 = insertelement <128 x float> %1153, float %53, i32 104
+	%1155 = insertelement <128 x float> %1154, float %53, i32 105
+	%1156 = insertelement <128 x float> %1155, float %53, i32 106
+	%1157 = insertelement <128 x float> %1156, float %53, i32 107
+	%1158 = insertelement <128 x float> %1157, float %53, i32 108
+	%1159 = insertelement <128 x float> %1158, float %53, i32 109
+	%1160 = insertelement <128 x float> %1159, float %53, i32 110
+	%1161 = insertelement <128 x float> %1160, float %53, i32 111
+	%1162 = insertelement <128 x float> %1161, float %53, i32 112
+	%1163 = insertelement <128 x float> %1162, float %53, i32 113
+	%1164 = insertelement <128 x float> %1163, float %53, i32 114
+	%1165 = insertelement <128 x float> %1164, float %53, i32 115
+	%1166 = insertelement <128 x float> %1165, float %53, i32 116
+	%1167 = insertelement <128 x float> %1166, float %53, i32 117
+	%1168 = insertelement <128 x float> %1167, float %53, i32 118
+	%1169 = insertelement <128 x float> %1168, float %53, i32 119
+	%1170 = insertelement <128 x float> %1169, float %53, i32 120
+	%1171 = insertelement <128 x float> %1170, float %53, i32 121
+	%1172 = insertelement <128 x float> %1171, float %53, i32 122
+	%1173 = insertelement <128 x float> %1172, float %53, i32 123
+	%1174 = insertelement <128 x float> %1173, float %53, i32 124
+	%1175 = insertelement <128 x float> %1174, float %53, i32 125
+	%1176 = insertelement <128 x float> %1175, float %53, i32 126
+	%1177 = insertelement <128 x float> %1176, float %53, i32 127
+	%1178 = fmul <128 x float> %1049, %1177
+	%1179 = fcmp oeq float %53, 0.0
+	%1180 = select i1 %1179, <128 x float> %918, <128 x float> %1178
+	%1181 = icmp ne float* %kept, null
+	br i1 %1181, label %keep.411, label %kept.412
 
-else.363:
+else.400:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%1182 = bitcast <128 x float>* %2 to float*
+	%1183 = sub i64 %n, %704
+	br label %pad.head.413
+
+join.401:
+	%1184 = phi <32 x float> [ %1198, %kept.412 ], [ %1651, %keep.done.421 ]
+	%1185 = phi <32 x float> [ %1206, %kept.412 ], [ %1660, %keep.done.421 ]
+	%1186 = add i64 %699, 1
+	br label %row.head.396
+
+keep.411:
+	%1187 = getelementptr float, float* %kept, i64 %704
+	%1188 = bitcast float* %1187 to <128 x float>*
+	store <128 x float> %1180, <128 x float>* %1188, align 4
+	br label %kept.412
+
+kept.412:
+	%1189 = fmul <128 x float> %783, %783
+	%1190 = fmul <128 x float> %1180, %1180
+	%1191 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1192 = fadd <32 x float> %700, %1191
+	%1193 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1194 = fadd <32 x float> %1192, %1193
+	%1195 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1196 = fadd <32 x float> %1194, %1195
+	%1197 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1198 = fadd <32 x float> %1196, %1197
+	%1199 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1200 = fadd <32 x float> %701, %1199
+	%1201 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1202 = fadd <32 x float> %1200, %1201
+	%1203 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1204 = fadd <32 x float> %1202, %1203
+	%1205 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1206 = fadd <32 x float> %1204, %1205
+	br label %join.401
+
+pad.head.413:
+	%1207 = phi i64 [ 0, %else.400 ], [ %1213, %pad.414 ]
+	%1208 = icmp slt i64 %1207, %1183
+	br i1 %1208, label %pad.414, label %pad.done.415
+
+pad.414:
+	%1209 = add i64 %704, %1207
+	%1210 = getelementptr float, float* %690, i64 %1209
+	%1211 = load float, float* %1210, align 4
+	%1212 = getelementptr float, float* %1182, i64 %1207
+	store volatile float %1211, float* %1212, align 4
+	%1213 = add i64 %1207, 1
+	br label %pad.head.413
+
+pad.done.415:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
-	%1035 = bitcast <128 x float>* %1 to float*
-	%1036 = sub i64 %n, %589
-	br label %pad.head.374
+	%1214 = bitcast <128 x float>* %1 to float*
+	%1215 = sub i64 %n, %704
+	br label %pad.head.416
 
-join.364:
-	%1037 = phi <32 x float> [ %1026, %then.362 ], [ %1472, %pad.done.379 ]
-	%1038 = phi <32 x float> [ %1034, %then.362 ], [ %1481, %pad.done.379 ]
-	%1039 = add i64 %584, 1
-	br label %row.head.359
+pad.head.416:
+	%1216 = phi i64 [ 0, %pad.done.415 ], [ %1222, %pad.417 ]
+	%1217 = icmp slt i64 %1216, %1215
+	br i1 %1217, label %pad.417, label %pad.done.418
 
-pad.head.374:
-	%1040 = phi i64 [ 0, %else.363 ], [ %1046, %pad.375 ]
-	%1041 = icmp slt i64 %1040, %1036
-	br i1 %1041, label %pad.375, label %pad.done.376
+pad.417:
+	%1218 = add i64 %704, %1216
+	%1219 = getelementptr float, float* %692, i64 %1218
+	%1220 = load float, float* %1219, align 4
+	%1221 = getelementptr float, float* %1214, i64 %1216
+	store volatile float %1220, float* %1221, align 4
+	%1222 = add i64 %1216, 1
+	br label %pad.head.416
 
-pad.375:
-	%1042 = add i64 %589, %1040
-	%1043 = getelementptr float, float* %575, i64 %1042
-	%1044 = load float, float* %1043, align 4
-	%1045 = getelementptr float, float* %1035, i64 %1040
-	store volatile float %1044, float* %1045, align 4
-	%1046 = add i64 %1040, 1
-	br label %pad.head.374
-
-pad.done.376:
+pad.done.418:
+	%1223 = insertelement <128 x i64> undef, i64 %704, i32 0
+	%1224 = shufflevector <128 x i64> %1223, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1225 = add <128 x i64> %1224, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%1226 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%1227 = shufflevector <128 x i64> %1226, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1228 = icmp slt <128 x i64> %1225, %1227
+	%1229 = getelementptr float, float* %1182, i64 0
+	%1230 = bitcast float* %1229 to <128 x float>*
+	%1231 = load <128 x float>, <128 x float>* %1230, align 4
+	%1232 = getelementptr float, float* %1214, i64 0
+	%1233 = bitcast float* %1232 to <128 x float>*
+	%1234 = load <128 x float>, <128 x float>* %1233, align 4
+	%1235 = add i64 %21, %704
+	%1236 = call <128 x float> @lars_noise_row128_8_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %1235)
+	%1237 = insertelement <128 x float> undef, float %15, i32 0
+	%1238 = insertelement <128 x float> %1237, float %15, i32 1
+	%1239 = insertelement <128 x float> %1238, float %15, i32 2
+	%1240 = insertelement <128 x float> %1239, float %15, i32 3
+	%1241 = insertelement <128 x float> %1240, float %15, i32 4
+	%1242 = insertelement <128 x float> %1241, float %15, i32 5
+	%1243 = insertelement <128 x float> %1242, float %15, i32 6
+	%1244 = insertelement <128 x float> %1243, float %15, i32 7
+	%1245 = insertelement <128 x float> %1244, float %15, i32 8
+	%1246 = insertelement <128 x float> %1245, float %15, i32 9
+	%1247 = insertelement <128 x float> %1246, float %15, i32 10
+	%1248 = insertelement <128 x float> %1247, float %15, i32 11
+	%1249 = insertelement <128 x float> %1248, float %15, i32 12
+	%1250 = insertelement <128 x float> %1249, float %15, i32 13
+	%1251 = insertelement <128 x float> %1250, float %15, i32 14
+	%1252 = insertelement <128 x float> %1251, float %15, i32 15
+	%1253 = insertelement <128 x float> %1252, float %15, i32 16
+	%1254 = insertelement <128 x float> %1253, float %15, i32 17
+	%1255 = insertelement <128 x float> %1254, float %15, i32 18
+	%1256 = insertelement <128 x float> %1255, float %15, i32 19
+	%1257 = insertelement <128 x float> %1256, float %15, i32 20
+	%1258 = insertelement <128 x float> %1257, float %15, i32 21
+	%1259 = insertelement <128 x float> %1258, float %15, i32 22
+	%1260 = insertelement <128 x float> %1259, float %15, i32 23
+	%1261 = insertelement <128 x float> %1260, float %15, i32 24
+	%1262 = insertelement <128 x float> %1261, float %15, i32 25
+	%1263 = insertelement <128 x float> %1262, float %15, i32 26
+	%1264 = insertelement <128 x float> %1263, float %15, i32 27
+	%1265 = insertelement <128 x float> %1264, float %15, i32 28
+	%1266 = insertelement <128 x float> %1265, float %15, i32 29
+	%1267 = insertelement <128 x float> %1266, float %15, i32 30
+	%1268 = insertelement <128 x float> %1267, float %15, i32 31
+	%1269 = insertelement <128 x float> %1268, float %15, i32 32
+	%1270 = insertelement <128 x float> %1269, float %15, i32 33
+	%1271 = insertelement <128 x float> %1270, float %15, i32 34
+	%1272 = insertelement <128 x float> %1271, float %15, i32 35
+	%1273 = insertelement <128 x float> %1272, float %15, i32 36
+	%1274 = insertelement <128 x float> %1273, float %15, i32 37
+	%1275 = insertelement <128 x float> %1274, float %15, i32 38
+	%1276 = insertelement <128 x float> %1275, float %15, i32 39
+	%1277 = insertelement <128 x float> %1276, float %15, i32 40
+	%1278 = insertelement <128 x float> %1277, float %15, i32 41
+	%1279 = insertelement <128 x float> %1278, float %15, i32 42
+	%1280 = insertelement <128 x float> %1279, float %15, i32 43
+	%1281 = insertelement <128 x float> %1280, float %15, i32 44
+	%1282 = insertelement <128 x float> %1281, float %15, i32 45
+	%1283 = insertelement <128 x float> %1282, float %15, i32 46
+	%1284 = insertelement <128 x float> %1283, float %15, i32 47
+	%1285 = insertelement <128 x float> %1284, float %15, i32 48
+	%1286 = insertelement <128 x float> %1285, float %15, i32 49
+	%1287 = insertelement <128 x float> %1286, float %15, i32 50
+	%1288 = insertelement <128 x float> %1287, float %15, i32 51
+	%1289 = insertelement <128 x float> %1288, float %15, i32 52
+	%1290 = insertelement <128 x float> %1289, float %15, i32 53
+	%1291 = insertelement <128 x float> %1290, float %15, i32 54
+	%1292 = insertelement <128 x float> %1291, float %15, i32 55
+	%1293 = insertelement <128 x float> %1292, float %15, i32 56
+	%1294 = insertelement <128 x float> %1293, float %15, i32 57
+	%1295 = insertelement <128 x float> %1294, float %15, i32 58
+	%1296 = insertelement <128 x float> %1295, float %15, i32 59
+	%1297 = insertelement <128 x float> %1296, float %15, i32 60
+	%1298 = insertelement <128 x float> %1297, float %15, i32 61
+	%1299 = insertelement <128 x float> %1298, float %15, i32 62
+	%1300 = insertelement <128 x float> %1299, float %15, i32 63
+	%1301 = insertelement <128 x float> %1300, float %15, i32 64
+	%1302 = insertelement <128 x float> %1301, float %15, i32 65
+	%1303 = insertelement <128 x float> %1302, float %15, i32 66
+	%1304 = insertelement <128 x float> %1303, float %15, i32 67
+	%1305 = insertelement <128 x float> %1304, float %15, i32 68
+	%1306 = insertelement <128 x float> %1305, float %15, i32 69
+	%1307 = insertelement <128 x float> %1306, float %15, i32 70
+	%1308 = insertelement <128 x float> %1307, float %15, i32 71
+	%1309 = insertelement <128 x float> %1308, float %15, i32 72
+	%1310 = insertelement <128 x float> %1309, float %15, i32 73
+	%1311 = insertelement <128 x float> %1310, float %15, i32 74
+	%1312 = insertelement <128 x float> %1311, float %15, i32 75
+	%1313 = insertelement <128 x float> %1312, float %15, i32 76
+	%1314 = insertelement <128 x float> %1313, float %15, i32 77
+	%1315 = insertelement <128 x float> %1314, float %15, i32 78
+	%1316 = insertelement <128 x float> %1315, float %15, i32 79
+	%1317 = insertelement <128 x float> %1316, float %15, i32 80
+	%1318 = insertelement <128 x float> %1317, float %15, i32 81
+	%1319 = insertelement <128 x float> %1318, float %15, i32 82
+	%1320 = insertelement <128 x float> %1319, float %15, i32 83
+	%1321 = insertelement <128 x float> %1320, float %15, i32 84
+	%1322 = insertelement <128 x float> %1321, float %15, i32 85
+	%1323 = insertelement <128 x float> %1322, float %15, i32 86
+	%1324 = insertelement <128 x float> %1323, float %15, i32 87
+	%1325 = insertelement <128 x float> %1324, float %15, i32 88
+	%1326 = insertelement <128 x float> %1325, float %15, i32 89
+	%1327 = insertelement <128 x float> %1326, float %15, i32 90
+	%1328 = insertelement <128 x float> %1327, float %15, i32 91
+	%1329 = insertelement <128 x float> %1328, float %15, i32 92
+	%1330 = insertelement <128 x float> %1329, float %15, i32 93
+	%1331 = insertelement <128 x float> %1330, float %15, i32 94
+	%1332 = insertelement <128 x float> %1331, float %15, i32 95
+	%1333 = insertelement <128 x float> %1332, float %15, i32 96
+	%1334 = insertelement <128 x float> %1333, float %15, i32 97
+	%1335 = insertelement <128 x float> %1334, float %15, i32 98
+	%1336 = insertelement <128 x float> %1335, float %15, i32 99
+	%1337 = insertelement <128 x float> %1336, float %15, i32 100
+	%1338 = insertelement <128 x float> %1337, float %15, i32 101
+	%1339 = insertelement <128 x float> %1338, float %15, i32 102
+	%1340 = insertelement <128 x float> %1339, float %15, i32 103
+	%1341 = insertelement <128 x float> %1340, float %15, i32 104
+	%1342 = insertelement <128 x float> %1341, float %15, i32 105
+	%1343 = insertelement <128 x float> %1342, float %15, i32 106
+	%1344 = insertelement <128 x float> %1343, float %15, i32 107
+	%1345 = insertelement <128 x float> %1344, float %15, i32 108
+	%1346 = insertelement <128 x float> %1345, float %15, i32 109
+	%1347 = insertelement <128 x float> %1346, float %15, i32 110
+	%1348 = insertelement <128 x float> %1347, float %15, i32 111
+	%1349 = insertelement <128 x float> %1348, float %15, i32 112
+	%1350 = insertelement <128 x float> %1349, float %15, i32 113
+	%1351 = insertelement <128 x float> %1350, float %15, i32 114
+	%1352 = insertelement <128 x float> %1351, float %15, i32 115
+	%1353 = insertelement <128 x float> %1352, float %15, i32 116
+	%1354 = insertelement <128 x float> %1353, float %15, i32 117
+	%1355 = insertelement <128 x float> %1354, float %15, i32 118
+	%1356 = insertelement <128 x float> %1355, float %15, i32 119
+	%1357 = insertelement <128 x float> %1356, float %15, i32 120
+	%1358 = insertelement <128 x float> %1357, float %15, i32 121
+	%1359 = insertelement <128 x float> %1358, float %15, i32 122
+	%1360 = insertelement <128 x float> %1359, float %15, i32 123
+	%1361 = insertelement <128 x float> %1360, float %15, i32 124
+	%1362 = insertelement <128 x float> %1361, float %15, i32 125
+	%1363 = insertelement <128 x float> %1362, float %15, i32 126
+	%1364 = insertelement <128 x float> %1363, float %15, i32 127
+	%1365 = fmul <128 x float> %1364, %1236
+	%1366 = fadd <128 x float> %1234, %1365
+	%1367 = insertelement <128 x float> undef, float %57, i32 0
+	%1368 = insertelement <128 x float> %1367, float %57, i32 1
+	%1369 = insertelement <128 x float> %1368, float %57, i32 2
+	%1370 = insertelement <128 x float> %1369, float %57, i32 3
+	%1371 = insertelement <128 x float> %1370, float %57, i32 4
+	%1372 = insertelement <128 x float> %1371, float %57, i32 5
+	%1373 = insertelement <128 x float> %1372, float %57, i32 6
+	%1374 = insertelement <128 x float> %1373, float %57, i32 7
+	%1375 = insertelement <128 x float> %1374, float %57, i32 8
+	%1376 = insertelement <128 x float> %1375, float %57, i32 9
+	%1377 = insertelement <128 x float> %1376, float %57, i32 10
+	%1378 = insertelement <128 x float> %1377, float %57, i32 11
+	%1379 = insertelement <128 x float> %1378, float %57, i32 12
+	%1380 = insertelement <128 x float> %1379, float %57, i32 13
+	%1381 = insertelement <128 x float> %1380, float %57, i32 14
+	%1382 = insertelement <128 x float> %1381, float %57, i32 15
+	%1383 = insertelement <128 x float> %1382, float %57, i32 16
+	%1384 = insertelement <128 x float> %1383, float %57, i32 17
+	%1385 = insertelement <128 x float> %1384, float %57, i32 18
+	%1386 = insertelement <128 x float> %1385, float %57, i32 19
+	%1387 = insertelement <128 x float> %1386, float %57, i32 20
+	%1388 = insertelement <128 x float> %1387, float %57, i32 21
+	%1389 = insertelement <128 x float> %1388, float %57, i32 22
+	%1390 = insertelement <128 x float> %1389, float %57, i32 23
+	%1391 = insertelement <128 x float> %1390, float %57, i32 24
+	%1392 = insertelement <128 x float> %1391, float %57, i32 25
+	%1393 = insertelement <128 x float> %1392, float %57, i32 26
+	%1394 = insertelement <128 x float> %1393, float %57, i32 27
+	%1395 = insertelement <128 x float> %1394, float %57, i32 28
+	%1396 = insertelement <128 x float> %1395, float %57, i32 29
+	%1397 = insertelement <128 x float> %1396, float %57, i32 30
+	%1398 = insertelement <128 x float> %1397, float %57, i32 31
+	%1399 = insertelement <128 x float> %1398, float %57, i32 32
+	%1400 = insertelement <128 x float> %1399, float %57, i32 33
+	%1401 = insertelement <128 x float> %1400, float %57, i32 34
+	%1402 = insertelement <128 x float> %1401, float %57, i32 35
+	%1403 = insertelement <128 x float> %1402, float %57, i32 36
+	%1404 = insertelement <128 x float> %1403, float %57, i32 37
+	%1405 = insertelement <128 x float> %1404, float %57, i32 38
+	%1406 = insertelement <128 x float> %1405, float %57, i32 39
+	%1407 = insertelement <128 x float> %1406, float %57, i32 40
+	%1408 = insertelement <128 x float> %1407, float %57, i32 41
+	%1409 = insertelement <128 x float> %1408, float %57, i32 42
+	%1410 = insertelement <128 x float> %1409, float %57, i32 43
+	%1411 = insertelement <128 x float> %1410, float %57, i32 44
+	%1412 = insertelement <128 x float> %1411, float %57, i32 45
+	%1413 = insertelement <128 x float> %1412, float %57, i32 46
+	%1414 = insertelement <128 x float> %1413, float %57, i32 47
+	%1415 = insertelement <128 x float> %1414, float %57, i32 48
+	%1416 = insertelement <128 x float> %1415, float %57, i32 49
+	%1417 = insertelement <128 x float> %1416, float %57, i32 50
+	%1418 = insertelement <128 x float> %1417, float %57, i32 51
+	%1419 = insertelement <128 x float> %1418, float %57, i32 52
+	%1420 = insertelement <128 x float> %1419, float %57, i32 53
+	%1421 = insertelement <128 x float> %1420, float %57, i32 54
+	%1422 = insertelement <128 x float> %1421, float %57, i32 55
+	%1423 = insertelement <128 x float> %1422, float %57, i32 56
+	%1424 = insertelement <128 x float> %1423, float %57, i32 57
+	%1425 = insertelement <128 x float> %1424, float %57, i32 58
+	%1426 = insertelement <128 x float> %1425, float %57, i32 59
+	%1427 = insertelement <128 x float> %1426, float %57, i32 60
+	%1428 = insertelement <128 x float> %1427, float %57, i32 61
+	%1429 = insertelement <128 x float> %1428, float %57, i32 62
+	%1430 = insertelement <128 x float> %1429, float %57, i32 63
+	%1431 = insertelement <128 x float> %1430, float %57, i32 64
+	%1432 = insertelement <128 x float> %1431, float %57, i32 65
+	%1433 = insertelement <128 x float> %1432, float %57, i32 66
+	%1434 = insertelement <128 x float> %1433, float %57, i32 67
+	%1435 = insertelement <128 x float> %1434, float %57, i32 68
+	%1436 = insertelement <128 x float> %1435, float %57, i32 69
+	%1437 = insertelement <128 x float> %1436, float %57, i32 70
+	%1438 = insertelement <128 x float> %1437, float %57, i32 71
+	%1439 = insertelement <128 x float> %1438, float %57, i32 72
+	%1440 = insertelement <128 x float> %1439, float %57, i32 73
+	%1441 = insertelement <128 x float> %1440, float %57, i32 74
+	%1442 = insertelement <128 x float> %1441, float %57, i32 75
+	%1443 = insertelement <128 x float> %1442, float %57, i32 76
+	%1444 = insertelement <128 x float> %1443, float %57, i32 77
+	%1445 = insertelement <128 x float> %1444, float %57, i32 78
+	%1446 = insertelement <128 x float> %1445, float %57, i32 79
+	%1447 = insertelement <128 x float> %1446, float %57, i32 80
+	%1448 = insertelement <128 x float> %1447, float %57, i32 81
+	%1449 = insertelement <128 x float> %1448, float %57, i32 82
+	%1450 = insertelement <128 x float> %1449, float %57, i32 83
+	%1451 = insertelement <128 x float> %1450, float %57, i32 84
+	%1452 = insertelement <128 x float> %1451, float %57, i32 85
+	%1453 = insertelement <128 x float> %1452, float %57, i32 86
+	%1454 = insertelement <128 x float> %1453, float %57, i32 87
+	%1455 = insertelement <128 x float> %1454, float %57, i32 88
+	%1456 = insertelement <128 x float> %1455, float %57, i32 89
+	%1457 = insertelement <128 x float> %1456, float %57, i32 90
+	%1458 = insertelement <128 x float> %1457, float %57, i32 91
+	%1459 = insertelement <128 x float> %1458, float %57, i32 92
+	%1460 = insertelement <128 x float> %1459, float %57, i32 93
+	%1461 = insertelement <128 x float> %1460, float %57, i32 94
+	%1462 = insertelement <128 x float> %1461, float %57, i32 95
+	%1463 = insertelement <128 x float> %1462, float %57, i32 96
+	%1464 = insertelement <128 x float> %1463, float %57, i32 97
+	%1465 = insertelement <128 x float> %1464, float %57, i32 98
+	%1466 = insertelement <128 x float> %1465, float %57, i32 99
+	%1467 = insertelement <128 x float> %1466, float %57, i32 100
+	%1468 = insertelement <128 x float> %1467, float %57, i32 101
+	%1469 = insertelement <128 x float> %1468, float %57, i32 102
+	%1470 = insertelement <128 x float> %1469, float %57, i32 103
+	%1471 = insertelement <128 x float> %1470, float %57, i32 104
+	%1472 = insertelement <128 x float> %1471, float %57, i32 105
+	%1473 = insertelement <128 x float> %1472, float %57, i32 106
+	%1474 = insertelement <128 x float> %1473, float %57, i32 107
+	%1475 = insertelement <128 x float> %1474, float %57, i32 108
+	%1476 = insertelement <128 x float> %1475, float %57, i32 109
+	%1477 = insertelement <128 x float> %1476, float %57, i32 110
+	%1478 = insertelement <128 x float> %1477, float %57, i32 111
+	%1479 = insertelement <128 x float> %1478, float %57, i32 112
+	%1480 = insertelement <128 x float> %1479, float %57, i32 113
+	%1481 = insertelement <128 x float> %1480, float %57, i32 114
+	%1482 = insertelement <128 x float> %1481, float %57, i32 115
+	%1483 = insertelement <128 x float> %1482, float %57, i32 116
+	%1484 = insertelement <128 x float> %1483, float %57, i32 117
+	%1485 = insertelement <128 x float> %1484, float %57, i32 118
+	%1486 = insertelement <128 x float> %1485, float %57, i32 119
+	%1487 = insertelement <128 x float> %1486, float %57, i32 120
+	%1488 = insertelement <128 x float> %1487, float %57, i32 121
+	%1489 = insertelement <128 x float> %1488, float %57, i32 122
+	%1490 = insertelement <128 x float> %1489, float %57, i32 123
+	%1491 = insertelement <128 x float> %1490, float %57, i32 124
+	%1492 = insertelement <128 x float> %1491, float %57, i32 125
+	%1493 = insertelement <128 x float> %1492, float %57, i32 126
+	%1494 = insertelement <128 x float> %1493, float %57, i32 127
+	%1495 = fmul <128 x float> %1366, %1494
+	%1496 = fadd <128 x float> %1495, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1497 = fsub <128 x float> %1496, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1498 = insertelement <128 x float> undef, float %53, i32 0
+	%1499 = insertelement <128 x float> %1498, float %53, i32 1
+	%1500 = insertelement <128 x float> %1499, float %53, i32 2
+	%1501 = insertelement <128 x float> %1500, float %53, i32 3
+	%1502 = insertelement <128 x float> %1501, float %53, i32 4
+	%1503 = insertelement <128 x float> %1502, float %53, i32 5
+	%1504 = insertelement <128 x float> %1503, float %53, i32 6
+	%1505 = insertelement <128 x float> %1504, float %53, i32 7
+	%1506 = insertelement <128 x float> %1505, float %53, i32 8
+	%1507 = insertelement <128 x float> %1506, float %53, i32 9
+	%1508 = insertelement <128 x float> %1507, float %53, i32 10
+	%1509 = insertelement <128 x float> %1508, float %53, i32 11
+	%1510 = insertelement <128 x float> %1509, float %53, i32 12
+	%1511 = insertelement <128 x float> %1510, float %53, i32 13
+	%1512 = insertelement <128 x float> %1511, float %53, i32 14
+	%1513 = insertelement <128 x float> %1512, float %53, i32 15
+	%1514 = insertelement <128 x float> %1513, float %53, i32 16
+	%1515 = insertelement <128 x float> %1514, float %53, i32 17
+	%1516 = insertelement <128 x float> %1515, float %53, i32 18
+	%1517 = insertelement <128 x float> %1516, float %53, i32 19
+	%1518 = insertelement <128 x float> %1517, float %53, i32 20
+	%1519 = insertelement <128 x float> %1518, float %53, i32 21
+	%1520 = insertelement <128 x float> %1519, float %53, i32 22
+	%1521 = insertelement <128 x float> %1520, float %53, i32 23
+	%1522 = insertelement <128 x float> %1521, float %53, i32 24
+	%1523 = insertelement <128 x float> %1522, float %53, i32 25
+	%1524 = insertelement <128 x float> %1523, float %53, i32 26
+	%1525 = insertelement <128 x float> %1524, float %53, i32 27
+	%1526 = insertelement <128 x float> %1525, float %53, i32 28
+	%1527 = insertelement <128 x float> %1526, float %53, i32 29
+	%1528 = insertelement <128 x float> %1527, float %53, i32 30
+	%1529 = insertelement <128 x float> %1528, float %53, i32 31
+	%1530 = insertelement <128 x float> %1529, float %53, i32 32
+	%1531 = insertelement <128 x float> %1530, float %53, i32 33
+	%1532 = insertelement <128 x float> %1531, float %53, i32 34
+	%1533 = insertelement <128 x float> %1532, float %53, i32 35
+	%1534 = insertelement <128 x float> %1533, float %53, i32 36
+	%1535 = insertelement <128 x float> %1534, float %53, i32 37
+	%1536 = insertelement <128 x float> %1535, float %53, i32 38
+	%1537 = insertelement <128 x float> %1536, float %53, i32 39
+	%1538 = insertelement <128 x float> %1537, float %53, i32 40
+	%1539 = insertelement <128 x float> %1538, float %53, i32 41
+	%1540 = insertelement <128 x float> %1539, float %53, i32 42
+	%1541 = insertelement <128 x float> %1540, float %53, i32 43
+	%1542 = insertelement <128 x float> %1541, float %53, i32 44
+	%1543 = insertelement <128 x float> %1542, float %53, i32 45
+	%1544 = insertelement <128 x float> %1543, float %53, i32 46
+	%1545 = insertelement <128 x float> %1544, float %53, i32 47
+	%1546 = insertelement <128 x float> %1545, float %53, i32 48
+	%1547 = insertelement <128 x float> %1546, float %53, i32 49
+	%1548 = insertelement <128 x float> %1547, float %53, i32 50
+	%1549 = insertelement <128 x float> %1548, float %53, i32 51
+	%1550 = insertelement <128 x float> %1549, float %53, i32 52
+	%1551 = insertelement <128 x float> %1550, float %53, i32 53
+	%1552 = insertelement <128 x float> %1551, float %53, i32 54
+	%1553 = insertelement <128 x float> %1552, float %53, i32 55
+	%1554 = insertelement <128 x float> %1553, float %53, i32 56
+	%1555 = insertelement <128 x float> %1554, float %53, i32 57
+	%1556 = insertelement <128 x float> %1555, float %53, i32 58
+	%1557 = insertelement <128 x float> %1556, float %53, i32 59
+	%1558 = insertelement <128 x float> %1557, float %53, i32 60
+	%1559 = insertelement <128 x float> %1558, float %53, i32 61
+	%1560 = insertelement <128 x float> %1559, float %53, i32 62
+	%1561 = insertelement <128 x float> %1560, float %53, i32 63
+	%1562 = insertelement <128 x float> %1561, float %53, i32 64
+	%1563 = insertelement <128 x float> %1562, float %53, i32 65
+	%1564 = insertelement <128 x float> %1563, float %53, i32 66
+	%1565 = insertelement <128 x float> %1564, float %53, i32 67
+	%1566 = insertelement <128 x float> %1565, float %53, i32 68
+	%1567 = insertelement <128 x float> %1566, float %53, i32 69
+	%1568 = insertelement <128 x float> %1567, float %53, i32 70
+	%1569 = insertelement <128 x float> %1568, float %53, i32 71
+	%1570 = insertelement <128 x float> %1569, float %53, i32 72
+	%1571 = insertelement <128 x float> %1570, float %53, i32 73
+	%1572 = insertelement <128 x float> %1571, float %53, i32 74
+	%1573 = insertelement <128 x float> %1572, float %53, i32 75
+	%1574 = insertelement <128 x float> %1573, float %53, i32 76
+	%1575 = insertelement <128 x float> %1574, float %53, i32 77
+	%1576 = insertelement <128 x float> %1575, float %53, i32 78
+	%1577 = insertelement <128 x float> %1576, float %53, i32 79
+	%1578 = insertelement <128 x float> %1577, float %53, i32 80
+	%1579 = insertelement <128 x float> %1578, float %53, i32 81
+	%1580 = insertelement <128 x float> %1579, float %53, i32 82
+	%1581 = insertelement <128 x float> %1580, float %53, i32 83
+	%1582 = insertelement <128 x float> %1581, float %53, i32 84
+	%1583 = insertelement <128 x float> %1582, float %53, i32 85
+	%1584 = insertelement <128 x float> %1583, float %53, i32 86
+	%1585 = insertelement <128 x float> %1584, float %53, i32 87
+	%1586 = insertelement <128 x float> %1585, float %53, i32 88
+	%1587 = insertelement <128 x float> %1586, float %53, i32 89
+	%1588 = insertelement <128 x float> %1587, float %53, i32 90
+	%1589 = insertelement <128 x float> %1588, float %53, i32 91
+	%1590 = insertelement <128 x float> %1589, float %53, i32 92
+	%1591 = insertelement <128 x float> %1590, float %53, i32 93
+	%1592 = insertelement <128 x float> %1591, float %53, i32 94
+	%1593 = insertelement <128 x float> %1592, float %53, i32 95
+	%1594 = insertelement <128 x float> %1593, float %53, i32 96
+	%1595 = insertelement <128 x float> %1594, float %53, i32 97
+	%1596 = insertelement <128 x float> %1595, float %53, i32 98
+	%1597 = insertelement <128 x float> %1596, float %53, i32 99
+	%1598 = insertelement <128 x float> %1597, float %53, i32 100
+	%1599 = insertelement <128 x float> %1598, float %53, i32 101
+	%1600 = insertelement <128 x float> %1599, float %53, i32 102
+	%1601 = insertelement <128 x float> %1600, float %53, i32 103
+	%1602 = insertelement <128 x float> %1601, float %53, i32 104
+	%1603 = insertelement <128 x float> %1602, float %53, i32 105
+	%1604 = insertelement <128 x float> %1603, float %53, i32 106
+	%1605 = insertelement <128 x float> %1604, float %53, i32 107
+	%1606 = insertelement <128 x float> %1605, float %53, i32 108
+	%1607 = insertelement <128 x float> %1606, float %53, i32 109
+	%1608 = insertelement <128 x float> %1607, float %53, i32 110
+	%1609 = insertelement <128 x float> %1608, float %53, i32 111
+	%1610 = insertelement <128 x float> %1609, float %53, i32 112
+	%1611 = insertelement <128 x float> %1610, float %53, i32 113
+	%1612 = insertelement <128 x float> %1611, float %53, i32 114
+	%1613 = insertelement <128 x float> %1612, float %53, i32 115
+	%1614 = insertelement <128 x float> %1613, float %53, i32 116
+	%1615 = insertelement <128 x float> %1614, float %53, i32 117
+	%1616 = insertelement <128 x float> %1615, float %53, i32 118
+	%1617 = insertelement <128 x float> %1616, float %53, i32 119
+	%1618 = insertelement <128 x float> %1617, float %53, i32 120
+	%1619 = insertelement <128 x float> %1618, float %53, i32 121
+	%1620 = insertelement <128 x float> %1619, float %53, i32 122
+	%1621 = insertelement <128 x float> %1620, float %53, i32 123
+	%1622 = insertelement <128 x float> %1621, float %53, i32 124
+	%1623 = insertelement <128 x float> %1622, float %53, i32 125
+	%1624 = insertelement <128 x float> %1623, float %53, i32 126
+	%1625 = insertelement <128 x float> %1624, float %53, i32 127
+	%1626 = fmul <128 x float> %1497, %1625
+	%1627 = fcmp oeq float %53, 0.0
+	%1628 = select i1 %1627, <128 x float> %1366, <128 x float> %1626
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
-	%1047 = bitcast <128 x float>* %0 to float*
-	%1048 = sub i64 %n, %589
-	br label %pad.head.377
+	%1629 = bitcast <128 x float>* %0 to float*
+	%1630 = bitcast float* %1629 to <128 x float>*
+	store <128 x float> %1628, <128 x float>* %1630, align 4
+	%1631 = icmp ne float* %kept, null
+	%1632 = sub i64 %n, %704
+	%1633 = select i1 %1631, i64 %1632, i64 0
+	br label %keep.head.419
 
-pad.head.377:
-	%1049 = phi i64 [ 0, %pad.done.376 ], [ %1055, %pad.378 ]
-	%1050 = icmp slt i64 %1049, %1048
-	br i1 %1050, label %pad.378, label %pad.done.379
+keep.head.419:
+	%1634 = phi i64 [ 0, %pad.done.418 ], [ %1640, %keep.420 ]
+	%1635 = icmp slt i64 %1634, %1633
+	br i1 %1635, label %keep.420, label %keep.done.421
 
-pad.378:
-	%1051 = add i64 %589, %1049
-	%1052 = getelementptr float, float* %577, i64 %1051
-	%1053 = load float, float* %1052, align 4
-	%1054 = getelementptr float, float* %1047, i64 %1049
-	store volatile float %1053, float* %1054, align 4
-	%1055 = add i64 %1049, 1
-	br label %pad.head.377
+keep.420:
+	%1636 = getelementptr float, float* %1629, i64 %1634
+	%1637 = load float, float* %1636, align 4
+	%1638 = add i64 %704, %1634
+	%1639 = getelementptr float, float* %kept, i64 %1638
+	store volatile float %1637, float* %1639, align 4
+	%1640 = add i64 %1634, 1
+	br label %keep.head.419
 
-pad.done.379:
-	%1056 = insertelement <128 x i64> undef, i64 %589, i32 0
-	%1057 = shufflevector <128 x i64> %1056, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1058 = add <128 x i64> %1057, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%1059 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%1060 = shufflevector <128 x i64> %1059, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1061 = icmp slt <128 x i64> %1058, %1060
-	%1062 = getelementptr float, float* %1035, i64 0
-	%1063 = bitcast float* %1062 to <128 x float>*
-	%1064 = load <128 x float>, <128 x float>* %1063, align 4
-	%1065 = getelementptr float, float* %1047, i64 0
-	%1066 = bitcast float* %1065 to <128 x float>*
-	%1067 = load <128 x float>, <128 x float>* %1066, align 4
-	%1068 = add i64 %19, %589
-	%1069 = call <128 x float> @lars_noise_row128_true(i64 %28, i64 %29, i64 %30, i64 %31, i32 %23, i64 %1068)
-	%1070 = insertelement <128 x float> undef, float %13, i32 0
-	%1071 = insertelement <128 x float> %1070, float %13, i32 1
-	%1072 = insertelement <128 x float> %1071, float %13, i32 2
-	%1073 = insertelement <128 x float> %1072, float %13, i32 3
-	%1074 = insertelement <128 x float> %1073, float %13, i32 4
-	%1075 = insertelement <128 x float> %1074, float %13, i32 5
-	%1076 = insertelement <128 x float> %1075, float %13, i32 6
-	%1077 = insertelement <128 x float> %1076, float %13, i32 7
-	%1078 = insertelement <128 x float> %1077, float %13, i32 8
-	%1079 = insertelement <128 x float> %1078, float %13, i32 9
-	%1080 = insertelement <128 x float> %1079, float %13, i32 10
-	%1081 = insertelement <128 x float> %1080, float %13, i32 11
-	%1082 = insertelement <128 x float> %1081, float %13, i32 12
-	%1083 = insertelement <128 x float> %1082, float %13, i32 13
-	%1084 = insertelement <128 x float> %1083, float %13, i32 14
-	%1085 = insertelement <128 x float> %1084, float %13, i32 15
-	%1086 = insertelement <128 x float> %1085, float %13, i32 16
-	%1087 = insertelement <128 x float> %1086, float %13, i32 17
-	%1088 = insertelement <128 x float> %1087, float %13, i32 18
-	%1089 = insertelement <128 x float> %1088, float %13, i32 19
-	%1090 = insertelement <128 x float> %1089, float %13, i32 20
-	%1091 = insertelement <128 x float> %1090, float %13, i32 21
-	%1092 = insertelement <128 x float> %1091, float %13, i32 22
-	%1093 = insertelement <128 x float> %1092, float %13, i32 23
-	%1094 = insertelement <128 x float> %1093, float %13, i32 24
-	%1095 = insertelement <128 x float> %1094, float %13, i32 25
-	%1096 = insertelement <128 x float> %1095, float %13, i32 26
-	%1097 = insertelement <128 x float> %1096, float %13, i32 27
-	%1098 = insertelement <128 x float> %1097, float %13, i32 28
-	%1099 = insertelement <128 x float> %1098, float %13, i32 29
-	%1100 = insertelement <128 x float> %1099, float %13, i32 30
-	%1101 = insertelement <128 x float> %1100, float %13, i32 31
-	%1102 = insertelement <128 x float> %1101, float %13, i32 32
-	%1103 = insertelement <128 x float> %1102, float %13, i32 33
-	%1104 = insertelement <128 x float> %1103, float %13, i32 34
-	%1105 = insertelement <128 x float> %1104, float %13, i32 35
-	%1106 = insertelement <128 x float> %1105, float %13, i32 36
-	%1107 = insertelement <128 x float> %1106, float %13, i32 37
-	%1108 = insertelement <128 x float> %1107, float %13, i32 38
-	%1109 = insertelement <128 x float> %1108, float %13, i32 39
-	%1110 = insertelement <128 x float> %1109, float %13, i32 40
-	%1111 = insertelement <128 x float> %1110, float %13, i32 41
-	%1112 = insertelement <128 x float> %1111, float %13, i32 42
-	%1113 = insertelement <128 x float> %1112, float %13, i32 43
-	%1114 = insertelement <128 x float> %1113, float %13, i32 44
-	%1115 = insertelement <128 x float> %1114, float %13, i32 45
-	%1116 = insertelement <128 x float> %1115, float %13, i32 46
-	%1117 = insertelement <128 x float> %1116, float %13, i32 47
-	%1118 = insertelement <128 x float> %1117, float %13, i32 48
-	%1119 = insertelement <128 x float> %1118, float %13, i32 49
-	%1120 = insertelement <128 x float> %1119, float %13, i32 50
-	%1121 = insertelement <128 x float> %1120, float %13, i32 51
-	%1122 = insertelement <128 x float> %1121, float %13, i32 52
-	%1123 = insertelement <128 x float> %1122, float %13, i32 53
-	%1124 = insertelement <128 x float> %1123, float %13, i32 54
-	%1125 = insertelement <128 x float> %1124, float %13, i32 55
-	%1126 = insertelement <128 x float> %1125, float %13, i32 56
-	%1127 = insertelement <128 x float> %1126, float %13, i32 57
-	%1128 = insertelement <128 x float> %1127, float %13, i32 58
-	%1129 = insertelement <128 x float> %1128, float %13, i32 59
-	%1130 = insertelement <128 x float> %1129, float %13, i32 60
-	%1131 = insertelement <128 x float> %1130, float %13, i32 61
-	%1132 = insertelement <128 x float> %1131, float %13, i32 62
-	%1133 = insertelement <128 x float> %1132, float %13, i32 63
-	%1134 = insertelement <128 x float> %1133, float %13, i32 64
-	%1135 = insertelement <128 x float> %1134, float %13, i32 65
-	%1136 = insertelement <128 x float> %1135, float %13, i32 66
-	%1137 = insertelement <128 x float> %1136, float %13, i32 67
-	%1138 = insertelement <128 x float> %1137, float %13, i32 68
-	%1139 = insertelement <128 x float> %1138, float %13, i32 69
-	%1140 = insertelement <128 x float> %1139, float %13, i32 70
-	%1141 = insertelement <128 x float> %1140, float %13, i32 71
-	%1142 = insertelement <128 x float> %1141, float %13, i32 72
-	%1143 = insertelement <128 x float> %1142, float %13, i32 73
-	%1144 = insertelement <128 x float> %1143, float %13, i32 74
-	%1145 = insertelement <128 x float> %1144, float %13, i32 75
-	%1146 = insertelement <128 x float> %1145, float %13, i32 76
-	%1147 = insertelement <128 x float> %1146, float %13, i32 77
-	%1148 = insertelement <128 x float> %1147, float %13, i32 78
-	%1149 = insertelement <128 x float> %1148, float %13, i32 79
-	%1150 = insertelement <128 x float> %1149, float %13, i32 80
-	%1151 = insertelement <128 x float> %1150, float %13, i32 81
-	%1152 = insertelement <128 x float> %1151, float %13, i32 82
-	%1153 = insertelement <128 x float> %1152, float %13, i32 83
-	%1154 = insertelement <128 x float> %1153, float %13, i32 84
-	%1155 = insertelement <128 x float> %1154, float %13, i32 85
-	%1156 = insertelement <128 x float> %1155, float %13, i32 86
-	%1157 = insertelement <128 x float> %1156, float %13, i32 87
-	%1158 = insertelement <128 x float> %1157, float %13, i32 88
-	%1159 = insertelement <128 x float> %1158, float %13, i32 89
-	%1160 = insertelement <128 x float> %1159, float %13, i32 90
-	%1161 = insertelement <128 x float> %1160, float %13, i32 91
-	%1162 = insertelement <128 x float> %1161, float %13, i32 92
-	%1163 = insertelement <128 x float> %1162, float %13, i32 93
-	%1164 = insertelement <128 x float> %1163, float %13, i32 94
-	%1165 = insertelement <128 x float> %1164, float %13, i32 95
-	%1166 = insertelement <128 x float> %1165, float %13, i32 96
-	%1167 = insertelement <128 x float> %1166, float %13, i32 97
-	%1168 = insertelement <128 x float> %1167, float %13, i32 98
-	%1169 = insertelement <128 x float> %1168, float %13, i32 99
-	%1170 = insertelement <128 x float> %1169, float %13, i32 100
-	%1171 = insertelement <128 x float> %1170, float %13, i32 101
-	%1172 = insertelement <128 x float> %1171, float %13, i32 102
-	%1173 = insertelement <128 x float> %1172, float %13, i32 103
-	%1174 = insertelement <128 x float> %1173, float %13, i32 104
-	%1175 = insertelement <128 x float> %1174, float %13, i32 105
-	%1176 = insertelement <128 x float> %1175, float %13, i32 106
-	%1177 = insertelement <128 x float> %1176, float %13, i32 107
-	%1178 = insertelement <128 x float> %1177, float %13, i32 108
-	%1179 = insertelement <128 x float> %1178, float %13, i32 109
-	%1180 = insertelement <128 x float> %1179, float %13, i32 110
-	%1181 = insertelement <128 x float> %1180, float %13, i32 111
-	%1182 = insertelement <128 x float> %1181, float %13, i32 112
-	%1183 = insertelement <128 x float> %1182, float %13, i32 113
-	%1184 = insertelement <128 x float> %1183, float %13, i32 114
-	%1185 = insertelement <128 x float> %1184, float %13, i32 115
-	%1186 = insertelement <128 x float> %1185, float %13, i32 116
-	%1187 = insertelement <128 x float> %1186, float %13, i32 117
-	%1188 = insertelement <128 x float> %1187, float %13, i32 118
-	%1189 = insertelement <128 x float> %1188, float %13, i32 119
-	%1190 = insertelement <128 x float> %1189, float %13, i32 120
-	%1191 = insertelement <128 x float> %1190, float %13, i32 121
-	%1192 = insertelement <128 x float> %1191, float %13, i32 122
-	%1193 = insertelement <128 x float> %1192, float %13, i32 123
-	%1194 = insertelement <128 x float> %1193, float %13, i32 124
-	%1195 = insertelement <128 x float> %1194, float %13, i32 125
-	%1196 = insertelement <128 x float> %1195, float %13, i32 126
-	%1197 = insertelement <128 x float> %1196, float %13, i32 127
-	%1198 = fmul <128 x float> %1197, %1069
-	%1199 = fadd <128 x float> %1067, %1198
-	%1200 = insertelement <128 x float> undef, float %55, i32 0
-	%1201 = insertelement <128 x float> %1200, float %55, i32 1
-	%1202 = insertelement <128 x float> %1201, float %55, i32 2
-	%1203 = insertelement <128 x float> %1202, float %55, i32 3
-	%1204 = insertelement <128 x float> %1203, float %55, i32 4
-	%1205 = insertelement <128 x float> %1204, float %55, i32 5
-	%1206 = insertelement <128 x float> %1205, float %55, i32 6
-	%1207 = insertelement <128 x float> %1206, float %55, i32 7
-	%1208 = insertelement <128 x float> %1207, float %55, i32 8
-	%1209 = insertelement <128 x float> %1208, float %55, i32 9
-	%1210 = insertelement <128 x float> %1209, float %55, i32 10
-	%1211 = insertelement <128 x float> %1210, float %55, i32 11
-	%1212 = insertelement <128 x float> %1211, float %55, i32 12
-	%1213 = insertelement <128 x float> %1212, float %55, i32 13
-	%1214 = insertelement <128 x float> %1213, float %55, i32 14
-	%1215 = insertelement <128 x float> %1214, float %55, i32 15
-	%1216 = insertelement <128 x float> %1215, float %55, i32 16
-	%1217 = insertelement <128 x float> %1216, float %55, i32 17
-	%1218 = insertelement <128 x float> %1217, float %55, i32 18
-	%1219 = insertelement <128 x float> %1218, float %55, i32 19
-	%1220 = insertelement <128 x float> %1219, float %55, i32 20
-	%1221 = insertelement <128 x float> %1220, float %55, i32 21
-	%1222 = insertelement <128 x float> %1221, float %55, i32 22
-	%1223 = insertelement <128 x float> %1222, float %55, i32 23
-	%1224 = insertelement <128 x float> %1223, float %55, i32 24
-	%1225 = insertelement <128 x float> %1224, float %55, i32 25
-	%1226 = insertelement <128 x float> %1225, float %55, i32 26
-	%1227 = insertelement <128 x float> %1226, float %55, i32 27
-	%1228 = insertelement <128 x float> %1227, float %55, i32 28
-	%1229 = insertelement <128 x float> %1228, float %55, i32 29
-	%1230 = insertelement <128 x float> %1229, float %55, i32 30
-	%1231 = insertelement <128 x float> %1230, float %55, i32 31
-	%1232 = insertelement <128 x float> %1231, float %55, i32 32
-	%1233 = insertelement <128 x float> %1232, float %55, i32 33
-	%1234 = insertelement <128 x float> %1233, float %55, i32 34
-	%1235 = insertelement <128 x float> %1234, float %55, i32 35
-	%1236 = insertelement <128 x float> %1235, float %55, i32 36
-	%1237 = insertelement <128 x float> %1236, float %55, i32 37
-	%1238 = insertelement <128 x float> %1237, float %55, i32 38
-	%1239 = insertelement <128 x float> %1238, float %55, i32 39
-	%1240 = insertelement <128 x float> %1239, float %55, i32 40
-	%1241 = insertelement <128 x float> %1240, float %55, i32 41
-	%1242 = insertelement <128 x float> %1241, float %55, i32 42
-	%1243 = insertelement <128 x float> %1242, float %55, i32 43
-	%1244 = insertelement <128 x float> %1243, float %55, i32 44
-	%1245 = insertelement <128 x float> %1244, float %55, i32 45
-	%1246 = insertelement <128 x float> %1245, float %55, i32 46
-	%1247 = insertelement <128 x float> %1246, float %55, i32 47
-	%1248 = insertelement <128 x float> %1247, float %55, i32 48
-	%1249 = insertelement <128 x float> %1248, float %55, i32 49
-	%1250 = insertelement <128 x float> %1249, float %55, i32 50
-	%1251 = insertelement <128 x float> %1250, float %55, i32 51
-	%1252 = insertelement <128 x float> %1251, float %55, i32 52
-	%1253 = insertelement <128 x float> %1252, float %55, i32 53
-	%1254 = insertelement <128 x float> %1253, float %55, i32 54
-	%1255 = insertelement <128 x float> %1254, float %55, i32 55
-	%1256 = insertelement <128 x float> %1255, float %55, i32 56
-	%1257 = insertelement <128 x float> %1256, float %55, i32 57
-	%1258 = insertelement <128 x float> %1257, float %55, i32 58
-	%1259 = insertelement <128 x float> %1258, float %55, i32 59
-	%1260 = insertelement <128 x float> %1259, float %55, i32 60
-	%1261 = insertelement <128 x float> %1260, float %55, i32 61
-	%1262 = insertelement <128 x float> %1261, float %55, i32 62
-	%1263 = insertelement <128 x float> %1262, float %55, i32 63
-	%1264 = insertelement <128 x float> %1263, float %55, i32 64
-	%1265 = insertelement <128 x float> %1264, float %55, i32 65
-	%1266 = insertelement <128 x float> %1265, float %55, i32 66
-	%1267 = insertelement <128 x float> %1266, float %55, i32 67
-	%1268 = insertelement <128 x float> %1267, float %55, i32 68
-	%1269 = insertelement <128 x float> %1268, float %55, i32 69
-	%1270 = insertelement <128 x float> %1269, float %55, i32 70
-	%1271 = insertelement <128 x float> %1270, float %55, i32 71
-	%1272 = insertelement <128 x float> %1271, float %55, i32 72
-	%1273 = insertelement <128 x float> %1272, float %55, i32 73
-	%1274 = insertelement <128 x float> %1273, float %55, i32 74
-	%1275 = insertelement <128 x float> %1274, float %55, i32 75
-	%1276 = insertelement <128 x float> %1275, float %55, i32 76
-	%1277 = insertelement <128 x float> %1276, float %55, i32 77
-	%1278 = insertelement <128 x float> %1277, float %55, i32 78
-	%1279 = insertelement <128 x float> %1278, float %55, i32 79
-	%1280 = insertelement <128 x float> %1279, float %55, i32 80
-	%1281 = insertelement <128 x float> %1280, float %55, i32 81
-	%1282 = insertelement <128 x float> %1281, float %55, i32 82
-	%1283 = insertelement <128 x float> %1282, float %55, i32 83
-	%1284 = insertelement <128 x float> %1283, float %55, i32 84
-	%1285 = insertelement <128 x float> %1284, float %55, i32 85
-	%1286 = insertelement <128 x float> %1285, float %55, i32 86
-	%1287 = insertelement <128 x float> %1286, float %55, i32 87
-	%1288 = insertelement <128 x float> %1287, float %55, i32 88
-	%1289 = insertelement <128 x float> %1288, float %55, i32 89
-	%1290 = insertelement <128 x float> %1289, float %55, i32 90
-	%1291 = insertelement <128 x float> %1290, float %55, i32 91
-	%1292 = insertelement <128 x float> %1291, float %55, i32 92
-	%1293 = insertelement <128 x float> %1292, float %55, i32 93
-	%1294 = insertelement <128 x float> %1293, float %55, i32 94
-	%1295 = insertelement <128 x float> %1294, float %55, i32 95
-	%1296 = insertelement <128 x float> %1295, float %55, i32 96
-	%1297 = insertelement <128 x float> %1296, float %55, i32 97
-	%1298 = insertelement <128 x float> %1297, float %55, i32 98
-	%1299 = insertelement <128 x float> %1298, float %55, i32 99
-	%1300 = insertelement <128 x float> %1299, float %55, i32 100
-	%1301 = insertelement <128 x float> %1300, float %55, i32 101
-	%1302 = insertelement <128 x float> %1301, float %55, i32 102
-	%1303 = insertelement <128 x float> %1302, float %55, i32 103
-	%1304 = insertelement <128 x float> %1303, float %55, i32 104
-	%1305 = insertelement <128 x float> %1304, float %55, i32 105
-	%1306 = insertelement <128 x float> %1305, float %55, i32 106
-	%1307 = insertelement <128 x float> %1306, float %55, i32 107
-	%1308 = insertelement <128 x float> %1307, float %55, i32 108
-	%1309 = insertelement <128 x float> %1308, float %55, i32 109
-	%1310 = insertelement <128 x float> %1309, float %55, i32 110
-	%1311 = insertelement <128 x float> %1310, float %55, i32 111
-	%1312 = insertelement <128 x float> %1311, float %55, i32 112
-	%1313 = insertelement <128 x float> %1312, float %55, i32 113
-	%1314 = insertelement <128 x float> %1313, float %55, i32 114
-	%1315 = insertelement <128 x float> %1314, float %55, i32 115
-	%1316 = insertelement <128 x float> %1315, float %55, i32 116
-	%1317 = insertelement <128 x float> %1316, float %55, i32 117
-	%1318 = insertelement <128 x float> %1317, float %55, i32 118
-	%1319 = insertelement <128 x float> %1318, float %55, i32 119
-	%1320 = insertelement <128 x float> %1319, float %55, i32 120
-	%1321 = insertelement <128 x float> %1320, float %55, i32 121
-	%1322 = insertelement <128 x float> %1321, float %55, i32 122
-	%1323 = insertelement <128 x float> %1322, float %55, i32 123
-	%1324 = insertelement <128 x float> %1323, float %55, i32 124
-	%1325 = insertelement <128 x float> %1324, float %55, i32 125
-	%1326 = insertelement <128 x float> %1325, float %55, i32 126
-	%1327 = insertelement <128 x float> %1326, float %55, i32 127
-	%1328 = fmul <128 x float> %1199, %1327
-	%1329 = fadd <128 x float> %1328, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1330 = fsub <128 x float> %1329, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1331 = insertelement <128 x float> undef, float %51, i32 0
-	%1332 = insertelement <128 x float> %1331, float %51, i32 1
-	%1333 = insertelement <128 x float> %1332, float %51, i32 2
-	%1334 = insertelement <128 x float> %1333, float %51, i32 3
-	%1335 = insertelement <128 x float> %1334, float %51, i32 4
-	%1336 = insertelement <128 x float> %1335, float %51, i32 5
-	%1337 = insertelement <128 x float> %1336, float %51, i32 6
-	%1338 = insertelement <128 x float> %1337, float %51, i32 7
-	%1339 = insertelement <128 x float> %1338, float %51, i32 8
-	%1340 = insertelement <128 x float> %1339, float %51, i32 9
-	%1341 = insertelement <128 x float> %1340, float %51, i32 10
-	%1342 = insertelement <128 x float> %1341, float %51, i32 11
-	%1343 = insertelement <128 x float> %1342, float %51, i32 12
-	%1344 = insertelement <128 x float> %1343, float %51, i32 13
-	%1345 = insertelement <128 x float> %1344, float %51, i32 14
-	%1346 = insertelement <128 x float> %1345, float %51, i32 15
-	%1347 = insertelement <128 x float> %1346, float %51, i32 16
-	%1348 = insertelement <128 x float> %1347, float %51, i32 17
-	%1349 = insertelement <128 x float> %1348, float %51, i32 18
-	%1350 = insertelement <128 x float> %1349, float %51, i32 19
-	%1351 = insertelement <128 x float> %1350, float %51, i32 20
-	%1352 = insertelement <128 x float> %1351, float %51, i32 21
-	%1353 = insertelement <128 x float> %1352, float %51, i32 22
-	%1354 = insertelement <128 x float> %1353, float %51, i32 23
-	%1355 = insertelement <128 x float> %1354, float %51, i32 24
-	%1356 = insertelement <128 x float> %1355, float %51, i32 25
-	%1357 = insertelement <128 x float> %1356, float %51, i32 26
-	%1358 = insertelement <128 x float> %1357, float %51, i32 27
-	%1359 = insertelement <128 x float> %1358, float %51, i32 28
-	%1360 = insertelement <128 x float> %1359, float %51, i32 29
-	%1361 = insertelement <128 x float> %1360, float %51, i32 30
-	%1362 = insertelement <128 x float> %1361, float %51, i32 31
-	%1363 = insertelement <128 x float> %1362, float %51, i32 32
-	%1364 = insertelement <128 x float> %1363, float %51, i32 33
-	%1365 = insertelement <128 x float> %1364, float %51, i32 34
-	%1366 = insertelement <128 x float> %1365, float %51, i32 35
-	%1367 = insertelement <128 x float> %1366, float %51, i32 36
-	%1368 = insertelement <128 x float> %1367, float %51, i32 37
-	%1369 = insertelement <128 x float> %1368, float %51, i32 38
-	%1370 = insertelement <128 x float> %1369, float %51, i32 39
-	%1371 = insertelement <128 x float> %1370, float %51, i32 40
-	%1372 = insertelement <128 x float> %1371, float %51, i32 41
-	%1373 = insertelement <128 x float> %1372, float %51, i32 42
-	%1374 = insertelement <128 x float> %1373, float %51, i32 43
-	%1375 = insertelement <128 x float> %1374, float %51, i32 44
-	%1376 = insertelement <128 x float> %1375, float %51, i32 45
-	%1377 = insertelement <128 x float> %1376, float %51, i32 46
-	%1378 = insertelement <128 x float> %1377, float %51, i32 47
-	%1379 = insertelement <128 x float> %1378, float %51, i32 48
-	%1380 = insertelement <128 x float> %1379, float %51, i32 49
-	%1381 = insertelement <128 x float> %1380, float %51, i32 50
-	%1382 = insertelement <128 x float> %1381, float %51, i32 51
-	%1383 = insertelement <128 x float> %1382, float %51, i32 52
-	%1384 = insertelement <128 x float> %1383, float %51, i32 53
-	%1385 = insertelement <128 x float> %1384, float %51, i32 54
-	%1386 = insertelement <128 x float> %1385, float %51, i32 55
-	%1387 = insertelement <128 x float> %1386, float %51, i32 56
-	%1388 = insertelement <128 x float> %1387, float %51, i32 57
-	%1389 = insertelement <128 x float> %1388, float %51, i32 58
-	%1390 = insertelement <128 x float> %1389, float %51, i32 59
-	%1391 = insertelement <128 x float> %1390, float %51, i32 60
-	%1392 = insertelement <128 x float> %1391, float %51, i32 61
-	%1393 = insertelement <128 x float> %1392, float %51, i32 62
-	%1394 = insertelement <128 x float> %1393, float %51, i32 63
-	%1395 = insertelement <128 x float> %1394, float %51, i32 64
-	%1396 = insertelement <128 x float> %1395, float %51, i32 65
-	%1397 = insertelement <128 x float> %1396, float %51, i32 66
-	%1398 = insertelement <128 x float> %1397, float %51, i32 67
-	%1399 = insertelement <128 x float> %1398, float %51, i32 68
-	%1400 = insertelement <128 x float> %1399, float %51, i32 69
-	%1401 = insertelement <128 x float> %1400, float %51, i32 70
-	%1402 = insertelement <128 x float> %1401, float %51, i32 71
-	%1403 = insertelement <128 x float> %1402, float %51, i32 72
-	%1404 = insertelement <128 x float> %1403, float %51, i32 73
-	%1405 = insertelement <128 x float> %1404, float %51, i32 74
-	%1406 = insertelement <128 x float> %1405, float %51, i32 75
-	%1407 = insertelement <128 x float> %1406, float %51, i32 76
-	%1408 = insertelement <128 x float> %1407, float %51, i32 77
-	%1409 = insertelement <128 x float> %1408, float %51, i32 78
-	%1410 = insertelement <128 x float> %1409, float %51, i32 79
-	%1411 = insertelement <128 x float> %1410, float %51, i32 80
-	%1412 = insertelement <128 x float> %1411, float %51, i32 81
-	%1413 = insertelement <128 x float> %1412, float %51, i32 82
-	%1414 = insertelement <128 x float> %1413, float %51, i32 83
-	%1415 = insertelement <128 x float> %1414, float %51, i32 84
-	%1416 = insertelement <128 x float> %1415, float %51, i32 85
-	%1417 = insertelement <128 x float> %1416, float %51, i32 86
-	%1418 = insertelement <128 x float> %1417, float %51, i32 87
-	%1419 = insertelement <128 x float> %1418, float %51, i32 88
-	%1420 = insertelement <128 x float> %1419, float %51, i32 89
-	%1421 = insertelement <128 x float> %1420, float %51, i32 90
-	%1422 = insertelement <128 x float> %1421, float %51, i32 91
-	%1423 = insertelement <128 x float> %1422, float %51, i32 92
-	%1424 = insertelement <128 x float> %1423, float %51, i32 93
-	%1425 = insertelement <128 x float> %1424, float %51, i32 94
-	%1426 = insertelement <128 x float> %1425, float %51, i32 95
-	%1427 = insertelement <128 x float> %1426, float %51, i32 96
-	%1428 = insertelement <128 x float> %1427, float %51, i32 97
-	%1429 = insertelement <128 x float> %1428, float %51, i32 98
-	%1430 = insertelement <128 x float> %1429, float %51, i32 99
-	%1431 = insertelement <128 x float> %1430, float %51, i32 100
-	%1432 = insertelement <128 x float> %1431, float %51, i32 101
-	%1433 = insertelement <128 x float> %1432, float %51, i32 102
-	%1434 = insertelement <128 x float> %1433, float %51, i32 103
-	%1435 = insertelement <128 x float> %1434, float %51, i32 104
-	%1436 = insertelement <128 x float> %1435, float %51, i32 105
-	%1437 = insertelement <128 x float> %1436, float %51, i32 106
-	%1438 = insertelement <128 x float> %1437, float %51, i32 107
-	%1439 = insertelement <128 x float> %1438, float %51, i32 108
-	%1440 = insertelement <128 x float> %1439, float %51, i32 109
-	%1441 = insertelement <128 x float> %1440, float %51, i32 110
-	%1442 = insertelement <128 x float> %1441, float %51, i32 111
-	%1443 = insertelement <128 x float> %1442, float %51, i32 112
-	%1444 = insertelement <128 x float> %1443, float %51, i32 113
-	%1445 = insertelement <128 x float> %1444, float %51, i32 114
-	%1446 = insertelement <128 x float> %1445, float %51, i32 115
-	%1447 = insertelement <128 x float> %1446, float %51, i32 116
-	%1448 = insertelement <128 x float> %1447, float %51, i32 117
-	%1449 = insertelement <128 x float> %1448, float %51, i32 118
-	%1450 = insertelement <128 x float> %1449, float %51, i32 119
-	%1451 = insertelement <128 x float> %1450, float %51, i32 120
-	%1452 = insertelement <128 x float> %1451, float %51, i32 121
-	%1453 = insertelement <128 x float> %1452, float %51, i32 122
-	%1454 = insertelement <128 x float> %1453, float %51, i32 123
-	%1455 = insertelement <128 x float> %1454, float %51, i32 124
-	%1456 = insertelement <128 x float> %1455, float %51, i32 125
-	%1457 = insertelement <128 x float> %1456, float %51, i32 126
-	%1458 = insertelement <128 x float> %1457, float %51, i32 127
-	%1459 = fmul <128 x float> %1330, %1458
-	%1460 = fcmp oeq float %51, 0.0
-	%1461 = select i1 %1460, <128 x float> %1199, <128 x float> %1459
-	%1462 = fmul <128 x float> %1064, %1064
-	%1463 = fmul <128 x float> %1461, %1461
-	%1464 = select <128 x i1> %1061, <128 x float> %1462, <128 x float> zeroinitializer
-	%1465 = shufflevector <128 x float> %1464, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1466 = fadd <32 x float> %585, %1465
-	%1467 = shufflevector <128 x float> %1464, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%1468 = fadd <32 x float> %1466, %1467
-	%1469 = shufflevector <128 x float> %1464, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1470 = fadd <32 x float> %1468, %1469
-	%1471 = shufflevector <128 x float> %1464, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1472 = fadd <32 x float> %1470, %1471
-	%1473 = select <128 x i1> %1061, <128 x float> %1463, <128 x float> zeroinitializer
-	%1474 = shufflevector <128 x float> %1473, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1475 = fadd <32 x float> %586, %1474
-	%1476 = shufflevector <128 x float> %1473, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%1477 = fadd <32 x float> %1475, %1476
-	%1478 = shufflevector <128 x float> %1473, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1479 = fadd <32 x float> %1477, %1478
-	%1480 = shufflevector <128 x float> %1473, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1481 = fadd <32 x float> %1479, %1480
-	br label %join.364
+keep.done.421:
+	%1641 = fmul <128 x float> %1231, %1231
+	%1642 = fmul <128 x float> %1628, %1628
+	%1643 = select <128 x i1> %1228, <128 x float> %1641, <128 x float> zeroinitializer
+	%1644 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1645 = fadd <32 x float> %700, %1644
+	%1646 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1647 = fadd <32 x float> %1645, %1646
+	%1648 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1649 = fadd <32 x float> %1647, %1648
+	%1650 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1651 = fadd <32 x float> %1649, %1650
+	%1652 = select <128 x i1> %1228, <128 x float> %1642, <128 x float> zeroinitializer
+	%1653 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1654 = fadd <32 x float> %701, %1653
+	%1655 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1656 = fadd <32 x float> %1654, %1655
+	%1657 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1658 = fadd <32 x float> %1656, %1657
+	%1659 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1660 = fadd <32 x float> %1658, %1659
+	br label %join.401
 }
 
-define internal <128 x float> @lars_noise_row128_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
+declare void @llvm.prefetch.p0i8(i8* %0, i32 %1, i32 %2, i32 %3)
+
+define internal <128 x float> @lars_noise_row128_8_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.341, label %else.342
+	br i1 %3, label %then.373, label %else.374
 
-then.341:
-	br label %blocks.head.344
+then.373:
+	br label %blocks.head.376
 
-else.342:
-	br label %draw.head.347
+else.374:
+	br label %draw.head.379
 
-join.343:
+join.375:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.344:
-	%5 = phi i64 [ 0, %then.341 ], [ %27, %blocks.345 ]
+blocks.head.376:
+	%5 = phi i64 [ 0, %then.373 ], [ %27, %blocks.377 ]
 	%6 = icmp slt i64 %5, 4
-	br i1 %6, label %blocks.345, label %blocks.done.346
+	br i1 %6, label %blocks.377, label %blocks.done.378
 
-blocks.345:
+blocks.377:
 	%7 = mul i64 %5, 32
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 2
@@ -11251,148 +11710,2261 @@ blocks.345:
 	%26 = extractvalue [4 x <8 x float>] %10, 3
 	store <8 x float> %26, <8 x float>* %25, align 4
 	%27 = add i64 %5, 1
-	br label %blocks.head.344
+	br label %blocks.head.376
 
-blocks.done.346:
-	br label %join.343
+blocks.done.378:
+	br label %join.375
 
-draw.head.347:
-	%28 = phi i64 [ 0, %else.342 ], [ %33, %draw.348 ]
+draw.head.379:
+	%28 = phi i64 [ 0, %else.374 ], [ %33, %draw.380 ]
 	%29 = icmp slt i64 %28, 128
-	br i1 %29, label %draw.348, label %draw.done.349
+	br i1 %29, label %draw.380, label %draw.done.381
 
-draw.348:
+draw.380:
 	%30 = add i64 %first, %28
 	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
 	%32 = getelementptr float, float* %1, i64 %28
 	store float %31, float* %32, align 4
 	%33 = add i64 %28, 1
-	br label %draw.head.347
+	br label %draw.head.379
 
-draw.done.349:
-	br label %join.343
+draw.done.381:
+	br label %join.375
 }
 
-define internal <128 x float> @lars_noise_row128_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
+define internal <128 x float> @lars_noise_row128_8_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.365, label %else.366
+	br i1 %3, label %then.402, label %else.403
 
-then.365:
-	br label %blocks.head.368
+then.402:
+	br label %blocks.head.405
 
-else.366:
-	br label %draw.head.371
+else.403:
+	br label %draw.head.408
 
-join.367:
+join.404:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.368:
-	%5 = phi i64 [ 0, %then.365 ], [ %35, %blocks.369 ]
-	%6 = icmp slt i64 %5, 16
-	br i1 %6, label %blocks.369, label %blocks.done.370
+blocks.head.405:
+	%5 = phi i64 [ 0, %then.402 ], [ %43, %blocks.406 ]
+	%6 = icmp slt i64 %5, 2
+	br i1 %6, label %blocks.406, label %blocks.done.407
 
-blocks.369:
-	%7 = mul i64 %5, 8
+blocks.406:
+	%7 = mul i64 %5, 64
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 3
-	%10 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
-	%11 = extractvalue [8 x float] %10, 0
-	%12 = add i64 %7, 0
-	%13 = getelementptr float, float* %1, i64 %12
-	store float %11, float* %13, align 4
-	%14 = extractvalue [8 x float] %10, 1
-	%15 = add i64 %7, 1
+	%10 = call [8 x <8 x float>] @fg_secure_c8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
+	%11 = add i64 %7, 0
+	%12 = getelementptr float, float* %1, i64 %11
+	%13 = bitcast float* %12 to <8 x float>*
+	%14 = extractvalue [8 x <8 x float>] %10, 0
+	store <8 x float> %14, <8 x float>* %13, align 4
+	%15 = add i64 %7, 8
 	%16 = getelementptr float, float* %1, i64 %15
-	store float %14, float* %16, align 4
-	%17 = extractvalue [8 x float] %10, 2
-	%18 = add i64 %7, 2
-	%19 = getelementptr float, float* %1, i64 %18
-	store float %17, float* %19, align 4
-	%20 = extractvalue [8 x float] %10, 3
-	%21 = add i64 %7, 3
-	%22 = getelementptr float, float* %1, i64 %21
-	store float %20, float* %22, align 4
-	%23 = extractvalue [8 x float] %10, 4
-	%24 = add i64 %7, 4
-	%25 = getelementptr float, float* %1, i64 %24
-	store float %23, float* %25, align 4
-	%26 = extractvalue [8 x float] %10, 5
-	%27 = add i64 %7, 5
+	%17 = bitcast float* %16 to <8 x float>*
+	%18 = extractvalue [8 x <8 x float>] %10, 1
+	store <8 x float> %18, <8 x float>* %17, align 4
+	%19 = add i64 %7, 16
+	%20 = getelementptr float, float* %1, i64 %19
+	%21 = bitcast float* %20 to <8 x float>*
+	%22 = extractvalue [8 x <8 x float>] %10, 2
+	store <8 x float> %22, <8 x float>* %21, align 4
+	%23 = add i64 %7, 24
+	%24 = getelementptr float, float* %1, i64 %23
+	%25 = bitcast float* %24 to <8 x float>*
+	%26 = extractvalue [8 x <8 x float>] %10, 3
+	store <8 x float> %26, <8 x float>* %25, align 4
+	%27 = add i64 %7, 32
 	%28 = getelementptr float, float* %1, i64 %27
-	store float %26, float* %28, align 4
-	%29 = extractvalue [8 x float] %10, 6
-	%30 = add i64 %7, 6
-	%31 = getelementptr float, float* %1, i64 %30
-	store float %29, float* %31, align 4
-	%32 = extractvalue [8 x float] %10, 7
-	%33 = add i64 %7, 7
-	%34 = getelementptr float, float* %1, i64 %33
-	store float %32, float* %34, align 4
-	%35 = add i64 %5, 1
-	br label %blocks.head.368
+	%29 = bitcast float* %28 to <8 x float>*
+	%30 = extractvalue [8 x <8 x float>] %10, 4
+	store <8 x float> %30, <8 x float>* %29, align 4
+	%31 = add i64 %7, 40
+	%32 = getelementptr float, float* %1, i64 %31
+	%33 = bitcast float* %32 to <8 x float>*
+	%34 = extractvalue [8 x <8 x float>] %10, 5
+	store <8 x float> %34, <8 x float>* %33, align 4
+	%35 = add i64 %7, 48
+	%36 = getelementptr float, float* %1, i64 %35
+	%37 = bitcast float* %36 to <8 x float>*
+	%38 = extractvalue [8 x <8 x float>] %10, 6
+	store <8 x float> %38, <8 x float>* %37, align 4
+	%39 = add i64 %7, 56
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = bitcast float* %40 to <8 x float>*
+	%42 = extractvalue [8 x <8 x float>] %10, 7
+	store <8 x float> %42, <8 x float>* %41, align 4
+	%43 = add i64 %5, 1
+	br label %blocks.head.405
 
-blocks.done.370:
-	br label %join.367
+blocks.done.407:
+	br label %join.404
 
-draw.head.371:
-	%36 = phi i64 [ 0, %else.366 ], [ %63, %draw.372 ]
-	%37 = icmp slt i64 %36, 128
-	br i1 %37, label %draw.372, label %draw.done.373
+draw.head.408:
+	%44 = phi i64 [ 0, %else.403 ], [ %71, %draw.409 ]
+	%45 = icmp slt i64 %44, 128
+	br i1 %45, label %draw.409, label %draw.done.410
 
-draw.372:
-	%38 = add i64 %first, %36
-	%39 = lshr i64 %38, 3
-	%40 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %39)
-	%41 = extractvalue [8 x float] %40, 0
-	%42 = extractvalue [8 x float] %40, 1
-	%43 = extractvalue [8 x float] %40, 2
-	%44 = extractvalue [8 x float] %40, 3
-	%45 = extractvalue [8 x float] %40, 4
-	%46 = extractvalue [8 x float] %40, 5
-	%47 = extractvalue [8 x float] %40, 6
-	%48 = extractvalue [8 x float] %40, 7
-	%49 = and i64 %38, 1
-	%50 = icmp ne i64 %49, 0
-	%51 = select i1 %50, float %42, float %41
-	%52 = select i1 %50, float %44, float %43
-	%53 = select i1 %50, float %46, float %45
-	%54 = select i1 %50, float %48, float %47
-	%55 = and i64 %38, 2
-	%56 = icmp ne i64 %55, 0
-	%57 = select i1 %56, float %52, float %51
-	%58 = select i1 %56, float %54, float %53
-	%59 = and i64 %38, 4
-	%60 = icmp ne i64 %59, 0
-	%61 = select i1 %60, float %58, float %57
-	%62 = getelementptr float, float* %1, i64 %36
-	store float %61, float* %62, align 4
-	%63 = add i64 %36, 1
-	br label %draw.head.371
+draw.409:
+	%46 = add i64 %first, %44
+	%47 = lshr i64 %46, 3
+	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
+	%49 = extractvalue [8 x float] %48, 0
+	%50 = extractvalue [8 x float] %48, 1
+	%51 = extractvalue [8 x float] %48, 2
+	%52 = extractvalue [8 x float] %48, 3
+	%53 = extractvalue [8 x float] %48, 4
+	%54 = extractvalue [8 x float] %48, 5
+	%55 = extractvalue [8 x float] %48, 6
+	%56 = extractvalue [8 x float] %48, 7
+	%57 = and i64 %46, 1
+	%58 = icmp ne i64 %57, 0
+	%59 = select i1 %58, float %50, float %49
+	%60 = select i1 %58, float %52, float %51
+	%61 = select i1 %58, float %54, float %53
+	%62 = select i1 %58, float %56, float %55
+	%63 = and i64 %46, 2
+	%64 = icmp ne i64 %63, 0
+	%65 = select i1 %64, float %60, float %59
+	%66 = select i1 %64, float %62, float %61
+	%67 = and i64 %46, 4
+	%68 = icmp ne i64 %67, 0
+	%69 = select i1 %68, float %66, float %65
+	%70 = getelementptr float, float* %1, i64 %44
+	store float %69, float* %70, align 4
+	%71 = add i64 %44, 1
+	br label %draw.head.408
 
-draw.done.373:
-	br label %join.367
+draw.done.410:
+	br label %join.404
 }
 
-define void @lars_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) nounwind {
+define internal void @lars_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
 entry:
-	call void @lars_reduce_host(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials)
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = alloca <128 x float>, align 4
+	%4 = alloca <128 x float>, align 4
+	%5 = alloca <128 x float>, align 4
+	%6 = alloca <128 x float>, align 4
+	%7 = alloca <128 x float>, align 4
+	%8 = getelementptr float*, float** %buffers, i64 0
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr float*, float** %buffers, i64 1
+	%11 = load float*, float** %10, align 8
+	%12 = getelementptr float*, float** %buffers, i64 2
+	%13 = load float*, float** %12, align 8
+	%14 = getelementptr float, float* %scalars, i64 0
+	%15 = load float, float* %14, align 4
+	%16 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 0
+	%17 = load i64, i64* %16, align 8
+	%18 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 1
+	%19 = load i64, i64* %18, align 8
+	%20 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 2
+	%21 = load i64, i64* %20, align 8
+	%22 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 3
+	%23 = load i64, i64* %22, align 8
+	%24 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 4
+	%25 = load i32, i32* %24, align 4
+	%26 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 5
+	%27 = load i32, i32* %26, align 4
+	%28 = getelementptr { i64, i64, i64, i64, i32, i32, [4 x i64] }, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, i32 0, i32 6
+	%29 = load [4 x i64], [4 x i64]* %28, align 8
+	%30 = extractvalue [4 x i64] %29, 0
+	%31 = extractvalue [4 x i64] %29, 1
+	%32 = extractvalue [4 x i64] %29, 2
+	%33 = extractvalue [4 x i64] %29, 3
+	%34 = add i64 %n, 4095
+	%35 = sdiv i64 %34, u0x1000
+	%36 = mul i64 %35, 0
+	%37 = getelementptr float, float* %partials, i64 %36
+	%38 = mul i64 %35, 1
+	%39 = getelementptr float, float* %partials, i64 %38
+	switch i32 %27, label %unknown_mode [
+		i32 0, label %without_noise
+		i32 1, label %with_noise
+		i32 2, label %with_secure_noise
+	]
+
+without_noise:
+	%40 = add i64 %n, 4095
+	%41 = sdiv i64 %40, u0x1000
+	br label %task.head.422
+
+with_noise:
+	%42 = add i64 %n, 4095
+	%43 = sdiv i64 %42, u0x1000
+	br label %task.head.437
+
+with_secure_noise:
+	%44 = bitcast float %15 to i32
+	%45 = lshr i32 %44, 23
+	%46 = and i32 %45, 255
+	%47 = icmp uge i32 %46, 10
+	%48 = icmp ule i32 %46, 254
+	%49 = and i1 %47, %48
+	%50 = sub i32 %46, 8
+	%51 = shl i32 %50, 23
+	%52 = select i1 %49, i32 %51, i32 0
+	%53 = bitcast i32 %52 to float
+	%54 = sub i32 262, %46
+	%55 = shl i32 %54, 23
+	%56 = select i1 %49, i32 %55, i32 0
+	%57 = bitcast i32 %56 to float
+	%58 = add i64 %n, 4095
+	%59 = sdiv i64 %58, u0x1000
+	br label %task.head.466
+
+unknown_mode:
+	ret void
+
+task.head.422:
+	%60 = phi i64 [ %17, %without_noise ], [ %155, %row.done.427 ]
+	%61 = icmp slt i64 %60, %19
+	br i1 %61, label %task.423, label %task.done.424
+
+task.423:
+	%62 = sdiv i64 %60, %41
+	%63 = srem i64 %60, %41
+	%64 = mul i64 %62, %n
+	%65 = getelementptr float, float* %9, i64 %64
+	%66 = mul i64 %62, %n
+	%67 = getelementptr float, float* %11, i64 %66
+	%68 = mul i64 %63, u0x1000
+	%69 = sub i64 %n, %68
+	%70 = add i64 %69, 127
+	%71 = sdiv i64 %70, 128
+	%72 = icmp slt i64 %71, 32
+	%73 = select i1 %72, i64 %71, i64 32
+	br label %row.head.425
+
+task.done.424:
+	ret void
+
+row.head.425:
+	%74 = phi i64 [ 0, %task.423 ], [ %184, %join.430 ]
+	%75 = phi <32 x float> [ zeroinitializer, %task.423 ], [ %182, %join.430 ]
+	%76 = phi <32 x float> [ zeroinitializer, %task.423 ], [ %183, %join.430 ]
+	%77 = icmp slt i64 %74, %73
+	br i1 %77, label %row.426, label %row.done.427
+
+row.426:
+	%78 = mul i64 %74, 128
+	%79 = add i64 %68, %78
+	%80 = add i64 %79, 512
+	%81 = add i64 %80, 0
+	%82 = getelementptr float, float* %65, i64 %81
+	%83 = bitcast float* %82 to i8*
+	call void @llvm.prefetch.p0i8(i8* %83, i32 0, i32 3, i32 1)
+	%84 = add i64 %80, 16
+	%85 = getelementptr float, float* %65, i64 %84
+	%86 = bitcast float* %85 to i8*
+	call void @llvm.prefetch.p0i8(i8* %86, i32 0, i32 3, i32 1)
+	%87 = add i64 %80, 32
+	%88 = getelementptr float, float* %65, i64 %87
+	%89 = bitcast float* %88 to i8*
+	call void @llvm.prefetch.p0i8(i8* %89, i32 0, i32 3, i32 1)
+	%90 = add i64 %80, 48
+	%91 = getelementptr float, float* %65, i64 %90
+	%92 = bitcast float* %91 to i8*
+	call void @llvm.prefetch.p0i8(i8* %92, i32 0, i32 3, i32 1)
+	%93 = add i64 %80, 64
+	%94 = getelementptr float, float* %65, i64 %93
+	%95 = bitcast float* %94 to i8*
+	call void @llvm.prefetch.p0i8(i8* %95, i32 0, i32 3, i32 1)
+	%96 = add i64 %80, 80
+	%97 = getelementptr float, float* %65, i64 %96
+	%98 = bitcast float* %97 to i8*
+	call void @llvm.prefetch.p0i8(i8* %98, i32 0, i32 3, i32 1)
+	%99 = add i64 %80, 96
+	%100 = getelementptr float, float* %65, i64 %99
+	%101 = bitcast float* %100 to i8*
+	call void @llvm.prefetch.p0i8(i8* %101, i32 0, i32 3, i32 1)
+	%102 = add i64 %80, 112
+	%103 = getelementptr float, float* %65, i64 %102
+	%104 = bitcast float* %103 to i8*
+	call void @llvm.prefetch.p0i8(i8* %104, i32 0, i32 3, i32 1)
+	%105 = add i64 %80, 0
+	%106 = getelementptr float, float* %67, i64 %105
+	%107 = bitcast float* %106 to i8*
+	call void @llvm.prefetch.p0i8(i8* %107, i32 0, i32 3, i32 1)
+	%108 = add i64 %80, 16
+	%109 = getelementptr float, float* %67, i64 %108
+	%110 = bitcast float* %109 to i8*
+	call void @llvm.prefetch.p0i8(i8* %110, i32 0, i32 3, i32 1)
+	%111 = add i64 %80, 32
+	%112 = getelementptr float, float* %67, i64 %111
+	%113 = bitcast float* %112 to i8*
+	call void @llvm.prefetch.p0i8(i8* %113, i32 0, i32 3, i32 1)
+	%114 = add i64 %80, 48
+	%115 = getelementptr float, float* %67, i64 %114
+	%116 = bitcast float* %115 to i8*
+	call void @llvm.prefetch.p0i8(i8* %116, i32 0, i32 3, i32 1)
+	%117 = add i64 %80, 64
+	%118 = getelementptr float, float* %67, i64 %117
+	%119 = bitcast float* %118 to i8*
+	call void @llvm.prefetch.p0i8(i8* %119, i32 0, i32 3, i32 1)
+	%120 = add i64 %80, 80
+	%121 = getelementptr float, float* %67, i64 %120
+	%122 = bitcast float* %121 to i8*
+	call void @llvm.prefetch.p0i8(i8* %122, i32 0, i32 3, i32 1)
+	%123 = add i64 %80, 96
+	%124 = getelementptr float, float* %67, i64 %123
+	%125 = bitcast float* %124 to i8*
+	call void @llvm.prefetch.p0i8(i8* %125, i32 0, i32 3, i32 1)
+	%126 = add i64 %80, 112
+	%127 = getelementptr float, float* %67, i64 %126
+	%128 = bitcast float* %127 to i8*
+	call void @llvm.prefetch.p0i8(i8* %128, i32 0, i32 3, i32 1)
+	%129 = add i64 %79, 128
+	%130 = icmp sle i64 %129, %n
+	br i1 %130, label %then.428, label %else.429
+
+row.done.427:
+	%131 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%132 = fadd <32 x float> %75, %131
+	%133 = shufflevector <32 x float> %76, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%134 = fadd <32 x float> %76, %133
+	%135 = shufflevector <32 x float> %132, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%136 = fadd <32 x float> %132, %135
+	%137 = shufflevector <32 x float> %134, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%138 = fadd <32 x float> %134, %137
+	%139 = shufflevector <32 x float> %136, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%140 = fadd <32 x float> %136, %139
+	%141 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%142 = fadd <32 x float> %138, %141
+	%143 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%144 = fadd <32 x float> %140, %143
+	%145 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%146 = fadd <32 x float> %142, %145
+	%147 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %144, %147
+	%149 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%150 = fadd <32 x float> %146, %149
+	%151 = extractelement <32 x float> %148, i32 0
+	%152 = getelementptr float, float* %37, i64 %60
+	store float %151, float* %152, align 4
+	%153 = extractelement <32 x float> %150, i32 0
+	%154 = getelementptr float, float* %39, i64 %60
+	store float %153, float* %154, align 4
+	%155 = add i64 %60, 1
+	br label %task.head.422
+
+then.428:
+	%156 = getelementptr float, float* %65, i64 %79
+	%157 = bitcast float* %156 to <128 x float>*
+	%158 = load <128 x float>, <128 x float>* %157, align 4
+	%159 = getelementptr float, float* %67, i64 %79
+	%160 = bitcast float* %159 to <128 x float>*
+	%161 = load <128 x float>, <128 x float>* %160, align 4
+	%162 = fmul <128 x float> %158, %158
+	%163 = fmul <128 x float> %161, %161
+	%164 = shufflevector <128 x float> %162, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%165 = fadd <32 x float> %75, %164
+	%166 = shufflevector <128 x float> %162, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%167 = fadd <32 x float> %165, %166
+	%168 = shufflevector <128 x float> %162, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%169 = fadd <32 x float> %167, %168
+	%170 = shufflevector <128 x float> %162, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%171 = fadd <32 x float> %169, %170
+	%172 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%173 = fadd <32 x float> %76, %172
+	%174 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%175 = fadd <32 x float> %173, %174
+	%176 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%177 = fadd <32 x float> %175, %176
+	%178 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = fadd <32 x float> %177, %178
+	br label %join.430
+
+else.429:
+	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
+	%180 = bitcast <128 x float>* %7 to float*
+	%181 = sub i64 %n, %79
+	br label %pad.head.431
+
+join.430:
+	%182 = phi <32 x float> [ %171, %then.428 ], [ %223, %pad.done.436 ]
+	%183 = phi <32 x float> [ %179, %then.428 ], [ %232, %pad.done.436 ]
+	%184 = add i64 %74, 1
+	br label %row.head.425
+
+pad.head.431:
+	%185 = phi i64 [ 0, %else.429 ], [ %191, %pad.432 ]
+	%186 = icmp slt i64 %185, %181
+	br i1 %186, label %pad.432, label %pad.done.433
+
+pad.432:
+	%187 = add i64 %79, %185
+	%188 = getelementptr float, float* %65, i64 %187
+	%189 = load float, float* %188, align 4
+	%190 = getelementptr float, float* %180, i64 %185
+	store volatile float %189, float* %190, align 4
+	%191 = add i64 %185, 1
+	br label %pad.head.431
+
+pad.done.433:
+	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
+	%192 = bitcast <128 x float>* %6 to float*
+	%193 = sub i64 %n, %79
+	br label %pad.head.434
+
+pad.head.434:
+	%194 = phi i64 [ 0, %pad.done.433 ], [ %200, %pad.435 ]
+	%195 = icmp slt i64 %194, %193
+	br i1 %195, label %pad.435, label %pad.done.436
+
+pad.435:
+	%196 = add i64 %79, %194
+	%197 = getelementptr float, float* %67, i64 %196
+	%198 = load float, float* %197, align 4
+	%199 = getelementptr float, float* %192, i64 %194
+	store volatile float %198, float* %199, align 4
+	%200 = add i64 %194, 1
+	br label %pad.head.434
+
+pad.done.436:
+	%201 = insertelement <128 x i64> undef, i64 %79, i32 0
+	%202 = shufflevector <128 x i64> %201, <128 x i64> undef, <128 x i32> zeroinitializer
+	%203 = add <128 x i64> %202, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%204 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%205 = shufflevector <128 x i64> %204, <128 x i64> undef, <128 x i32> zeroinitializer
+	%206 = icmp slt <128 x i64> %203, %205
+	%207 = getelementptr float, float* %180, i64 0
+	%208 = bitcast float* %207 to <128 x float>*
+	%209 = load <128 x float>, <128 x float>* %208, align 4
+	%210 = getelementptr float, float* %192, i64 0
+	%211 = bitcast float* %210 to <128 x float>*
+	%212 = load <128 x float>, <128 x float>* %211, align 4
+	%213 = fmul <128 x float> %209, %209
+	%214 = fmul <128 x float> %212, %212
+	%215 = select <128 x i1> %206, <128 x float> %213, <128 x float> zeroinitializer
+	%216 = shufflevector <128 x float> %215, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%217 = fadd <32 x float> %75, %216
+	%218 = shufflevector <128 x float> %215, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%219 = fadd <32 x float> %217, %218
+	%220 = shufflevector <128 x float> %215, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%221 = fadd <32 x float> %219, %220
+	%222 = shufflevector <128 x float> %215, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%223 = fadd <32 x float> %221, %222
+	%224 = select <128 x i1> %206, <128 x float> %214, <128 x float> zeroinitializer
+	%225 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%226 = fadd <32 x float> %76, %225
+	%227 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%228 = fadd <32 x float> %226, %227
+	%229 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%230 = fadd <32 x float> %228, %229
+	%231 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%232 = fadd <32 x float> %230, %231
+	br label %join.430
+
+task.head.437:
+	%233 = phi i64 [ %17, %with_noise ], [ %328, %row.done.442 ]
+	%234 = icmp slt i64 %233, %19
+	br i1 %234, label %task.438, label %task.done.439
+
+task.438:
+	%235 = sdiv i64 %233, %43
+	%236 = srem i64 %233, %43
+	%237 = mul i64 %235, %n
+	%238 = getelementptr float, float* %9, i64 %237
+	%239 = mul i64 %235, %n
+	%240 = getelementptr float, float* %11, i64 %239
+	%241 = mul i64 %236, u0x1000
+	%242 = sub i64 %n, %241
+	%243 = add i64 %242, 127
+	%244 = sdiv i64 %243, 128
+	%245 = icmp slt i64 %244, 32
+	%246 = select i1 %245, i64 %244, i64 32
+	br label %row.head.440
+
+task.done.439:
+	ret void
+
+row.head.440:
+	%247 = phi i64 [ 0, %task.438 ], [ %472, %join.445 ]
+	%248 = phi <32 x float> [ zeroinitializer, %task.438 ], [ %470, %join.445 ]
+	%249 = phi <32 x float> [ zeroinitializer, %task.438 ], [ %471, %join.445 ]
+	%250 = icmp slt i64 %247, %246
+	br i1 %250, label %row.441, label %row.done.442
+
+row.441:
+	%251 = mul i64 %247, 128
+	%252 = add i64 %241, %251
+	%253 = add i64 %252, 512
+	%254 = add i64 %253, 0
+	%255 = getelementptr float, float* %238, i64 %254
+	%256 = bitcast float* %255 to i8*
+	call void @llvm.prefetch.p0i8(i8* %256, i32 0, i32 3, i32 1)
+	%257 = add i64 %253, 16
+	%258 = getelementptr float, float* %238, i64 %257
+	%259 = bitcast float* %258 to i8*
+	call void @llvm.prefetch.p0i8(i8* %259, i32 0, i32 3, i32 1)
+	%260 = add i64 %253, 32
+	%261 = getelementptr float, float* %238, i64 %260
+	%262 = bitcast float* %261 to i8*
+	call void @llvm.prefetch.p0i8(i8* %262, i32 0, i32 3, i32 1)
+	%263 = add i64 %253, 48
+	%264 = getelementptr float, float* %238, i64 %263
+	%265 = bitcast float* %264 to i8*
+	call void @llvm.prefetch.p0i8(i8* %265, i32 0, i32 3, i32 1)
+	%266 = add i64 %253, 64
+	%267 = getelementptr float, float* %238, i64 %266
+	%268 = bitcast float* %267 to i8*
+	call void @llvm.prefetch.p0i8(i8* %268, i32 0, i32 3, i32 1)
+	%269 = add i64 %253, 80
+	%270 = getelementptr float, float* %238, i64 %269
+	%271 = bitcast float* %270 to i8*
+	call void @llvm.prefetch.p0i8(i8* %271, i32 0, i32 3, i32 1)
+	%272 = add i64 %253, 96
+	%273 = getelementptr float, float* %238, i64 %272
+	%274 = bitcast float* %273 to i8*
+	call void @llvm.prefetch.p0i8(i8* %274, i32 0, i32 3, i32 1)
+	%275 = add i64 %253, 112
+	%276 = getelementptr float, float* %238, i64 %275
+	%277 = bitcast float* %276 to i8*
+	call void @llvm.prefetch.p0i8(i8* %277, i32 0, i32 3, i32 1)
+	%278 = add i64 %253, 0
+	%279 = getelementptr float, float* %240, i64 %278
+	%280 = bitcast float* %279 to i8*
+	call void @llvm.prefetch.p0i8(i8* %280, i32 0, i32 3, i32 1)
+	%281 = add i64 %253, 16
+	%282 = getelementptr float, float* %240, i64 %281
+	%283 = bitcast float* %282 to i8*
+	call void @llvm.prefetch.p0i8(i8* %283, i32 0, i32 3, i32 1)
+	%284 = add i64 %253, 32
+	%285 = getelementptr float, float* %240, i64 %284
+	%286 = bitcast float* %285 to i8*
+	call void @llvm.prefetch.p0i8(i8* %286, i32 0, i32 3, i32 1)
+	%287 = add i64 %253, 48
+	%288 = getelementptr float, float* %240, i64 %287
+	%289 = bitcast float* %288 to i8*
+	call void @llvm.prefetch.p0i8(i8* %289, i32 0, i32 3, i32 1)
+	%290 = add i64 %253, 64
+	%291 = getelementptr float, float* %240, i64 %290
+	%292 = bitcast float* %291 to i8*
+	call void @llvm.prefetch.p0i8(i8* %292, i32 0, i32 3, i32 1)
+	%293 = add i64 %253, 80
+	%294 = getelementptr float, float* %240, i64 %293
+	%295 = bitcast float* %294 to i8*
+	call void @llvm.prefetch.p0i8(i8* %295, i32 0, i32 3, i32 1)
+	%296 = add i64 %253, 96
+	%297 = getelementptr float, float* %240, i64 %296
+	%298 = bitcast float* %297 to i8*
+	call void @llvm.prefetch.p0i8(i8* %298, i32 0, i32 3, i32 1)
+	%299 = add i64 %253, 112
+	%300 = getelementptr float, float* %240, i64 %299
+	%301 = bitcast float* %300 to i8*
+	call void @llvm.prefetch.p0i8(i8* %301, i32 0, i32 3, i32 1)
+	%302 = add i64 %252, 128
+	%303 = icmp sle i64 %302, %n
+	br i1 %303, label %then.443, label %else.444
+
+row.done.442:
+	%304 = shufflevector <32 x float> %248, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%305 = fadd <32 x float> %248, %304
+	%306 = shufflevector <32 x float> %249, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%307 = fadd <32 x float> %249, %306
+	%308 = shufflevector <32 x float> %305, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%309 = fadd <32 x float> %305, %308
+	%310 = shufflevector <32 x float> %307, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%311 = fadd <32 x float> %307, %310
+	%312 = shufflevector <32 x float> %309, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%313 = fadd <32 x float> %309, %312
+	%314 = shufflevector <32 x float> %311, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%315 = fadd <32 x float> %311, %314
+	%316 = shufflevector <32 x float> %313, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%317 = fadd <32 x float> %313, %316
+	%318 = shufflevector <32 x float> %315, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%319 = fadd <32 x float> %315, %318
+	%320 = shufflevector <32 x float> %317, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%321 = fadd <32 x float> %317, %320
+	%322 = shufflevector <32 x float> %319, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%323 = fadd <32 x float> %319, %322
+	%324 = extractelement <32 x float> %321, i32 0
+	%325 = getelementptr float, float* %37, i64 %233
+	store float %324, float* %325, align 4
+	%326 = extractelement <32 x float> %323, i32 0
+	%327 = getelementptr float, float* %39, i64 %233
+	store float %326, float* %327, align 4
+	%328 = add i64 %233, 1
+	br label %task.head.437
+
+then.443:
+	%329 = getelementptr float, float* %238, i64 %252
+	%330 = bitcast float* %329 to <128 x float>*
+	%331 = load <128 x float>, <128 x float>* %330, align 4
+	%332 = getelementptr float, float* %240, i64 %252
+	%333 = bitcast float* %332 to <128 x float>*
+	%334 = load <128 x float>, <128 x float>* %333, align 4
+	%335 = add i64 %21, %252
+	%336 = call <128 x float> @lars_noise_row128_16_false(i64 %23, i32 %25, i64 %335)
+	%337 = insertelement <128 x float> undef, float %15, i32 0
+	%338 = insertelement <128 x float> %337, float %15, i32 1
+	%339 = insertelement <128 x float> %338, float %15, i32 2
+	%340 = insertelement <128 x float> %339, float %15, i32 3
+	%341 = insertelement <128 x float> %340, float %15, i32 4
+	%342 = insertelement <128 x float> %341, float %15, i32 5
+	%343 = insertelement <128 x float> %342, float %15, i32 6
+	%344 = insertelement <128 x float> %343, float %15, i32 7
+	%345 = insertelement <128 x float> %344, float %15, i32 8
+	%346 = insertelement <128 x float> %345, float %15, i32 9
+	%347 = insertelement <128 x float> %346, float %15, i32 10
+	%348 = insertelement <128 x float> %347, float %15, i32 11
+	%349 = insertelement <128 x float> %348, float %15, i32 12
+	%350 = insertelement <128 x float> %349, float %15, i32 13
+	%351 = insertelement <128 x float> %350, float %15, i32 14
+	%352 = insertelement <128 x float> %351, float %15, i32 15
+	%353 = insertelement <128 x float> %352, float %15, i32 16
+	%354 = insertelement <128 x float> %353, float %15, i32 17
+	%355 = insertelement <128 x float> %354, float %15, i32 18
+	%356 = insertelement <128 x float> %355, float %15, i32 19
+	%357 = insertelement <128 x float> %356, float %15, i32 20
+	%358 = insertelement <128 x float> %357, float %15, i32 21
+	%359 = insertelement <128 x float> %358, float %15, i32 22
+	%360 = insertelement <128 x float> %359, float %15, i32 23
+	%361 = insertelement <128 x float> %360, float %15, i32 24
+	%362 = insertelement <128 x float> %361, float %15, i32 25
+	%363 = insertelement <128 x float> %362, float %15, i32 26
+	%364 = insertelement <128 x float> %363, float %15, i32 27
+	%365 = insertelement <128 x float> %364, float %15, i32 28
+	%366 = insertelement <128 x float> %365, float %15, i32 29
+	%367 = insertelement <128 x float> %366, float %15, i32 30
+	%368 = insertelement <128 x float> %367, float %15, i32 31
+	%369 = insertelement <128 x float> %368, float %15, i32 32
+	%370 = insertelement <128 x float> %369, float %15, i32 33
+	%371 = insertelement <128 x float> %370, float %15, i32 34
+	%372 = insertelement <128 x float> %371, float %15, i32 35
+	%373 = insertelement <128 x float> %372, float %15, i32 36
+	%374 = insertelement <128 x float> %373, float %15, i32 37
+	%375 = insertelement <128 x float> %374, float %15, i32 38
+	%376 = insertelement <128 x float> %375, float %15, i32 39
+	%377 = insertelement <128 x float> %376, float %15, i32 40
+	%378 = insertelement <128 x float> %377, float %15, i32 41
+	%379 = insertelement <128 x float> %378, float %15, i32 42
+	%380 = insertelement <128 x float> %379, float %15, i32 43
+	%381 = insertelement <128 x float> %380, float %15, i32 44
+	%382 = insertelement <128 x float> %381, float %15, i32 45
+	%383 = insertelement <128 x float> %382, float %15, i32 46
+	%384 = insertelement <128 x float> %383, float %15, i32 47
+	%385 = insertelement <128 x float> %384, float %15, i32 48
+	%386 = insertelement <128 x float> %385, float %15, i32 49
+	%387 = insertelement <128 x float> %386, float %15, i32 50
+	%388 = insertelement <128 x float> %387, float %15, i32 51
+	%389 = insertelement <128 x float> %388, float %15, i32 52
+	%390 = insertelement <128 x float> %389, float %15, i32 53
+	%391 = insertelement <128 x float> %390, float %15, i32 54
+	%392 = insertelement <128 x float> %391, float %15, i32 55
+	%393 = insertelement <128 x float> %392, float %15, i32 56
+	%394 = insertelement <128 x float> %393, float %15, i32 57
+	%395 = insertelement <128 x float> %394, float %15, i32 58
+	%396 = insertelement <128 x float> %395, float %15, i32 59
+	%397 = insertelement <128 x float> %396, float %15, i32 60
+	%398 = insertelement <128 x float> %397, float %15, i32 61
+	%399 = insertelement <128 x float> %398, float %15, i32 62
+	%400 = insertelement <128 x float> %399, float %15, i32 63
+	%401 = insertelement <128 x float> %400, float %15, i32 64
+	%402 = insertelement <128 x float> %401, float %15, i32 65
+	%403 = insertelement <128 x float> %402, float %15, i32 66
+	%404 = insertelement <128 x float> %403, float %15, i32 67
+	%405 = insertelement <128 x float> %404, float %15, i32 68
+	%406 = insertelement <128 x float> %405, float %15, i32 69
+	%407 = insertelement <128 x float> %406, float %15, i32 70
+	%408 = insertelement <128 x float> %407, float %15, i32 71
+	%409 = insertelement <128 x float> %408, float %15, i32 72
+	%410 = insertelement <128 x float> %409, float %15, i32 73
+	%411 = insertelement <128 x float> %410, float %15, i32 74
+	%412 = insertelement <128 x float> %411, float %15, i32 75
+	%413 = insertelement <128 x float> %412, float %15, i32 76
+	%414 = insertelement <128 x float> %413, float %15, i32 77
+	%415 = insertelement <128 x float> %414, float %15, i32 78
+	%416 = insertelement <128 x float> %415, float %15, i32 79
+	%417 = insertelement <128 x float> %416, float %15, i32 80
+	%418 = insertelement <128 x float> %417, float %15, i32 81
+	%419 = insertelement <128 x float> %418, float %15, i32 82
+	%420 = insertelement <128 x float> %419, float %15, i32 83
+	%421 = insertelement <128 x float> %420, float %15, i32 84
+	%422 = insertelement <128 x float> %421, float %15, i32 85
+	%423 = insertelement <128 x float> %422, float %15, i32 86
+	%424 = insertelement <128 x float> %423, float %15, i32 87
+	%425 = insertelement <128 x float> %424, float %15, i32 88
+	%426 = insertelement <128 x float> %425, float %15, i32 89
+	%427 = insertelement <128 x float> %426, float %15, i32 90
+	%428 = insertelement <128 x float> %427, float %15, i32 91
+	%429 = insertelement <128 x float> %428, float %15, i32 92
+	%430 = insertelement <128 x float> %429, float %15, i32 93
+	%431 = insertelement <128 x float> %430, float %15, i32 94
+	%432 = insertelement <128 x float> %431, float %15, i32 95
+	%433 = insertelement <128 x float> %432, float %15, i32 96
+	%434 = insertelement <128 x float> %433, float %15, i32 97
+	%435 = insertelement <128 x float> %434, float %15, i32 98
+	%436 = insertelement <128 x float> %435, float %15, i32 99
+	%437 = insertelement <128 x float> %436, float %15, i32 100
+	%438 = insertelement <128 x float> %437, float %15, i32 101
+	%439 = insertelement <128 x float> %438, float %15, i32 102
+	%440 = insertelement <128 x float> %439, float %15, i32 103
+	%441 = insertelement <128 x float> %440, float %15, i32 104
+	%442 = insertelement <128 x float> %441, float %15, i32 105
+	%443 = insertelement <128 x float> %442, float %15, i32 106
+	%444 = insertelement <128 x float> %443, float %15, i32 107
+	%445 = insertelement <128 x float> %444, float %15, i32 108
+	%446 = insertelement <128 x float> %445, float %15, i32 109
+	%447 = insertelement <128 x float> %446, float %15, i32 110
+	%448 = insertelement <128 x float> %447, float %15, i32 111
+	%449 = insertelement <128 x float> %448, float %15, i32 112
+	%450 = insertelement <128 x float> %449, float %15, i32 113
+	%451 = insertelement <128 x float> %450, float %15, i32 114
+	%452 = insertelement <128 x float> %451, float %15, i32 115
+	%453 = insertelement <128 x float> %452, float %15, i32 116
+	%454 = insertelement <128 x float> %453, float %15, i32 117
+	%455 = insertelement <128 x float> %454, float %15, i32 118
+	%456 = insertelement <128 x float> %455, float %15, i32 119
+	%457 = insertelement <128 x float> %456, float %15, i32 120
+	%458 = insertelement <128 x float> %457, float %15, i32 121
+	%459 = insertelement <128 x float> %458, float %15, i32 122
+	%460 = insertelement <128 x float> %459, float %15, i32 123
+	%461 = insertelement <128 x float> %460, float %15, i32 124
+	%462 = insertelement <128 x float> %461, float %15, i32 125
+	%463 = insertelement <128 x float> %462, float %15, i32 126
+	%464 = insertelement <128 x float> %463, float %15, i32 127
+	%465 = fmul <128 x float> %464, %336
+	%466 = fadd <128 x float> %334, %465
+	%467 = icmp ne float* %kept, null
+	br i1 %467, label %keep.455, label %kept.456
+
+else.444:
+	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
+	%468 = bitcast <128 x float>* %5 to float*
+	%469 = sub i64 %n, %252
+	br label %pad.head.457
+
+join.445:
+	%470 = phi <32 x float> [ %484, %kept.456 ], [ %675, %keep.done.465 ]
+	%471 = phi <32 x float> [ %492, %kept.456 ], [ %684, %keep.done.465 ]
+	%472 = add i64 %247, 1
+	br label %row.head.440
+
+keep.455:
+	%473 = getelementptr float, float* %kept, i64 %252
+	%474 = bitcast float* %473 to <128 x float>*
+	store <128 x float> %466, <128 x float>* %474, align 4
+	br label %kept.456
+
+kept.456:
+	%475 = fmul <128 x float> %331, %331
+	%476 = fmul <128 x float> %466, %466
+	%477 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%478 = fadd <32 x float> %248, %477
+	%479 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%480 = fadd <32 x float> %478, %479
+	%481 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%482 = fadd <32 x float> %480, %481
+	%483 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%484 = fadd <32 x float> %482, %483
+	%485 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%486 = fadd <32 x float> %249, %485
+	%487 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%488 = fadd <32 x float> %486, %487
+	%489 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%490 = fadd <32 x float> %488, %489
+	%491 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%492 = fadd <32 x float> %490, %491
+	br label %join.445
+
+pad.head.457:
+	%493 = phi i64 [ 0, %else.444 ], [ %499, %pad.458 ]
+	%494 = icmp slt i64 %493, %469
+	br i1 %494, label %pad.458, label %pad.done.459
+
+pad.458:
+	%495 = add i64 %252, %493
+	%496 = getelementptr float, float* %238, i64 %495
+	%497 = load float, float* %496, align 4
+	%498 = getelementptr float, float* %468, i64 %493
+	store volatile float %497, float* %498, align 4
+	%499 = add i64 %493, 1
+	br label %pad.head.457
+
+pad.done.459:
+	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
+	%500 = bitcast <128 x float>* %4 to float*
+	%501 = sub i64 %n, %252
+	br label %pad.head.460
+
+pad.head.460:
+	%502 = phi i64 [ 0, %pad.done.459 ], [ %508, %pad.461 ]
+	%503 = icmp slt i64 %502, %501
+	br i1 %503, label %pad.461, label %pad.done.462
+
+pad.461:
+	%504 = add i64 %252, %502
+	%505 = getelementptr float, float* %240, i64 %504
+	%506 = load float, float* %505, align 4
+	%507 = getelementptr float, float* %500, i64 %502
+	store volatile float %506, float* %507, align 4
+	%508 = add i64 %502, 1
+	br label %pad.head.460
+
+pad.done.462:
+	%509 = insertelement <128 x i64> undef, i64 %252, i32 0
+	%510 = shufflevector <128 x i64> %509, <128 x i64> undef, <128 x i32> zeroinitializer
+	%511 = add <128 x i64> %510, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%512 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%513 = shufflevector <128 x i64> %512, <128 x i64> undef, <128 x i32> zeroinitializer
+	%514 = icmp slt <128 x i64> %511, %513
+	%515 = getelementptr float, float* %468, i64 0
+	%516 = bitcast float* %515 to <128 x float>*
+	%517 = load <128 x float>, <128 x float>* %516, align 4
+	%518 = getelementptr float, float* %500, i64 0
+	%519 = bitcast float* %518 to <128 x float>*
+	%520 = load <128 x float>, <128 x float>* %519, align 4
+	%521 = add i64 %21, %252
+	%522 = call <128 x float> @lars_noise_row128_16_false(i64 %23, i32 %25, i64 %521)
+	%523 = insertelement <128 x float> undef, float %15, i32 0
+	%524 = insertelement <128 x float> %523, float %15, i32 1
+	%525 = insertelement <128 x float> %524, float %15, i32 2
+	%526 = insertelement <128 x float> %525, float %15, i32 3
+	%527 = insertelement <128 x float> %526, float %15, i32 4
+	%528 = insertelement <128 x float> %527, float %15, i32 5
+	%529 = insertelement <128 x float> %528, float %15, i32 6
+	%530 = insertelement <128 x float> %529, float %15, i32 7
+	%531 = insertelement <128 x float> %530, float %15, i32 8
+	%532 = insertelement <128 x float> %531, float %15, i32 9
+	%533 = insertelement <128 x float> %532, float %15, i32 10
+	%534 = insertelement <128 x float> %533, float %15, i32 11
+	%535 = insertelement <128 x float> %534, float %15, i32 12
+	%536 = insertelement <128 x float> %535, float %15, i32 13
+	%537 = insertelement <128 x float> %536, float %15, i32 14
+	%538 = insertelement <128 x float> %537, float %15, i32 15
+	%539 = insertelement <128 x float> %538, float %15, i32 16
+	%540 = insertelement <128 x float> %539, float %15, i32 17
+	%541 = insertelement <128 x float> %540, float %15, i32 18
+	%542 = insertelement <128 x float> %541, float %15, i32 19
+	%543 = insertelement <128 x float> %542, float %15, i32 20
+	%544 = insertelement <128 x float> %543, float %15, i32 21
+	%545 = insertelement <128 x float> %544, float %15, i32 22
+	%546 = insertelement <128 x float> %545, float %15, i32 23
+	%547 = insertelement <128 x float> %546, float %15, i32 24
+	%548 = insertelement <128 x float> %547, float %15, i32 25
+	%549 = insertelement <128 x float> %548, float %15, i32 26
+	%550 = insertelement <128 x float> %549, float %15, i32 27
+	%551 = insertelement <128 x float> %550, float %15, i32 28
+	%552 = insertelement <128 x float> %551, float %15, i32 29
+	%553 = insertelement <128 x float> %552, float %15, i32 30
+	%554 = insertelement <128 x float> %553, float %15, i32 31
+	%555 = insertelement <128 x float> %554, float %15, i32 32
+	%556 = insertelement <128 x float> %555, float %15, i32 33
+	%557 = insertelement <128 x float> %556, float %15, i32 34
+	%558 = insertelement <128 x float> %557, float %15, i32 35
+	%559 = insertelement <128 x float> %558, float %15, i32 36
+	%560 = insertelement <128 x float> %559, float %15, i32 37
+	%561 = insertelement <128 x float> %560, float %15, i32 38
+	%562 = insertelement <128 x float> %561, float %15, i32 39
+	%563 = insertelement <128 x float> %562, float %15, i32 40
+	%564 = insertelement <128 x float> %563, float %15, i32 41
+	%565 = insertelement <128 x float> %564, float %15, i32 42
+	%566 = insertelement <128 x float> %565, float %15, i32 43
+	%567 = insertelement <128 x float> %566, float %15, i32 44
+	%568 = insertelement <128 x float> %567, float %15, i32 45
+	%569 = insertelement <128 x float> %568, float %15, i32 46
+	%570 = insertelement <128 x float> %569, float %15, i32 47
+	%571 = insertelement <128 x float> %570, float %15, i32 48
+	%572 = insertelement <128 x float> %571, float %15, i32 49
+	%573 = insertelement <128 x float> %572, float %15, i32 50
+	%574 = insertelement <128 x float> %573, float %15, i32 51
+	%575 = insertelement <128 x float> %574, float %15, i32 52
+	%576 = insertelement <128 x float> %575, float %15, i32 53
+	%577 = insertelement <128 x float> %576, float %15, i32 54
+	%578 = insertelement <128 x float> %577, float %15, i32 55
+	%579 = insertelement <128 x float> %578, float %15, i32 56
+	%580 = insertelement <128 x float> %579, float %15, i32 57
+	%581 = insertelement <128 x float> %580, float %15, i32 58
+	%582 = insertelement <128 x float> %581, float %15, i32 59
+	%583 = insertelement <128 x float> %582, float %15, i32 60
+	%584 = insertelement <128 x float> %583, float %15, i32 61
+	%585 = insertelement <128 x float> %584, float %15, i32 62
+	%586 = insertelement <128 x float> %585, float %15, i32 63
+	%587 = insertelement <128 x float> %586, float %15, i32 64
+	%588 = insertelement <128 x float> %587, float %15, i32 65
+	%589 = insertelement <128 x float> %588, float %15, i32 66
+	%590 = insertelement <128 x float> %589, float %15, i32 67
+	%591 = insertelement <128 x float> %590, float %15, i32 68
+	%592 = insertelement <128 x float> %591, float %15, i32 69
+	%593 = insertelement <128 x float> %592, float %15, i32 70
+	%594 = insertelement <128 x float> %593, float %15, i32 71
+	%595 = insertelement <128 x float> %594, float %15, i32 72
+	%596 = insertelement <128 x float> %595, float %15, i32 73
+	%597 = insertelement <128 x float> %596, float %15, i32 74
+	%598 = insertelement <128 x float> %597, float %15, i32 75
+	%599 = insertelement <128 x float> %598, float %15, i32 76
+	%600 = insertelement <128 x float> %599, float %15, i32 77
+	%601 = insertelement <128 x float> %600, float %15, i32 78
+	%602 = insertelement <128 x float> %601, float %15, i32 79
+	%603 = insertelement <128 x float> %602, float %15, i32 80
+	%604 = insertelement <128 x float> %603, float %15, i32 81
+	%605 = insertelement <128 x float> %604, float %15, i32 82
+	%606 = insertelement <128 x float> %605, float %15, i32 83
+	%607 = insertelement <128 x float> %606, float %15, i32 84
+	%608 = insertelement <128 x float> %607, float %15, i32 85
+	%609 = insertelement <128 x float> %608, float %15, i32 86
+	%610 = insertelement <128 x float> %609, float %15, i32 87
+	%611 = insertelement <128 x float> %610, float %15, i32 88
+	%612 = insertelement <128 x float> %611, float %15, i32 89
+	%613 = insertelement <128 x float> %612, float %15, i32 90
+	%614 = insertelement <128 x float> %613, float %15, i32 91
+	%615 = insertelement <128 x float> %614, float %15, i32 92
+	%616 = insertelement <128 x float> %615, float %15, i32 93
+	%617 = insertelement <128 x float> %616, float %15, i32 94
+	%618 = insertelement <128 x float> %617, float %15, i32 95
+	%619 = insertelement <128 x float> %618, float %15, i32 96
+	%620 = insertelement <128 x float> %619, float %15, i32 97
+	%621 = insertelement <128 x float> %620, float %15, i32 98
+	%622 = insertelement <128 x float> %621, float %15, i32 99
+	%623 = insertelement <128 x float> %622, float %15, i32 100
+	%624 = insertelement <128 x float> %623, float %15, i32 101
+	%625 = insertelement <128 x float> %624, float %15, i32 102
+	%626 = insertelement <128 x float> %625, float %15, i32 103
+	%627 = insertelement <128 x float> %626, float %15, i32 104
+	%628 = insertelement <128 x float> %627, float %15, i32 105
+	%629 = insertelement <128 x float> %628, float %15, i32 106
+	%630 = insertelement <128 x float> %629, float %15, i32 107
+	%631 = insertelement <128 x float> %630, float %15, i32 108
+	%632 = insertelement <128 x float> %631, float %15, i32 109
+	%633 = insertelement <128 x float> %632, float %15, i32 110
+	%634 = insertelement <128 x float> %633, float %15, i32 111
+	%635 = insertelement <128 x float> %634, float %15, i32 112
+	%636 = insertelement <128 x float> %635, float %15, i32 113
+	%637 = insertelement <128 x float> %636, float %15, i32 114
+	%638 = insertelement <128 x float> %637, float %15, i32 115
+	%639 = insertelement <128 x float> %638, float %15, i32 116
+	%640 = insertelement <128 x float> %639, float %15, i32 117
+	%641 = insertelement <128 x float> %640, float %15, i32 118
+	%642 = insertelement <128 x float> %641, float %15, i32 119
+	%643 = insertelement <128 x float> %642, float %15, i32 120
+	%644 = insertelement <128 x float> %643, float %15, i32 121
+	%645 = insertelement <128 x float> %644, float %15, i32 122
+	%646 = insertelement <128 x float> %645, float %15, i32 123
+	%647 = insertelement <128 x float> %646, float %15, i32 124
+	%648 = insertelement <128 x float> %647, float %15, i32 125
+	%649 = insertelement <128 x float> %648, float %15, i32 126
+	%650 = insertelement <128 x float> %649, float %15, i32 127
+	%651 = fmul <128 x float> %650, %522
+	%652 = fadd <128 x float> %520, %651
+	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
+	%653 = bitcast <128 x float>* %3 to float*
+	%654 = bitcast float* %653 to <128 x float>*
+	store <128 x float> %652, <128 x float>* %654, align 4
+	%655 = icmp ne float* %kept, null
+	%656 = sub i64 %n, %252
+	%657 = select i1 %655, i64 %656, i64 0
+	br label %keep.head.463
+
+keep.head.463:
+	%658 = phi i64 [ 0, %pad.done.462 ], [ %664, %keep.464 ]
+	%659 = icmp slt i64 %658, %657
+	br i1 %659, label %keep.464, label %keep.done.465
+
+keep.464:
+	%660 = getelementptr float, float* %653, i64 %658
+	%661 = load float, float* %660, align 4
+	%662 = add i64 %252, %658
+	%663 = getelementptr float, float* %kept, i64 %662
+	store volatile float %661, float* %663, align 4
+	%664 = add i64 %658, 1
+	br label %keep.head.463
+
+keep.done.465:
+	%665 = fmul <128 x float> %517, %517
+	%666 = fmul <128 x float> %652, %652
+	%667 = select <128 x i1> %514, <128 x float> %665, <128 x float> zeroinitializer
+	%668 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%669 = fadd <32 x float> %248, %668
+	%670 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%671 = fadd <32 x float> %669, %670
+	%672 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%673 = fadd <32 x float> %671, %672
+	%674 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%675 = fadd <32 x float> %673, %674
+	%676 = select <128 x i1> %514, <128 x float> %666, <128 x float> zeroinitializer
+	%677 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%678 = fadd <32 x float> %249, %677
+	%679 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%680 = fadd <32 x float> %678, %679
+	%681 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%682 = fadd <32 x float> %680, %681
+	%683 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%684 = fadd <32 x float> %682, %683
+	br label %join.445
+
+task.head.466:
+	%685 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.471 ]
+	%686 = icmp slt i64 %685, %19
+	br i1 %686, label %task.467, label %task.done.468
+
+task.467:
+	%687 = sdiv i64 %685, %59
+	%688 = srem i64 %685, %59
+	%689 = mul i64 %687, %n
+	%690 = getelementptr float, float* %9, i64 %689
+	%691 = mul i64 %687, %n
+	%692 = getelementptr float, float* %11, i64 %691
+	%693 = mul i64 %688, u0x1000
+	%694 = sub i64 %n, %693
+	%695 = add i64 %694, 127
+	%696 = sdiv i64 %695, 128
+	%697 = icmp slt i64 %696, 32
+	%698 = select i1 %697, i64 %696, i64 32
+	br label %row.head.469
+
+task.done.468:
+	ret void
+
+row.head.469:
+	%699 = phi i64 [ 0, %task.467 ], [ %1186, %join.474 ]
+	%700 = phi <32 x float> [ zeroinitializer, %task.467 ], [ %1184, %join.474 ]
+	%701 = phi <32 x float> [ zeroinitializer, %task.467 ], [ %1185, %join.474 ]
+	%702 = icmp slt i64 %699, %698
+	br i1 %702, label %row.470, label %row.done.471
+
+row.470:
+	%703 = mul i64 %699, 128
+	%704 = add i64 %693, %703
+	%705 = add i64 %704, 512
+	%706 = add i64 %705, 0
+	%707 = getelementptr float, float* %690, i64 %706
+	%708 = bitcast float* %707 to i8*
+	call void @llvm.prefetch.p0i8(i8* %708, i32 0, i32 3, i32 1)
+	%709 = add i64 %705, 16
+	%710 = getelementptr float, float* %690, i64 %709
+	%711 = bitcast float* %710 to i8*
+	call void @llvm.prefetch.p0i8(i8* %711, i32 0, i32 3, i32 1)
+	%712 = add i64 %705, 32
+	%713 = getelementptr float, float* %690, i64 %712
+	%714 = bitcast float* %713 to i8*
+	call void @llvm.prefetch.p0i8(i8* %714, i32 0, i32 3, i32 1)
+	%715 = add i64 %705, 48
+	%716 = getelementptr float, float* %690, i64 %715
+	%717 = bitcast float* %716 to i8*
+	call void @llvm.prefetch.p0i8(i8* %717, i32 0, i32 3, i32 1)
+	%718 = add i64 %705, 64
+	%719 = getelementptr float, float* %690, i64 %718
+	%720 = bitcast float* %719 to i8*
+	call void @llvm.prefetch.p0i8(i8* %720, i32 0, i32 3, i32 1)
+	%721 = add i64 %705, 80
+	%722 = getelementptr float, float* %690, i64 %721
+	%723 = bitcast float* %722 to i8*
+	call void @llvm.prefetch.p0i8(i8* %723, i32 0, i32 3, i32 1)
+	%724 = add i64 %705, 96
+	%725 = getelementptr float, float* %690, i64 %724
+	%726 = bitcast float* %725 to i8*
+	call void @llvm.prefetch.p0i8(i8* %726, i32 0, i32 3, i32 1)
+	%727 = add i64 %705, 112
+	%728 = getelementptr float, float* %690, i64 %727
+	%729 = bitcast float* %728 to i8*
+	call void @llvm.prefetch.p0i8(i8* %729, i32 0, i32 3, i32 1)
+	%730 = add i64 %705, 0
+	%731 = getelementptr float, float* %692, i64 %730
+	%732 = bitcast float* %731 to i8*
+	call void @llvm.prefetch.p0i8(i8* %732, i32 0, i32 3, i32 1)
+	%733 = add i64 %705, 16
+	%734 = getelementptr float, float* %692, i64 %733
+	%735 = bitcast float* %734 to i8*
+	call void @llvm.prefetch.p0i8(i8* %735, i32 0, i32 3, i32 1)
+	%736 = add i64 %705, 32
+	%737 = getelementptr float, float* %692, i64 %736
+	%738 = bitcast float* %737 to i8*
+	call void @llvm.prefetch.p0i8(i8* %738, i32 0, i32 3, i32 1)
+	%739 = add i64 %705, 48
+	%740 = getelementptr float, float* %692, i64 %739
+	%741 = bitcast float* %740 to i8*
+	call void @llvm.prefetch.p0i8(i8* %741, i32 0, i32 3, i32 1)
+	%742 = add i64 %705, 64
+	%743 = getelementptr float, float* %692, i64 %742
+	%744 = bitcast float* %743 to i8*
+	call void @llvm.prefetch.p0i8(i8* %744, i32 0, i32 3, i32 1)
+	%745 = add i64 %705, 80
+	%746 = getelementptr float, float* %692, i64 %745
+	%747 = bitcast float* %746 to i8*
+	call void @llvm.prefetch.p0i8(i8* %747, i32 0, i32 3, i32 1)
+	%748 = add i64 %705, 96
+	%749 = getelementptr float, float* %692, i64 %748
+	%750 = bitcast float* %749 to i8*
+	call void @llvm.prefetch.p0i8(i8* %750, i32 0, i32 3, i32 1)
+	%751 = add i64 %705, 112
+	%752 = getelementptr float, float* %692, i64 %751
+	%753 = bitcast float* %752 to i8*
+	call void @llvm.prefetch.p0i8(i8* %753, i32 0, i32 3, i32 1)
+	%754 = add i64 %704, 128
+	%755 = icmp sle i64 %754, %n
+	br i1 %755, label %then.472, label %else.473
+
+row.done.471:
+	%756 = shufflevector <32 x float> %700, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%757 = fadd <32 x float> %700, %756
+	%758 = shufflevector <32 x float> %701, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%759 = fadd <32 x float> %701, %758
+	%760 = shufflevector <32 x float> %757, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%761 = fadd <32 x float> %757, %760
+	%762 = shufflevector <32 x float> %759, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%763 = fadd <32 x float> %759, %762
+	%764 = shufflevector <32 x float> %761, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%765 = fadd <32 x float> %761, %764
+	%766 = shufflevector <32 x float> %763, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%767 = fadd <32 x float> %763, %766
+	%768 = shufflevector <32 x float> %765, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%769 = fadd <32 x float> %765, %768
+	%770 = shufflevector <32 x float> %767, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%771 = fadd <32 x float> %767, %770
+	%772 = shufflevector <32 x float> %769, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%773 = fadd <32 x float> %769, %772
+	%774 = shufflevector <32 x float> %771, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%775 = fadd <32 x float> %771, %774
+	%776 = extractelement <32 x float> %773, i32 0
+	%777 = getelementptr float, float* %37, i64 %685
+	store float %776, float* %777, align 4
+	%778 = extractelement <32 x float> %775, i32 0
+	%779 = getelementptr float, float* %39, i64 %685
+	store float %778, float* %779, align 4
+	%780 = add i64 %685, 1
+	br label %task.head.466
+
+then.472:
+	%781 = getelementptr float, float* %690, i64 %704
+	%782 = bitcast float* %781 to <128 x float>*
+	%783 = load <128 x float>, <128 x float>* %782, align 4
+	%784 = getelementptr float, float* %692, i64 %704
+	%785 = bitcast float* %784 to <128 x float>*
+	%786 = load <128 x float>, <128 x float>* %785, align 4
+	%787 = add i64 %21, %704
+	%788 = call <128 x float> @lars_noise_row128_16_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %787)
+	%789 = insertelement <128 x float> undef, float %15, i32 0
+	%790 = insertelement <128 x float> %789, float %15, i32 1
+	%791 = insertelement <128 x float> %790, float %15, i32 2
+	%792 = insertelement <128 x float> %791, float %15, i32 3
+	%793 = insertelement <128 x float> %792, float %15, i32 4
+	%794 = insertelement <128 x float> %793, float %15, i32 5
+	%795 = insertelement <128 x float> %794, float %15, i32 6
+	%796 = insertelement <128 x float> %795, float %15, i32 7
+	%797 = insertelement <128 x float> %796, float %15, i32 8
+	%798 = insertelement <128 x float> %797, float %15, i32 9
+	%799 = insertelement <128 x float> %798, float %15, i32 10
+	%800 = insertelement <128 x float> %799, float %15, i32 11
+	%801 = insertelement <128 x float> %800, float %15, i32 12
+	%802 = insertelement <128 x float> %801, float %15, i32 13
+	%803 = insertelement <128 x float> %802, float %15, i32 14
+	%804 = insertelement <128 x float> %803, float %15, i32 15
+	%805 = insertelement <128 x float> %804, float %15, i32 16
+	%806 = insertelement <128 x float> %805, float %15, i32 17
+	%807 = insertelement <128 x float> %806, float %15, i32 18
+	%808 = insertelement <128 x float> %807, float %15, i32 19
+	%809 = insertelement <128 x float> %808, float %15, i32 20
+	%810 = insertelement <128 x float> %809, float %15, i32 21
+	%811 = insertelement <128 x float> %810, float %15, i32 22
+	%812 = insertelement <128 x float> %811, float %15, i32 23
+	%813 = insertelement <128 x float> %812, float %15, i32 24
+	%814 = insertelement <128 x float> %813, float %15, i32 25
+	%815 = insertelement <128 x float> %814, float %15, i32 26
+	%816 = insertelement <128 x float> %815, float %15, i32 27
+	%817 = insertelement <128 x float> %816, float %15, i32 28
+	%818 = insertelement <128 x float> %817, float %15, i32 29
+	%819 = insertelement <128 x float> %818, float %15, i32 30
+	%820 = insertelement <128 x float> %819, float %15, i32 31
+	%821 = insertelement <128 x float> %820, float %15, i32 32
+	%822 = insertelement <128 x float> %821, float %15, i32 33
+	%823 = insertelement <128 x float> %822, float %15, i32 34
+	%824 = insertelement <128 x float> %823, float %15, i32 35
+	%825 = insertelement <128 x float> %824, float %15, i32 36
+	%826 = insertelement <128 x float> %825, float %15, i32 37
+	%827 = insertelement <128 x float> %826, float %15, i32 38
+	%828 = insertelement <128 x float> %827, float %15, i32 39
+	%829 = insertelement <128 x float> %828, float %15, i32 40
+	%830 = insertelement <128 x float> %829, float %15, i32 41
+	%831 = insertelement <128 x float> %830, float %15, i32 42
+	%832 = insertelement <128 x float> %831, float %15, i32 43
+	%833 = insertelement <128 x float> %832, float %15, i32 44
+	%834 = insertelement <128 x float> %833, float %15, i32 45
+	%835 = insertelement <128 x float> %834, float %15, i32 46
+	%836 = insertelement <128 x float> %835, float %15, i32 47
+	%837 = insertelement <128 x float> %836, float %15, i32 48
+	%838 = insertelement <128 x float> %837, float %15, i32 49
+	%839 = insertelement <128 x float> %838, float %15, i32 50
+	%840 = insertelement <128 x float> %839, float %15, i32 51
+	%841 = insertelement <128 x float> %840, float %15, i32 52
+	%842 = insertelement <128 x float> %841, float %15, i32 53
+	%843 = insertelement <128 x float> %842, float %15, i32 54
+	%844 = insertelement <128 x float> %843, float %15, i32 55
+	%845 = insertelement <128 x float> %844, float %15, i32 56
+	%846 = insertelement <128 x float> %845, float %15, i32 57
+	%847 = insertelement <128 x float> %846, float %15, i32 58
+	%848 = insertelement <128 x float> %847, float %15, i32 59
+	%849 = insertelement <128 x float> %848, float %15, i32 60
+	%850 = insertelement <128 x float> %849, float %15, i32 61
+	%851 = insertelement <128 x float> %850, float %15, i32 62
+	%852 = insertelement <128 x float> %851, float %15, i32 63
+	%853 = insertelement <128 x float> %852, float %15, i32 64
+	%854 = insertelement <128 x float> %853, float %15, i32 65
+	%855 = insertelement <128 x float> %854, float %15, i32 66
+	%856 = insertelement <128 x float> %855, float %15, i32 67
+	%857 = insertelement <128 x float> %856, float %15, i32 68
+	%858 = insertelement <128 x float> %857, float %15, i32 69
+	%859 = insertelement <128 x float> %858, float %15, i32 70
+	%860 = insertelement <128 x float> %859, float %15, i32 71
+	%861 = insertelement <128 x float> %860, float %15, i32 72
+	%862 = insertelement <128 x float> %861, float %15, i32 73
+	%863 = insertelement <128 x float> %862, float %15, i32 74
+	%864 = insertelement <128 x float> %863, float %15, i32 75
+	%865 = insertelement <128 x float> %864, float %15, i32 76
+	%866 = insertelement <128 x float> %865, float %15, i32 77
+	%867 = insertelement <128 x float> %866, float %15, i32 78
+	%868 = insertelement <128 x float> %867, float %15, i32 79
+	%869 = insertelement <128 x float> %868, float %15, i32 80
+	%870 = insertelement <128 x float> %869, float %15, i32 81
+	%871 = insertelement <128 x float> %870, float %15, i32 82
+	%872 = insertelement <128 x float> %871, float %15, i32 83
+	%873 = insertelement <128 x float> %872, float %15, i32 84
+	%874 = insertelement <128 x float> %873, float %15, i32 85
+	%875 = insertelement <128 x float> %874, float %15, i32 86
+	%876 = insertelement <128 x float> %875, float %15, i32 87
+	%877 = insertelement <128 x float> %876, float %15, i32 88
+	%878 = insertelement <128 x float> %877, float %15, i32 89
+	%879 = insertelement <128 x float> %878, float %15, i32 90
+	%880 = insertelement <128 x float> %879, float %15, i32 91
+	%881 = insertelement <128 x float> %880, float %15, i32 92
+	%882 = insertelement <128 x float> %881, float %15, i32 93
+	%883 = insertelement <128 x float> %882, float %15, i32 94
+	%884 = insertelement <128 x float> %883, float %15, i32 95
+	%885 = insertelement <128 x float> %884, float %15, i32 96
+	%886 = insertelement <128 x float> %885, float %15, i32 97
+	%887 = insertelement <128 x float> %886, float %15, i32 98
+	%888 = insertelement <128 x float> %887, float %15, i32 99
+	%889 = insertelement <128 x float> %888, float %15, i32 100
+	%890 = insertelement <128 x float> %889, float %15, i32 101
+	%891 = insertelement <128 x float> %890, float %15, i32 102
+	%892 = insertelement <128 x float> %891, float %15, i32 103
+	%893 = insertelement <128 x float> %892, float %15, i32 104
+	%894 = insertelement <128 x float> %893, float %15, i32 105
+	%895 = insertelement <128 x float> %894, float %15, i32 106
+	%896 = insertelement <128 x float> %895, float %15, i32 107
+	%897 = insertelement <128 x float> %896, float %15, i32 108
+	%898 = insertelement <128 x float> %897, float %15, i32 109
+	%899 = insertelement <128 x float> %898, float %15, i32 110
+	%900 = insertelement <128 x float> %899, float %15, i32 111
+	%901 = insertelement <128 x float> %900, float %15, i32 112
+	%902 = insertelement <128 x float> %901, float %15, i32 113
+	%903 = insertelement <128 x float> %902, float %15, i32 114
+	%904 = insertelement <128 x float> %903, float %15, i32 115
+	%905 = insertelement <128 x float> %904, float %15, i32 116
+	%906 = insertelement <128 x float> %905, float %15, i32 117
+	%907 = insertelement <128 x float> %906, float %15, i32 118
+	%908 = insertelement <128 x float> %907, float %15, i32 119
+	%909 = insertelement <128 x float> %908, float %15, i32 120
+	%910 = insertelement <128 x float> %909, float %15, i32 121
+	%911 = insertelement <128 x float> %910, float %15, i32 122
+	%912 = insertelement <128 x float> %911, float %15, i32 123
+	%913 = insertelement <128 x float> %912, float %15, i32 124
+	%914 = insertelement <128 x float> %913, float %15, i32 125
+	%915 = insertelement <128 x float> %914, float %15, i32 126
+	%916 = insertelement <128 x float> %915, float %15, i32 127
+	%917 = fmul <128 x float> %916, %788
+	%918 = fadd <128 x float> %786, %917
+	%919 = insertelement <128 x float> undef, float %57, i32 0
+	%920 = insertelement <128 x float> %919, float %57, i32 1
+	%921 = insertelement <128 x float> %920, float %57, i32 2
+	%922 = insertelement <128 x float> %921, float %57, i32 3
+	%923 = insertelement <128 x float> %922, float %57, i32 4
+	%924 = insertelement <128 x float> %923, float %57, i32 5
+	%925 = insertelement <128 x float> %924, float %57, i32 6
+	%926 = insertelement <128 x float> %925, float %57, i32 7
+	%927 = insertelement <128 x float> %926, float %57, i32 8
+	%928 = insertelement <128 x float> %927, float %57, i32 9
+	%929 = insertelement <128 x float> %928, float %57, i32 10
+	%930 = insertelement <128 x float> %929, float %57, i32 11
+	%931 = insertelement <128 x float> %930, float %57, i32 12
+	%932 = insertelement <128 x float> %931, float %57, i32 13
+	%933 = insertelement <128 x float> %932, float %57, i32 14
+	%934 = insertelement <128 x float> %933, float %57, i32 15
+	%935 = insertelement <128 x float> %934, float %57, i32 16
+	%936 = insertelement <128 x float> %935, float %57, i32 17
+	%937 = insertelement <128 x float> %936, float %57, i32 18
+	%938 = insertelement <128 x float> %937, float %57, i32 19
+	%939 = insertelement <128 x float> %938, float %57, i32 20
+	%940 = insertelement <128 x float> %939, float %57, i32 21
+	%941 = insertelement <128 x float> %940, float %57, i32 22
+	%942 = insertelement <128 x float> %941, float %57, i32 23
+	%943 = insertelement <128 x float> %942, float %57, i32 24
+	%944 = insertelement <128 x float> %943, float %57, i32 25
+	%945 = insertelement <128 x float> %944, float %57, i32 26
+	%946 = insertelement <128 x float> %945, float %57, i32 27
+	%947 = insertelement <128 x float> %946, float %57, i32 28
+	%948 = insertelement <128 x float> %947, float %57, i32 29
+	%949 = insertelement <128 x float> %948, float %57, i32 30
+	%950 = insertelement <128 x float> %949, float %57, i32 31
+	%951 = insertelement <128 x float> %950, float %57, i32 32
+	%952 = insertelement <128 x float> %951, float %57, i32 33
+	%953 = insertelement <128 x float> %952, float %57, i32 34
+	%954 = insertelement <128 x float> %953, float %57, i32 35
+	%955 = insertelement <128 x float> %954, float %57, i32 36
+	%956 = insertelement <128 x float> %955, float %57, i32 37
+	%957 = insertelement <128 x float> %956, float %57, i32 38
+	%958 = insertelement <128 x float> %957, float %57, i32 39
+	%959 = insertelement <128 x float> %958, float %57, i32 40
+	%960 = insertelement <128 x float> %959, float %57, i32 41
+	%961 = insertelement <128 x float> %960, float %57, i32 42
+	%962 = insertelement <128 x float> %961, float %57, i32 43
+	%963 = insertelement <128 x float> %962, float %57, i32 44
+	%964 = insertelement <128 x float> %963, float %57, i32 45
+	%965 = insertelement <128 x float> %964, float %57, i32 46
+	%966 = insertelement <128 x float> %965, float %57, i32 47
+	%967 = insertelement <128 x float> %966, float %57, i32 48
+	%968 = insertelement <128 x float> %967, float %57, i32 49
+	%969 = insertelement <128 x float> %968, float %57, i32 50
+	%970 = insertelement <128 x float> %969, float %57, i32 51
+	%971 = insertelement <128 x float> %970, float %57, i32 52
+	%972 = insertelement <128 x float> %971, float %57, i32 53
+	%973 = insertelement <128 x float> %972, float %57, i32 54
+	%974 = insertelement <128 x float> %973, float %57, i32 55
+	%975 = insertelement <128 x float> %974, float %57, i32 56
+	%976 = insertelement <128 x float> %975, float %57, i32 57
+	%977 = insertelement <128 x float> %976, float %57, i32 58
+	%978 = insertelement <128 x float> %977, float %57, i32 59
+	%979 = insertelement <128 x float> %978, float %57, i32 60
+	%980 = insertelement <128 x float> %979, float %57, i32 61
+	%981 = insertelement <128 x float> %980, float %57, i32 62
+	%982 = insertelement <128 x float> %981, float %57, i32 63
+	%983 = insertelement <128 x float> %982, float %57, i32 64
+	%984 = insertelement <128 x float> %983, float %57, i32 65
+	%985 = insertelement <128 x float> %984, float %57, i32 66
+	%986 = insertelement <128 x float> %985, float %57, i32 67
+	%987 = insertelement <128 x float> %986, float %57, i32 68
+	%988 = insertelement <128 x float> %987, float %57, i32 69
+	%989 = insertelement <128 x float> %988, float %57, i32 70
+	%990 = insertelement <128 x float> %989, float %57, i32 71
+	%991 = insertelement <128 x float> %990, float %57, i32 72
+	%992 = insertelement <128 x float> %991, float %57, i32 73
+	%993 = insertelement <128 x float> %992, float %57, i32 74
+	%994 = insertelement <128 x float> %993, float %57, i32 75
+	%995 = insertelement <128 x float> %994, float %57, i32 76
+	%996 = insertelement <128 x float> %995, float %57, i32 77
+	%997 = insertelement <128 x float> %996, float %57, i32 78
+	%998 = insertelement <128 x float> %997, float %57, i32 79
+	%999 = insertelement <128 x float> %998, float %57, i32 80
+	%1000 = insertelement <128 x float> %999, float %57, i32 81
+	%1001 = insertelement <128 x float> %1000, float %57, i32 82
+	%1002 = insertelement <128 x float> %1001, float %57, i32 83
+	%1003 = insertelement <128 x float> %1002, float %57, i32 84
+	%1004 = insertelement <128 x float> %1003, float %57, i32 85
+	%1005 = insertelement <128 x float> %1004, float %57, i32 86
+	%1006 = insertelement <128 x float> %1005, float %57, i32 87
+	%1007 = insertelement <128 x float> %1006, float %57, i32 88
+	%1008 = insertelement <128 x float> %1007, float %57, i32 89
+	%1009 = insertelement <128 x float> %1008, float %57, i32 90
+	%1010 = insertelement <128 x float> %1009, float %57, i32 91
+	%1011 = insertelement <128 x float> %1010, float %57, i32 92
+	%1012 = insertelement <128 x float> %1011, float %57, i32 93
+	%1013 = insertelement <128 x float> %1012, float %57, i32 94
+	%1014 = insertelement <128 x float> %1013, float %57, i32 95
+	%1015 = insertelement <128 x float> %1014, float %57, i32 96
+	%1016 = insertelement <128 x float> %1015, float %57, i32 97
+	%1017 = insertelement <128 x float> %1016, float %57, i32 98
+	%1018 = insertelement <128 x float> %1017, float %57, i32 99
+	%1019 = insertelement <128 x float> %1018, float %57, i32 100
+	%1020 = insertelement <128 x float> %1019, float %57, i32 101
+	%1021 = insertelement <128 x float> %1020, float %57, i32 102
+	%1022 = insertelement <128 x float> %1021, float %57, i32 103
+	%1023 = insertelement <128 x float> %1022, float %57, i32 104
+	%1024 = insertelement <128 x float> %1023, float %57, i32 105
+	%1025 = insertelement <128 x float> %1024, float %57, i32 106
+	%1026 = insertelement <128 x float> %1025, float %57, i32 107
+	%1027 = insertelement <128 x float> %1026, float %57, i32 108
+	%1028 = insertelement <128 x float> %1027, float %57, i32 109
+	%1029 = insertelement <128 x float> %1028, float %57, i32 110
+	%1030 = insertelement <128 x float> %1029, float %57, i32 111
+	%1031 = insertelement <128 x float> %1030, float %57, i32 112
+	%1032 = insertelement <128 x float> %1031, float %57, i32 113
+	%1033 = insertelement <128 x float> %1032, float %57, i32 114
+	%1034 = insertelement <128 x float> %1033, float %57, i32 115
+	%1035 = insertelement <128 x float> %1034, float %57, i32 116
+	%1036 = insertelement <128 x float> %1035, float %57, i32 117
+	%1037 = insertelement <128 x float> %1036, float %57, i32 118
+	%1038 = insertelement <128 x float> %1037, float %57, i32 119
+	%1039 = insertelement <128 x float> %1038, float %57, i32 120
+	%1040 = insertelement <128 x float> %1039, float %57, i32 121
+	%1041 = insertelement <128 x float> %1040, float %57, i32 122
+	%1042 = insertelement <128 x float> %1041, float %57, i32 123
+	%1043 = insertelement <128 x float> %1042, float %57, i32 124
+	%1044 = insertelement <128 x float> %1043, float %57, i32 125
+	%1045 = insertelement <128 x float> %1044, float %57, i32 126
+	%1046 = insertelement <128 x float> %1045, float %57, i32 127
+	%1047 = fmul <128 x float> %918, %1046
+	%1048 = fadd <128 x float> %1047, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1049 = fsub <128 x float> %1048, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1050 = insertelement <128 x float> undef, float %53, i32 0
+	%1051 = insertelement <128 x float> %1050, float %53, i32 1
+	%1052 = insertelement <128 x float> %1051, float %53, i32 2
+	%1053 = insertelement <128 x float> %1052, float %53, i32 3
+	%1054 = insertelement <128 x float> %1053, float %53, i32 4
+	%1055 = insertelement <128 x float> %1054, float %53, i32 5
+	%1056 = insertelement <128 x float> %1055, float %53, i32 6
+	%1057 = insertelement <128 x float> %1056, float %53, i32 7
+	%1058 = insertelement <128 x float> %1057, float %53, i32 8
+	%1059 = insertelement <128 x float> %1058, float %53, i32 9
+	%1060 = insertelement <128 x float> %1059, float %53, i32 10
+	%1061 = insertelement <128 x float> %1060, float %53, i32 11
+	%1062 = insertelement <128 x float> %1061, float %53, i32 12
+	%1063 = insertelement <128 x float> %1062, float %53, i32 13
+	%1064 = insertelement <128 x float> %1063, float %53, i32 14
+	%1065 = insertelement <128 x float> %1064, float %53, i32 15
+	%1066 = insertelement <128 x float> %1065, float %53, i32 16
+	%1067 = insertelement <128 x float> %1066, float %53, i32 17
+	%1068 = insertelement <128 x float> %1067, float %53, i32 18
+	%1069 = insertelement <128 x float> %1068, float %53, i32 19
+	%1070 = insertelement <128 x float> %1069, float %53, i32 20
+	%1071 = insertelement <128 x float> %1070, float %53, i32 21
+	%1072 = insertelement <128 x float> %1071, float %53, i32 22
+	%1073 = insertelement <128 x float> %1072, float %53, i32 23
+	%1074 = insertelement <128 x float> %1073, float %53, i32 24
+	%1075 = insertelement <128 x float> %1074, float %53, i32 25
+	%1076 = insertelement <128 x float> %1075, float %53, i32 26
+	%1077 = insertelement <128 x float> %1076, float %53, i32 27
+	%1078 = insertelement <128 x float> %1077, float %53, i32 28
+	%1079 = insertelement <128 x float> %1078, float %53, i32 29
+	%1080 = insertelement <128 x float> %1079, float %53, i32 30
+	%1081 = insertelement <128 x float> %1080, float %53, i32 31
+	%1082 = insertelement <128 x float> %1081, float %53, i32 32
+	%1083 = insertelement <128 x float> %1082, float %53, i32 33
+	%1084 = insertelement <128 x float> %1083, float %53, i32 34
+	%1085 = insertelement <128 x float> %1084, float %53, i32 35
+	%1086 = insertelement <128 x float> %1085, float %53, i32 36
+	%1087 = insertelement <128 x float> %1086, float %53, i32 37
+	%1088 = insertelement <128 x float> %1087, float %53, i32 38
+	%1089 = insertelement <128 x float> %1088, float %53, i32 39
+	%1090 = insertelement <128 x float> %1089, float %53, i32 40
+	%1091 = insertelement <128 x float> %1090, float %53, i32 41
+	%1092 = insertelement <128 x float> %1091, float %53, i32 42
+	%1093 = insertelement <128 x float> %1092, float %53, i32 43
+	%1094 = insertelement <128 x float> %1093, float %53, i32 44
+	%1095 = insertelement <128 x float> %1094, float %53, i32 45
+	%1096 = insertelement <128 x float> %1095, float %53, i32 46
+	%1097 = insertelement <128 x float> %1096, float %53, i32 47
+	%1098 = insertelement <128 x float> %1097, float %53, i32 48
+	%1099 = insertelement <128 x float> %1098, float %53, i32 49
+	%1100 = insertelement <128 x float> %1099, float %53, i32 50
+	%1101 = insertelement <128 x float> %1100, float %53, i32 51
+	%1102 = insertelement <128 x float> %1101, float %53, i32 52
+	%1103 = insertelement <128 x float> %1102, float %53, i32 53
+	%1104 = insertelement <128 x float> %1103, float %53, i32 54
+	%1105 = insertelement <128 x float> %1104, float %53, i32 55
+	%1106 = insertelement <128 x float> %1105, float %53, i32 56
+	%1107 = insertelement <128 x float> %1106, float %53, i32 57
+	%1108 = insertelement <128 x float> %1107, float %53, i32 58
+	%1109 = insertelement <128 x float> %1108, float %53, i32 59
+	%1110 = insertelement <128 x float> %1109, float %53, i32 60
+	%1111 = insertelement <128 x float> %1110, float %53, i32 61
+	%1112 = insertelement <128 x float> %1111, float %53, i32 62
+	%1113 = insertelement <128 x float> %1112, float %53, i32 63
+	%1114 = insertelement <128 x float> %1113, float %53, i32 64
+	%1115 = insertelement <128 x float> %1114, float %53, i32 65
+	%1116 = insertelement <128 x float> %1115, float %53, i32 66
+	%1117 = insertelement <128 x float> %1116, float %53, i32 67
+	%1118 = insertelement <128 x float> %1117, float %53, i32 68
+	%1119 = insertelement <128 x float> %1118, float %53, i32 69
+	%1120 = insertelement <128 x float> %1119, float %53, i32 70
+	%1121 = insertelement <128 x float> %1120, float %53, i32 71
+	%1122 = insertelement <128 x float> %1121, float %53, i32 72
+	%1123 = insertelement <128 x float> %1122, float %53, i32 73
+	%1124 = insertelement <128 x float> %1123, float %53, i32 74
+	%1125 = insertelement <128 x float> %1124, float %53, i32 75
+	%1126 = insertelement <128 x float> %1125, float %53, i32 76
+	%1127 = insertelement <128 x float> %1126, float %53, i32 77
+	%1128 = insertelement <128 x float> %1127, float %53, i32 78
+	%1129 = insertelement <128 x float> %1128, float %53, i32 79
+	%1130 = insertelement <128 x float> %1129, float %53, i32 80
+	%1131 = insertelement <128 x float> %1130, float %53, i32 81
+	%1132 = insertelement <128 x float> %1131, float %53, i32 82
+	%1133 = insertelement <128 x float> %1132, float %53, i32 83
+	%1134 = insertelement <128 x float> %1133, float %53, i32 84
+	%1135 = insertelement <128 x float> %1134, float %53, i32 85
+	%1136 = insertelement <128 x float> %1135, float %53, i32 86
+	%1137 = insertelement <128 x float> %1136, float %53, i32 87
+	%1138 = insertelement <128 x float> %1137, float %53, i32 88
+	%1139 = insertelement <128 x float> %1138, float %53, i32 89
+	%1140 = insertelement <128 x float> %1139, float %53, i32 90
+	%1141 = insertelement <128 x float> %1140, float %53, i32 91
+	%1142 = insertelement <128 x float> %1141, float %53, i32 92
+	%1143 = insertelement <128 x float> %1142, float %53, i32 93
+	%1144 = insertelement <128 x float> %1143, float %53, i32 94
+	%1145 = insertelement <128 x float> %1144, float %53, i32 95
+	%1146 = insertelement <128 x float> %1145, float %53, i32 96
+	%1147 = insertelement <128 x float> %1146, float %53, i32 97
+	%1148 = insertelement <128 x float> %1147, float %53, i32 98
+	%1149 = insertelement <128 x float> %1148, float %53, i32 99
+	%1150 = insertelement <128 x float> %1149, float %53, i32 100
+	%1151 = insertelement <128 x float> %1150, float %53, i32 101
+	%1152 = insertelement <128 x float> %1151, float %53, i32 102
+	%1153 = insertelement <128 x float> %1152, float %53, i32 103
+	%1154 = insertelement <128 x float> %1153, float %53, i32 104
+	%1155 = insertelement <128 x float> %1154, float %53, i32 105
+	%1156 = insertelement <128 x float> %1155, float %53, i32 106
+	%1157 = insertelement <128 x float> %1156, float %53, i32 107
+	%1158 = insertelement <128 x float> %1157, float %53, i32 108
+	%1159 = insertelement <128 x float> %1158, float %53, i32 109
+	%1160 = insertelement <128 x float> %1159, float %53, i32 110
+	%1161 = insertelement <128 x float> %1160, float %53, i32 111
+	%1162 = insertelement <128 x float> %1161, float %53, i32 112
+	%1163 = insertelement <128 x float> %1162, float %53, i32 113
+	%1164 = insertelement <128 x float> %1163, float %53, i32 114
+	%1165 = insertelement <128 x float> %1164, float %53, i32 115
+	%1166 = insertelement <128 x float> %1165, float %53, i32 116
+	%1167 = insertelement <128 x float> %1166, float %53, i32 117
+	%1168 = insertelement <128 x float> %1167, float %53, i32 118
+	%1169 = insertelement <128 x float> %1168, float %53, i32 119
+	%1170 = insertelement <128 x float> %1169, float %53, i32 120
+	%1171 = insertelement <128 x float> %1170, float %53, i32 121
+	%1172 = insertelement <128 x float> %1171, float %53, i32 122
+	%1173 = insertelement <128 x float> %1172, float %53, i32 123
+	%1174 = insertelement <128 x float> %1173, float %53, i32 124
+	%1175 = insertelement <128 x float> %1174, float %53, i32 125
+	%1176 = insertelement <128 x float> %1175, float %53, i32 126
+	%1177 = insertelement <128 x float> %1176, float %53, i32 127
+	%1178 = fmul <128 x float> %1049, %1177
+	%1179 = fcmp oeq float %53, 0.0
+	%1180 = select i1 %1179, <128 x float> %918, <128 x float> %1178
+	%1181 = icmp ne float* %kept, null
+	br i1 %1181, label %keep.484, label %kept.485
+
+else.473:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%1182 = bitcast <128 x float>* %2 to float*
+	%1183 = sub i64 %n, %704
+	br label %pad.head.486
+
+join.474:
+	%1184 = phi <32 x float> [ %1198, %kept.485 ], [ %1651, %keep.done.494 ]
+	%1185 = phi <32 x float> [ %1206, %kept.485 ], [ %1660, %keep.done.494 ]
+	%1186 = add i64 %699, 1
+	br label %row.head.469
+
+keep.484:
+	%1187 = getelementptr float, float* %kept, i64 %704
+	%1188 = bitcast float* %1187 to <128 x float>*
+	store <128 x float> %1180, <128 x float>* %1188, align 4
+	br label %kept.485
+
+kept.485:
+	%1189 = fmul <128 x float> %783, %783
+	%1190 = fmul <128 x float> %1180, %1180
+	%1191 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1192 = fadd <32 x float> %700, %1191
+	%1193 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1194 = fadd <32 x float> %1192, %1193
+	%1195 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1196 = fadd <32 x float> %1194, %1195
+	%1197 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1198 = fadd <32 x float> %1196, %1197
+	%1199 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1200 = fadd <32 x float> %701, %1199
+	%1201 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1202 = fadd <32 x float> %1200, %1201
+	%1203 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1204 = fadd <32 x float> %1202, %1203
+	%1205 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1206 = fadd <32 x float> %1204, %1205
+	br label %join.474
+
+pad.head.486:
+	%1207 = phi i64 [ 0, %else.473 ], [ %1213, %pad.487 ]
+	%1208 = icmp slt i64 %1207, %1183
+	br i1 %1208, label %pad.487, label %pad.done.488
+
+pad.487:
+	%1209 = add i64 %704, %1207
+	%1210 = getelementptr float, float* %690, i64 %1209
+	%1211 = load float, float* %1210, align 4
+	%1212 = getelementptr float, float* %1182, i64 %1207
+	store volatile float %1211, float* %1212, align 4
+	%1213 = add i64 %1207, 1
+	br label %pad.head.486
+
+pad.done.488:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%1214 = bitcast <128 x float>* %1 to float*
+	%1215 = sub i64 %n, %704
+	br label %pad.head.489
+
+pad.head.489:
+	%1216 = phi i64 [ 0, %pad.done.488 ], [ %1222, %pad.490 ]
+	%1217 = icmp slt i64 %1216, %1215
+	br i1 %1217, label %pad.490, label %pad.done.491
+
+pad.490:
+	%1218 = add i64 %704, %1216
+	%1219 = getelementptr float, float* %692, i64 %1218
+	%1220 = load float, float* %1219, align 4
+	%1221 = getelementptr float, float* %1214, i64 %1216
+	store volatile float %1220, float* %1221, align 4
+	%1222 = add i64 %1216, 1
+	br label %pad.head.489
+
+pad.done.491:
+	%1223 = insertelement <128 x i64> undef, i64 %704, i32 0
+	%1224 = shufflevector <128 x i64> %1223, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1225 = add <128 x i64> %1224, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%1226 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%1227 = shufflevector <128 x i64> %1226, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1228 = icmp slt <128 x i64> %1225, %1227
+	%1229 = getelementptr float, float* %1182, i64 0
+	%1230 = bitcast float* %1229 to <128 x float>*
+	%1231 = load <128 x float>, <128 x float>* %1230, align 4
+	%1232 = getelementptr float, float* %1214, i64 0
+	%1233 = bitcast float* %1232 to <128 x float>*
+	%1234 = load <128 x float>, <128 x float>* %1233, align 4
+	%1235 = add i64 %21, %704
+	%1236 = call <128 x float> @lars_noise_row128_16_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %1235)
+	%1237 = insertelement <128 x float> undef, float %15, i32 0
+	%1238 = insertelement <128 x float> %1237, float %15, i32 1
+	%1239 = insertelement <128 x float> %1238, float %15, i32 2
+	%1240 = insertelement <128 x float> %1239, float %15, i32 3
+	%1241 = insertelement <128 x float> %1240, float %15, i32 4
+	%1242 = insertelement <128 x float> %1241, float %15, i32 5
+	%1243 = insertelement <128 x float> %1242, float %15, i32 6
+	%1244 = insertelement <128 x float> %1243, float %15, i32 7
+	%1245 = insertelement <128 x float> %1244, float %15, i32 8
+	%1246 = insertelement <128 x float> %1245, float %15, i32 9
+	%1247 = insertelement <128 x float> %1246, float %15, i32 10
+	%1248 = insertelement <128 x float> %1247, float %15, i32 11
+	%1249 = insertelement <128 x float> %1248, float %15, i32 12
+	%1250 = insertelement <128 x float> %1249, float %15, i32 13
+	%1251 = insertelement <128 x float> %1250, float %15, i32 14
+	%1252 = insertelement <128 x float> %1251, float %15, i32 15
+	%1253 = insertelement <128 x float> %1252, float %15, i32 16
+	%1254 = insertelement <128 x float> %1253, float %15, i32 17
+	%1255 = insertelement <128 x float> %1254, float %15, i32 18
+	%1256 = insertelement <128 x float> %1255, float %15, i32 19
+	%1257 = insertelement <128 x float> %1256, float %15, i32 20
+	%1258 = insertelement <128 x float> %1257, float %15, i32 21
+	%1259 = insertelement <128 x float> %1258, float %15, i32 22
+	%1260 = insertelement <128 x float> %1259, float %15, i32 23
+	%1261 = insertelement <128 x float> %1260, float %15, i32 24
+	%1262 = insertelement <128 x float> %1261, float %15, i32 25
+	%1263 = insertelement <128 x float> %1262, float %15, i32 26
+	%1264 = insertelement <128 x float> %1263, float %15, i32 27
+	%1265 = insertelement <128 x float> %1264, float %15, i32 28
+	%1266 = insertelement <128 x float> %1265, float %15, i32 29
+	%1267 = insertelement <128 x float> %1266, float %15, i32 30
+	%1268 = insertelement <128 x float> %1267, float %15, i32 31
+	%1269 = insertelement <128 x float> %1268, float %15, i32 32
+	%1270 = insertelement <128 x float> %1269, float %15, i32 33
+	%1271 = insertelement <128 x float> %1270, float %15, i32 34
+	%1272 = insertelement <128 x float> %1271, float %15, i32 35
+	%1273 = insertelement <128 x float> %1272, float %15, i32 36
+	%1274 = insertelement <128 x float> %1273, float %15, i32 37
+	%1275 = insertelement <128 x float> %1274, float %15, i32 38
+	%1276 = insertelement <128 x float> %1275, float %15, i32 39
+	%1277 = insertelement <128 x float> %1276, float %15, i32 40
+	%1278 = insertelement <128 x float> %1277, float %15, i32 41
+	%1279 = insertelement <128 x float> %1278, float %15, i32 42
+	%1280 = insertelement <128 x float> %1279, float %15, i32 43
+	%1281 = insertelement <128 x float> %1280, float %15, i32 44
+	%1282 = insertelement <128 x float> %1281, float %15, i32 45
+	%1283 = insertelement <128 x float> %1282, float %15, i32 46
+	%1284 = insertelement <128 x float> %1283, float %15, i32 47
+	%1285 = insertelement <128 x float> %1284, float %15, i32 48
+	%1286 = insertelement <128 x float> %1285, float %15, i32 49
+	%1287 = insertelement <128 x float> %1286, float %15, i32 50
+	%1288 = insertelement <128 x float> %1287, float %15, i32 51
+	%1289 = insertelement <128 x float> %1288, float %15, i32 52
+	%1290 = insertelement <128 x float> %1289, float %15, i32 53
+	%1291 = insertelement <128 x float> %1290, float %15, i32 54
+	%1292 = insertelement <128 x float> %1291, float %15, i32 55
+	%1293 = insertelement <128 x float> %1292, float %15, i32 56
+	%1294 = insertelement <128 x float> %1293, float %15, i32 57
+	%1295 = insertelement <128 x float> %1294, float %15, i32 58
+	%1296 = insertelement <128 x float> %1295, float %15, i32 59
+	%1297 = insertelement <128 x float> %1296, float %15, i32 60
+	%1298 = insertelement <128 x float> %1297, float %15, i32 61
+	%1299 = insertelement <128 x float> %1298, float %15, i32 62
+	%1300 = insertelement <128 x float> %1299, float %15, i32 63
+	%1301 = insertelement <128 x float> %1300, float %15, i32 64
+	%1302 = insertelement <128 x float> %1301, float %15, i32 65
+	%1303 = insertelement <128 x float> %1302, float %15, i32 66
+	%1304 = insertelement <128 x float> %1303, float %15, i32 67
+	%1305 = insertelement <128 x float> %1304, float %15, i32 68
+	%1306 = insertelement <128 x float> %1305, float %15, i32 69
+	%1307 = insertelement <128 x float> %1306, float %15, i32 70
+	%1308 = insertelement <128 x float> %1307, float %15, i32 71
+	%1309 = insertelement <128 x float> %1308, float %15, i32 72
+	%1310 = insertelement <128 x float> %1309, float %15, i32 73
+	%1311 = insertelement <128 x float> %1310, float %15, i32 74
+	%1312 = insertelement <128 x float> %1311, float %15, i32 75
+	%1313 = insertelement <128 x float> %1312, float %15, i32 76
+	%1314 = insertelement <128 x float> %1313, float %15, i32 77
+	%1315 = insertelement <128 x float> %1314, float %15, i32 78
+	%1316 = insertelement <128 x float> %1315, float %15, i32 79
+	%1317 = insertelement <128 x float> %1316, float %15, i32 80
+	%1318 = insertelement <128 x float> %1317, float %15, i32 81
+	%1319 = insertelement <128 x float> %1318, float %15, i32 82
+	%1320 = insertelement <128 x float> %1319, float %15, i32 83
+	%1321 = insertelement <128 x float> %1320, float %15, i32 84
+	%1322 = insertelement <128 x float> %1321, float %15, i32 85
+	%1323 = insertelement <128 x float> %1322, float %15, i32 86
+	%1324 = insertelement <128 x float> %1323, float %15, i32 87
+	%1325 = insertelement <128 x float> %1324, float %15, i32 88
+	%1326 = insertelement <128 x float> %1325, float %15, i32 89
+	%1327 = insertelement <128 x float> %1326, float %15, i32 90
+	%1328 = insertelement <128 x float> %1327, float %15, i32 91
+	%1329 = insertelement <128 x float> %1328, float %15, i32 92
+	%1330 = insertelement <128 x float> %1329, float %15, i32 93
+	%1331 = insertelement <128 x float> %1330, float %15, i32 94
+	%1332 = insertelement <128 x float> %1331, float %15, i32 95
+	%1333 = insertelement <128 x float> %1332, float %15, i32 96
+	%1334 = insertelement <128 x float> %1333, float %15, i32 97
+	%1335 = insertelement <128 x float> %1334, float %15, i32 98
+	%1336 = insertelement <128 x float> %1335, float %15, i32 99
+	%1337 = insertelement <128 x float> %1336, float %15, i32 100
+	%1338 = insertelement <128 x float> %1337, float %15, i32 101
+	%1339 = insertelement <128 x float> %1338, float %15, i32 102
+	%1340 = insertelement <128 x float> %1339, float %15, i32 103
+	%1341 = insertelement <128 x float> %1340, float %15, i32 104
+	%1342 = insertelement <128 x float> %1341, float %15, i32 105
+	%1343 = insertelement <128 x float> %1342, float %15, i32 106
+	%1344 = insertelement <128 x float> %1343, float %15, i32 107
+	%1345 = insertelement <128 x float> %1344, float %15, i32 108
+	%1346 = insertelement <128 x float> %1345, float %15, i32 109
+	%1347 = insertelement <128 x float> %1346, float %15, i32 110
+	%1348 = insertelement <128 x float> %1347, float %15, i32 111
+	%1349 = insertelement <128 x float> %1348, float %15, i32 112
+	%1350 = insertelement <128 x float> %1349, float %15, i32 113
+	%1351 = insertelement <128 x float> %1350, float %15, i32 114
+	%1352 = insertelement <128 x float> %1351, float %15, i32 115
+	%1353 = insertelement <128 x float> %1352, float %15, i32 116
+	%1354 = insertelement <128 x float> %1353, float %15, i32 117
+	%1355 = insertelement <128 x float> %1354, float %15, i32 118
+	%1356 = insertelement <128 x float> %1355, float %15, i32 119
+	%1357 = insertelement <128 x float> %1356, float %15, i32 120
+	%1358 = insertelement <128 x float> %1357, float %15, i32 121
+	%1359 = insertelement <128 x float> %1358, float %15, i32 122
+	%1360 = insertelement <128 x float> %1359, float %15, i32 123
+	%1361 = insertelement <128 x float> %1360, float %15, i32 124
+	%1362 = insertelement <128 x float> %1361, float %15, i32 125
+	%1363 = insertelement <128 x float> %1362, float %15, i32 126
+	%1364 = insertelement <128 x float> %1363, float %15, i32 127
+	%1365 = fmul <128 x float> %1364, %1236
+	%1366 = fadd <128 x float> %1234, %1365
+	%1367 = insertelement <128 x float> undef, float %57, i32 0
+	%1368 = insertelement <128 x float> %1367, float %57, i32 1
+	%1369 = insertelement <128 x float> %1368, float %57, i32 2
+	%1370 = insertelement <128 x float> %1369, float %57, i32 3
+	%1371 = insertelement <128 x float> %1370, float %57, i32 4
+	%1372 = insertelement <128 x float> %1371, float %57, i32 5
+	%1373 = insertelement <128 x float> %1372, float %57, i32 6
+	%1374 = insertelement <128 x float> %1373, float %57, i32 7
+	%1375 = insertelement <128 x float> %1374, float %57, i32 8
+	%1376 = insertelement <128 x float> %1375, float %57, i32 9
+	%1377 = insertelement <128 x float> %1376, float %57, i32 10
+	%1378 = insertelement <128 x float> %1377, float %57, i32 11
+	%1379 = insertelement <128 x float> %1378, float %57, i32 12
+	%1380 = insertelement <128 x float> %1379, float %57, i32 13
+	%1381 = insertelement <128 x float> %1380, float %57, i32 14
+	%1382 = insertelement <128 x float> %1381, float %57, i32 15
+	%1383 = insertelement <128 x float> %1382, float %57, i32 16
+	%1384 = insertelement <128 x float> %1383, float %57, i32 17
+	%1385 = insertelement <128 x float> %1384, float %57, i32 18
+	%1386 = insertelement <128 x float> %1385, float %57, i32 19
+	%1387 = insertelement <128 x float> %1386, float %57, i32 20
+	%1388 = insertelement <128 x float> %1387, float %57, i32 21
+	%1389 = insertelement <128 x float> %1388, float %57, i32 22
+	%1390 = insertelement <128 x float> %1389, float %57, i32 23
+	%1391 = insertelement <128 x float> %1390, float %57, i32 24
+	%1392 = insertelement <128 x float> %1391, float %57, i32 25
+	%1393 = insertelement <128 x float> %1392, float %57, i32 26
+	%1394 = insertelement <128 x float> %1393, float %57, i32 27
+	%1395 = insertelement <128 x float> %1394, float %57, i32 28
+	%1396 = insertelement <128 x float> %1395, float %57, i32 29
+	%1397 = insertelement <128 x float> %1396, float %57, i32 30
+	%1398 = insertelement <128 x float> %1397, float %57, i32 31
+	%1399 = insertelement <128 x float> %1398, float %57, i32 32
+	%1400 = insertelement <128 x float> %1399, float %57, i32 33
+	%1401 = insertelement <128 x float> %1400, float %57, i32 34
+	%1402 = insertelement <128 x float> %1401, float %57, i32 35
+	%1403 = insertelement <128 x float> %1402, float %57, i32 36
+	%1404 = insertelement <128 x float> %1403, float %57, i32 37
+	%1405 = insertelement <128 x float> %1404, float %57, i32 38
+	%1406 = insertelement <128 x float> %1405, float %57, i32 39
+	%1407 = insertelement <128 x float> %1406, float %57, i32 40
+	%1408 = insertelement <128 x float> %1407, float %57, i32 41
+	%1409 = insertelement <128 x float> %1408, float %57, i32 42
+	%1410 = insertelement <128 x float> %1409, float %57, i32 43
+	%1411 = insertelement <128 x float> %1410, float %57, i32 44
+	%1412 = insertelement <128 x float> %1411, float %57, i32 45
+	%1413 = insertelement <128 x float> %1412, float %57, i32 46
+	%1414 = insertelement <128 x float> %1413, float %57, i32 47
+	%1415 = insertelement <128 x float> %1414, float %57, i32 48
+	%1416 = insertelement <128 x float> %1415, float %57, i32 49
+	%1417 = insertelement <128 x float> %1416, float %57, i32 50
+	%1418 = insertelement <128 x float> %1417, float %57, i32 51
+	%1419 = insertelement <128 x float> %1418, float %57, i32 52
+	%1420 = insertelement <128 x float> %1419, float %57, i32 53
+	%1421 = insertelement <128 x float> %1420, float %57, i32 54
+	%1422 = insertelement <128 x float> %1421, float %57, i32 55
+	%1423 = insertelement <128 x float> %1422, float %57, i32 56
+	%1424 = insertelement <128 x float> %1423, float %57, i32 57
+	%1425 = insertelement <128 x float> %1424, float %57, i32 58
+	%1426 = insertelement <128 x float> %1425, float %57, i32 59
+	%1427 = insertelement <128 x float> %1426, float %57, i32 60
+	%1428 = insertelement <128 x float> %1427, float %57, i32 61
+	%1429 = insertelement <128 x float> %1428, float %57, i32 62
+	%1430 = insertelement <128 x float> %1429, float %57, i32 63
+	%1431 = insertelement <128 x float> %1430, float %57, i32 64
+	%1432 = insertelement <128 x float> %1431, float %57, i32 65
+	%1433 = insertelement <128 x float> %1432, float %57, i32 66
+	%1434 = insertelement <128 x float> %1433, float %57, i32 67
+	%1435 = insertelement <128 x float> %1434, float %57, i32 68
+	%1436 = insertelement <128 x float> %1435, float %57, i32 69
+	%1437 = insertelement <128 x float> %1436, float %57, i32 70
+	%1438 = insertelement <128 x float> %1437, float %57, i32 71
+	%1439 = insertelement <128 x float> %1438, float %57, i32 72
+	%1440 = insertelement <128 x float> %1439, float %57, i32 73
+	%1441 = insertelement <128 x float> %1440, float %57, i32 74
+	%1442 = insertelement <128 x float> %1441, float %57, i32 75
+	%1443 = insertelement <128 x float> %1442, float %57, i32 76
+	%1444 = insertelement <128 x float> %1443, float %57, i32 77
+	%1445 = insertelement <128 x float> %1444, float %57, i32 78
+	%1446 = insertelement <128 x float> %1445, float %57, i32 79
+	%1447 = insertelement <128 x float> %1446, float %57, i32 80
+	%1448 = insertelement <128 x float> %1447, float %57, i32 81
+	%1449 = insertelement <128 x float> %1448, float %57, i32 82
+	%1450 = insertelement <128 x float> %1449, float %57, i32 83
+	%1451 = insertelement <128 x float> %1450, float %57, i32 84
+	%1452 = insertelement <128 x float> %1451, float %57, i32 85
+	%1453 = insertelement <128 x float> %1452, float %57, i32 86
+	%1454 = insertelement <128 x float> %1453, float %57, i32 87
+	%1455 = insertelement <128 x float> %1454, float %57, i32 88
+	%1456 = insertelement <128 x float> %1455, float %57, i32 89
+	%1457 = insertelement <128 x float> %1456, float %57, i32 90
+	%1458 = insertelement <128 x float> %1457, float %57, i32 91
+	%1459 = insertelement <128 x float> %1458, float %57, i32 92
+	%1460 = insertelement <128 x float> %1459, float %57, i32 93
+	%1461 = insertelement <128 x float> %1460, float %57, i32 94
+	%1462 = insertelement <128 x float> %1461, float %57, i32 95
+	%1463 = insertelement <128 x float> %1462, float %57, i32 96
+	%1464 = insertelement <128 x float> %1463, float %57, i32 97
+	%1465 = insertelement <128 x float> %1464, float %57, i32 98
+	%1466 = insertelement <128 x float> %1465, float %57, i32 99
+	%1467 = insertelement <128 x float> %1466, float %57, i32 100
+	%1468 = insertelement <128 x float> %1467, float %57, i32 101
+	%1469 = insertelement <128 x float> %1468, float %57, i32 102
+	%1470 = insertelement <128 x float> %1469, float %57, i32 103
+	%1471 = insertelement <128 x float> %1470, float %57, i32 104
+	%1472 = insertelement <128 x float> %1471, float %57, i32 105
+	%1473 = insertelement <128 x float> %1472, float %57, i32 106
+	%1474 = insertelement <128 x float> %1473, float %57, i32 107
+	%1475 = insertelement <128 x float> %1474, float %57, i32 108
+	%1476 = insertelement <128 x float> %1475, float %57, i32 109
+	%1477 = insertelement <128 x float> %1476, float %57, i32 110
+	%1478 = insertelement <128 x float> %1477, float %57, i32 111
+	%1479 = insertelement <128 x float> %1478, float %57, i32 112
+	%1480 = insertelement <128 x float> %1479, float %57, i32 113
+	%1481 = insertelement <128 x float> %1480, float %57, i32 114
+	%1482 = insertelement <128 x float> %1481, float %57, i32 115
+	%1483 = insertelement <128 x float> %1482, float %57, i32 116
+	%1484 = insertelement <128 x float> %1483, float %57, i32 117
+	%1485 = insertelement <128 x float> %1484, float %57, i32 118
+	%1486 = insertelement <128 x float> %1485, float %57, i32 119
+	%1487 = insertelement <128 x float> %1486, float %57, i32 120
+	%1488 = insertelement <128 x float> %1487, float %57, i32 121
+	%1489 = insertelement <128 x float> %1488, float %57, i32 122
+	%1490 = insertelement <128 x float> %1489, float %57, i32 123
+	%1491 = insertelement <128 x float> %1490, float %57, i32 124
+	%1492 = insertelement <128 x float> %1491, float %57, i32 125
+	%1493 = insertelement <128 x float> %1492, float %57, i32 126
+	%1494 = insertelement <128 x float> %1493, float %57, i32 127
+	%1495 = fmul <128 x float> %1366, %1494
+	%1496 = fadd <128 x float> %1495, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1497 = fsub <128 x float> %1496, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1498 = insertelement <128 x float> undef, float %53, i32 0
+	%1499 = insertelement <128 x float> %1498, float %53, i32 1
+	%1500 = insertelement <128 x float> %1499, float %53, i32 2
+	%1501 = insertelement <128 x float> %1500, float %53, i32 3
+	%1502 = insertelement <128 x float> %1501, float %53, i32 4
+	%1503 = insertelement <128 x float> %1502, float %53, i32 5
+	%1504 = insertelement <128 x float> %1503, float %53, i32 6
+	%1505 = insertelement <128 x float> %1504, float %53, i32 7
+	%1506 = insertelement <128 x float> %1505, float %53, i32 8
+	%1507 = insertelement <128 x float> %1506, float %53, i32 9
+	%1508 = insertelement <128 x float> %1507, float %53, i32 10
+	%1509 = insertelement <128 x float> %1508, float %53, i32 11
+	%1510 = insertelement <128 x float> %1509, float %53, i32 12
+	%1511 = insertelement <128 x float> %1510, float %53, i32 13
+	%1512 = insertelement <128 x float> %1511, float %53, i32 14
+	%1513 = insertelement <128 x float> %1512, float %53, i32 15
+	%1514 = insertelement <128 x float> %1513, float %53, i32 16
+	%1515 = insertelement <128 x float> %1514, float %53, i32 17
+	%1516 = insertelement <128 x float> %1515, float %53, i32 18
+	%1517 = insertelement <128 x float> %1516, float %53, i32 19
+	%1518 = insertelement <128 x float> %1517, float %53, i32 20
+	%1519 = insertelement <128 x float> %1518, float %53, i32 21
+	%1520 = insertelement <128 x float> %1519, float %53, i32 22
+	%1521 = insertelement <128 x float> %1520, float %53, i32 23
+	%1522 = insertelement <128 x float> %1521, float %53, i32 24
+	%1523 = insertelement <128 x float> %1522, float %53, i32 25
+	%1524 = insertelement <128 x float> %1523, float %53, i32 26
+	%1525 = insertelement <128 x float> %1524, float %53, i32 27
+	%1526 = insertelement <128 x float> %1525, float %53, i32 28
+	%1527 = insertelement <128 x float> %1526, float %53, i32 29
+	%1528 = insertelement <128 x float> %1527, float %53, i32 30
+	%1529 = insertelement <128 x float> %1528, float %53, i32 31
+	%1530 = insertelement <128 x float> %1529, float %53, i32 32
+	%1531 = insertelement <128 x float> %1530, float %53, i32 33
+	%1532 = insertelement <128 x float> %1531, float %53, i32 34
+	%1533 = insertelement <128 x float> %1532, float %53, i32 35
+	%1534 = insertelement <128 x float> %1533, float %53, i32 36
+	%1535 = insertelement <128 x float> %1534, float %53, i32 37
+	%1536 = insertelement <128 x float> %1535, float %53, i32 38
+	%1537 = insertelement <128 x float> %1536, float %53, i32 39
+	%1538 = insertelement <128 x float> %1537, float %53, i32 40
+	%1539 = insertelement <128 x float> %1538, float %53, i32 41
+	%1540 = insertelement <128 x float> %1539, float %53, i32 42
+	%1541 = insertelement <128 x float> %1540, float %53, i32 43
+	%1542 = insertelement <128 x float> %1541, float %53, i32 44
+	%1543 = insertelement <128 x float> %1542, float %53, i32 45
+	%1544 = insertelement <128 x float> %1543, float %53, i32 46
+	%1545 = insertelement <128 x float> %1544, float %53, i32 47
+	%1546 = insertelement <128 x float> %1545, float %53, i32 48
+	%1547 = insertelement <128 x float> %1546, float %53, i32 49
+	%1548 = insertelement <128 x float> %1547, float %53, i32 50
+	%1549 = insertelement <128 x float> %1548, float %53, i32 51
+	%1550 = insertelement <128 x float> %1549, float %53, i32 52
+	%1551 = insertelement <128 x float> %1550, float %53, i32 53
+	%1552 = insertelement <128 x float> %1551, float %53, i32 54
+	%1553 = insertelement <128 x float> %1552, float %53, i32 55
+	%1554 = insertelement <128 x float> %1553, float %53, i32 56
+	%1555 = insertelement <128 x float> %1554, float %53, i32 57
+	%1556 = insertelement <128 x float> %1555, float %53, i32 58
+	%1557 = insertelement <128 x float> %1556, float %53, i32 59
+	%1558 = insertelement <128 x float> %1557, float %53, i32 60
+	%1559 = insertelement <128 x float> %1558, float %53, i32 61
+	%1560 = insertelement <128 x float> %1559, float %53, i32 62
+	%1561 = insertelement <128 x float> %1560, float %53, i32 63
+	%1562 = insertelement <128 x float> %1561, float %53, i32 64
+	%1563 = insertelement <128 x float> %1562, float %53, i32 65
+	%1564 = insertelement <128 x float> %1563, float %53, i32 66
+	%1565 = insertelement <128 x float> %1564, float %53, i32 67
+	%1566 = insertelement <128 x float> %1565, float %53, i32 68
+	%1567 = insertelement <128 x float> %1566, float %53, i32 69
+	%1568 = insertelement <128 x float> %1567, float %53, i32 70
+	%1569 = insertelement <128 x float> %1568, float %53, i32 71
+	%1570 = insertelement <128 x float> %1569, float %53, i32 72
+	%1571 = insertelement <128 x float> %1570, float %53, i32 73
+	%1572 = insertelement <128 x float> %1571, float %53, i32 74
+	%1573 = insertelement <128 x float> %1572, float %53, i32 75
+	%1574 = insertelement <128 x float> %1573, float %53, i32 76
+	%1575 = insertelement <128 x float> %1574, float %53, i32 77
+	%1576 = insertelement <128 x float> %1575, float %53, i32 78
+	%1577 = insertelement <128 x float> %1576, float %53, i32 79
+	%1578 = insertelement <128 x float> %1577, float %53, i32 80
+	%1579 = insertelement <128 x float> %1578, float %53, i32 81
+	%1580 = insertelement <128 x float> %1579, float %53, i32 82
+	%1581 = insertelement <128 x float> %1580, float %53, i32 83
+	%1582 = insertelement <128 x float> %1581, float %53, i32 84
+	%1583 = insertelement <128 x float> %1582, float %53, i32 85
+	%1584 = insertelement <128 x float> %1583, float %53, i32 86
+	%1585 = insertelement <128 x float> %1584, float %53, i32 87
+	%1586 = insertelement <128 x float> %1585, float %53, i32 88
+	%1587 = insertelement <128 x float> %1586, float %53, i32 89
+	%1588 = insertelement <128 x float> %1587, float %53, i32 90
+	%1589 = insertelement <128 x float> %1588, float %53, i32 91
+	%1590 = insertelement <128 x float> %1589, float %53, i32 92
+	%1591 = insertelement <128 x float> %1590, float %53, i32 93
+	%1592 = insertelement <128 x float> %1591, float %53, i32 94
+	%1593 = insertelement <128 x float> %1592, float %53, i32 95
+	%1594 = insertelement <128 x float> %1593, float %53, i32 96
+	%1595 = insertelement <128 x float> %1594, float %53, i32 97
+	%1596 = insertelement <128 x float> %1595, float %53, i32 98
+	%1597 = insertelement <128 x float> %1596, float %53, i32 99
+	%1598 = insertelement <128 x float> %1597, float %53, i32 100
+	%1599 = insertelement <128 x float> %1598, float %53, i32 101
+	%1600 = insertelement <128 x float> %1599, float %53, i32 102
+	%1601 = insertelement <128 x float> %1600, float %53, i32 103
+	%1602 = insertelement <128 x float> %1601, float %53, i32 104
+	%1603 = insertelement <128 x float> %1602, float %53, i32 105
+	%1604 = insertelement <128 x float> %1603, float %53, i32 106
+	%1605 = insertelement <128 x float> %1604, float %53, i32 107
+	%1606 = insertelement <128 x float> %1605, float %53, i32 108
+	%1607 = insertelement <128 x float> %1606, float %53, i32 109
+	%1608 = insertelement <128 x float> %1607, float %53, i32 110
+	%1609 = insertelement <128 x float> %1608, float %53, i32 111
+	%1610 = insertelement <128 x float> %1609, float %53, i32 112
+	%1611 = insertelement <128 x float> %1610, float %53, i32 113
+	%1612 = insertelement <128 x float> %1611, float %53, i32 114
+	%1613 = insertelement <128 x float> %1612, float %53, i32 115
+	%1614 = insertelement <128 x float> %1613, float %53, i32 116
+	%1615 = insertelement <128 x float> %1614, float %53, i32 117
+	%1616 = insertelement <128 x float> %1615, float %53, i32 118
+	%1617 = insertelement <128 x float> %1616, float %53, i32 119
+	%1618 = insertelement <128 x float> %1617, float %53, i32 120
+	%1619 = insertelement <128 x float> %1618, float %53, i32 121
+	%1620 = insertelement <128 x float> %1619, float %53, i32 122
+	%1621 = insertelement <128 x float> %1620, float %53, i32 123
+	%1622 = insertelement <128 x float> %1621, float %53, i32 124
+	%1623 = insertelement <128 x float> %1622, float %53, i32 125
+	%1624 = insertelement <128 x float> %1623, float %53, i32 126
+	%1625 = insertelement <128 x float> %1624, float %53, i32 127
+	%1626 = fmul <128 x float> %1497, %1625
+	%1627 = fcmp oeq float %53, 0.0
+	%1628 = select i1 %1627, <128 x float> %1366, <128 x float> %1626
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%1629 = bitcast <128 x float>* %0 to float*
+	%1630 = bitcast float* %1629 to <128 x float>*
+	store <128 x float> %1628, <128 x float>* %1630, align 4
+	%1631 = icmp ne float* %kept, null
+	%1632 = sub i64 %n, %704
+	%1633 = select i1 %1631, i64 %1632, i64 0
+	br label %keep.head.492
+
+keep.head.492:
+	%1634 = phi i64 [ 0, %pad.done.491 ], [ %1640, %keep.493 ]
+	%1635 = icmp slt i64 %1634, %1633
+	br i1 %1635, label %keep.493, label %keep.done.494
+
+keep.493:
+	%1636 = getelementptr float, float* %1629, i64 %1634
+	%1637 = load float, float* %1636, align 4
+	%1638 = add i64 %704, %1634
+	%1639 = getelementptr float, float* %kept, i64 %1638
+	store volatile float %1637, float* %1639, align 4
+	%1640 = add i64 %1634, 1
+	br label %keep.head.492
+
+keep.done.494:
+	%1641 = fmul <128 x float> %1231, %1231
+	%1642 = fmul <128 x float> %1628, %1628
+	%1643 = select <128 x i1> %1228, <128 x float> %1641, <128 x float> zeroinitializer
+	%1644 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1645 = fadd <32 x float> %700, %1644
+	%1646 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1647 = fadd <32 x float> %1645, %1646
+	%1648 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1649 = fadd <32 x float> %1647, %1648
+	%1650 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1651 = fadd <32 x float> %1649, %1650
+	%1652 = select <128 x i1> %1228, <128 x float> %1642, <128 x float> zeroinitializer
+	%1653 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1654 = fadd <32 x float> %701, %1653
+	%1655 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1656 = fadd <32 x float> %1654, %1655
+	%1657 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1658 = fadd <32 x float> %1656, %1657
+	%1659 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%1660 = fadd <32 x float> %1658, %1659
+	br label %join.474
+}
+
+define internal <128 x float> @lars_noise_row128_16_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
+entry:
+	%0 = alloca <128 x float>, align 4
+	%1 = bitcast <128 x float>* %0 to float*
+	%2 = and i64 %first, 3
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.446, label %else.447
+
+then.446:
+	br label %blocks.head.449
+
+else.447:
+	br label %draw.head.452
+
+join.448:
+	%4 = load <128 x float>, <128 x float>* %0, align 4
+	ret <128 x float> %4
+
+blocks.head.449:
+	%5 = phi i64 [ 0, %then.446 ], [ %27, %blocks.450 ]
+	%6 = icmp slt i64 %5, 2
+	br i1 %6, label %blocks.450, label %blocks.done.451
+
+blocks.450:
+	%7 = mul i64 %5, 64
+	%8 = add i64 %first, %7
+	%9 = lshr i64 %8, 2
+	%10 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 0, i64 %9)
+	%11 = add i64 %7, 0
+	%12 = getelementptr float, float* %1, i64 %11
+	%13 = bitcast float* %12 to <16 x float>*
+	%14 = extractvalue [4 x <16 x float>] %10, 0
+	store <16 x float> %14, <16 x float>* %13, align 4
+	%15 = add i64 %7, 16
+	%16 = getelementptr float, float* %1, i64 %15
+	%17 = bitcast float* %16 to <16 x float>*
+	%18 = extractvalue [4 x <16 x float>] %10, 1
+	store <16 x float> %18, <16 x float>* %17, align 4
+	%19 = add i64 %7, 32
+	%20 = getelementptr float, float* %1, i64 %19
+	%21 = bitcast float* %20 to <16 x float>*
+	%22 = extractvalue [4 x <16 x float>] %10, 2
+	store <16 x float> %22, <16 x float>* %21, align 4
+	%23 = add i64 %7, 48
+	%24 = getelementptr float, float* %1, i64 %23
+	%25 = bitcast float* %24 to <16 x float>*
+	%26 = extractvalue [4 x <16 x float>] %10, 3
+	store <16 x float> %26, <16 x float>* %25, align 4
+	%27 = add i64 %5, 1
+	br label %blocks.head.449
+
+blocks.done.451:
+	br label %join.448
+
+draw.head.452:
+	%28 = phi i64 [ 0, %else.447 ], [ %33, %draw.453 ]
+	%29 = icmp slt i64 %28, 128
+	br i1 %29, label %draw.453, label %draw.done.454
+
+draw.453:
+	%30 = add i64 %first, %28
+	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
+	%32 = getelementptr float, float* %1, i64 %28
+	store float %31, float* %32, align 4
+	%33 = add i64 %28, 1
+	br label %draw.head.452
+
+draw.done.454:
+	br label %join.448
+}
+
+define internal <128 x float> @lars_noise_row128_16_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
+entry:
+	%0 = alloca <128 x float>, align 4
+	%1 = bitcast <128 x float>* %0 to float*
+	%2 = and i64 %first, 7
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.475, label %else.476
+
+then.475:
+	br label %blocks.head.478
+
+else.476:
+	br label %draw.head.481
+
+join.477:
+	%4 = load <128 x float>, <128 x float>* %0, align 4
+	ret <128 x float> %4
+
+blocks.head.478:
+	%5 = phi i64 [ 0, %then.475 ], [ %43, %blocks.479 ]
+	%6 = icmp slt i64 %5, 1
+	br i1 %6, label %blocks.479, label %blocks.done.480
+
+blocks.479:
+	%7 = mul i64 %5, 128
+	%8 = add i64 %first, %7
+	%9 = lshr i64 %8, 3
+	%10 = call [8 x <16 x float>] @fg_secure_c16(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
+	%11 = add i64 %7, 0
+	%12 = getelementptr float, float* %1, i64 %11
+	%13 = bitcast float* %12 to <16 x float>*
+	%14 = extractvalue [8 x <16 x float>] %10, 0
+	store <16 x float> %14, <16 x float>* %13, align 4
+	%15 = add i64 %7, 16
+	%16 = getelementptr float, float* %1, i64 %15
+	%17 = bitcast float* %16 to <16 x float>*
+	%18 = extractvalue [8 x <16 x float>] %10, 1
+	store <16 x float> %18, <16 x float>* %17, align 4
+	%19 = add i64 %7, 32
+	%20 = getelementptr float, float* %1, i64 %19
+	%21 = bitcast float* %20 to <16 x float>*
+	%22 = extractvalue [8 x <16 x float>] %10, 2
+	store <16 x float> %22, <16 x float>* %21, align 4
+	%23 = add i64 %7, 48
+	%24 = getelementptr float, float* %1, i64 %23
+	%25 = bitcast float* %24 to <16 x float>*
+	%26 = extractvalue [8 x <16 x float>] %10, 3
+	store <16 x float> %26, <16 x float>* %25, align 4
+	%27 = add i64 %7, 64
+	%28 = getelementptr float, float* %1, i64 %27
+	%29 = bitcast float* %28 to <16 x float>*
+	%30 = extractvalue [8 x <16 x float>] %10, 4
+	store <16 x float> %30, <16 x float>* %29, align 4
+	%31 = add i64 %7, 80
+	%32 = getelementptr float, float* %1, i64 %31
+	%33 = bitcast float* %32 to <16 x float>*
+	%34 = extractvalue [8 x <16 x float>] %10, 5
+	store <16 x float> %34, <16 x float>* %33, align 4
+	%35 = add i64 %7, 96
+	%36 = getelementptr float, float* %1, i64 %35
+	%37 = bitcast float* %36 to <16 x float>*
+	%38 = extractvalue [8 x <16 x float>] %10, 6
+	store <16 x float> %38, <16 x float>* %37, align 4
+	%39 = add i64 %7, 112
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = bitcast float* %40 to <16 x float>*
+	%42 = extractvalue [8 x <16 x float>] %10, 7
+	store <16 x float> %42, <16 x float>* %41, align 4
+	%43 = add i64 %5, 1
+	br label %blocks.head.478
+
+blocks.done.480:
+	br label %join.477
+
+draw.head.481:
+	%44 = phi i64 [ 0, %else.476 ], [ %71, %draw.482 ]
+	%45 = icmp slt i64 %44, 128
+	br i1 %45, label %draw.482, label %draw.done.483
+
+draw.482:
+	%46 = add i64 %first, %44
+	%47 = lshr i64 %46, 3
+	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
+	%49 = extractvalue [8 x float] %48, 0
+	%50 = extractvalue [8 x float] %48, 1
+	%51 = extractvalue [8 x float] %48, 2
+	%52 = extractvalue [8 x float] %48, 3
+	%53 = extractvalue [8 x float] %48, 4
+	%54 = extractvalue [8 x float] %48, 5
+	%55 = extractvalue [8 x float] %48, 6
+	%56 = extractvalue [8 x float] %48, 7
+	%57 = and i64 %46, 1
+	%58 = icmp ne i64 %57, 0
+	%59 = select i1 %58, float %50, float %49
+	%60 = select i1 %58, float %52, float %51
+	%61 = select i1 %58, float %54, float %53
+	%62 = select i1 %58, float %56, float %55
+	%63 = and i64 %46, 2
+	%64 = icmp ne i64 %63, 0
+	%65 = select i1 %64, float %60, float %59
+	%66 = select i1 %64, float %62, float %61
+	%67 = and i64 %46, 4
+	%68 = icmp ne i64 %67, 0
+	%69 = select i1 %68, float %66, float %65
+	%70 = getelementptr float, float* %1, i64 %44
+	store float %69, float* %70, align 4
+	%71 = add i64 %44, 1
+	br label %draw.head.481
+
+draw.done.483:
+	br label %join.477
+}
+
+define void @lars_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind {
+entry:
+	call void @lars_reduce_host8(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept)
 	ret void
 }
 
-define void @lars_reduce_cpu_avx2(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
+define void @lars_reduce_cpu_avx2(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
 entry:
-	call void @lars_reduce_host(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials)
+	call void @lars_reduce_host8(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept)
 	ret void
 }
 
-define void @lars_reduce_cpu_avx512(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+define void @lars_reduce_cpu_avx512(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
-	call void @lars_reduce_host(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials)
+	call void @lars_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept)
 	ret void
 }
 
@@ -11429,17 +14001,17 @@ entry:
 	br i1 %27, label %two_sets, label %one_set
 
 two_sets:
-	br label %example.head.380
+	br label %example.head.495
 
 one_set:
-	br label %example.head.398
+	br label %example.head.513
 
-example.head.380:
-	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.385 ]
+example.head.495:
+	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.500 ]
 	%29 = icmp slt i64 %28, %12
-	br i1 %29, label %example.381, label %example.done.382
+	br i1 %29, label %example.496, label %example.done.497
 
-example.381:
+example.496:
 	%30 = mul i64 %28, %22
 	%31 = getelementptr float, float* %6, i64 %30
 	%32 = mul i64 %28, %22
@@ -11456,17 +14028,17 @@ example.381:
 	%43 = sdiv i64 %42, 32
 	%44 = icmp sgt i64 %40, 0
 	%45 = select i1 %44, i64 %43, i64 0
-	br label %piece.chunk.head.383
+	br label %piece.chunk.head.498
 
-example.done.382:
+example.done.497:
 	ret void
 
-piece.chunk.head.383:
-	%46 = phi i64 [ 0, %example.381 ], [ %69, %piece.row.done.388 ]
+piece.chunk.head.498:
+	%46 = phi i64 [ 0, %example.496 ], [ %69, %piece.row.done.503 ]
 	%47 = icmp slt i64 %46, %45
-	br i1 %47, label %piece.chunk.384, label %piece.chunk.done.385
+	br i1 %47, label %piece.chunk.499, label %piece.chunk.done.500
 
-piece.chunk.384:
+piece.chunk.499:
 	%48 = mul i64 %46, 32
 	%49 = getelementptr float, float* %35, i64 %48
 	%50 = bitcast float* %49 to <32 x float>*
@@ -11478,33 +14050,33 @@ piece.chunk.384:
 	%56 = add i64 %53, 32
 	%57 = icmp slt i64 %56, %40
 	%58 = select i1 %57, i64 %56, i64 %40
-	br label %piece.row.head.386
+	br label %piece.row.head.501
 
-piece.chunk.done.385:
+piece.chunk.done.500:
 	%59 = add i64 %28, 1
-	br label %example.head.380
+	br label %example.head.495
 
-piece.row.head.386:
-	%60 = phi i64 [ %55, %piece.chunk.384 ], [ %99, %join.391 ]
-	%61 = phi <32 x float> [ %51, %piece.chunk.384 ], [ %98, %join.391 ]
+piece.row.head.501:
+	%60 = phi i64 [ %55, %piece.chunk.499 ], [ %99, %join.506 ]
+	%61 = phi <32 x float> [ %51, %piece.chunk.499 ], [ %98, %join.506 ]
 	%62 = icmp slt i64 %60, %58
-	br i1 %62, label %piece.row.387, label %piece.row.done.388
+	br i1 %62, label %piece.row.502, label %piece.row.done.503
 
-piece.row.387:
+piece.row.502:
 	%63 = mul i64 %60, 128
 	%64 = sub i64 %63, %36
 	%65 = icmp sge i64 %64, 0
 	%66 = add i64 %64, 128
 	%67 = icmp sle i64 %66, %8
 	%68 = and i1 %65, %67
-	br i1 %68, label %then.389, label %else.390
+	br i1 %68, label %then.504, label %else.505
 
-piece.row.done.388:
+piece.row.done.503:
 	store <32 x float> %61, <32 x float>* %50, align 4
 	%69 = add i64 %46, 1
-	br label %piece.chunk.head.383
+	br label %piece.chunk.head.498
 
-then.389:
+then.504:
 	%70 = getelementptr float, float* %31, i64 %64
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
@@ -11527,9 +14099,9 @@ then.389:
 	%89 = fadd <32 x float> %87, %88
 	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%91 = fadd <32 x float> %89, %90
-	br label %join.391
+	br label %join.506
 
-else.390:
+else.505:
 	%92 = icmp slt i64 %64, 0
 	%93 = select i1 %92, i64 0, i64 %64
 	%94 = add i64 %64, 128
@@ -11537,47 +14109,47 @@ else.390:
 	%96 = select i1 %95, i64 %94, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%97 = bitcast <128 x float>* %2 to float*
-	br label %pad.head.392
+	br label %pad.head.507
 
-join.391:
-	%98 = phi <32 x float> [ %91, %then.389 ], [ %150, %pad.done.397 ]
+join.506:
+	%98 = phi <32 x float> [ %91, %then.504 ], [ %150, %pad.done.512 ]
 	%99 = add i64 %60, 1
-	br label %piece.row.head.386
+	br label %piece.row.head.501
 
-pad.head.392:
-	%100 = phi i64 [ %93, %else.390 ], [ %106, %pad.393 ]
+pad.head.507:
+	%100 = phi i64 [ %93, %else.505 ], [ %106, %pad.508 ]
 	%101 = icmp slt i64 %100, %96
-	br i1 %101, label %pad.393, label %pad.done.394
+	br i1 %101, label %pad.508, label %pad.done.509
 
-pad.393:
+pad.508:
 	%102 = getelementptr float, float* %31, i64 %100
 	%103 = load float, float* %102, align 4
 	%104 = sub i64 %100, %64
 	%105 = getelementptr float, float* %97, i64 %104
 	store volatile float %103, float* %105, align 4
 	%106 = add i64 %100, 1
-	br label %pad.head.392
+	br label %pad.head.507
 
-pad.done.394:
+pad.done.509:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%107 = bitcast <128 x float>* %1 to float*
-	br label %pad.head.395
+	br label %pad.head.510
 
-pad.head.395:
-	%108 = phi i64 [ %93, %pad.done.394 ], [ %114, %pad.396 ]
+pad.head.510:
+	%108 = phi i64 [ %93, %pad.done.509 ], [ %114, %pad.511 ]
 	%109 = icmp slt i64 %108, %96
-	br i1 %109, label %pad.396, label %pad.done.397
+	br i1 %109, label %pad.511, label %pad.done.512
 
-pad.396:
+pad.511:
 	%110 = getelementptr float, float* %33, i64 %108
 	%111 = load float, float* %110, align 4
 	%112 = sub i64 %108, %64
 	%113 = getelementptr float, float* %107, i64 %112
 	store volatile float %111, float* %113, align 4
 	%114 = add i64 %108, 1
-	br label %pad.head.395
+	br label %pad.head.510
 
-pad.done.397:
+pad.done.512:
 	%115 = insertelement <128 x i64> undef, i64 %64, i32 0
 	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
 	%117 = add <128 x i64> %116, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -11614,14 +14186,14 @@ pad.done.397:
 	%148 = fadd <32 x float> %146, %147
 	%149 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%150 = fadd <32 x float> %148, %149
-	br label %join.391
+	br label %join.506
 
-example.head.398:
-	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.403 ]
+example.head.513:
+	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.518 ]
 	%152 = icmp slt i64 %151, %12
-	br i1 %152, label %example.399, label %example.done.400
+	br i1 %152, label %example.514, label %example.done.515
 
-example.399:
+example.514:
 	%153 = mul i64 %151, %22
 	%154 = getelementptr float, float* %4, i64 %153
 	%155 = mul i64 %151, %26
@@ -11636,17 +14208,17 @@ example.399:
 	%164 = sdiv i64 %163, 32
 	%165 = icmp sgt i64 %161, 0
 	%166 = select i1 %165, i64 %164, i64 0
-	br label %piece.chunk.head.401
+	br label %piece.chunk.head.516
 
-example.done.400:
+example.done.515:
 	ret void
 
-piece.chunk.head.401:
-	%167 = phi i64 [ 0, %example.399 ], [ %190, %piece.row.done.406 ]
+piece.chunk.head.516:
+	%167 = phi i64 [ 0, %example.514 ], [ %190, %piece.row.done.521 ]
 	%168 = icmp slt i64 %167, %166
-	br i1 %168, label %piece.chunk.402, label %piece.chunk.done.403
+	br i1 %168, label %piece.chunk.517, label %piece.chunk.done.518
 
-piece.chunk.402:
+piece.chunk.517:
 	%169 = mul i64 %167, 32
 	%170 = getelementptr float, float* %156, i64 %169
 	%171 = bitcast float* %170 to <32 x float>*
@@ -11658,33 +14230,33 @@ piece.chunk.402:
 	%177 = add i64 %174, 32
 	%178 = icmp slt i64 %177, %161
 	%179 = select i1 %178, i64 %177, i64 %161
-	br label %piece.row.head.404
+	br label %piece.row.head.519
 
-piece.chunk.done.403:
+piece.chunk.done.518:
 	%180 = add i64 %151, 1
-	br label %example.head.398
+	br label %example.head.513
 
-piece.row.head.404:
-	%181 = phi i64 [ %176, %piece.chunk.402 ], [ %210, %join.409 ]
-	%182 = phi <32 x float> [ %172, %piece.chunk.402 ], [ %209, %join.409 ]
+piece.row.head.519:
+	%181 = phi i64 [ %176, %piece.chunk.517 ], [ %210, %join.524 ]
+	%182 = phi <32 x float> [ %172, %piece.chunk.517 ], [ %209, %join.524 ]
 	%183 = icmp slt i64 %181, %179
-	br i1 %183, label %piece.row.405, label %piece.row.done.406
+	br i1 %183, label %piece.row.520, label %piece.row.done.521
 
-piece.row.405:
+piece.row.520:
 	%184 = mul i64 %181, 128
 	%185 = sub i64 %184, %157
 	%186 = icmp sge i64 %185, 0
 	%187 = add i64 %185, 128
 	%188 = icmp sle i64 %187, %8
 	%189 = and i1 %186, %188
-	br i1 %189, label %then.407, label %else.408
+	br i1 %189, label %then.522, label %else.523
 
-piece.row.done.406:
+piece.row.done.521:
 	store <32 x float> %182, <32 x float>* %171, align 4
 	%190 = add i64 %167, 1
-	br label %piece.chunk.head.401
+	br label %piece.chunk.head.516
 
-then.407:
+then.522:
 	%191 = getelementptr float, float* %154, i64 %185
 	%192 = bitcast float* %191 to <128 x float>*
 	%193 = load <128 x float>, <128 x float>* %192, align 4
@@ -11697,9 +14269,9 @@ then.407:
 	%200 = fadd <32 x float> %198, %199
 	%201 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%202 = fadd <32 x float> %200, %201
-	br label %join.409
+	br label %join.524
 
-else.408:
+else.523:
 	%203 = icmp slt i64 %185, 0
 	%204 = select i1 %203, i64 0, i64 %185
 	%205 = add i64 %185, 128
@@ -11707,28 +14279,28 @@ else.408:
 	%207 = select i1 %206, i64 %205, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
 	%208 = bitcast <128 x float>* %0 to float*
-	br label %pad.head.410
+	br label %pad.head.525
 
-join.409:
-	%209 = phi <32 x float> [ %202, %then.407 ], [ %243, %pad.done.412 ]
+join.524:
+	%209 = phi <32 x float> [ %202, %then.522 ], [ %243, %pad.done.527 ]
 	%210 = add i64 %181, 1
-	br label %piece.row.head.404
+	br label %piece.row.head.519
 
-pad.head.410:
-	%211 = phi i64 [ %204, %else.408 ], [ %217, %pad.411 ]
+pad.head.525:
+	%211 = phi i64 [ %204, %else.523 ], [ %217, %pad.526 ]
 	%212 = icmp slt i64 %211, %207
-	br i1 %212, label %pad.411, label %pad.done.412
+	br i1 %212, label %pad.526, label %pad.done.527
 
-pad.411:
+pad.526:
 	%213 = getelementptr float, float* %154, i64 %211
 	%214 = load float, float* %213, align 4
 	%215 = sub i64 %211, %185
 	%216 = getelementptr float, float* %208, i64 %215
 	store volatile float %214, float* %216, align 4
 	%217 = add i64 %211, 1
-	br label %pad.head.410
+	br label %pad.head.525
 
-pad.done.412:
+pad.done.527:
 	%218 = insertelement <128 x i64> undef, i64 %185, i32 0
 	%219 = shufflevector <128 x i64> %218, <128 x i64> undef, <128 x i32> zeroinitializer
 	%220 = add <128 x i64> %219, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -11755,7 +14327,7 @@ pad.done.412:
 	%241 = fadd <32 x float> %239, %240
 	%242 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%243 = fadd <32 x float> %241, %242
-	br label %join.409
+	br label %join.524
 }
 
 define void @lars_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
@@ -11777,4 +14349,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lars_abi = constant [65 x i8] c"d62ec7982d28af64d5b130a5c2f4115f52b223c7f27c6aff816c9eba829a79a9\00"
+@lars_abi = constant [65 x i8] c"ddc674187e86ae0bf1a852c174806b9aba4a5ba33c02a73e911c89d2435746d0\00"

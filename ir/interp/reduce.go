@@ -75,15 +75,16 @@ func (p *Program) ReduceScalars(h []float64, t int, sigmaW2 float64) []float32 {
 // range, n coordinates each): partials[i][c] is the sum of term r<i> over
 // chunk c < reduce.ReduceChunks(n), in the kernels' order. g is privatized
 // as the step privatizes it, with the noise nz (nil: g as given), whose
-// Offset is the global index of the buffers' first coordinate. scalars are
-// ReduceScalars'.
-func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32, partials [][]float32) error {
+// Offset is the global index of the buffers' first coordinate; where kept
+// is not nil (n floats) and nz draws, the privatized g is stored there.
+// scalars are ReduceScalars'.
+func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32, partials [][]float32, kept []float32) error {
 	if p.reduce == nil {
 		return fmt.Errorf("%s has no reductions", p.Func.Name)
 	}
 	n := len(bufs[0])
-	if len(partials) != p.Func.NumReductions() || len(bufs) != len(ir.Buffers(p.Func)) {
-		return fmt.Errorf("%s: the reduction pass takes %d buffers and %d partial arrays, got %d and %d", p.Func.Name, len(ir.Buffers(p.Func)), p.Func.NumReductions(), len(bufs), len(partials))
+	if len(partials) != p.Func.NumReductions() || len(bufs) != len(ir.Buffers(p.Func)) || (kept != nil && len(kept) != n) {
+		return fmt.Errorf("%s: the reduction pass takes %d buffers, %d partial arrays and %d kept floats, got %d, %d and %d", p.Func.Name, len(ir.Buffers(p.Func)), p.Func.NumReductions(), n, len(bufs), len(partials), len(kept))
 	}
 	for _, part := range partials {
 		if len(part) != reduce.ReduceChunks(n) {
@@ -103,8 +104,12 @@ func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32,
 			chunk = append(chunk, b[lo:hi])
 		}
 		if nz != nil && nz.Stream.Mode != rng.Off {
-			chunk[ir.GradBuffer] = gp[:hi-lo]
-			nz.Stream.Privatize(gp[:hi-lo], bufs[ir.GradBuffer][lo:hi], nz.SigmaW, nz.Offset+uint64(lo))
+			into := gp[:hi-lo]
+			if kept != nil {
+				into = kept[lo:hi]
+			}
+			chunk[ir.GradBuffer] = into
+			nz.Stream.Privatize(into, bufs[ir.GradBuffer][lo:hi], nz.SigmaW, nz.Offset+uint64(lo))
 		}
 		for _, t := range terms {
 			chunk = append(chunk, t[:hi-lo])
@@ -136,7 +141,7 @@ func (p *Program) Reduce(scalars []float32, nz *Noise, bufs [][]float32) (*Reduc
 	for i := range partials {
 		partials[i] = make([]float32, reduce.ReduceChunks(n))
 	}
-	if err := p.ReducePartials(scalars, nz, bufs, partials); err != nil {
+	if err := p.ReducePartials(scalars, nz, bufs, partials, nil); err != nil {
 		return nil, err
 	}
 	return Finish(partials, n), nil

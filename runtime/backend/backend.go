@@ -75,7 +75,8 @@ type Backend interface {
 	// g privatized with r.Noise as the step privatizes it, into partials
 	// (len r.Len()), tensor after tensor (r.Split): a tensor's
 	// partials[i·chunks + c] is term i's partial sum over chunk c of its
-	// reduce.ReduceChunk-coordinate chunks. It writes no buffer.
+	// reduce.ReduceChunk-coordinate chunks. It writes no buffer of m;
+	// with r.Keep it keeps the privatized g for the Step that follows.
 	Reduce(m Memory, r Reduce, partials []float32) error
 	// Fill sets every float of buffer buf of m to v, and waits.
 	Fill(m Memory, buf int, v float32) error
@@ -139,6 +140,10 @@ type Step struct {
 	// scheme its Mode names (rng.Off: none, the gradient is privatized
 	// already), and the step counter t (Noise.Step).
 	Noise rng.Stream
+	// Kept: the kernel reads the gradient the Reduce just before kept
+	// (Reduce.Keep), privatized already (Noise.Mode is rng.Off), instead
+	// of the memory's gradient buffer.
+	Kept bool
 }
 
 // Privatize is one privatization: k rows of n floats (per-example
@@ -182,6 +187,12 @@ type Reduce struct {
 	Tensors   []ReduceTensor // in order
 	Noise     rng.Stream     // the step's noise
 	Offset    int64          // the global index of the memory's coordinate 0
+	// Keep asks the pass to keep the gradient it privatizes, every
+	// tensor's coordinates, in the backend's own scratch, for the next
+	// Step on the same memory (Step.Kept), which then does not draw the
+	// noise again. The runtime sets it only where r.Noise draws and the
+	// pass reads g.
+	Keep bool
 }
 
 // ReduceTensor is one tensor of a reduction pass: its coordinates [Lo, Hi)

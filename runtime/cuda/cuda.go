@@ -20,9 +20,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/backend"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
@@ -55,29 +57,51 @@ type Backend struct {
 	n    int
 	dev  []cudadrv.DevicePtr
 	// scratch is device memory that the kernels' partials go through
-	// (reduction pass, diagnostics), scratchBytes long, kept between
-	// steps and grown when a call needs more.
-	scratch      cudadrv.DevicePtr
-	scratchBytes int
+	// (reduction pass, diagnostics).
+	scratch deviceScratch
+	// kept is the gradient the last reduction pass kept (backend.Reduce's
+	// Keep), reused by the next; keptFresh: the step after that pass has
+	// not read it yet.
+	kept      deviceScratch
+	keptFresh bool
+}
+
+// deviceScratch is device memory kept between steps and grown when a call
+// needs more.
+type deviceScratch struct {
+	ptr   cudadrv.DevicePtr
+	bytes int
+}
+
+// grow returns the scratch memory, at least bytes long.
+func (s *deviceScratch) grow(ctx *cudadrv.Context, bytes int) (cudadrv.DevicePtr, error) {
+	if bytes <= s.bytes {
+		return s.ptr, nil
+	}
+	if err := s.free(ctx); err != nil {
+		return 0, err
+	}
+	p, err := ctx.Alloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	s.ptr, s.bytes = p, bytes
+	return p, nil
+}
+
+// free releases the memory, if any.
+func (s *deviceScratch) free(ctx *cudadrv.Context) error {
+	if s.bytes == 0 {
+		return nil
+	}
+	err := ctx.Free(s.ptr)
+	s.ptr, s.bytes = 0, 0
+	return err
 }
 
 // scratchFor returns the scratch memory, at least bytes long.
 func (b *Backend) scratchFor(bytes int) (cudadrv.DevicePtr, error) {
-	if bytes <= b.scratchBytes {
-		return b.scratch, nil
-	}
-	if b.scratchBytes > 0 {
-		if err := b.k.ctx.Free(b.scratch); err != nil {
-			return 0, err
-		}
-		b.scratch, b.scratchBytes = 0, 0
-	}
-	p, err := b.k.ctx.Alloc(bytes)
-	if err != nil {
-		return 0, err
-	}
-	b.scratch, b.scratchBytes = p, bytes
-	return p, nil
+	return b.scratch.grow(b.k.ctx, bytes)
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -160,6 +184,13 @@ func (b *Backend) Step(m backend.Memory, s backend.Step) error {
 		if err := b.k.checkStep(len(bufs), seg, n); err != nil {
 			return err
 		}
+	}
+	if s.Kept {
+		if !b.keptFresh || s.Noise.Mode != rng.Off {
+			return errors.New("runtime: a step on the kept gradient, with no reduction pass that kept it or with noise of its own")
+		}
+		bufs = slices.Clone(bufs)
+		bufs[ir.GradBuffer], b.keptFresh = b.kept.ptr, false // read once
 	}
 	for _, seg := range s.Segments {
 		if err := b.k.launchStep(offsetPtrs(bufs, seg.Lo), seg.Hi-seg.Lo, seg.Scalars, s, s.Offset+int64(seg.Lo)); err != nil {
@@ -279,10 +310,8 @@ func (b *Backend) release() error {
 	for _, p := range b.dev {
 		errs = append(errs, b.k.ctx.Free(p))
 	}
-	if b.scratchBytes > 0 {
-		errs = append(errs, b.k.ctx.Free(b.scratch))
-	}
-	b.dev, b.scratch, b.scratchBytes = nil, 0, 0
+	errs = append(errs, b.scratch.free(b.k.ctx), b.kept.free(b.k.ctx))
+	b.dev = nil
 	errs = append(errs, b.k.close())
 	b.k = nil
 	return errors.Join(errs...)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/backend"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
 // Reduce runs the reduction pass's kernel over each tensor of m, one warp
@@ -14,10 +15,12 @@ func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, partials []float32)
 	if len(partials) != r.Len() {
 		return fmt.Errorf("runtime: %s: %d partials for %d", r.Kernel, len(partials), r.Len())
 	}
+	b.keptFresh = false
 	if len(partials) == 0 {
+		b.keptFresh = r.Keep
 		return nil
 	}
-	bufs, _ := b.buffers(m)
+	bufs, size := b.buffers(m)
 	fn, err := b.k.mod.Function(r.Kernel)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
@@ -25,6 +28,12 @@ func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, partials []float32)
 	out, err := b.scratchFor(4 * len(partials))
 	if err != nil {
 		return fmt.Errorf("runtime: %s: %w", r.Kernel, err)
+	}
+	var kept cudadrv.DevicePtr // null: not kept
+	if r.Keep {
+		if kept, err = b.kept.grow(b.k.ctx, 4*size); err != nil {
+			return fmt.Errorf("runtime: %s: %w", r.Kernel, err)
+		}
 	}
 	nz, at := r.Noise, 0
 	for _, t := range r.Tensors {
@@ -36,7 +45,11 @@ func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, partials []float32)
 		for _, s := range t.Scalars {
 			args = append(args, s)
 		}
-		args = append(args, int64(n), r.Offset+int64(t.Lo), nz.Seed, nz.Step, uint32(nz.Mode), nz.Key[0], nz.Key[1], nz.Key[2], nz.Key[3], out.Add(4*at))
+		keptAt := kept
+		if r.Keep {
+			keptAt = kept.Add(4 * t.Lo)
+		}
+		args = append(args, int64(n), r.Offset+int64(t.Lo), nz.Seed, nz.Step, uint32(nz.Mode), nz.Key[0], nz.Key[1], nz.Key[2], nz.Key[3], out.Add(4*at), keptAt)
 		if err := b.k.launch(fn, 32*reduce.ReduceChunks(n), args...); err != nil {
 			return err
 		}
@@ -45,5 +58,6 @@ func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, partials []float32)
 	if err := b.k.ctx.CopyDtoH(partials, out); err != nil {
 		return fmt.Errorf("runtime: %s: %w", r.Kernel, err)
 	}
+	b.keptFresh = r.Keep
 	return nil
 }

@@ -13,11 +13,12 @@ import (
 // "Reductions"), e.g. lamb_reduce_cpu:
 //
 //	void f(float *const *buffers, const float *scalars, int64_t n,
-//	       const struct fibergen_range *r, float *partials)
+//	       const struct fibergen_range *r, float *partials, float *kept)
 //
 // which computes partials[i·chunks(n) + c], term i's partial sum over chunk
 // c of the n coordinates, for the chunks [r->lo, r->hi), coordinate j
-// having global index r->offset + j and g privatized in r's noise.
+// having global index r->offset + j and g privatized in r's noise; where
+// kept is not null it stores coordinate j's privatized g at kept[j].
 type Reduce struct {
 	entry
 	Terms int
@@ -35,9 +36,10 @@ func OpenReduce(path, symbol string, numBuffers, numScalars, terms int) (*Reduce
 }
 
 // Run computes the partials of the chunks [r.Lo, r.Hi) of the n
-// coordinates of bufs (theta, g, the states) into partials.
-func (d *Reduce) Run(bufs [][]float32, scalars []float32, n int, r Range, partials []float32) error {
-	if err := d.check(bufs, scalars, n, r, partials); err != nil || r.Lo == r.Hi {
+// coordinates of bufs (theta, g, the states) into partials and, where kept
+// is not nil (n floats), the chunks' privatized g into kept.
+func (d *Reduce) Run(bufs [][]float32, scalars []float32, n int, r Range, partials, kept []float32) error {
+	if err := d.check(bufs, scalars, n, r, partials, kept); err != nil || r.Lo == r.Hi {
 		return err
 	}
 	var pin runtime.Pinner
@@ -48,13 +50,18 @@ func (d *Reduce) Run(bufs [][]float32, scalars []float32, n int, r Range, partia
 	for _, p := range []any{&ptrs[0], &scalars[0], rp, &partials[0]} {
 		pin.Pin(p)
 	}
+	var keep uintptr
+	if kept != nil {
+		pin.Pin(&kept[0])
+		keep = uintptr(unsafe.Pointer(&kept[0]))
+	}
 	purego.SyscallN(d.fn, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&scalars[0])), uintptr(n),
-		uintptr(unsafe.Pointer(rp)), uintptr(unsafe.Pointer(&partials[0])))
+		uintptr(unsafe.Pointer(rp)), uintptr(unsafe.Pointer(&partials[0])), keep)
 	return nil
 }
 
 // check validates the arguments of Run.
-func (d *Reduce) check(bufs [][]float32, scalars []float32, n int, r Range, partials []float32) error {
+func (d *Reduce) check(bufs [][]float32, scalars []float32, n int, r Range, partials, kept []float32) error {
 	chunks := int64(reduce.ReduceChunks(n))
 	if err := d.checkChunks("the reduction pass", bufs, scalars, n, r.Lo, r.Hi); err != nil {
 		return err
@@ -62,6 +69,8 @@ func (d *Reduce) check(bufs [][]float32, scalars []float32, n int, r Range, part
 	switch {
 	case int64(len(partials)) < int64(d.Terms)*chunks:
 		return fmt.Errorf("hostkernel: %s: %d partials for %d terms of %d chunks", d.Name, len(partials), d.Terms, chunks)
+	case kept != nil && len(kept) < n:
+		return fmt.Errorf("hostkernel: %s: %d kept floats for %d coordinates", d.Name, len(kept), n)
 	case r.Offset < 0 || r.Offset > (1<<62):
 		return fmt.Errorf("hostkernel: offset %d out of range", r.Offset)
 	}
