@@ -20,6 +20,12 @@ import (
 // Format names this version of the file; a runtime refuses any other.
 const Format = "fibergen-manifest/1"
 
+// ReduceVersion is the calling convention of the reduction pass (Reduce)
+// that this fibergen builds and calls: 2, the pass takes the kept
+// gradient's pointer last (decision 127); a manifest without a version is
+// 1, whose pass took none.
+const ReduceVersion = 2
+
 // Manifest is one optimizer's kernel ABI.
 type Manifest struct {
 	Format       string   `json:"format"`
@@ -124,6 +130,9 @@ type Kernels struct {
 // Chunk coordinates of a tensor, term-major; a term's sum is its partials
 // summed in float64 in chunk order.
 type Reduce struct {
+	// Version is the pass's calling convention (ReduceVersion); a runtime
+	// refuses any other.
+	Version      int      `json:"version"`
 	Terms        []string `json:"terms"`   // r0, r1, …: what the step's reductions sum
 	Reads        []string `json:"reads"`   // the buffers it reads
 	Scalars      []string `json:"scalars"` // its host scalars, then sqrt(sigma_w2)
@@ -191,6 +200,9 @@ func Decode(data []byte) (*Manifest, error) {
 	}
 	if m.Format != Format {
 		return nil, fmt.Errorf("manifest format %q, this fibergen reads %q (rebuild with fibergen build)", m.Format, Format)
+	}
+	if r := m.Kernels.Reduce; r != nil && r.Version != ReduceVersion {
+		return nil, fmt.Errorf("manifest of %s: its reduction pass is version %d, this fibergen calls version %d (rebuild with fibergen build)", m.Optimizer, max(r.Version, 1), ReduceVersion)
 	}
 	return &m, nil
 }

@@ -43,10 +43,15 @@ func TestReadErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lamb, err := os.ReadFile("../generated/lamb/lamb.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	for _, c := range []struct{ name, data, msg string }{
 		{"not json", "{", "not a fibergen manifest"},
 		{"old format", strings.Replace(string(good), manifest.Format, "fibergen-manifest/0", 1), "rebuild with fibergen build"},
+		{"old reduction pass", strings.Replace(string(lamb), `"version": 2,`, "", 1), "manifest of lamb: its reduction pass is version 1, this fibergen calls version 2 (rebuild with fibergen build)"},
 		{"other IR", strings.Replace(string(good), `"name": "dp_sgd"`, `"name": "other"`, 1), "holds the IR of other"},
 	} {
 		path := filepath.Join(dir, c.name+".json")

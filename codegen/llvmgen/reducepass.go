@@ -44,7 +44,7 @@ func (k *kernel) emitReducePass() {
 	for _, v := range ir.HostScalars(k.fn.Reduce) {
 		scalars = append(scalars, ir.ExprString(v))
 	}
-	k.Kernels.Reduce = &manifest.Reduce{Terms: k.fn.ReduceTerms(), Reads: k.fn.ReduceReads(), Scalars: append(scalars, "sqrt(sigma_w2)"),
+	k.Kernels.Reduce = &manifest.Reduce{Version: manifest.ReduceVersion, Terms: k.fn.ReduceTerms(), Reads: k.fn.ReduceReads(), Scalars: append(scalars, "sqrt(sigma_w2)"),
 		Chunk: ReduceChunk, Kernel: kernel.symbol, KernelABI: kernel.String(), HostFunction: host.symbol, HostABI: host.String()}
 	k.emitReduceKernel(kernel)
 	k.emitReduceHost(host)
