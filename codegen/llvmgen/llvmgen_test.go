@@ -116,7 +116,10 @@ var (
 	fusedRE   = regexp.MustCompile(`llvm\.(fma|fmuladd)\b`)
 	calleeRE  = regexp.MustCompile(`\bcall\b[^@]*@([\w.]+)\(`)
 	definedRE = regexp.MustCompile(`(?m)^define\b[^@]*@([\w.]+)\(`)
-	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v4f32|v8f32|v16f32|v128f32|f64)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+|llvm\.nvvm\.shfl\.sync\.bfly\.f32|llvm\.masked\.load\.v128f32\.p0v128f32)$`)
+	// allowedRE matches the intrinsics a module may call: IEEE square
+	// roots, the device's registers and shuffles, a masked load, and the
+	// host reduction pass's prefetch (a hint that changes no value).
+	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v4f32|v8f32|v16f32|v128f32|f64)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+|llvm\.nvvm\.shfl\.sync\.bfly\.f32|llvm\.masked\.load\.v128f32\.p0v128f32|llvm\.prefetch\.p0i8)$`)
 )
 
 // stripLLComments removes the comments of LLVM IR text (the module has no

@@ -202,13 +202,13 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 	full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(4)), n)
 	add := func(b *llvm.Block, vals [][]value.Value, masked bool) (*llvm.Block, []value.Value) {
 		out := append([]value.Value(nil), acc...)
+		vals = k.preparedLane(b, r, vals, base)
 		for e := range 4 {
 			var in []value.Value
 			for _, v := range vals {
 				in = append(in, v[e])
 			}
 			inRange := b.NewICmp(enum.IPredSLT, b.NewAdd(base, i64c(int64(e))), n)
-			in = r.prepared(b, 1, in, func() value.Value { return b.NewAdd(base, i64c(int64(e))) })
 			if r.keep != nil {
 				b = k.keepStore(f, b, r, in, 1, b.NewAdd(base, i64c(int64(e))), inRange)
 			}
@@ -241,6 +241,31 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 		}
 		return add(b, vals, true)
 	})
+}
+
+// preparedLane is a device lane's values of its four elements from index
+// base (vals[input][element]) as r's terms read them: prepared as vectors
+// of four, so that a lane draws its noise at once (noiseLane).
+func (k *kernel) preparedLane(b *llvm.Block, r reduction, vals [][]value.Value, base value.Value) [][]value.Value {
+	if r.prepare == nil {
+		return vals
+	}
+	w := lanes(laneElems)
+	packed := make([]value.Value, len(vals))
+	for i, v := range vals {
+		var x value.Value = constantUndef(w.f32())
+		for e, elem := range v {
+			x = b.NewInsertElement(x, elem, i32c(uint32(e)))
+		}
+		packed[i] = x
+	}
+	out := make([][]value.Value, len(vals))
+	for i, x := range r.prepare(b, w, packed, func() value.Value { return base }) {
+		for e := range laneElems {
+			out[i] = append(out[i], b.NewExtractElement(x, i32c(uint32(e))))
+		}
+	}
+	return out
 }
 
 // hostReduce emits, from block b of the host function f, the reduction r

@@ -9450,7 +9450,7 @@ with_secure_noise:
 	%68 = add i64 %n, 4095
 	%69 = sdiv i64 %68, u0x1000
 	%70 = mul i64 1, %69
-	br label %task.head.322
+	br label %task.head.325
 
 unknown_mode:
 	ret void
@@ -9852,7 +9852,7 @@ stored.294:
 	br label %task.head.284
 
 task.head.295:
-	%432 = phi i64 [ %34, %with_noise ], [ %872, %stored.321 ]
+	%432 = phi i64 [ %34, %with_noise ], [ %912, %stored.324 ]
 	%433 = icmp slt i64 %432, %39
 	br i1 %433, label %task.296, label %task.done.297
 
@@ -9903,9 +9903,9 @@ task.done.297:
 	ret void
 
 row.head.298:
-	%474 = phi i64 [ 0, %task.296 ], [ %641, %join.303 ]
-	%475 = phi float [ 0.0, %task.296 ], [ %639, %join.303 ]
-	%476 = phi float [ 0.0, %task.296 ], [ %640, %join.303 ]
+	%474 = phi i64 [ 0, %task.296 ], [ %711, %join.303 ]
+	%475 = phi float [ 0.0, %task.296 ], [ %709, %join.303 ]
+	%476 = phi float [ 0.0, %task.296 ], [ %710, %join.303 ]
 	%477 = icmp slt i64 %474, %449
 	br i1 %477, label %row.299, label %row.done.300
 
@@ -9941,7 +9941,7 @@ row.done.300:
 	%503 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %500, i32 1, i32 31)
 	%504 = fadd float %500, %503
 	%505 = icmp eq i64 %36, 0
-	br i1 %505, label %lane0.320, label %stored.321
+	br i1 %505, label %lane0.323, label %stored.324
 
 then.301:
 	%506 = getelementptr float, float* %437, i64 %481
@@ -9976,1168 +9976,1308 @@ then.301:
 	%535 = extractelement <4 x float> %533, i32 1
 	%536 = extractelement <4 x float> %533, i32 2
 	%537 = extractelement <4 x float> %533, i32 3
-	%538 = add i64 %481, 0
-	%539 = icmp slt i64 %538, %n
-	%540 = add i64 %481, 0
-	%541 = add i64 %offset, %540
-	%542 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %541)
-	%543 = fmul float %r.8, %542
-	%544 = fadd float %518, %543
-	%545 = add i64 %481, 0
-	%546 = icmp ne float* %kept, null
-	%547 = and i1 %546, %539
-	br i1 %547, label %keep.304, label %kept.305
+	%538 = insertelement <4 x float> undef, float %510, i32 0
+	%539 = insertelement <4 x float> %538, float %511, i32 1
+	%540 = insertelement <4 x float> %539, float %512, i32 2
+	%541 = insertelement <4 x float> %540, float %513, i32 3
+	%542 = insertelement <4 x float> undef, float %518, i32 0
+	%543 = insertelement <4 x float> %542, float %519, i32 1
+	%544 = insertelement <4 x float> %543, float %520, i32 2
+	%545 = insertelement <4 x float> %544, float %521, i32 3
+	%546 = insertelement <4 x float> undef, float %526, i32 0
+	%547 = insertelement <4 x float> %546, float %527, i32 1
+	%548 = insertelement <4 x float> %547, float %528, i32 2
+	%549 = insertelement <4 x float> %548, float %529, i32 3
+	%550 = insertelement <4 x float> undef, float %534, i32 0
+	%551 = insertelement <4 x float> %550, float %535, i32 1
+	%552 = insertelement <4 x float> %551, float %536, i32 2
+	%553 = insertelement <4 x float> %552, float %537, i32 3
+	%554 = add i64 %offset, %481
+	%555 = call <4 x float> @lamb_noise_lane_false(i64 %seed, i32 %step, i64 %554)
+	%556 = insertelement <4 x float> undef, float %r.8, i32 0
+	%557 = insertelement <4 x float> %556, float %r.8, i32 1
+	%558 = insertelement <4 x float> %557, float %r.8, i32 2
+	%559 = insertelement <4 x float> %558, float %r.8, i32 3
+	%560 = fmul <4 x float> %559, %555
+	%561 = fadd <4 x float> %545, %560
+	%562 = extractelement <4 x float> %541, i32 0
+	%563 = extractelement <4 x float> %541, i32 1
+	%564 = extractelement <4 x float> %541, i32 2
+	%565 = extractelement <4 x float> %541, i32 3
+	%566 = extractelement <4 x float> %561, i32 0
+	%567 = extractelement <4 x float> %561, i32 1
+	%568 = extractelement <4 x float> %561, i32 2
+	%569 = extractelement <4 x float> %561, i32 3
+	%570 = extractelement <4 x float> %549, i32 0
+	%571 = extractelement <4 x float> %549, i32 1
+	%572 = extractelement <4 x float> %549, i32 2
+	%573 = extractelement <4 x float> %549, i32 3
+	%574 = extractelement <4 x float> %553, i32 0
+	%575 = extractelement <4 x float> %553, i32 1
+	%576 = extractelement <4 x float> %553, i32 2
+	%577 = extractelement <4 x float> %553, i32 3
+	%578 = add i64 %481, 0
+	%579 = icmp slt i64 %578, %n
+	%580 = add i64 %481, 0
+	%581 = icmp ne float* %kept, null
+	%582 = and i1 %581, %579
+	br i1 %582, label %keep.307, label %kept.308
 
 else.302:
-	%548 = sub i64 %n, 1
-	%549 = add i64 %481, 0
-	%550 = icmp slt i64 %549, %n
-	%551 = select i1 %550, i64 %549, i64 %548
-	%552 = getelementptr float, float* %437, i64 %551
-	%553 = load float, float* %552, align 4
-	%554 = add i64 %481, 1
-	%555 = icmp slt i64 %554, %n
-	%556 = select i1 %555, i64 %554, i64 %548
-	%557 = getelementptr float, float* %437, i64 %556
-	%558 = load float, float* %557, align 4
-	%559 = add i64 %481, 2
-	%560 = icmp slt i64 %559, %n
-	%561 = select i1 %560, i64 %559, i64 %548
-	%562 = getelementptr float, float* %437, i64 %561
-	%563 = load float, float* %562, align 4
-	%564 = add i64 %481, 3
-	%565 = icmp slt i64 %564, %n
-	%566 = select i1 %565, i64 %564, i64 %548
-	%567 = getelementptr float, float* %437, i64 %566
-	%568 = load float, float* %567, align 4
-	%569 = add i64 %481, 0
-	%570 = icmp slt i64 %569, %n
-	%571 = select i1 %570, i64 %569, i64 %548
-	%572 = getelementptr float, float* %439, i64 %571
-	%573 = load float, float* %572, align 4
-	%574 = add i64 %481, 1
-	%575 = icmp slt i64 %574, %n
-	%576 = select i1 %575, i64 %574, i64 %548
-	%577 = getelementptr float, float* %439, i64 %576
-	%578 = load float, float* %577, align 4
-	%579 = add i64 %481, 2
-	%580 = icmp slt i64 %579, %n
-	%581 = select i1 %580, i64 %579, i64 %548
-	%582 = getelementptr float, float* %439, i64 %581
-	%583 = load float, float* %582, align 4
-	%584 = add i64 %481, 3
+	%583 = sub i64 %n, 1
+	%584 = add i64 %481, 0
 	%585 = icmp slt i64 %584, %n
-	%586 = select i1 %585, i64 %584, i64 %548
-	%587 = getelementptr float, float* %439, i64 %586
+	%586 = select i1 %585, i64 %584, i64 %583
+	%587 = getelementptr float, float* %437, i64 %586
 	%588 = load float, float* %587, align 4
-	%589 = add i64 %481, 0
+	%589 = add i64 %481, 1
 	%590 = icmp slt i64 %589, %n
-	%591 = select i1 %590, i64 %589, i64 %548
-	%592 = getelementptr float, float* %441, i64 %591
+	%591 = select i1 %590, i64 %589, i64 %583
+	%592 = getelementptr float, float* %437, i64 %591
 	%593 = load float, float* %592, align 4
-	%594 = add i64 %481, 1
+	%594 = add i64 %481, 2
 	%595 = icmp slt i64 %594, %n
-	%596 = select i1 %595, i64 %594, i64 %548
-	%597 = getelementptr float, float* %441, i64 %596
+	%596 = select i1 %595, i64 %594, i64 %583
+	%597 = getelementptr float, float* %437, i64 %596
 	%598 = load float, float* %597, align 4
-	%599 = add i64 %481, 2
+	%599 = add i64 %481, 3
 	%600 = icmp slt i64 %599, %n
-	%601 = select i1 %600, i64 %599, i64 %548
-	%602 = getelementptr float, float* %441, i64 %601
+	%601 = select i1 %600, i64 %599, i64 %583
+	%602 = getelementptr float, float* %437, i64 %601
 	%603 = load float, float* %602, align 4
-	%604 = add i64 %481, 3
+	%604 = add i64 %481, 0
 	%605 = icmp slt i64 %604, %n
-	%606 = select i1 %605, i64 %604, i64 %548
-	%607 = getelementptr float, float* %441, i64 %606
+	%606 = select i1 %605, i64 %604, i64 %583
+	%607 = getelementptr float, float* %439, i64 %606
 	%608 = load float, float* %607, align 4
-	%609 = add i64 %481, 0
+	%609 = add i64 %481, 1
 	%610 = icmp slt i64 %609, %n
-	%611 = select i1 %610, i64 %609, i64 %548
-	%612 = getelementptr float, float* %443, i64 %611
+	%611 = select i1 %610, i64 %609, i64 %583
+	%612 = getelementptr float, float* %439, i64 %611
 	%613 = load float, float* %612, align 4
-	%614 = add i64 %481, 1
+	%614 = add i64 %481, 2
 	%615 = icmp slt i64 %614, %n
-	%616 = select i1 %615, i64 %614, i64 %548
-	%617 = getelementptr float, float* %443, i64 %616
+	%616 = select i1 %615, i64 %614, i64 %583
+	%617 = getelementptr float, float* %439, i64 %616
 	%618 = load float, float* %617, align 4
-	%619 = add i64 %481, 2
+	%619 = add i64 %481, 3
 	%620 = icmp slt i64 %619, %n
-	%621 = select i1 %620, i64 %619, i64 %548
-	%622 = getelementptr float, float* %443, i64 %621
+	%621 = select i1 %620, i64 %619, i64 %583
+	%622 = getelementptr float, float* %439, i64 %621
 	%623 = load float, float* %622, align 4
-	%624 = add i64 %481, 3
+	%624 = add i64 %481, 0
 	%625 = icmp slt i64 %624, %n
-	%626 = select i1 %625, i64 %624, i64 %548
-	%627 = getelementptr float, float* %443, i64 %626
+	%626 = select i1 %625, i64 %624, i64 %583
+	%627 = getelementptr float, float* %441, i64 %626
 	%628 = load float, float* %627, align 4
-	%629 = add i64 %481, 0
+	%629 = add i64 %481, 1
 	%630 = icmp slt i64 %629, %n
-	%631 = add i64 %481, 0
-	%632 = add i64 %offset, %631
-	%633 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %632)
-	%634 = fmul float %r.8, %633
-	%635 = fadd float %573, %634
-	%636 = add i64 %481, 0
-	%637 = icmp ne float* %kept, null
-	%638 = and i1 %637, %630
-	br i1 %638, label %keep.312, label %kept.313
+	%631 = select i1 %630, i64 %629, i64 %583
+	%632 = getelementptr float, float* %441, i64 %631
+	%633 = load float, float* %632, align 4
+	%634 = add i64 %481, 2
+	%635 = icmp slt i64 %634, %n
+	%636 = select i1 %635, i64 %634, i64 %583
+	%637 = getelementptr float, float* %441, i64 %636
+	%638 = load float, float* %637, align 4
+	%639 = add i64 %481, 3
+	%640 = icmp slt i64 %639, %n
+	%641 = select i1 %640, i64 %639, i64 %583
+	%642 = getelementptr float, float* %441, i64 %641
+	%643 = load float, float* %642, align 4
+	%644 = add i64 %481, 0
+	%645 = icmp slt i64 %644, %n
+	%646 = select i1 %645, i64 %644, i64 %583
+	%647 = getelementptr float, float* %443, i64 %646
+	%648 = load float, float* %647, align 4
+	%649 = add i64 %481, 1
+	%650 = icmp slt i64 %649, %n
+	%651 = select i1 %650, i64 %649, i64 %583
+	%652 = getelementptr float, float* %443, i64 %651
+	%653 = load float, float* %652, align 4
+	%654 = add i64 %481, 2
+	%655 = icmp slt i64 %654, %n
+	%656 = select i1 %655, i64 %654, i64 %583
+	%657 = getelementptr float, float* %443, i64 %656
+	%658 = load float, float* %657, align 4
+	%659 = add i64 %481, 3
+	%660 = icmp slt i64 %659, %n
+	%661 = select i1 %660, i64 %659, i64 %583
+	%662 = getelementptr float, float* %443, i64 %661
+	%663 = load float, float* %662, align 4
+	%664 = insertelement <4 x float> undef, float %588, i32 0
+	%665 = insertelement <4 x float> %664, float %593, i32 1
+	%666 = insertelement <4 x float> %665, float %598, i32 2
+	%667 = insertelement <4 x float> %666, float %603, i32 3
+	%668 = insertelement <4 x float> undef, float %608, i32 0
+	%669 = insertelement <4 x float> %668, float %613, i32 1
+	%670 = insertelement <4 x float> %669, float %618, i32 2
+	%671 = insertelement <4 x float> %670, float %623, i32 3
+	%672 = insertelement <4 x float> undef, float %628, i32 0
+	%673 = insertelement <4 x float> %672, float %633, i32 1
+	%674 = insertelement <4 x float> %673, float %638, i32 2
+	%675 = insertelement <4 x float> %674, float %643, i32 3
+	%676 = insertelement <4 x float> undef, float %648, i32 0
+	%677 = insertelement <4 x float> %676, float %653, i32 1
+	%678 = insertelement <4 x float> %677, float %658, i32 2
+	%679 = insertelement <4 x float> %678, float %663, i32 3
+	%680 = add i64 %offset, %481
+	%681 = call <4 x float> @lamb_noise_lane_false(i64 %seed, i32 %step, i64 %680)
+	%682 = insertelement <4 x float> undef, float %r.8, i32 0
+	%683 = insertelement <4 x float> %682, float %r.8, i32 1
+	%684 = insertelement <4 x float> %683, float %r.8, i32 2
+	%685 = insertelement <4 x float> %684, float %r.8, i32 3
+	%686 = fmul <4 x float> %685, %681
+	%687 = fadd <4 x float> %671, %686
+	%688 = extractelement <4 x float> %667, i32 0
+	%689 = extractelement <4 x float> %667, i32 1
+	%690 = extractelement <4 x float> %667, i32 2
+	%691 = extractelement <4 x float> %667, i32 3
+	%692 = extractelement <4 x float> %687, i32 0
+	%693 = extractelement <4 x float> %687, i32 1
+	%694 = extractelement <4 x float> %687, i32 2
+	%695 = extractelement <4 x float> %687, i32 3
+	%696 = extractelement <4 x float> %675, i32 0
+	%697 = extractelement <4 x float> %675, i32 1
+	%698 = extractelement <4 x float> %675, i32 2
+	%699 = extractelement <4 x float> %675, i32 3
+	%700 = extractelement <4 x float> %679, i32 0
+	%701 = extractelement <4 x float> %679, i32 1
+	%702 = extractelement <4 x float> %679, i32 2
+	%703 = extractelement <4 x float> %679, i32 3
+	%704 = add i64 %481, 0
+	%705 = icmp slt i64 %704, %n
+	%706 = add i64 %481, 0
+	%707 = icmp ne float* %kept, null
+	%708 = and i1 %707, %705
+	br i1 %708, label %keep.315, label %kept.316
 
 join.303:
-	%639 = phi float [ %750, %kept.311 ], [ %867, %kept.319 ]
-	%640 = phi float [ %751, %kept.311 ], [ %869, %kept.319 ]
-	%641 = add i64 %474, 1
+	%709 = phi float [ %805, %kept.314 ], [ %907, %kept.322 ]
+	%710 = phi float [ %806, %kept.314 ], [ %909, %kept.322 ]
+	%711 = add i64 %474, 1
 	br label %row.head.298
 
-keep.304:
-	%642 = getelementptr float, float* %kept, i64 %545
-	%643 = bitcast float* %642 to float*
-	store float %544, float* %643, align 4
-	br label %kept.305
+keep.307:
+	%712 = getelementptr float, float* %kept, i64 %580
+	%713 = bitcast float* %712 to float*
+	store float %566, float* %713, align 4
+	br label %kept.308
 
-kept.305:
-	%644 = fmul float %510, %510
-	%645 = fmul float %r.0, %526
-	%646 = fmul float %r.1, %544
-	%647 = fadd float %645, %646
-	%648 = fdiv float %647, %r.2
-	%649 = fmul float %r.3, %534
-	%650 = fmul float %544, %544
-	%651 = fmul float %r.4, %650
-	%652 = fadd float %649, %651
-	%653 = fdiv float %652, %r.5
-	%654 = call float @llvm.sqrt.f32(float %653)
-	%655 = fadd float %654, %r.6
-	%656 = fdiv float %648, %655
-	%657 = fmul float %r.7, %510
-	%658 = fadd float %656, %657
-	%659 = fmul float %658, %658
-	%660 = fadd float %475, %644
-	%661 = fadd float %476, %659
-	%662 = add i64 %481, 1
-	%663 = icmp slt i64 %662, %n
-	%664 = add i64 %481, 1
-	%665 = add i64 %offset, %664
-	%666 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %665)
-	%667 = fmul float %r.8, %666
-	%668 = fadd float %519, %667
-	%669 = add i64 %481, 1
-	%670 = icmp ne float* %kept, null
-	%671 = and i1 %670, %663
-	br i1 %671, label %keep.306, label %kept.307
+kept.308:
+	%714 = fmul float %562, %562
+	%715 = fmul float %r.0, %570
+	%716 = fmul float %r.1, %566
+	%717 = fadd float %715, %716
+	%718 = fdiv float %717, %r.2
+	%719 = fmul float %r.3, %574
+	%720 = fmul float %566, %566
+	%721 = fmul float %r.4, %720
+	%722 = fadd float %719, %721
+	%723 = fdiv float %722, %r.5
+	%724 = call float @llvm.sqrt.f32(float %723)
+	%725 = fadd float %724, %r.6
+	%726 = fdiv float %718, %725
+	%727 = fmul float %r.7, %562
+	%728 = fadd float %726, %727
+	%729 = fmul float %728, %728
+	%730 = fadd float %475, %714
+	%731 = fadd float %476, %729
+	%732 = add i64 %481, 1
+	%733 = icmp slt i64 %732, %n
+	%734 = add i64 %481, 1
+	%735 = icmp ne float* %kept, null
+	%736 = and i1 %735, %733
+	br i1 %736, label %keep.309, label %kept.310
 
-keep.306:
-	%672 = getelementptr float, float* %kept, i64 %669
-	%673 = bitcast float* %672 to float*
-	store float %668, float* %673, align 4
-	br label %kept.307
+keep.309:
+	%737 = getelementptr float, float* %kept, i64 %734
+	%738 = bitcast float* %737 to float*
+	store float %567, float* %738, align 4
+	br label %kept.310
 
-kept.307:
-	%674 = fmul float %511, %511
-	%675 = fmul float %r.0, %527
-	%676 = fmul float %r.1, %668
-	%677 = fadd float %675, %676
-	%678 = fdiv float %677, %r.2
-	%679 = fmul float %r.3, %535
-	%680 = fmul float %668, %668
-	%681 = fmul float %r.4, %680
-	%682 = fadd float %679, %681
-	%683 = fdiv float %682, %r.5
-	%684 = call float @llvm.sqrt.f32(float %683)
-	%685 = fadd float %684, %r.6
-	%686 = fdiv float %678, %685
-	%687 = fmul float %r.7, %511
-	%688 = fadd float %686, %687
-	%689 = fmul float %688, %688
-	%690 = fadd float %660, %674
-	%691 = fadd float %661, %689
-	%692 = add i64 %481, 2
-	%693 = icmp slt i64 %692, %n
-	%694 = add i64 %481, 2
-	%695 = add i64 %offset, %694
-	%696 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %695)
-	%697 = fmul float %r.8, %696
-	%698 = fadd float %520, %697
-	%699 = add i64 %481, 2
-	%700 = icmp ne float* %kept, null
-	%701 = and i1 %700, %693
-	br i1 %701, label %keep.308, label %kept.309
+kept.310:
+	%739 = fmul float %563, %563
+	%740 = fmul float %r.0, %571
+	%741 = fmul float %r.1, %567
+	%742 = fadd float %740, %741
+	%743 = fdiv float %742, %r.2
+	%744 = fmul float %r.3, %575
+	%745 = fmul float %567, %567
+	%746 = fmul float %r.4, %745
+	%747 = fadd float %744, %746
+	%748 = fdiv float %747, %r.5
+	%749 = call float @llvm.sqrt.f32(float %748)
+	%750 = fadd float %749, %r.6
+	%751 = fdiv float %743, %750
+	%752 = fmul float %r.7, %563
+	%753 = fadd float %751, %752
+	%754 = fmul float %753, %753
+	%755 = fadd float %730, %739
+	%756 = fadd float %731, %754
+	%757 = add i64 %481, 2
+	%758 = icmp slt i64 %757, %n
+	%759 = add i64 %481, 2
+	%760 = icmp ne float* %kept, null
+	%761 = and i1 %760, %758
+	br i1 %761, label %keep.311, label %kept.312
 
-keep.308:
-	%702 = getelementptr float, float* %kept, i64 %699
-	%703 = bitcast float* %702 to float*
-	store float %698, float* %703, align 4
-	br label %kept.309
+keep.311:
+	%762 = getelementptr float, float* %kept, i64 %759
+	%763 = bitcast float* %762 to float*
+	store float %568, float* %763, align 4
+	br label %kept.312
 
-kept.309:
-	%704 = fmul float %512, %512
-	%705 = fmul float %r.0, %528
-	%706 = fmul float %r.1, %698
-	%707 = fadd float %705, %706
-	%708 = fdiv float %707, %r.2
-	%709 = fmul float %r.3, %536
-	%710 = fmul float %698, %698
-	%711 = fmul float %r.4, %710
-	%712 = fadd float %709, %711
-	%713 = fdiv float %712, %r.5
-	%714 = call float @llvm.sqrt.f32(float %713)
-	%715 = fadd float %714, %r.6
-	%716 = fdiv float %708, %715
-	%717 = fmul float %r.7, %512
-	%718 = fadd float %716, %717
-	%719 = fmul float %718, %718
-	%720 = fadd float %690, %704
-	%721 = fadd float %691, %719
-	%722 = add i64 %481, 3
-	%723 = icmp slt i64 %722, %n
-	%724 = add i64 %481, 3
-	%725 = add i64 %offset, %724
-	%726 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %725)
-	%727 = fmul float %r.8, %726
-	%728 = fadd float %521, %727
-	%729 = add i64 %481, 3
-	%730 = icmp ne float* %kept, null
-	%731 = and i1 %730, %723
-	br i1 %731, label %keep.310, label %kept.311
+kept.312:
+	%764 = fmul float %564, %564
+	%765 = fmul float %r.0, %572
+	%766 = fmul float %r.1, %568
+	%767 = fadd float %765, %766
+	%768 = fdiv float %767, %r.2
+	%769 = fmul float %r.3, %576
+	%770 = fmul float %568, %568
+	%771 = fmul float %r.4, %770
+	%772 = fadd float %769, %771
+	%773 = fdiv float %772, %r.5
+	%774 = call float @llvm.sqrt.f32(float %773)
+	%775 = fadd float %774, %r.6
+	%776 = fdiv float %768, %775
+	%777 = fmul float %r.7, %564
+	%778 = fadd float %776, %777
+	%779 = fmul float %778, %778
+	%780 = fadd float %755, %764
+	%781 = fadd float %756, %779
+	%782 = add i64 %481, 3
+	%783 = icmp slt i64 %782, %n
+	%784 = add i64 %481, 3
+	%785 = icmp ne float* %kept, null
+	%786 = and i1 %785, %783
+	br i1 %786, label %keep.313, label %kept.314
 
-keep.310:
-	%732 = getelementptr float, float* %kept, i64 %729
-	%733 = bitcast float* %732 to float*
-	store float %728, float* %733, align 4
-	br label %kept.311
+keep.313:
+	%787 = getelementptr float, float* %kept, i64 %784
+	%788 = bitcast float* %787 to float*
+	store float %569, float* %788, align 4
+	br label %kept.314
 
-kept.311:
-	%734 = fmul float %513, %513
-	%735 = fmul float %r.0, %529
-	%736 = fmul float %r.1, %728
-	%737 = fadd float %735, %736
-	%738 = fdiv float %737, %r.2
-	%739 = fmul float %r.3, %537
-	%740 = fmul float %728, %728
-	%741 = fmul float %r.4, %740
-	%742 = fadd float %739, %741
-	%743 = fdiv float %742, %r.5
-	%744 = call float @llvm.sqrt.f32(float %743)
-	%745 = fadd float %744, %r.6
-	%746 = fdiv float %738, %745
-	%747 = fmul float %r.7, %513
-	%748 = fadd float %746, %747
-	%749 = fmul float %748, %748
-	%750 = fadd float %720, %734
-	%751 = fadd float %721, %749
+kept.314:
+	%789 = fmul float %565, %565
+	%790 = fmul float %r.0, %573
+	%791 = fmul float %r.1, %569
+	%792 = fadd float %790, %791
+	%793 = fdiv float %792, %r.2
+	%794 = fmul float %r.3, %577
+	%795 = fmul float %569, %569
+	%796 = fmul float %r.4, %795
+	%797 = fadd float %794, %796
+	%798 = fdiv float %797, %r.5
+	%799 = call float @llvm.sqrt.f32(float %798)
+	%800 = fadd float %799, %r.6
+	%801 = fdiv float %793, %800
+	%802 = fmul float %r.7, %565
+	%803 = fadd float %801, %802
+	%804 = fmul float %803, %803
+	%805 = fadd float %780, %789
+	%806 = fadd float %781, %804
 	br label %join.303
 
-keep.312:
-	%752 = getelementptr float, float* %kept, i64 %636
-	%753 = bitcast float* %752 to float*
-	store float %635, float* %753, align 4
-	br label %kept.313
+keep.315:
+	%807 = getelementptr float, float* %kept, i64 %706
+	%808 = bitcast float* %807 to float*
+	store float %692, float* %808, align 4
+	br label %kept.316
 
-kept.313:
-	%754 = fmul float %553, %553
-	%755 = fmul float %r.0, %593
-	%756 = fmul float %r.1, %635
-	%757 = fadd float %755, %756
-	%758 = fdiv float %757, %r.2
-	%759 = fmul float %r.3, %613
-	%760 = fmul float %635, %635
-	%761 = fmul float %r.4, %760
-	%762 = fadd float %759, %761
-	%763 = fdiv float %762, %r.5
-	%764 = call float @llvm.sqrt.f32(float %763)
-	%765 = fadd float %764, %r.6
-	%766 = fdiv float %758, %765
-	%767 = fmul float %r.7, %553
-	%768 = fadd float %766, %767
-	%769 = fmul float %768, %768
-	%770 = select i1 %630, float %754, float 0.0
-	%771 = fadd float %475, %770
-	%772 = select i1 %630, float %769, float 0.0
-	%773 = fadd float %476, %772
-	%774 = add i64 %481, 1
-	%775 = icmp slt i64 %774, %n
-	%776 = add i64 %481, 1
-	%777 = add i64 %offset, %776
-	%778 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %777)
-	%779 = fmul float %r.8, %778
-	%780 = fadd float %578, %779
-	%781 = add i64 %481, 1
-	%782 = icmp ne float* %kept, null
-	%783 = and i1 %782, %775
-	br i1 %783, label %keep.314, label %kept.315
+kept.316:
+	%809 = fmul float %688, %688
+	%810 = fmul float %r.0, %696
+	%811 = fmul float %r.1, %692
+	%812 = fadd float %810, %811
+	%813 = fdiv float %812, %r.2
+	%814 = fmul float %r.3, %700
+	%815 = fmul float %692, %692
+	%816 = fmul float %r.4, %815
+	%817 = fadd float %814, %816
+	%818 = fdiv float %817, %r.5
+	%819 = call float @llvm.sqrt.f32(float %818)
+	%820 = fadd float %819, %r.6
+	%821 = fdiv float %813, %820
+	%822 = fmul float %r.7, %688
+	%823 = fadd float %821, %822
+	%824 = fmul float %823, %823
+	%825 = select i1 %705, float %809, float 0.0
+	%826 = fadd float %475, %825
+	%827 = select i1 %705, float %824, float 0.0
+	%828 = fadd float %476, %827
+	%829 = add i64 %481, 1
+	%830 = icmp slt i64 %829, %n
+	%831 = add i64 %481, 1
+	%832 = icmp ne float* %kept, null
+	%833 = and i1 %832, %830
+	br i1 %833, label %keep.317, label %kept.318
 
-keep.314:
-	%784 = getelementptr float, float* %kept, i64 %781
-	%785 = bitcast float* %784 to float*
-	store float %780, float* %785, align 4
-	br label %kept.315
+keep.317:
+	%834 = getelementptr float, float* %kept, i64 %831
+	%835 = bitcast float* %834 to float*
+	store float %693, float* %835, align 4
+	br label %kept.318
 
-kept.315:
-	%786 = fmul float %558, %558
-	%787 = fmul float %r.0, %598
-	%788 = fmul float %r.1, %780
-	%789 = fadd float %787, %788
-	%790 = fdiv float %789, %r.2
-	%791 = fmul float %r.3, %618
-	%792 = fmul float %780, %780
-	%793 = fmul float %r.4, %792
-	%794 = fadd float %791, %793
-	%795 = fdiv float %794, %r.5
-	%796 = call float @llvm.sqrt.f32(float %795)
-	%797 = fadd float %796, %r.6
-	%798 = fdiv float %790, %797
-	%799 = fmul float %r.7, %558
-	%800 = fadd float %798, %799
-	%801 = fmul float %800, %800
-	%802 = select i1 %775, float %786, float 0.0
-	%803 = fadd float %771, %802
-	%804 = select i1 %775, float %801, float 0.0
-	%805 = fadd float %773, %804
-	%806 = add i64 %481, 2
-	%807 = icmp slt i64 %806, %n
-	%808 = add i64 %481, 2
-	%809 = add i64 %offset, %808
-	%810 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %809)
-	%811 = fmul float %r.8, %810
-	%812 = fadd float %583, %811
-	%813 = add i64 %481, 2
-	%814 = icmp ne float* %kept, null
-	%815 = and i1 %814, %807
-	br i1 %815, label %keep.316, label %kept.317
+kept.318:
+	%836 = fmul float %689, %689
+	%837 = fmul float %r.0, %697
+	%838 = fmul float %r.1, %693
+	%839 = fadd float %837, %838
+	%840 = fdiv float %839, %r.2
+	%841 = fmul float %r.3, %701
+	%842 = fmul float %693, %693
+	%843 = fmul float %r.4, %842
+	%844 = fadd float %841, %843
+	%845 = fdiv float %844, %r.5
+	%846 = call float @llvm.sqrt.f32(float %845)
+	%847 = fadd float %846, %r.6
+	%848 = fdiv float %840, %847
+	%849 = fmul float %r.7, %689
+	%850 = fadd float %848, %849
+	%851 = fmul float %850, %850
+	%852 = select i1 %830, float %836, float 0.0
+	%853 = fadd float %826, %852
+	%854 = select i1 %830, float %851, float 0.0
+	%855 = fadd float %828, %854
+	%856 = add i64 %481, 2
+	%857 = icmp slt i64 %856, %n
+	%858 = add i64 %481, 2
+	%859 = icmp ne float* %kept, null
+	%860 = and i1 %859, %857
+	br i1 %860, label %keep.319, label %kept.320
 
-keep.316:
-	%816 = getelementptr float, float* %kept, i64 %813
-	%817 = bitcast float* %816 to float*
-	store float %812, float* %817, align 4
-	br label %kept.317
+keep.319:
+	%861 = getelementptr float, float* %kept, i64 %858
+	%862 = bitcast float* %861 to float*
+	store float %694, float* %862, align 4
+	br label %kept.320
 
-kept.317:
-	%818 = fmul float %563, %563
-	%819 = fmul float %r.0, %603
-	%820 = fmul float %r.1, %812
-	%821 = fadd float %819, %820
-	%822 = fdiv float %821, %r.2
-	%823 = fmul float %r.3, %623
-	%824 = fmul float %812, %812
-	%825 = fmul float %r.4, %824
-	%826 = fadd float %823, %825
-	%827 = fdiv float %826, %r.5
-	%828 = call float @llvm.sqrt.f32(float %827)
-	%829 = fadd float %828, %r.6
-	%830 = fdiv float %822, %829
-	%831 = fmul float %r.7, %563
-	%832 = fadd float %830, %831
-	%833 = fmul float %832, %832
-	%834 = select i1 %807, float %818, float 0.0
-	%835 = fadd float %803, %834
-	%836 = select i1 %807, float %833, float 0.0
-	%837 = fadd float %805, %836
-	%838 = add i64 %481, 3
-	%839 = icmp slt i64 %838, %n
-	%840 = add i64 %481, 3
-	%841 = add i64 %offset, %840
-	%842 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %841)
-	%843 = fmul float %r.8, %842
-	%844 = fadd float %588, %843
-	%845 = add i64 %481, 3
-	%846 = icmp ne float* %kept, null
-	%847 = and i1 %846, %839
-	br i1 %847, label %keep.318, label %kept.319
+kept.320:
+	%863 = fmul float %690, %690
+	%864 = fmul float %r.0, %698
+	%865 = fmul float %r.1, %694
+	%866 = fadd float %864, %865
+	%867 = fdiv float %866, %r.2
+	%868 = fmul float %r.3, %702
+	%869 = fmul float %694, %694
+	%870 = fmul float %r.4, %869
+	%871 = fadd float %868, %870
+	%872 = fdiv float %871, %r.5
+	%873 = call float @llvm.sqrt.f32(float %872)
+	%874 = fadd float %873, %r.6
+	%875 = fdiv float %867, %874
+	%876 = fmul float %r.7, %690
+	%877 = fadd float %875, %876
+	%878 = fmul float %877, %877
+	%879 = select i1 %857, float %863, float 0.0
+	%880 = fadd float %853, %879
+	%881 = select i1 %857, float %878, float 0.0
+	%882 = fadd float %855, %881
+	%883 = add i64 %481, 3
+	%884 = icmp slt i64 %883, %n
+	%885 = add i64 %481, 3
+	%886 = icmp ne float* %kept, null
+	%887 = and i1 %886, %884
+	br i1 %887, label %keep.321, label %kept.322
 
-keep.318:
-	%848 = getelementptr float, float* %kept, i64 %845
-	%849 = bitcast float* %848 to float*
-	store float %844, float* %849, align 4
-	br label %kept.319
+keep.321:
+	%888 = getelementptr float, float* %kept, i64 %885
+	%889 = bitcast float* %888 to float*
+	store float %695, float* %889, align 4
+	br label %kept.322
 
-kept.319:
-	%850 = fmul float %568, %568
-	%851 = fmul float %r.0, %608
-	%852 = fmul float %r.1, %844
-	%853 = fadd float %851, %852
-	%854 = fdiv float %853, %r.2
-	%855 = fmul float %r.3, %628
-	%856 = fmul float %844, %844
-	%857 = fmul float %r.4, %856
-	%858 = fadd float %855, %857
-	%859 = fdiv float %858, %r.5
-	%860 = call float @llvm.sqrt.f32(float %859)
-	%861 = fadd float %860, %r.6
-	%862 = fdiv float %854, %861
-	%863 = fmul float %r.7, %568
-	%864 = fadd float %862, %863
-	%865 = fmul float %864, %864
-	%866 = select i1 %839, float %850, float 0.0
-	%867 = fadd float %835, %866
-	%868 = select i1 %839, float %865, float 0.0
-	%869 = fadd float %837, %868
+kept.322:
+	%890 = fmul float %691, %691
+	%891 = fmul float %r.0, %699
+	%892 = fmul float %r.1, %695
+	%893 = fadd float %891, %892
+	%894 = fdiv float %893, %r.2
+	%895 = fmul float %r.3, %703
+	%896 = fmul float %695, %695
+	%897 = fmul float %r.4, %896
+	%898 = fadd float %895, %897
+	%899 = fdiv float %898, %r.5
+	%900 = call float @llvm.sqrt.f32(float %899)
+	%901 = fadd float %900, %r.6
+	%902 = fdiv float %894, %901
+	%903 = fmul float %r.7, %691
+	%904 = fadd float %902, %903
+	%905 = fmul float %904, %904
+	%906 = select i1 %884, float %890, float 0.0
+	%907 = fadd float %880, %906
+	%908 = select i1 %884, float %905, float 0.0
+	%909 = fadd float %882, %908
 	br label %join.303
 
-lane0.320:
-	%870 = getelementptr float, float* %3, i64 %432
-	store float %502, float* %870, align 4
-	%871 = getelementptr float, float* %5, i64 %432
-	store float %504, float* %871, align 4
-	br label %stored.321
+lane0.323:
+	%910 = getelementptr float, float* %3, i64 %432
+	store float %502, float* %910, align 4
+	%911 = getelementptr float, float* %5, i64 %432
+	store float %504, float* %911, align 4
+	br label %stored.324
 
-stored.321:
-	%872 = add i64 %432, %35
+stored.324:
+	%912 = add i64 %432, %35
 	br label %task.head.295
 
-task.head.322:
-	%873 = phi i64 [ %65, %with_secure_noise ], [ %1537, %stored.348 ]
-	%874 = icmp slt i64 %873, %70
-	br i1 %874, label %task.323, label %task.done.324
+task.head.325:
+	%913 = phi i64 [ %65, %with_secure_noise ], [ %1421, %stored.354 ]
+	%914 = icmp slt i64 %913, %70
+	br i1 %914, label %task.326, label %task.done.327
 
-task.323:
-	%875 = sdiv i64 %873, %69
-	%876 = srem i64 %873, %69
-	%877 = mul i64 %875, %n
-	%878 = getelementptr float, float* %p.theta, i64 %877
-	%879 = mul i64 %875, %n
-	%880 = getelementptr float, float* %p.g, i64 %879
-	%881 = mul i64 %875, %n
-	%882 = getelementptr float, float* %p.m, i64 %881
-	%883 = mul i64 %875, %n
-	%884 = getelementptr float, float* %p.v, i64 %883
-	%885 = mul i64 %876, u0x1000
-	%886 = sub i64 %n, %885
-	%887 = add i64 %886, 127
-	%888 = sdiv i64 %887, 128
-	%889 = icmp slt i64 %888, 32
-	%890 = select i1 %889, i64 %888, i64 32
-	%891 = ptrtoint float* %878 to i64
-	%892 = shl i64 0, 2
-	%893 = add i64 %891, %892
-	%894 = and i64 %893, 15
-	%895 = icmp eq i64 %894, 0
-	%896 = and i1 true, %895
-	%897 = ptrtoint float* %880 to i64
-	%898 = shl i64 0, 2
-	%899 = add i64 %897, %898
-	%900 = and i64 %899, 15
-	%901 = icmp eq i64 %900, 0
-	%902 = and i1 %896, %901
-	%903 = ptrtoint float* %882 to i64
-	%904 = shl i64 0, 2
-	%905 = add i64 %903, %904
-	%906 = and i64 %905, 15
-	%907 = icmp eq i64 %906, 0
-	%908 = and i1 %902, %907
-	%909 = ptrtoint float* %884 to i64
-	%910 = shl i64 0, 2
-	%911 = add i64 %909, %910
-	%912 = and i64 %911, 15
-	%913 = icmp eq i64 %912, 0
-	%914 = and i1 %908, %913
-	br label %row.head.325
+task.326:
+	%915 = sdiv i64 %913, %69
+	%916 = srem i64 %913, %69
+	%917 = mul i64 %915, %n
+	%918 = getelementptr float, float* %p.theta, i64 %917
+	%919 = mul i64 %915, %n
+	%920 = getelementptr float, float* %p.g, i64 %919
+	%921 = mul i64 %915, %n
+	%922 = getelementptr float, float* %p.m, i64 %921
+	%923 = mul i64 %915, %n
+	%924 = getelementptr float, float* %p.v, i64 %923
+	%925 = mul i64 %916, u0x1000
+	%926 = sub i64 %n, %925
+	%927 = add i64 %926, 127
+	%928 = sdiv i64 %927, 128
+	%929 = icmp slt i64 %928, 32
+	%930 = select i1 %929, i64 %928, i64 32
+	%931 = ptrtoint float* %918 to i64
+	%932 = shl i64 0, 2
+	%933 = add i64 %931, %932
+	%934 = and i64 %933, 15
+	%935 = icmp eq i64 %934, 0
+	%936 = and i1 true, %935
+	%937 = ptrtoint float* %920 to i64
+	%938 = shl i64 0, 2
+	%939 = add i64 %937, %938
+	%940 = and i64 %939, 15
+	%941 = icmp eq i64 %940, 0
+	%942 = and i1 %936, %941
+	%943 = ptrtoint float* %922 to i64
+	%944 = shl i64 0, 2
+	%945 = add i64 %943, %944
+	%946 = and i64 %945, 15
+	%947 = icmp eq i64 %946, 0
+	%948 = and i1 %942, %947
+	%949 = ptrtoint float* %924 to i64
+	%950 = shl i64 0, 2
+	%951 = add i64 %949, %950
+	%952 = and i64 %951, 15
+	%953 = icmp eq i64 %952, 0
+	%954 = and i1 %948, %953
+	br label %row.head.328
 
-task.done.324:
+task.done.327:
 	ret void
 
-row.head.325:
-	%915 = phi i64 [ 0, %task.323 ], [ %1138, %join.330 ]
-	%916 = phi float [ 0.0, %task.323 ], [ %1136, %join.330 ]
-	%917 = phi float [ 0.0, %task.323 ], [ %1137, %join.330 ]
-	%918 = icmp slt i64 %915, %890
-	br i1 %918, label %row.326, label %row.done.327
+row.head.328:
+	%955 = phi i64 [ 0, %task.326 ], [ %1220, %join.333 ]
+	%956 = phi float [ 0.0, %task.326 ], [ %1218, %join.333 ]
+	%957 = phi float [ 0.0, %task.326 ], [ %1219, %join.333 ]
+	%958 = icmp slt i64 %955, %930
+	br i1 %958, label %row.329, label %row.done.330
 
-row.326:
-	%919 = mul i64 %915, 128
-	%920 = add i64 %885, %919
-	%921 = shl i64 %67, 2
-	%922 = add i64 %920, %921
-	%923 = add i64 %922, 4
-	%924 = icmp sle i64 %923, %n
-	%925 = and i1 %914, %924
-	br i1 %925, label %then.328, label %else.329
+row.329:
+	%959 = mul i64 %955, 128
+	%960 = add i64 %925, %959
+	%961 = shl i64 %67, 2
+	%962 = add i64 %960, %961
+	%963 = add i64 %962, 4
+	%964 = icmp sle i64 %963, %n
+	%965 = and i1 %954, %964
+	br i1 %965, label %then.331, label %else.332
 
-row.done.327:
-	%926 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %916, i32 16, i32 31)
-	%927 = fadd float %916, %926
-	%928 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %917, i32 16, i32 31)
-	%929 = fadd float %917, %928
-	%930 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %927, i32 8, i32 31)
-	%931 = fadd float %927, %930
-	%932 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %929, i32 8, i32 31)
-	%933 = fadd float %929, %932
-	%934 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %931, i32 4, i32 31)
-	%935 = fadd float %931, %934
-	%936 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %933, i32 4, i32 31)
-	%937 = fadd float %933, %936
-	%938 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %935, i32 2, i32 31)
-	%939 = fadd float %935, %938
-	%940 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %937, i32 2, i32 31)
-	%941 = fadd float %937, %940
-	%942 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %939, i32 1, i32 31)
-	%943 = fadd float %939, %942
-	%944 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %941, i32 1, i32 31)
-	%945 = fadd float %941, %944
-	%946 = icmp eq i64 %67, 0
-	br i1 %946, label %lane0.347, label %stored.348
+row.done.330:
+	%966 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %956, i32 16, i32 31)
+	%967 = fadd float %956, %966
+	%968 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %957, i32 16, i32 31)
+	%969 = fadd float %957, %968
+	%970 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %967, i32 8, i32 31)
+	%971 = fadd float %967, %970
+	%972 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %969, i32 8, i32 31)
+	%973 = fadd float %969, %972
+	%974 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %971, i32 4, i32 31)
+	%975 = fadd float %971, %974
+	%976 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %973, i32 4, i32 31)
+	%977 = fadd float %973, %976
+	%978 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %975, i32 2, i32 31)
+	%979 = fadd float %975, %978
+	%980 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %977, i32 2, i32 31)
+	%981 = fadd float %977, %980
+	%982 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %979, i32 1, i32 31)
+	%983 = fadd float %979, %982
+	%984 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %981, i32 1, i32 31)
+	%985 = fadd float %981, %984
+	%986 = icmp eq i64 %67, 0
+	br i1 %986, label %lane0.353, label %stored.354
 
-then.328:
-	%947 = getelementptr float, float* %878, i64 %922
-	%948 = getelementptr float, float* %947, i64 0
-	%949 = bitcast float* %948 to <4 x float>*
-	%950 = load <4 x float>, <4 x float>* %949, align 16
-	%951 = extractelement <4 x float> %950, i32 0
-	%952 = extractelement <4 x float> %950, i32 1
-	%953 = extractelement <4 x float> %950, i32 2
-	%954 = extractelement <4 x float> %950, i32 3
-	%955 = getelementptr float, float* %880, i64 %922
-	%956 = getelementptr float, float* %955, i64 0
-	%957 = bitcast float* %956 to <4 x float>*
-	%958 = load <4 x float>, <4 x float>* %957, align 16
-	%959 = extractelement <4 x float> %958, i32 0
-	%960 = extractelement <4 x float> %958, i32 1
-	%961 = extractelement <4 x float> %958, i32 2
-	%962 = extractelement <4 x float> %958, i32 3
-	%963 = getelementptr float, float* %882, i64 %922
-	%964 = getelementptr float, float* %963, i64 0
-	%965 = bitcast float* %964 to <4 x float>*
-	%966 = load <4 x float>, <4 x float>* %965, align 16
-	%967 = extractelement <4 x float> %966, i32 0
-	%968 = extractelement <4 x float> %966, i32 1
-	%969 = extractelement <4 x float> %966, i32 2
-	%970 = extractelement <4 x float> %966, i32 3
-	%971 = getelementptr float, float* %884, i64 %922
-	%972 = getelementptr float, float* %971, i64 0
-	%973 = bitcast float* %972 to <4 x float>*
-	%974 = load <4 x float>, <4 x float>* %973, align 16
-	%975 = extractelement <4 x float> %974, i32 0
-	%976 = extractelement <4 x float> %974, i32 1
-	%977 = extractelement <4 x float> %974, i32 2
-	%978 = extractelement <4 x float> %974, i32 3
-	%979 = add i64 %922, 0
-	%980 = icmp slt i64 %979, %n
-	%981 = add i64 %922, 0
-	%982 = add i64 %offset, %981
-	%983 = lshr i64 %982, 3
-	%984 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %983)
-	%985 = extractvalue [8 x float] %984, 0
-	%986 = extractvalue [8 x float] %984, 1
-	%987 = extractvalue [8 x float] %984, 2
-	%988 = extractvalue [8 x float] %984, 3
-	%989 = extractvalue [8 x float] %984, 4
-	%990 = extractvalue [8 x float] %984, 5
-	%991 = extractvalue [8 x float] %984, 6
-	%992 = extractvalue [8 x float] %984, 7
-	%993 = and i64 %982, 1
-	%994 = icmp ne i64 %993, 0
-	%995 = select i1 %994, float %986, float %985
-	%996 = select i1 %994, float %988, float %987
-	%997 = select i1 %994, float %990, float %989
-	%998 = select i1 %994, float %992, float %991
-	%999 = and i64 %982, 2
-	%1000 = icmp ne i64 %999, 0
-	%1001 = select i1 %1000, float %996, float %995
-	%1002 = select i1 %1000, float %998, float %997
-	%1003 = and i64 %982, 4
-	%1004 = icmp ne i64 %1003, 0
-	%1005 = select i1 %1004, float %1002, float %1001
-	%1006 = fmul float %r.8, %1005
-	%1007 = fadd float %959, %1006
-	%1008 = fmul float %1007, %53
-	%1009 = fadd float %1008, 1.2582912e+07
-	%1010 = fsub float %1009, 1.2582912e+07
-	%1011 = fmul float %1010, %49
-	%1012 = fcmp oeq float %49, 0.0
-	%1013 = select i1 %1012, float %1007, float %1011
-	%1014 = add i64 %922, 0
-	%1015 = icmp ne float* %kept, null
-	%1016 = and i1 %1015, %980
-	br i1 %1016, label %keep.331, label %kept.332
-
-else.329:
-	%1017 = sub i64 %n, 1
-	%1018 = add i64 %922, 0
-	%1019 = icmp slt i64 %1018, %n
-	%1020 = select i1 %1019, i64 %1018, i64 %1017
-	%1021 = getelementptr float, float* %878, i64 %1020
-	%1022 = load float, float* %1021, align 4
-	%1023 = add i64 %922, 1
-	%1024 = icmp slt i64 %1023, %n
-	%1025 = select i1 %1024, i64 %1023, i64 %1017
-	%1026 = getelementptr float, float* %878, i64 %1025
-	%1027 = load float, float* %1026, align 4
-	%1028 = add i64 %922, 2
-	%1029 = icmp slt i64 %1028, %n
-	%1030 = select i1 %1029, i64 %1028, i64 %1017
-	%1031 = getelementptr float, float* %878, i64 %1030
-	%1032 = load float, float* %1031, align 4
-	%1033 = add i64 %922, 3
-	%1034 = icmp slt i64 %1033, %n
-	%1035 = select i1 %1034, i64 %1033, i64 %1017
-	%1036 = getelementptr float, float* %878, i64 %1035
-	%1037 = load float, float* %1036, align 4
-	%1038 = add i64 %922, 0
-	%1039 = icmp slt i64 %1038, %n
-	%1040 = select i1 %1039, i64 %1038, i64 %1017
-	%1041 = getelementptr float, float* %880, i64 %1040
-	%1042 = load float, float* %1041, align 4
-	%1043 = add i64 %922, 1
-	%1044 = icmp slt i64 %1043, %n
-	%1045 = select i1 %1044, i64 %1043, i64 %1017
-	%1046 = getelementptr float, float* %880, i64 %1045
-	%1047 = load float, float* %1046, align 4
-	%1048 = add i64 %922, 2
-	%1049 = icmp slt i64 %1048, %n
-	%1050 = select i1 %1049, i64 %1048, i64 %1017
-	%1051 = getelementptr float, float* %880, i64 %1050
-	%1052 = load float, float* %1051, align 4
-	%1053 = add i64 %922, 3
-	%1054 = icmp slt i64 %1053, %n
-	%1055 = select i1 %1054, i64 %1053, i64 %1017
-	%1056 = getelementptr float, float* %880, i64 %1055
-	%1057 = load float, float* %1056, align 4
-	%1058 = add i64 %922, 0
-	%1059 = icmp slt i64 %1058, %n
-	%1060 = select i1 %1059, i64 %1058, i64 %1017
-	%1061 = getelementptr float, float* %882, i64 %1060
-	%1062 = load float, float* %1061, align 4
-	%1063 = add i64 %922, 1
-	%1064 = icmp slt i64 %1063, %n
-	%1065 = select i1 %1064, i64 %1063, i64 %1017
-	%1066 = getelementptr float, float* %882, i64 %1065
-	%1067 = load float, float* %1066, align 4
-	%1068 = add i64 %922, 2
-	%1069 = icmp slt i64 %1068, %n
-	%1070 = select i1 %1069, i64 %1068, i64 %1017
-	%1071 = getelementptr float, float* %882, i64 %1070
-	%1072 = load float, float* %1071, align 4
-	%1073 = add i64 %922, 3
+then.331:
+	%987 = getelementptr float, float* %918, i64 %962
+	%988 = getelementptr float, float* %987, i64 0
+	%989 = bitcast float* %988 to <4 x float>*
+	%990 = load <4 x float>, <4 x float>* %989, align 16
+	%991 = extractelement <4 x float> %990, i32 0
+	%992 = extractelement <4 x float> %990, i32 1
+	%993 = extractelement <4 x float> %990, i32 2
+	%994 = extractelement <4 x float> %990, i32 3
+	%995 = getelementptr float, float* %920, i64 %962
+	%996 = getelementptr float, float* %995, i64 0
+	%997 = bitcast float* %996 to <4 x float>*
+	%998 = load <4 x float>, <4 x float>* %997, align 16
+	%999 = extractelement <4 x float> %998, i32 0
+	%1000 = extractelement <4 x float> %998, i32 1
+	%1001 = extractelement <4 x float> %998, i32 2
+	%1002 = extractelement <4 x float> %998, i32 3
+	%1003 = getelementptr float, float* %922, i64 %962
+	%1004 = getelementptr float, float* %1003, i64 0
+	%1005 = bitcast float* %1004 to <4 x float>*
+	%1006 = load <4 x float>, <4 x float>* %1005, align 16
+	%1007 = extractelement <4 x float> %1006, i32 0
+	%1008 = extractelement <4 x float> %1006, i32 1
+	%1009 = extractelement <4 x float> %1006, i32 2
+	%1010 = extractelement <4 x float> %1006, i32 3
+	%1011 = getelementptr float, float* %924, i64 %962
+	%1012 = getelementptr float, float* %1011, i64 0
+	%1013 = bitcast float* %1012 to <4 x float>*
+	%1014 = load <4 x float>, <4 x float>* %1013, align 16
+	%1015 = extractelement <4 x float> %1014, i32 0
+	%1016 = extractelement <4 x float> %1014, i32 1
+	%1017 = extractelement <4 x float> %1014, i32 2
+	%1018 = extractelement <4 x float> %1014, i32 3
+	%1019 = insertelement <4 x float> undef, float %991, i32 0
+	%1020 = insertelement <4 x float> %1019, float %992, i32 1
+	%1021 = insertelement <4 x float> %1020, float %993, i32 2
+	%1022 = insertelement <4 x float> %1021, float %994, i32 3
+	%1023 = insertelement <4 x float> undef, float %999, i32 0
+	%1024 = insertelement <4 x float> %1023, float %1000, i32 1
+	%1025 = insertelement <4 x float> %1024, float %1001, i32 2
+	%1026 = insertelement <4 x float> %1025, float %1002, i32 3
+	%1027 = insertelement <4 x float> undef, float %1007, i32 0
+	%1028 = insertelement <4 x float> %1027, float %1008, i32 1
+	%1029 = insertelement <4 x float> %1028, float %1009, i32 2
+	%1030 = insertelement <4 x float> %1029, float %1010, i32 3
+	%1031 = insertelement <4 x float> undef, float %1015, i32 0
+	%1032 = insertelement <4 x float> %1031, float %1016, i32 1
+	%1033 = insertelement <4 x float> %1032, float %1017, i32 2
+	%1034 = insertelement <4 x float> %1033, float %1018, i32 3
+	%1035 = add i64 %offset, %962
+	%1036 = call <4 x float> @lamb_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %1035)
+	%1037 = insertelement <4 x float> undef, float %r.8, i32 0
+	%1038 = insertelement <4 x float> %1037, float %r.8, i32 1
+	%1039 = insertelement <4 x float> %1038, float %r.8, i32 2
+	%1040 = insertelement <4 x float> %1039, float %r.8, i32 3
+	%1041 = fmul <4 x float> %1040, %1036
+	%1042 = fadd <4 x float> %1026, %1041
+	%1043 = insertelement <4 x float> undef, float %53, i32 0
+	%1044 = insertelement <4 x float> %1043, float %53, i32 1
+	%1045 = insertelement <4 x float> %1044, float %53, i32 2
+	%1046 = insertelement <4 x float> %1045, float %53, i32 3
+	%1047 = fmul <4 x float> %1042, %1046
+	%1048 = fadd <4 x float> %1047, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1049 = fsub <4 x float> %1048, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1050 = insertelement <4 x float> undef, float %49, i32 0
+	%1051 = insertelement <4 x float> %1050, float %49, i32 1
+	%1052 = insertelement <4 x float> %1051, float %49, i32 2
+	%1053 = insertelement <4 x float> %1052, float %49, i32 3
+	%1054 = fmul <4 x float> %1049, %1053
+	%1055 = fcmp oeq float %49, 0.0
+	%1056 = select i1 %1055, <4 x float> %1042, <4 x float> %1054
+	%1057 = extractelement <4 x float> %1022, i32 0
+	%1058 = extractelement <4 x float> %1022, i32 1
+	%1059 = extractelement <4 x float> %1022, i32 2
+	%1060 = extractelement <4 x float> %1022, i32 3
+	%1061 = extractelement <4 x float> %1056, i32 0
+	%1062 = extractelement <4 x float> %1056, i32 1
+	%1063 = extractelement <4 x float> %1056, i32 2
+	%1064 = extractelement <4 x float> %1056, i32 3
+	%1065 = extractelement <4 x float> %1030, i32 0
+	%1066 = extractelement <4 x float> %1030, i32 1
+	%1067 = extractelement <4 x float> %1030, i32 2
+	%1068 = extractelement <4 x float> %1030, i32 3
+	%1069 = extractelement <4 x float> %1034, i32 0
+	%1070 = extractelement <4 x float> %1034, i32 1
+	%1071 = extractelement <4 x float> %1034, i32 2
+	%1072 = extractelement <4 x float> %1034, i32 3
+	%1073 = add i64 %962, 0
 	%1074 = icmp slt i64 %1073, %n
-	%1075 = select i1 %1074, i64 %1073, i64 %1017
-	%1076 = getelementptr float, float* %882, i64 %1075
-	%1077 = load float, float* %1076, align 4
-	%1078 = add i64 %922, 0
-	%1079 = icmp slt i64 %1078, %n
-	%1080 = select i1 %1079, i64 %1078, i64 %1017
-	%1081 = getelementptr float, float* %884, i64 %1080
-	%1082 = load float, float* %1081, align 4
-	%1083 = add i64 %922, 1
-	%1084 = icmp slt i64 %1083, %n
-	%1085 = select i1 %1084, i64 %1083, i64 %1017
-	%1086 = getelementptr float, float* %884, i64 %1085
-	%1087 = load float, float* %1086, align 4
-	%1088 = add i64 %922, 2
-	%1089 = icmp slt i64 %1088, %n
-	%1090 = select i1 %1089, i64 %1088, i64 %1017
-	%1091 = getelementptr float, float* %884, i64 %1090
-	%1092 = load float, float* %1091, align 4
-	%1093 = add i64 %922, 3
-	%1094 = icmp slt i64 %1093, %n
-	%1095 = select i1 %1094, i64 %1093, i64 %1017
-	%1096 = getelementptr float, float* %884, i64 %1095
-	%1097 = load float, float* %1096, align 4
-	%1098 = add i64 %922, 0
-	%1099 = icmp slt i64 %1098, %n
-	%1100 = add i64 %922, 0
-	%1101 = add i64 %offset, %1100
-	%1102 = lshr i64 %1101, 3
-	%1103 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1102)
-	%1104 = extractvalue [8 x float] %1103, 0
-	%1105 = extractvalue [8 x float] %1103, 1
-	%1106 = extractvalue [8 x float] %1103, 2
-	%1107 = extractvalue [8 x float] %1103, 3
-	%1108 = extractvalue [8 x float] %1103, 4
-	%1109 = extractvalue [8 x float] %1103, 5
-	%1110 = extractvalue [8 x float] %1103, 6
-	%1111 = extractvalue [8 x float] %1103, 7
-	%1112 = and i64 %1101, 1
-	%1113 = icmp ne i64 %1112, 0
-	%1114 = select i1 %1113, float %1105, float %1104
-	%1115 = select i1 %1113, float %1107, float %1106
-	%1116 = select i1 %1113, float %1109, float %1108
-	%1117 = select i1 %1113, float %1111, float %1110
-	%1118 = and i64 %1101, 2
-	%1119 = icmp ne i64 %1118, 0
-	%1120 = select i1 %1119, float %1115, float %1114
-	%1121 = select i1 %1119, float %1117, float %1116
-	%1122 = and i64 %1101, 4
-	%1123 = icmp ne i64 %1122, 0
-	%1124 = select i1 %1123, float %1121, float %1120
-	%1125 = fmul float %r.8, %1124
-	%1126 = fadd float %1042, %1125
-	%1127 = fmul float %1126, %53
-	%1128 = fadd float %1127, 1.2582912e+07
-	%1129 = fsub float %1128, 1.2582912e+07
-	%1130 = fmul float %1129, %49
-	%1131 = fcmp oeq float %49, 0.0
-	%1132 = select i1 %1131, float %1126, float %1130
-	%1133 = add i64 %922, 0
-	%1134 = icmp ne float* %kept, null
-	%1135 = and i1 %1134, %1099
-	br i1 %1135, label %keep.339, label %kept.340
+	%1075 = add i64 %962, 0
+	%1076 = icmp ne float* %kept, null
+	%1077 = and i1 %1076, %1074
+	br i1 %1077, label %keep.337, label %kept.338
 
-join.330:
-	%1136 = phi float [ %1331, %kept.338 ], [ %1532, %kept.346 ]
-	%1137 = phi float [ %1332, %kept.338 ], [ %1534, %kept.346 ]
-	%1138 = add i64 %915, 1
-	br label %row.head.325
+else.332:
+	%1078 = sub i64 %n, 1
+	%1079 = add i64 %962, 0
+	%1080 = icmp slt i64 %1079, %n
+	%1081 = select i1 %1080, i64 %1079, i64 %1078
+	%1082 = getelementptr float, float* %918, i64 %1081
+	%1083 = load float, float* %1082, align 4
+	%1084 = add i64 %962, 1
+	%1085 = icmp slt i64 %1084, %n
+	%1086 = select i1 %1085, i64 %1084, i64 %1078
+	%1087 = getelementptr float, float* %918, i64 %1086
+	%1088 = load float, float* %1087, align 4
+	%1089 = add i64 %962, 2
+	%1090 = icmp slt i64 %1089, %n
+	%1091 = select i1 %1090, i64 %1089, i64 %1078
+	%1092 = getelementptr float, float* %918, i64 %1091
+	%1093 = load float, float* %1092, align 4
+	%1094 = add i64 %962, 3
+	%1095 = icmp slt i64 %1094, %n
+	%1096 = select i1 %1095, i64 %1094, i64 %1078
+	%1097 = getelementptr float, float* %918, i64 %1096
+	%1098 = load float, float* %1097, align 4
+	%1099 = add i64 %962, 0
+	%1100 = icmp slt i64 %1099, %n
+	%1101 = select i1 %1100, i64 %1099, i64 %1078
+	%1102 = getelementptr float, float* %920, i64 %1101
+	%1103 = load float, float* %1102, align 4
+	%1104 = add i64 %962, 1
+	%1105 = icmp slt i64 %1104, %n
+	%1106 = select i1 %1105, i64 %1104, i64 %1078
+	%1107 = getelementptr float, float* %920, i64 %1106
+	%1108 = load float, float* %1107, align 4
+	%1109 = add i64 %962, 2
+	%1110 = icmp slt i64 %1109, %n
+	%1111 = select i1 %1110, i64 %1109, i64 %1078
+	%1112 = getelementptr float, float* %920, i64 %1111
+	%1113 = load float, float* %1112, align 4
+	%1114 = add i64 %962, 3
+	%1115 = icmp slt i64 %1114, %n
+	%1116 = select i1 %1115, i64 %1114, i64 %1078
+	%1117 = getelementptr float, float* %920, i64 %1116
+	%1118 = load float, float* %1117, align 4
+	%1119 = add i64 %962, 0
+	%1120 = icmp slt i64 %1119, %n
+	%1121 = select i1 %1120, i64 %1119, i64 %1078
+	%1122 = getelementptr float, float* %922, i64 %1121
+	%1123 = load float, float* %1122, align 4
+	%1124 = add i64 %962, 1
+	%1125 = icmp slt i64 %1124, %n
+	%1126 = select i1 %1125, i64 %1124, i64 %1078
+	%1127 = getelementptr float, float* %922, i64 %1126
+	%1128 = load float, float* %1127, align 4
+	%1129 = add i64 %962, 2
+	%1130 = icmp slt i64 %1129, %n
+	%1131 = select i1 %1130, i64 %1129, i64 %1078
+	%1132 = getelementptr float, float* %922, i64 %1131
+	%1133 = load float, float* %1132, align 4
+	%1134 = add i64 %962, 3
+	%1135 = icmp slt i64 %1134, %n
+	%1136 = select i1 %1135, i64 %1134, i64 %1078
+	%1137 = getelementptr float, float* %922, i64 %1136
+	%1138 = load float, float* %1137, align 4
+	%1139 = add i64 %962, 0
+	%1140 = icmp slt i64 %1139, %n
+	%1141 = select i1 %1140, i64 %1139, i64 %1078
+	%1142 = getelementptr float, float* %924, i64 %1141
+	%1143 = load float, float* %1142, align 4
+	%1144 = add i64 %962, 1
+	%1145 = icmp slt i64 %1144, %n
+	%1146 = select i1 %1145, i64 %1144, i64 %1078
+	%1147 = getelementptr float, float* %924, i64 %1146
+	%1148 = load float, float* %1147, align 4
+	%1149 = add i64 %962, 2
+	%1150 = icmp slt i64 %1149, %n
+	%1151 = select i1 %1150, i64 %1149, i64 %1078
+	%1152 = getelementptr float, float* %924, i64 %1151
+	%1153 = load float, float* %1152, align 4
+	%1154 = add i64 %962, 3
+	%1155 = icmp slt i64 %1154, %n
+	%1156 = select i1 %1155, i64 %1154, i64 %1078
+	%1157 = getelementptr float, float* %924, i64 %1156
+	%1158 = load float, float* %1157, align 4
+	%1159 = insertelement <4 x float> undef, float %1083, i32 0
+	%1160 = insertelement <4 x float> %1159, float %1088, i32 1
+	%1161 = insertelement <4 x float> %1160, float %1093, i32 2
+	%1162 = insertelement <4 x float> %1161, float %1098, i32 3
+	%1163 = insertelement <4 x float> undef, float %1103, i32 0
+	%1164 = insertelement <4 x float> %1163, float %1108, i32 1
+	%1165 = insertelement <4 x float> %1164, float %1113, i32 2
+	%1166 = insertelement <4 x float> %1165, float %1118, i32 3
+	%1167 = insertelement <4 x float> undef, float %1123, i32 0
+	%1168 = insertelement <4 x float> %1167, float %1128, i32 1
+	%1169 = insertelement <4 x float> %1168, float %1133, i32 2
+	%1170 = insertelement <4 x float> %1169, float %1138, i32 3
+	%1171 = insertelement <4 x float> undef, float %1143, i32 0
+	%1172 = insertelement <4 x float> %1171, float %1148, i32 1
+	%1173 = insertelement <4 x float> %1172, float %1153, i32 2
+	%1174 = insertelement <4 x float> %1173, float %1158, i32 3
+	%1175 = add i64 %offset, %962
+	%1176 = call <4 x float> @lamb_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %1175)
+	%1177 = insertelement <4 x float> undef, float %r.8, i32 0
+	%1178 = insertelement <4 x float> %1177, float %r.8, i32 1
+	%1179 = insertelement <4 x float> %1178, float %r.8, i32 2
+	%1180 = insertelement <4 x float> %1179, float %r.8, i32 3
+	%1181 = fmul <4 x float> %1180, %1176
+	%1182 = fadd <4 x float> %1166, %1181
+	%1183 = insertelement <4 x float> undef, float %53, i32 0
+	%1184 = insertelement <4 x float> %1183, float %53, i32 1
+	%1185 = insertelement <4 x float> %1184, float %53, i32 2
+	%1186 = insertelement <4 x float> %1185, float %53, i32 3
+	%1187 = fmul <4 x float> %1182, %1186
+	%1188 = fadd <4 x float> %1187, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1189 = fsub <4 x float> %1188, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1190 = insertelement <4 x float> undef, float %49, i32 0
+	%1191 = insertelement <4 x float> %1190, float %49, i32 1
+	%1192 = insertelement <4 x float> %1191, float %49, i32 2
+	%1193 = insertelement <4 x float> %1192, float %49, i32 3
+	%1194 = fmul <4 x float> %1189, %1193
+	%1195 = fcmp oeq float %49, 0.0
+	%1196 = select i1 %1195, <4 x float> %1182, <4 x float> %1194
+	%1197 = extractelement <4 x float> %1162, i32 0
+	%1198 = extractelement <4 x float> %1162, i32 1
+	%1199 = extractelement <4 x float> %1162, i32 2
+	%1200 = extractelement <4 x float> %1162, i32 3
+	%1201 = extractelement <4 x float> %1196, i32 0
+	%1202 = extractelement <4 x float> %1196, i32 1
+	%1203 = extractelement <4 x float> %1196, i32 2
+	%1204 = extractelement <4 x float> %1196, i32 3
+	%1205 = extractelement <4 x float> %1170, i32 0
+	%1206 = extractelement <4 x float> %1170, i32 1
+	%1207 = extractelement <4 x float> %1170, i32 2
+	%1208 = extractelement <4 x float> %1170, i32 3
+	%1209 = extractelement <4 x float> %1174, i32 0
+	%1210 = extractelement <4 x float> %1174, i32 1
+	%1211 = extractelement <4 x float> %1174, i32 2
+	%1212 = extractelement <4 x float> %1174, i32 3
+	%1213 = add i64 %962, 0
+	%1214 = icmp slt i64 %1213, %n
+	%1215 = add i64 %962, 0
+	%1216 = icmp ne float* %kept, null
+	%1217 = and i1 %1216, %1214
+	br i1 %1217, label %keep.345, label %kept.346
 
-keep.331:
-	%1139 = getelementptr float, float* %kept, i64 %1014
-	%1140 = bitcast float* %1139 to float*
-	store float %1013, float* %1140, align 4
-	br label %kept.332
-
-kept.332:
-	%1141 = fmul float %951, %951
-	%1142 = fmul float %r.0, %967
-	%1143 = fmul float %r.1, %1013
-	%1144 = fadd float %1142, %1143
-	%1145 = fdiv float %1144, %r.2
-	%1146 = fmul float %r.3, %975
-	%1147 = fmul float %1013, %1013
-	%1148 = fmul float %r.4, %1147
-	%1149 = fadd float %1146, %1148
-	%1150 = fdiv float %1149, %r.5
-	%1151 = call float @llvm.sqrt.f32(float %1150)
-	%1152 = fadd float %1151, %r.6
-	%1153 = fdiv float %1145, %1152
-	%1154 = fmul float %r.7, %951
-	%1155 = fadd float %1153, %1154
-	%1156 = fmul float %1155, %1155
-	%1157 = fadd float %916, %1141
-	%1158 = fadd float %917, %1156
-	%1159 = add i64 %922, 1
-	%1160 = icmp slt i64 %1159, %n
-	%1161 = add i64 %922, 1
-	%1162 = add i64 %offset, %1161
-	%1163 = lshr i64 %1162, 3
-	%1164 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1163)
-	%1165 = extractvalue [8 x float] %1164, 0
-	%1166 = extractvalue [8 x float] %1164, 1
-	%1167 = extractvalue [8 x float] %1164, 2
-	%1168 = extractvalue [8 x float] %1164, 3
-	%1169 = extractvalue [8 x float] %1164, 4
-	%1170 = extractvalue [8 x float] %1164, 5
-	%1171 = extractvalue [8 x float] %1164, 6
-	%1172 = extractvalue [8 x float] %1164, 7
-	%1173 = and i64 %1162, 1
-	%1174 = icmp ne i64 %1173, 0
-	%1175 = select i1 %1174, float %1166, float %1165
-	%1176 = select i1 %1174, float %1168, float %1167
-	%1177 = select i1 %1174, float %1170, float %1169
-	%1178 = select i1 %1174, float %1172, float %1171
-	%1179 = and i64 %1162, 2
-	%1180 = icmp ne i64 %1179, 0
-	%1181 = select i1 %1180, float %1176, float %1175
-	%1182 = select i1 %1180, float %1178, float %1177
-	%1183 = and i64 %1162, 4
-	%1184 = icmp ne i64 %1183, 0
-	%1185 = select i1 %1184, float %1182, float %1181
-	%1186 = fmul float %r.8, %1185
-	%1187 = fadd float %960, %1186
-	%1188 = fmul float %1187, %53
-	%1189 = fadd float %1188, 1.2582912e+07
-	%1190 = fsub float %1189, 1.2582912e+07
-	%1191 = fmul float %1190, %49
-	%1192 = fcmp oeq float %49, 0.0
-	%1193 = select i1 %1192, float %1187, float %1191
-	%1194 = add i64 %922, 1
-	%1195 = icmp ne float* %kept, null
-	%1196 = and i1 %1195, %1160
-	br i1 %1196, label %keep.333, label %kept.334
-
-keep.333:
-	%1197 = getelementptr float, float* %kept, i64 %1194
-	%1198 = bitcast float* %1197 to float*
-	store float %1193, float* %1198, align 4
-	br label %kept.334
-
-kept.334:
-	%1199 = fmul float %952, %952
-	%1200 = fmul float %r.0, %968
-	%1201 = fmul float %r.1, %1193
-	%1202 = fadd float %1200, %1201
-	%1203 = fdiv float %1202, %r.2
-	%1204 = fmul float %r.3, %976
-	%1205 = fmul float %1193, %1193
-	%1206 = fmul float %r.4, %1205
-	%1207 = fadd float %1204, %1206
-	%1208 = fdiv float %1207, %r.5
-	%1209 = call float @llvm.sqrt.f32(float %1208)
-	%1210 = fadd float %1209, %r.6
-	%1211 = fdiv float %1203, %1210
-	%1212 = fmul float %r.7, %952
-	%1213 = fadd float %1211, %1212
-	%1214 = fmul float %1213, %1213
-	%1215 = fadd float %1157, %1199
-	%1216 = fadd float %1158, %1214
-	%1217 = add i64 %922, 2
-	%1218 = icmp slt i64 %1217, %n
-	%1219 = add i64 %922, 2
-	%1220 = add i64 %offset, %1219
-	%1221 = lshr i64 %1220, 3
-	%1222 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1221)
-	%1223 = extractvalue [8 x float] %1222, 0
-	%1224 = extractvalue [8 x float] %1222, 1
-	%1225 = extractvalue [8 x float] %1222, 2
-	%1226 = extractvalue [8 x float] %1222, 3
-	%1227 = extractvalue [8 x float] %1222, 4
-	%1228 = extractvalue [8 x float] %1222, 5
-	%1229 = extractvalue [8 x float] %1222, 6
-	%1230 = extractvalue [8 x float] %1222, 7
-	%1231 = and i64 %1220, 1
-	%1232 = icmp ne i64 %1231, 0
-	%1233 = select i1 %1232, float %1224, float %1223
-	%1234 = select i1 %1232, float %1226, float %1225
-	%1235 = select i1 %1232, float %1228, float %1227
-	%1236 = select i1 %1232, float %1230, float %1229
-	%1237 = and i64 %1220, 2
-	%1238 = icmp ne i64 %1237, 0
-	%1239 = select i1 %1238, float %1234, float %1233
-	%1240 = select i1 %1238, float %1236, float %1235
-	%1241 = and i64 %1220, 4
-	%1242 = icmp ne i64 %1241, 0
-	%1243 = select i1 %1242, float %1240, float %1239
-	%1244 = fmul float %r.8, %1243
-	%1245 = fadd float %961, %1244
-	%1246 = fmul float %1245, %53
-	%1247 = fadd float %1246, 1.2582912e+07
-	%1248 = fsub float %1247, 1.2582912e+07
-	%1249 = fmul float %1248, %49
-	%1250 = fcmp oeq float %49, 0.0
-	%1251 = select i1 %1250, float %1245, float %1249
-	%1252 = add i64 %922, 2
-	%1253 = icmp ne float* %kept, null
-	%1254 = and i1 %1253, %1218
-	br i1 %1254, label %keep.335, label %kept.336
-
-keep.335:
-	%1255 = getelementptr float, float* %kept, i64 %1252
-	%1256 = bitcast float* %1255 to float*
-	store float %1251, float* %1256, align 4
-	br label %kept.336
-
-kept.336:
-	%1257 = fmul float %953, %953
-	%1258 = fmul float %r.0, %969
-	%1259 = fmul float %r.1, %1251
-	%1260 = fadd float %1258, %1259
-	%1261 = fdiv float %1260, %r.2
-	%1262 = fmul float %r.3, %977
-	%1263 = fmul float %1251, %1251
-	%1264 = fmul float %r.4, %1263
-	%1265 = fadd float %1262, %1264
-	%1266 = fdiv float %1265, %r.5
-	%1267 = call float @llvm.sqrt.f32(float %1266)
-	%1268 = fadd float %1267, %r.6
-	%1269 = fdiv float %1261, %1268
-	%1270 = fmul float %r.7, %953
-	%1271 = fadd float %1269, %1270
-	%1272 = fmul float %1271, %1271
-	%1273 = fadd float %1215, %1257
-	%1274 = fadd float %1216, %1272
-	%1275 = add i64 %922, 3
-	%1276 = icmp slt i64 %1275, %n
-	%1277 = add i64 %922, 3
-	%1278 = add i64 %offset, %1277
-	%1279 = lshr i64 %1278, 3
-	%1280 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1279)
-	%1281 = extractvalue [8 x float] %1280, 0
-	%1282 = extractvalue [8 x float] %1280, 1
-	%1283 = extractvalue [8 x float] %1280, 2
-	%1284 = extractvalue [8 x float] %1280, 3
-	%1285 = extractvalue [8 x float] %1280, 4
-	%1286 = extractvalue [8 x float] %1280, 5
-	%1287 = extractvalue [8 x float] %1280, 6
-	%1288 = extractvalue [8 x float] %1280, 7
-	%1289 = and i64 %1278, 1
-	%1290 = icmp ne i64 %1289, 0
-	%1291 = select i1 %1290, float %1282, float %1281
-	%1292 = select i1 %1290, float %1284, float %1283
-	%1293 = select i1 %1290, float %1286, float %1285
-	%1294 = select i1 %1290, float %1288, float %1287
-	%1295 = and i64 %1278, 2
-	%1296 = icmp ne i64 %1295, 0
-	%1297 = select i1 %1296, float %1292, float %1291
-	%1298 = select i1 %1296, float %1294, float %1293
-	%1299 = and i64 %1278, 4
-	%1300 = icmp ne i64 %1299, 0
-	%1301 = select i1 %1300, float %1298, float %1297
-	%1302 = fmul float %r.8, %1301
-	%1303 = fadd float %962, %1302
-	%1304 = fmul float %1303, %53
-	%1305 = fadd float %1304, 1.2582912e+07
-	%1306 = fsub float %1305, 1.2582912e+07
-	%1307 = fmul float %1306, %49
-	%1308 = fcmp oeq float %49, 0.0
-	%1309 = select i1 %1308, float %1303, float %1307
-	%1310 = add i64 %922, 3
-	%1311 = icmp ne float* %kept, null
-	%1312 = and i1 %1311, %1276
-	br i1 %1312, label %keep.337, label %kept.338
+join.333:
+	%1218 = phi float [ %1314, %kept.344 ], [ %1416, %kept.352 ]
+	%1219 = phi float [ %1315, %kept.344 ], [ %1418, %kept.352 ]
+	%1220 = add i64 %955, 1
+	br label %row.head.328
 
 keep.337:
-	%1313 = getelementptr float, float* %kept, i64 %1310
-	%1314 = bitcast float* %1313 to float*
-	store float %1309, float* %1314, align 4
+	%1221 = getelementptr float, float* %kept, i64 %1075
+	%1222 = bitcast float* %1221 to float*
+	store float %1061, float* %1222, align 4
 	br label %kept.338
 
 kept.338:
-	%1315 = fmul float %954, %954
-	%1316 = fmul float %r.0, %970
-	%1317 = fmul float %r.1, %1309
-	%1318 = fadd float %1316, %1317
-	%1319 = fdiv float %1318, %r.2
-	%1320 = fmul float %r.3, %978
-	%1321 = fmul float %1309, %1309
-	%1322 = fmul float %r.4, %1321
-	%1323 = fadd float %1320, %1322
-	%1324 = fdiv float %1323, %r.5
-	%1325 = call float @llvm.sqrt.f32(float %1324)
-	%1326 = fadd float %1325, %r.6
-	%1327 = fdiv float %1319, %1326
-	%1328 = fmul float %r.7, %954
-	%1329 = fadd float %1327, %1328
-	%1330 = fmul float %1329, %1329
-	%1331 = fadd float %1273, %1315
-	%1332 = fadd float %1274, %1330
-	br label %join.330
+	%1223 = fmul float %1057, %1057
+	%1224 = fmul float %r.0, %1065
+	%1225 = fmul float %r.1, %1061
+	%1226 = fadd float %1224, %1225
+	%1227 = fdiv float %1226, %r.2
+	%1228 = fmul float %r.3, %1069
+	%1229 = fmul float %1061, %1061
+	%1230 = fmul float %r.4, %1229
+	%1231 = fadd float %1228, %1230
+	%1232 = fdiv float %1231, %r.5
+	%1233 = call float @llvm.sqrt.f32(float %1232)
+	%1234 = fadd float %1233, %r.6
+	%1235 = fdiv float %1227, %1234
+	%1236 = fmul float %r.7, %1057
+	%1237 = fadd float %1235, %1236
+	%1238 = fmul float %1237, %1237
+	%1239 = fadd float %956, %1223
+	%1240 = fadd float %957, %1238
+	%1241 = add i64 %962, 1
+	%1242 = icmp slt i64 %1241, %n
+	%1243 = add i64 %962, 1
+	%1244 = icmp ne float* %kept, null
+	%1245 = and i1 %1244, %1242
+	br i1 %1245, label %keep.339, label %kept.340
 
 keep.339:
-	%1333 = getelementptr float, float* %kept, i64 %1133
-	%1334 = bitcast float* %1333 to float*
-	store float %1132, float* %1334, align 4
+	%1246 = getelementptr float, float* %kept, i64 %1243
+	%1247 = bitcast float* %1246 to float*
+	store float %1062, float* %1247, align 4
 	br label %kept.340
 
 kept.340:
-	%1335 = fmul float %1022, %1022
-	%1336 = fmul float %r.0, %1062
-	%1337 = fmul float %r.1, %1132
-	%1338 = fadd float %1336, %1337
-	%1339 = fdiv float %1338, %r.2
-	%1340 = fmul float %r.3, %1082
-	%1341 = fmul float %1132, %1132
-	%1342 = fmul float %r.4, %1341
-	%1343 = fadd float %1340, %1342
-	%1344 = fdiv float %1343, %r.5
-	%1345 = call float @llvm.sqrt.f32(float %1344)
-	%1346 = fadd float %1345, %r.6
-	%1347 = fdiv float %1339, %1346
-	%1348 = fmul float %r.7, %1022
-	%1349 = fadd float %1347, %1348
-	%1350 = fmul float %1349, %1349
-	%1351 = select i1 %1099, float %1335, float 0.0
-	%1352 = fadd float %916, %1351
-	%1353 = select i1 %1099, float %1350, float 0.0
-	%1354 = fadd float %917, %1353
-	%1355 = add i64 %922, 1
-	%1356 = icmp slt i64 %1355, %n
-	%1357 = add i64 %922, 1
-	%1358 = add i64 %offset, %1357
-	%1359 = lshr i64 %1358, 3
-	%1360 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1359)
-	%1361 = extractvalue [8 x float] %1360, 0
-	%1362 = extractvalue [8 x float] %1360, 1
-	%1363 = extractvalue [8 x float] %1360, 2
-	%1364 = extractvalue [8 x float] %1360, 3
-	%1365 = extractvalue [8 x float] %1360, 4
-	%1366 = extractvalue [8 x float] %1360, 5
-	%1367 = extractvalue [8 x float] %1360, 6
-	%1368 = extractvalue [8 x float] %1360, 7
-	%1369 = and i64 %1358, 1
-	%1370 = icmp ne i64 %1369, 0
-	%1371 = select i1 %1370, float %1362, float %1361
-	%1372 = select i1 %1370, float %1364, float %1363
-	%1373 = select i1 %1370, float %1366, float %1365
-	%1374 = select i1 %1370, float %1368, float %1367
-	%1375 = and i64 %1358, 2
-	%1376 = icmp ne i64 %1375, 0
-	%1377 = select i1 %1376, float %1372, float %1371
-	%1378 = select i1 %1376, float %1374, float %1373
-	%1379 = and i64 %1358, 4
-	%1380 = icmp ne i64 %1379, 0
-	%1381 = select i1 %1380, float %1378, float %1377
-	%1382 = fmul float %r.8, %1381
-	%1383 = fadd float %1047, %1382
-	%1384 = fmul float %1383, %53
-	%1385 = fadd float %1384, 1.2582912e+07
-	%1386 = fsub float %1385, 1.2582912e+07
-	%1387 = fmul float %1386, %49
-	%1388 = fcmp oeq float %49, 0.0
-	%1389 = select i1 %1388, float %1383, float %1387
-	%1390 = add i64 %922, 1
-	%1391 = icmp ne float* %kept, null
-	%1392 = and i1 %1391, %1356
-	br i1 %1392, label %keep.341, label %kept.342
+	%1248 = fmul float %1058, %1058
+	%1249 = fmul float %r.0, %1066
+	%1250 = fmul float %r.1, %1062
+	%1251 = fadd float %1249, %1250
+	%1252 = fdiv float %1251, %r.2
+	%1253 = fmul float %r.3, %1070
+	%1254 = fmul float %1062, %1062
+	%1255 = fmul float %r.4, %1254
+	%1256 = fadd float %1253, %1255
+	%1257 = fdiv float %1256, %r.5
+	%1258 = call float @llvm.sqrt.f32(float %1257)
+	%1259 = fadd float %1258, %r.6
+	%1260 = fdiv float %1252, %1259
+	%1261 = fmul float %r.7, %1058
+	%1262 = fadd float %1260, %1261
+	%1263 = fmul float %1262, %1262
+	%1264 = fadd float %1239, %1248
+	%1265 = fadd float %1240, %1263
+	%1266 = add i64 %962, 2
+	%1267 = icmp slt i64 %1266, %n
+	%1268 = add i64 %962, 2
+	%1269 = icmp ne float* %kept, null
+	%1270 = and i1 %1269, %1267
+	br i1 %1270, label %keep.341, label %kept.342
 
 keep.341:
-	%1393 = getelementptr float, float* %kept, i64 %1390
-	%1394 = bitcast float* %1393 to float*
-	store float %1389, float* %1394, align 4
+	%1271 = getelementptr float, float* %kept, i64 %1268
+	%1272 = bitcast float* %1271 to float*
+	store float %1063, float* %1272, align 4
 	br label %kept.342
 
 kept.342:
-	%1395 = fmul float %1027, %1027
-	%1396 = fmul float %r.0, %1067
-	%1397 = fmul float %r.1, %1389
-	%1398 = fadd float %1396, %1397
-	%1399 = fdiv float %1398, %r.2
-	%1400 = fmul float %r.3, %1087
-	%1401 = fmul float %1389, %1389
-	%1402 = fmul float %r.4, %1401
-	%1403 = fadd float %1400, %1402
-	%1404 = fdiv float %1403, %r.5
-	%1405 = call float @llvm.sqrt.f32(float %1404)
-	%1406 = fadd float %1405, %r.6
-	%1407 = fdiv float %1399, %1406
-	%1408 = fmul float %r.7, %1027
-	%1409 = fadd float %1407, %1408
-	%1410 = fmul float %1409, %1409
-	%1411 = select i1 %1356, float %1395, float 0.0
-	%1412 = fadd float %1352, %1411
-	%1413 = select i1 %1356, float %1410, float 0.0
-	%1414 = fadd float %1354, %1413
-	%1415 = add i64 %922, 2
-	%1416 = icmp slt i64 %1415, %n
-	%1417 = add i64 %922, 2
-	%1418 = add i64 %offset, %1417
-	%1419 = lshr i64 %1418, 3
-	%1420 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1419)
-	%1421 = extractvalue [8 x float] %1420, 0
-	%1422 = extractvalue [8 x float] %1420, 1
-	%1423 = extractvalue [8 x float] %1420, 2
-	%1424 = extractvalue [8 x float] %1420, 3
-	%1425 = extractvalue [8 x float] %1420, 4
-	%1426 = extractvalue [8 x float] %1420, 5
-	%1427 = extractvalue [8 x float] %1420, 6
-	%1428 = extractvalue [8 x float] %1420, 7
-	%1429 = and i64 %1418, 1
-	%1430 = icmp ne i64 %1429, 0
-	%1431 = select i1 %1430, float %1422, float %1421
-	%1432 = select i1 %1430, float %1424, float %1423
-	%1433 = select i1 %1430, float %1426, float %1425
-	%1434 = select i1 %1430, float %1428, float %1427
-	%1435 = and i64 %1418, 2
-	%1436 = icmp ne i64 %1435, 0
-	%1437 = select i1 %1436, float %1432, float %1431
-	%1438 = select i1 %1436, float %1434, float %1433
-	%1439 = and i64 %1418, 4
-	%1440 = icmp ne i64 %1439, 0
-	%1441 = select i1 %1440, float %1438, float %1437
-	%1442 = fmul float %r.8, %1441
-	%1443 = fadd float %1052, %1442
-	%1444 = fmul float %1443, %53
-	%1445 = fadd float %1444, 1.2582912e+07
-	%1446 = fsub float %1445, 1.2582912e+07
-	%1447 = fmul float %1446, %49
-	%1448 = fcmp oeq float %49, 0.0
-	%1449 = select i1 %1448, float %1443, float %1447
-	%1450 = add i64 %922, 2
-	%1451 = icmp ne float* %kept, null
-	%1452 = and i1 %1451, %1416
-	br i1 %1452, label %keep.343, label %kept.344
+	%1273 = fmul float %1059, %1059
+	%1274 = fmul float %r.0, %1067
+	%1275 = fmul float %r.1, %1063
+	%1276 = fadd float %1274, %1275
+	%1277 = fdiv float %1276, %r.2
+	%1278 = fmul float %r.3, %1071
+	%1279 = fmul float %1063, %1063
+	%1280 = fmul float %r.4, %1279
+	%1281 = fadd float %1278, %1280
+	%1282 = fdiv float %1281, %r.5
+	%1283 = call float @llvm.sqrt.f32(float %1282)
+	%1284 = fadd float %1283, %r.6
+	%1285 = fdiv float %1277, %1284
+	%1286 = fmul float %r.7, %1059
+	%1287 = fadd float %1285, %1286
+	%1288 = fmul float %1287, %1287
+	%1289 = fadd float %1264, %1273
+	%1290 = fadd float %1265, %1288
+	%1291 = add i64 %962, 3
+	%1292 = icmp slt i64 %1291, %n
+	%1293 = add i64 %962, 3
+	%1294 = icmp ne float* %kept, null
+	%1295 = and i1 %1294, %1292
+	br i1 %1295, label %keep.343, label %kept.344
 
 keep.343:
-	%1453 = getelementptr float, float* %kept, i64 %1450
-	%1454 = bitcast float* %1453 to float*
-	store float %1449, float* %1454, align 4
+	%1296 = getelementptr float, float* %kept, i64 %1293
+	%1297 = bitcast float* %1296 to float*
+	store float %1064, float* %1297, align 4
 	br label %kept.344
 
 kept.344:
-	%1455 = fmul float %1032, %1032
-	%1456 = fmul float %r.0, %1072
-	%1457 = fmul float %r.1, %1449
-	%1458 = fadd float %1456, %1457
-	%1459 = fdiv float %1458, %r.2
-	%1460 = fmul float %r.3, %1092
-	%1461 = fmul float %1449, %1449
-	%1462 = fmul float %r.4, %1461
-	%1463 = fadd float %1460, %1462
-	%1464 = fdiv float %1463, %r.5
-	%1465 = call float @llvm.sqrt.f32(float %1464)
-	%1466 = fadd float %1465, %r.6
-	%1467 = fdiv float %1459, %1466
-	%1468 = fmul float %r.7, %1032
-	%1469 = fadd float %1467, %1468
-	%1470 = fmul float %1469, %1469
-	%1471 = select i1 %1416, float %1455, float 0.0
-	%1472 = fadd float %1412, %1471
-	%1473 = select i1 %1416, float %1470, float 0.0
-	%1474 = fadd float %1414, %1473
-	%1475 = add i64 %922, 3
-	%1476 = icmp slt i64 %1475, %n
-	%1477 = add i64 %922, 3
-	%1478 = add i64 %offset, %1477
-	%1479 = lshr i64 %1478, 3
-	%1480 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %1479)
-	%1481 = extractvalue [8 x float] %1480, 0
-	%1482 = extractvalue [8 x float] %1480, 1
-	%1483 = extractvalue [8 x float] %1480, 2
-	%1484 = extractvalue [8 x float] %1480, 3
-	%1485 = extractvalue [8 x float] %1480, 4
-	%1486 = extractvalue [8 x float] %1480, 5
-	%1487 = extractvalue [8 x float] %1480, 6
-	%1488 = extractvalue [8 x float] %1480, 7
-	%1489 = and i64 %1478, 1
-	%1490 = icmp ne i64 %1489, 0
-	%1491 = select i1 %1490, float %1482, float %1481
-	%1492 = select i1 %1490, float %1484, float %1483
-	%1493 = select i1 %1490, float %1486, float %1485
-	%1494 = select i1 %1490, float %1488, float %1487
-	%1495 = and i64 %1478, 2
-	%1496 = icmp ne i64 %1495, 0
-	%1497 = select i1 %1496, float %1492, float %1491
-	%1498 = select i1 %1496, float %1494, float %1493
-	%1499 = and i64 %1478, 4
-	%1500 = icmp ne i64 %1499, 0
-	%1501 = select i1 %1500, float %1498, float %1497
-	%1502 = fmul float %r.8, %1501
-	%1503 = fadd float %1057, %1502
-	%1504 = fmul float %1503, %53
-	%1505 = fadd float %1504, 1.2582912e+07
-	%1506 = fsub float %1505, 1.2582912e+07
-	%1507 = fmul float %1506, %49
-	%1508 = fcmp oeq float %49, 0.0
-	%1509 = select i1 %1508, float %1503, float %1507
-	%1510 = add i64 %922, 3
-	%1511 = icmp ne float* %kept, null
-	%1512 = and i1 %1511, %1476
-	br i1 %1512, label %keep.345, label %kept.346
+	%1298 = fmul float %1060, %1060
+	%1299 = fmul float %r.0, %1068
+	%1300 = fmul float %r.1, %1064
+	%1301 = fadd float %1299, %1300
+	%1302 = fdiv float %1301, %r.2
+	%1303 = fmul float %r.3, %1072
+	%1304 = fmul float %1064, %1064
+	%1305 = fmul float %r.4, %1304
+	%1306 = fadd float %1303, %1305
+	%1307 = fdiv float %1306, %r.5
+	%1308 = call float @llvm.sqrt.f32(float %1307)
+	%1309 = fadd float %1308, %r.6
+	%1310 = fdiv float %1302, %1309
+	%1311 = fmul float %r.7, %1060
+	%1312 = fadd float %1310, %1311
+	%1313 = fmul float %1312, %1312
+	%1314 = fadd float %1289, %1298
+	%1315 = fadd float %1290, %1313
+	br label %join.333
 
 keep.345:
-	%1513 = getelementptr float, float* %kept, i64 %1510
-	%1514 = bitcast float* %1513 to float*
-	store float %1509, float* %1514, align 4
+	%1316 = getelementptr float, float* %kept, i64 %1215
+	%1317 = bitcast float* %1316 to float*
+	store float %1201, float* %1317, align 4
 	br label %kept.346
 
 kept.346:
-	%1515 = fmul float %1037, %1037
-	%1516 = fmul float %r.0, %1077
-	%1517 = fmul float %r.1, %1509
-	%1518 = fadd float %1516, %1517
-	%1519 = fdiv float %1518, %r.2
-	%1520 = fmul float %r.3, %1097
-	%1521 = fmul float %1509, %1509
-	%1522 = fmul float %r.4, %1521
-	%1523 = fadd float %1520, %1522
-	%1524 = fdiv float %1523, %r.5
-	%1525 = call float @llvm.sqrt.f32(float %1524)
-	%1526 = fadd float %1525, %r.6
-	%1527 = fdiv float %1519, %1526
-	%1528 = fmul float %r.7, %1037
-	%1529 = fadd float %1527, %1528
-	%1530 = fmul float %1529, %1529
-	%1531 = select i1 %1476, float %1515, float 0.0
-	%1532 = fadd float %1472, %1531
-	%1533 = select i1 %1476, float %1530, float 0.0
-	%1534 = fadd float %1474, %1533
-	br label %join.330
+	%1318 = fmul float %1197, %1197
+	%1319 = fmul float %r.0, %1205
+	%1320 = fmul float %r.1, %1201
+	%1321 = fadd float %1319, %1320
+	%1322 = fdiv float %1321, %r.2
+	%1323 = fmul float %r.3, %1209
+	%1324 = fmul float %1201, %1201
+	%1325 = fmul float %r.4, %1324
+	%1326 = fadd float %1323, %1325
+	%1327 = fdiv float %1326, %r.5
+	%1328 = call float @llvm.sqrt.f32(float %1327)
+	%1329 = fadd float %1328, %r.6
+	%1330 = fdiv float %1322, %1329
+	%1331 = fmul float %r.7, %1197
+	%1332 = fadd float %1330, %1331
+	%1333 = fmul float %1332, %1332
+	%1334 = select i1 %1214, float %1318, float 0.0
+	%1335 = fadd float %956, %1334
+	%1336 = select i1 %1214, float %1333, float 0.0
+	%1337 = fadd float %957, %1336
+	%1338 = add i64 %962, 1
+	%1339 = icmp slt i64 %1338, %n
+	%1340 = add i64 %962, 1
+	%1341 = icmp ne float* %kept, null
+	%1342 = and i1 %1341, %1339
+	br i1 %1342, label %keep.347, label %kept.348
 
-lane0.347:
-	%1535 = getelementptr float, float* %3, i64 %873
-	store float %943, float* %1535, align 4
-	%1536 = getelementptr float, float* %5, i64 %873
-	store float %945, float* %1536, align 4
-	br label %stored.348
+keep.347:
+	%1343 = getelementptr float, float* %kept, i64 %1340
+	%1344 = bitcast float* %1343 to float*
+	store float %1202, float* %1344, align 4
+	br label %kept.348
 
-stored.348:
-	%1537 = add i64 %873, %66
-	br label %task.head.322
+kept.348:
+	%1345 = fmul float %1198, %1198
+	%1346 = fmul float %r.0, %1206
+	%1347 = fmul float %r.1, %1202
+	%1348 = fadd float %1346, %1347
+	%1349 = fdiv float %1348, %r.2
+	%1350 = fmul float %r.3, %1210
+	%1351 = fmul float %1202, %1202
+	%1352 = fmul float %r.4, %1351
+	%1353 = fadd float %1350, %1352
+	%1354 = fdiv float %1353, %r.5
+	%1355 = call float @llvm.sqrt.f32(float %1354)
+	%1356 = fadd float %1355, %r.6
+	%1357 = fdiv float %1349, %1356
+	%1358 = fmul float %r.7, %1198
+	%1359 = fadd float %1357, %1358
+	%1360 = fmul float %1359, %1359
+	%1361 = select i1 %1339, float %1345, float 0.0
+	%1362 = fadd float %1335, %1361
+	%1363 = select i1 %1339, float %1360, float 0.0
+	%1364 = fadd float %1337, %1363
+	%1365 = add i64 %962, 2
+	%1366 = icmp slt i64 %1365, %n
+	%1367 = add i64 %962, 2
+	%1368 = icmp ne float* %kept, null
+	%1369 = and i1 %1368, %1366
+	br i1 %1369, label %keep.349, label %kept.350
+
+keep.349:
+	%1370 = getelementptr float, float* %kept, i64 %1367
+	%1371 = bitcast float* %1370 to float*
+	store float %1203, float* %1371, align 4
+	br label %kept.350
+
+kept.350:
+	%1372 = fmul float %1199, %1199
+	%1373 = fmul float %r.0, %1207
+	%1374 = fmul float %r.1, %1203
+	%1375 = fadd float %1373, %1374
+	%1376 = fdiv float %1375, %r.2
+	%1377 = fmul float %r.3, %1211
+	%1378 = fmul float %1203, %1203
+	%1379 = fmul float %r.4, %1378
+	%1380 = fadd float %1377, %1379
+	%1381 = fdiv float %1380, %r.5
+	%1382 = call float @llvm.sqrt.f32(float %1381)
+	%1383 = fadd float %1382, %r.6
+	%1384 = fdiv float %1376, %1383
+	%1385 = fmul float %r.7, %1199
+	%1386 = fadd float %1384, %1385
+	%1387 = fmul float %1386, %1386
+	%1388 = select i1 %1366, float %1372, float 0.0
+	%1389 = fadd float %1362, %1388
+	%1390 = select i1 %1366, float %1387, float 0.0
+	%1391 = fadd float %1364, %1390
+	%1392 = add i64 %962, 3
+	%1393 = icmp slt i64 %1392, %n
+	%1394 = add i64 %962, 3
+	%1395 = icmp ne float* %kept, null
+	%1396 = and i1 %1395, %1393
+	br i1 %1396, label %keep.351, label %kept.352
+
+keep.351:
+	%1397 = getelementptr float, float* %kept, i64 %1394
+	%1398 = bitcast float* %1397 to float*
+	store float %1204, float* %1398, align 4
+	br label %kept.352
+
+kept.352:
+	%1399 = fmul float %1200, %1200
+	%1400 = fmul float %r.0, %1208
+	%1401 = fmul float %r.1, %1204
+	%1402 = fadd float %1400, %1401
+	%1403 = fdiv float %1402, %r.2
+	%1404 = fmul float %r.3, %1212
+	%1405 = fmul float %1204, %1204
+	%1406 = fmul float %r.4, %1405
+	%1407 = fadd float %1404, %1406
+	%1408 = fdiv float %1407, %r.5
+	%1409 = call float @llvm.sqrt.f32(float %1408)
+	%1410 = fadd float %1409, %r.6
+	%1411 = fdiv float %1403, %1410
+	%1412 = fmul float %r.7, %1200
+	%1413 = fadd float %1411, %1412
+	%1414 = fmul float %1413, %1413
+	%1415 = select i1 %1393, float %1399, float 0.0
+	%1416 = fadd float %1389, %1415
+	%1417 = select i1 %1393, float %1414, float 0.0
+	%1418 = fadd float %1391, %1417
+	br label %join.333
+
+lane0.353:
+	%1419 = getelementptr float, float* %3, i64 %913
+	store float %983, float* %1419, align 4
+	%1420 = getelementptr float, float* %5, i64 %913
+	store float %985, float* %1420, align 4
+	br label %stored.354
+
+stored.354:
+	%1421 = add i64 %913, %66
+	br label %task.head.325
+}
+
+define internal <4 x float> @lamb_noise_lane_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
+entry:
+	%0 = lshr i64 %first, 2
+	%1 = and i64 %first, 3
+	%2 = and i64 %first, 3
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.304, label %else.305
+
+then.304:
+	%4 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %0)
+	%5 = extractelement <4 x float> %4, i32 0
+	%6 = extractelement <4 x float> %4, i32 1
+	%7 = extractelement <4 x float> %4, i32 2
+	%8 = extractelement <4 x float> %4, i32 3
+	br label %join.306
+
+else.305:
+	%9 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %0)
+	%10 = extractelement <4 x float> %9, i32 0
+	%11 = extractelement <4 x float> %9, i32 1
+	%12 = extractelement <4 x float> %9, i32 2
+	%13 = extractelement <4 x float> %9, i32 3
+	%14 = add i64 %0, 1
+	%15 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %14)
+	%16 = extractelement <4 x float> %15, i32 0
+	%17 = extractelement <4 x float> %15, i32 1
+	%18 = extractelement <4 x float> %15, i32 2
+	%19 = extractelement <4 x float> %15, i32 3
+	%20 = and i64 %1, 1
+	%21 = icmp ne i64 %20, 0
+	%22 = select i1 %21, float %11, float %10
+	%23 = select i1 %21, float %13, float %12
+	%24 = and i64 %1, 2
+	%25 = icmp ne i64 %24, 0
+	%26 = select i1 %25, float %23, float %22
+	%27 = and i64 %1, 4
+	%28 = icmp ne i64 %27, 0
+	%29 = select i1 %28, float %16, float %26
+	%30 = and i64 %1, 1
+	%31 = icmp ne i64 %30, 0
+	%32 = select i1 %31, float %12, float %11
+	%33 = select i1 %31, float %16, float %13
+	%34 = and i64 %1, 2
+	%35 = icmp ne i64 %34, 0
+	%36 = select i1 %35, float %33, float %32
+	%37 = and i64 %1, 4
+	%38 = icmp ne i64 %37, 0
+	%39 = select i1 %38, float %17, float %36
+	%40 = and i64 %1, 1
+	%41 = icmp ne i64 %40, 0
+	%42 = select i1 %41, float %13, float %12
+	%43 = select i1 %41, float %17, float %16
+	%44 = and i64 %1, 2
+	%45 = icmp ne i64 %44, 0
+	%46 = select i1 %45, float %43, float %42
+	%47 = and i64 %1, 4
+	%48 = icmp ne i64 %47, 0
+	%49 = select i1 %48, float %18, float %46
+	%50 = and i64 %1, 1
+	%51 = icmp ne i64 %50, 0
+	%52 = select i1 %51, float %16, float %13
+	%53 = select i1 %51, float %18, float %17
+	%54 = and i64 %1, 2
+	%55 = icmp ne i64 %54, 0
+	%56 = select i1 %55, float %53, float %52
+	%57 = and i64 %1, 4
+	%58 = icmp ne i64 %57, 0
+	%59 = select i1 %58, float %19, float %56
+	br label %join.306
+
+join.306:
+	%60 = phi float [ %5, %then.304 ], [ %29, %else.305 ]
+	%61 = phi float [ %6, %then.304 ], [ %39, %else.305 ]
+	%62 = phi float [ %7, %then.304 ], [ %49, %else.305 ]
+	%63 = phi float [ %8, %then.304 ], [ %59, %else.305 ]
+	%64 = insertelement <4 x float> undef, float %60, i32 0
+	%65 = insertelement <4 x float> %64, float %61, i32 1
+	%66 = insertelement <4 x float> %65, float %62, i32 2
+	%67 = insertelement <4 x float> %66, float %63, i32 3
+	ret <4 x float> %67
+}
+
+define internal <4 x float> @lamb_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
+entry:
+	%0 = lshr i64 %first, 3
+	%1 = and i64 %first, 7
+	%2 = and i64 %first, 3
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.334, label %else.335
+
+then.334:
+	%4 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %0)
+	%5 = extractvalue [8 x float] %4, 0
+	%6 = extractvalue [8 x float] %4, 1
+	%7 = extractvalue [8 x float] %4, 2
+	%8 = extractvalue [8 x float] %4, 3
+	%9 = extractvalue [8 x float] %4, 4
+	%10 = extractvalue [8 x float] %4, 5
+	%11 = extractvalue [8 x float] %4, 6
+	%12 = extractvalue [8 x float] %4, 7
+	%13 = and i64 %1, 1
+	%14 = icmp ne i64 %13, 0
+	%15 = select i1 %14, float %6, float %5
+	%16 = select i1 %14, float %8, float %7
+	%17 = and i64 %1, 2
+	%18 = icmp ne i64 %17, 0
+	%19 = select i1 %18, float %16, float %15
+	%20 = and i64 %1, 4
+	%21 = icmp ne i64 %20, 0
+	%22 = select i1 %21, float %9, float %19
+	%23 = and i64 %1, 1
+	%24 = icmp ne i64 %23, 0
+	%25 = select i1 %24, float %7, float %6
+	%26 = select i1 %24, float %9, float %8
+	%27 = and i64 %1, 2
+	%28 = icmp ne i64 %27, 0
+	%29 = select i1 %28, float %26, float %25
+	%30 = and i64 %1, 4
+	%31 = icmp ne i64 %30, 0
+	%32 = select i1 %31, float %10, float %29
+	%33 = and i64 %1, 1
+	%34 = icmp ne i64 %33, 0
+	%35 = select i1 %34, float %8, float %7
+	%36 = select i1 %34, float %10, float %9
+	%37 = and i64 %1, 2
+	%38 = icmp ne i64 %37, 0
+	%39 = select i1 %38, float %36, float %35
+	%40 = and i64 %1, 4
+	%41 = icmp ne i64 %40, 0
+	%42 = select i1 %41, float %11, float %39
+	%43 = and i64 %1, 1
+	%44 = icmp ne i64 %43, 0
+	%45 = select i1 %44, float %9, float %8
+	%46 = select i1 %44, float %11, float %10
+	%47 = and i64 %1, 2
+	%48 = icmp ne i64 %47, 0
+	%49 = select i1 %48, float %46, float %45
+	%50 = and i64 %1, 4
+	%51 = icmp ne i64 %50, 0
+	%52 = select i1 %51, float %12, float %49
+	br label %join.336
+
+else.335:
+	%53 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %0)
+	%54 = extractvalue [8 x float] %53, 0
+	%55 = extractvalue [8 x float] %53, 1
+	%56 = extractvalue [8 x float] %53, 2
+	%57 = extractvalue [8 x float] %53, 3
+	%58 = extractvalue [8 x float] %53, 4
+	%59 = extractvalue [8 x float] %53, 5
+	%60 = extractvalue [8 x float] %53, 6
+	%61 = extractvalue [8 x float] %53, 7
+	%62 = add i64 %0, 1
+	%63 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %62)
+	%64 = extractvalue [8 x float] %63, 0
+	%65 = extractvalue [8 x float] %63, 1
+	%66 = extractvalue [8 x float] %63, 2
+	%67 = extractvalue [8 x float] %63, 3
+	%68 = extractvalue [8 x float] %63, 4
+	%69 = extractvalue [8 x float] %63, 5
+	%70 = extractvalue [8 x float] %63, 6
+	%71 = extractvalue [8 x float] %63, 7
+	%72 = and i64 %1, 1
+	%73 = icmp ne i64 %72, 0
+	%74 = select i1 %73, float %55, float %54
+	%75 = select i1 %73, float %57, float %56
+	%76 = select i1 %73, float %59, float %58
+	%77 = select i1 %73, float %61, float %60
+	%78 = select i1 %73, float %65, float %64
+	%79 = select i1 %73, float %67, float %66
+	%80 = and i64 %1, 2
+	%81 = icmp ne i64 %80, 0
+	%82 = select i1 %81, float %75, float %74
+	%83 = select i1 %81, float %77, float %76
+	%84 = select i1 %81, float %79, float %78
+	%85 = and i64 %1, 4
+	%86 = icmp ne i64 %85, 0
+	%87 = select i1 %86, float %83, float %82
+	%88 = select i1 %86, float %68, float %84
+	%89 = and i64 %1, 8
+	%90 = icmp ne i64 %89, 0
+	%91 = select i1 %90, float %88, float %87
+	%92 = and i64 %1, 1
+	%93 = icmp ne i64 %92, 0
+	%94 = select i1 %93, float %56, float %55
+	%95 = select i1 %93, float %58, float %57
+	%96 = select i1 %93, float %60, float %59
+	%97 = select i1 %93, float %64, float %61
+	%98 = select i1 %93, float %66, float %65
+	%99 = select i1 %93, float %68, float %67
+	%100 = and i64 %1, 2
+	%101 = icmp ne i64 %100, 0
+	%102 = select i1 %101, float %95, float %94
+	%103 = select i1 %101, float %97, float %96
+	%104 = select i1 %101, float %99, float %98
+	%105 = and i64 %1, 4
+	%106 = icmp ne i64 %105, 0
+	%107 = select i1 %106, float %103, float %102
+	%108 = select i1 %106, float %69, float %104
+	%109 = and i64 %1, 8
+	%110 = icmp ne i64 %109, 0
+	%111 = select i1 %110, float %108, float %107
+	%112 = and i64 %1, 1
+	%113 = icmp ne i64 %112, 0
+	%114 = select i1 %113, float %57, float %56
+	%115 = select i1 %113, float %59, float %58
+	%116 = select i1 %113, float %61, float %60
+	%117 = select i1 %113, float %65, float %64
+	%118 = select i1 %113, float %67, float %66
+	%119 = select i1 %113, float %69, float %68
+	%120 = and i64 %1, 2
+	%121 = icmp ne i64 %120, 0
+	%122 = select i1 %121, float %115, float %114
+	%123 = select i1 %121, float %117, float %116
+	%124 = select i1 %121, float %119, float %118
+	%125 = and i64 %1, 4
+	%126 = icmp ne i64 %125, 0
+	%127 = select i1 %126, float %123, float %122
+	%128 = select i1 %126, float %70, float %124
+	%129 = and i64 %1, 8
+	%130 = icmp ne i64 %129, 0
+	%131 = select i1 %130, float %128, float %127
+	%132 = and i64 %1, 1
+	%133 = icmp ne i64 %132, 0
+	%134 = select i1 %133, float %58, float %57
+	%135 = select i1 %133, float %60, float %59
+	%136 = select i1 %133, float %64, float %61
+	%137 = select i1 %133, float %66, float %65
+	%138 = select i1 %133, float %68, float %67
+	%139 = select i1 %133, float %70, float %69
+	%140 = and i64 %1, 2
+	%141 = icmp ne i64 %140, 0
+	%142 = select i1 %141, float %135, float %134
+	%143 = select i1 %141, float %137, float %136
+	%144 = select i1 %141, float %139, float %138
+	%145 = and i64 %1, 4
+	%146 = icmp ne i64 %145, 0
+	%147 = select i1 %146, float %143, float %142
+	%148 = select i1 %146, float %71, float %144
+	%149 = and i64 %1, 8
+	%150 = icmp ne i64 %149, 0
+	%151 = select i1 %150, float %148, float %147
+	br label %join.336
+
+join.336:
+	%152 = phi float [ %22, %then.334 ], [ %91, %else.335 ]
+	%153 = phi float [ %32, %then.334 ], [ %111, %else.335 ]
+	%154 = phi float [ %42, %then.334 ], [ %131, %else.335 ]
+	%155 = phi float [ %52, %then.334 ], [ %151, %else.335 ]
+	%156 = insertelement <4 x float> undef, float %152, i32 0
+	%157 = insertelement <4 x float> %156, float %153, i32 1
+	%158 = insertelement <4 x float> %157, float %154, i32 2
+	%159 = insertelement <4 x float> %158, float %155, i32 3
+	ret <4 x float> %159
 }
 
 define internal void @lamb_reduce_host8(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
@@ -11215,12 +11355,12 @@ entry:
 without_noise:
 	%64 = add i64 %n, 4095
 	%65 = sdiv i64 %64, u0x1000
-	br label %task.head.349
+	br label %task.head.355
 
 with_noise:
 	%66 = add i64 %n, 4095
 	%67 = sdiv i64 %66, u0x1000
-	br label %task.head.370
+	br label %task.head.376
 
 with_secure_noise:
 	%68 = bitcast float %39 to i32
@@ -11239,17 +11379,17 @@ with_secure_noise:
 	%81 = bitcast i32 %80 to float
 	%82 = add i64 %n, 4095
 	%83 = sdiv i64 %82, u0x1000
-	br label %task.head.405
+	br label %task.head.411
 
 unknown_mode:
 	ret void
 
-task.head.349:
-	%84 = phi i64 [ %41, %without_noise ], [ %231, %row.done.354 ]
+task.head.355:
+	%84 = phi i64 [ %41, %without_noise ], [ %231, %row.done.360 ]
 	%85 = icmp slt i64 %84, %43
-	br i1 %85, label %task.350, label %task.done.351
+	br i1 %85, label %task.356, label %task.done.357
 
-task.350:
+task.356:
 	%86 = sdiv i64 %84, %65
 	%87 = srem i64 %84, %65
 	%88 = mul i64 %86, %n
@@ -11266,19 +11406,19 @@ task.350:
 	%99 = sdiv i64 %98, 128
 	%100 = icmp slt i64 %99, 32
 	%101 = select i1 %100, i64 %99, i64 32
-	br label %row.head.352
+	br label %row.head.358
 
-task.done.351:
+task.done.357:
 	ret void
 
-row.head.352:
-	%102 = phi i64 [ 0, %task.350 ], [ %296, %join.357 ]
-	%103 = phi <32 x float> [ zeroinitializer, %task.350 ], [ %294, %join.357 ]
-	%104 = phi <32 x float> [ zeroinitializer, %task.350 ], [ %295, %join.357 ]
+row.head.358:
+	%102 = phi i64 [ 0, %task.356 ], [ %296, %join.363 ]
+	%103 = phi <32 x float> [ zeroinitializer, %task.356 ], [ %294, %join.363 ]
+	%104 = phi <32 x float> [ zeroinitializer, %task.356 ], [ %295, %join.363 ]
 	%105 = icmp slt i64 %102, %101
-	br i1 %105, label %row.353, label %row.done.354
+	br i1 %105, label %row.359, label %row.done.360
 
-row.353:
+row.359:
 	%106 = mul i64 %102, 128
 	%107 = add i64 %96, %106
 	%108 = add i64 %107, 512
@@ -11412,9 +11552,9 @@ row.353:
 	call void @llvm.prefetch.p0i8(i8* %204, i32 0, i32 3, i32 1)
 	%205 = add i64 %107, 128
 	%206 = icmp sle i64 %205, %n
-	br i1 %206, label %then.355, label %else.356
+	br i1 %206, label %then.361, label %else.362
 
-row.done.354:
+row.done.360:
 	%207 = shufflevector <32 x float> %103, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%208 = fadd <32 x float> %103, %207
 	%209 = shufflevector <32 x float> %104, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -11442,9 +11582,9 @@ row.done.354:
 	%230 = getelementptr float, float* %63, i64 %84
 	store float %229, float* %230, align 4
 	%231 = add i64 %84, 1
-	br label %task.head.349
+	br label %task.head.355
 
-then.355:
+then.361:
 	%232 = getelementptr float, float* %89, i64 %107
 	%233 = bitcast float* %232 to <128 x float>*
 	%234 = load <128 x float>, <128 x float>* %233, align 4
@@ -11505,95 +11645,95 @@ then.355:
 	%289 = fadd <32 x float> %287, %288
 	%290 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%291 = fadd <32 x float> %289, %290
-	br label %join.357
+	br label %join.363
 
-else.356:
+else.362:
 	store <128 x float> zeroinitializer, <128 x float>* %13, align 4
 	%292 = bitcast <128 x float>* %13 to float*
 	%293 = sub i64 %n, %107
-	br label %pad.head.358
+	br label %pad.head.364
 
-join.357:
-	%294 = phi <32 x float> [ %283, %then.355 ], [ %389, %pad.done.369 ]
-	%295 = phi <32 x float> [ %291, %then.355 ], [ %398, %pad.done.369 ]
+join.363:
+	%294 = phi <32 x float> [ %283, %then.361 ], [ %389, %pad.done.375 ]
+	%295 = phi <32 x float> [ %291, %then.361 ], [ %398, %pad.done.375 ]
 	%296 = add i64 %102, 1
-	br label %row.head.352
+	br label %row.head.358
 
-pad.head.358:
-	%297 = phi i64 [ 0, %else.356 ], [ %303, %pad.359 ]
+pad.head.364:
+	%297 = phi i64 [ 0, %else.362 ], [ %303, %pad.365 ]
 	%298 = icmp slt i64 %297, %293
-	br i1 %298, label %pad.359, label %pad.done.360
+	br i1 %298, label %pad.365, label %pad.done.366
 
-pad.359:
+pad.365:
 	%299 = add i64 %107, %297
 	%300 = getelementptr float, float* %89, i64 %299
 	%301 = load float, float* %300, align 4
 	%302 = getelementptr float, float* %292, i64 %297
 	store volatile float %301, float* %302, align 4
 	%303 = add i64 %297, 1
-	br label %pad.head.358
+	br label %pad.head.364
 
-pad.done.360:
+pad.done.366:
 	store <128 x float> zeroinitializer, <128 x float>* %12, align 4
 	%304 = bitcast <128 x float>* %12 to float*
 	%305 = sub i64 %n, %107
-	br label %pad.head.361
+	br label %pad.head.367
 
-pad.head.361:
-	%306 = phi i64 [ 0, %pad.done.360 ], [ %312, %pad.362 ]
+pad.head.367:
+	%306 = phi i64 [ 0, %pad.done.366 ], [ %312, %pad.368 ]
 	%307 = icmp slt i64 %306, %305
-	br i1 %307, label %pad.362, label %pad.done.363
+	br i1 %307, label %pad.368, label %pad.done.369
 
-pad.362:
+pad.368:
 	%308 = add i64 %107, %306
 	%309 = getelementptr float, float* %91, i64 %308
 	%310 = load float, float* %309, align 4
 	%311 = getelementptr float, float* %304, i64 %306
 	store volatile float %310, float* %311, align 4
 	%312 = add i64 %306, 1
-	br label %pad.head.361
+	br label %pad.head.367
 
-pad.done.363:
+pad.done.369:
 	store <128 x float> zeroinitializer, <128 x float>* %11, align 4
 	%313 = bitcast <128 x float>* %11 to float*
 	%314 = sub i64 %n, %107
-	br label %pad.head.364
+	br label %pad.head.370
 
-pad.head.364:
-	%315 = phi i64 [ 0, %pad.done.363 ], [ %321, %pad.365 ]
+pad.head.370:
+	%315 = phi i64 [ 0, %pad.done.369 ], [ %321, %pad.371 ]
 	%316 = icmp slt i64 %315, %314
-	br i1 %316, label %pad.365, label %pad.done.366
+	br i1 %316, label %pad.371, label %pad.done.372
 
-pad.365:
+pad.371:
 	%317 = add i64 %107, %315
 	%318 = getelementptr float, float* %93, i64 %317
 	%319 = load float, float* %318, align 4
 	%320 = getelementptr float, float* %313, i64 %315
 	store volatile float %319, float* %320, align 4
 	%321 = add i64 %315, 1
-	br label %pad.head.364
+	br label %pad.head.370
 
-pad.done.366:
+pad.done.372:
 	store <128 x float> zeroinitializer, <128 x float>* %10, align 4
 	%322 = bitcast <128 x float>* %10 to float*
 	%323 = sub i64 %n, %107
-	br label %pad.head.367
+	br label %pad.head.373
 
-pad.head.367:
-	%324 = phi i64 [ 0, %pad.done.366 ], [ %330, %pad.368 ]
+pad.head.373:
+	%324 = phi i64 [ 0, %pad.done.372 ], [ %330, %pad.374 ]
 	%325 = icmp slt i64 %324, %323
-	br i1 %325, label %pad.368, label %pad.done.369
+	br i1 %325, label %pad.374, label %pad.done.375
 
-pad.368:
+pad.374:
 	%326 = add i64 %107, %324
 	%327 = getelementptr float, float* %95, i64 %326
 	%328 = load float, float* %327, align 4
 	%329 = getelementptr float, float* %322, i64 %324
 	store volatile float %328, float* %329, align 4
 	%330 = add i64 %324, 1
-	br label %pad.head.367
+	br label %pad.head.373
 
-pad.done.369:
+pad.done.375:
 	%331 = insertelement <128 x i64> undef, i64 %107, i32 0
 	%332 = shufflevector <128 x i64> %331, <128 x i64> undef, <128 x i32> zeroinitializer
 	%333 = add <128 x i64> %332, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -11662,14 +11802,14 @@ pad.done.369:
 	%396 = fadd <32 x float> %394, %395
 	%397 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%398 = fadd <32 x float> %396, %397
-	br label %join.357
+	br label %join.363
 
-task.head.370:
-	%399 = phi i64 [ %41, %with_noise ], [ %546, %row.done.375 ]
+task.head.376:
+	%399 = phi i64 [ %41, %with_noise ], [ %546, %row.done.381 ]
 	%400 = icmp slt i64 %399, %43
-	br i1 %400, label %task.371, label %task.done.372
+	br i1 %400, label %task.377, label %task.done.378
 
-task.371:
+task.377:
 	%401 = sdiv i64 %399, %67
 	%402 = srem i64 %399, %67
 	%403 = mul i64 %401, %n
@@ -11686,19 +11826,19 @@ task.371:
 	%414 = sdiv i64 %413, 128
 	%415 = icmp slt i64 %414, 32
 	%416 = select i1 %415, i64 %414, i64 32
-	br label %row.head.373
+	br label %row.head.379
 
-task.done.372:
+task.done.378:
 	ret void
 
-row.head.373:
-	%417 = phi i64 [ 0, %task.371 ], [ %696, %join.378 ]
-	%418 = phi <32 x float> [ zeroinitializer, %task.371 ], [ %694, %join.378 ]
-	%419 = phi <32 x float> [ zeroinitializer, %task.371 ], [ %695, %join.378 ]
+row.head.379:
+	%417 = phi i64 [ 0, %task.377 ], [ %696, %join.384 ]
+	%418 = phi <32 x float> [ zeroinitializer, %task.377 ], [ %694, %join.384 ]
+	%419 = phi <32 x float> [ zeroinitializer, %task.377 ], [ %695, %join.384 ]
 	%420 = icmp slt i64 %417, %416
-	br i1 %420, label %row.374, label %row.done.375
+	br i1 %420, label %row.380, label %row.done.381
 
-row.374:
+row.380:
 	%421 = mul i64 %417, 128
 	%422 = add i64 %411, %421
 	%423 = add i64 %422, 512
@@ -11832,9 +11972,9 @@ row.374:
 	call void @llvm.prefetch.p0i8(i8* %519, i32 0, i32 3, i32 1)
 	%520 = add i64 %422, 128
 	%521 = icmp sle i64 %520, %n
-	br i1 %521, label %then.376, label %else.377
+	br i1 %521, label %then.382, label %else.383
 
-row.done.375:
+row.done.381:
 	%522 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%523 = fadd <32 x float> %418, %522
 	%524 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -11862,9 +12002,9 @@ row.done.375:
 	%545 = getelementptr float, float* %63, i64 %399
 	store float %544, float* %545, align 4
 	%546 = add i64 %399, 1
-	br label %task.head.370
+	br label %task.head.376
 
-then.376:
+then.382:
 	%547 = getelementptr float, float* %404, i64 %422
 	%548 = bitcast float* %547 to <128 x float>*
 	%549 = load <128 x float>, <128 x float>* %548, align 4
@@ -12010,27 +12150,27 @@ then.376:
 	%689 = fmul <128 x float> %688, %560
 	%690 = fadd <128 x float> %552, %689
 	%691 = icmp ne float* %kept, null
-	br i1 %691, label %keep.388, label %kept.389
+	br i1 %691, label %keep.394, label %kept.395
 
-else.377:
+else.383:
 	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
 	%692 = bitcast <128 x float>* %9 to float*
 	%693 = sub i64 %n, %422
-	br label %pad.head.390
+	br label %pad.head.396
 
-join.378:
-	%694 = phi <32 x float> [ %738, %kept.389 ], [ %983, %keep.done.404 ]
-	%695 = phi <32 x float> [ %746, %kept.389 ], [ %992, %keep.done.404 ]
+join.384:
+	%694 = phi <32 x float> [ %738, %kept.395 ], [ %983, %keep.done.410 ]
+	%695 = phi <32 x float> [ %746, %kept.395 ], [ %992, %keep.done.410 ]
 	%696 = add i64 %417, 1
-	br label %row.head.373
+	br label %row.head.379
 
-keep.388:
+keep.394:
 	%697 = getelementptr float, float* %kept, i64 %422
 	%698 = bitcast float* %697 to <128 x float>*
 	store <128 x float> %690, <128 x float>* %698, align 4
-	br label %kept.389
+	br label %kept.395
 
-kept.389:
+kept.395:
 	%699 = insertelement <128 x float> undef, float %23, i32 0
 	%700 = shufflevector <128 x float> %699, <128 x float> undef, <128 x i32> zeroinitializer
 	%701 = insertelement <128 x float> undef, float %25, i32 0
@@ -12079,83 +12219,83 @@ kept.389:
 	%744 = fadd <32 x float> %742, %743
 	%745 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%746 = fadd <32 x float> %744, %745
-	br label %join.378
+	br label %join.384
 
-pad.head.390:
-	%747 = phi i64 [ 0, %else.377 ], [ %753, %pad.391 ]
+pad.head.396:
+	%747 = phi i64 [ 0, %else.383 ], [ %753, %pad.397 ]
 	%748 = icmp slt i64 %747, %693
-	br i1 %748, label %pad.391, label %pad.done.392
+	br i1 %748, label %pad.397, label %pad.done.398
 
-pad.391:
+pad.397:
 	%749 = add i64 %422, %747
 	%750 = getelementptr float, float* %404, i64 %749
 	%751 = load float, float* %750, align 4
 	%752 = getelementptr float, float* %692, i64 %747
 	store volatile float %751, float* %752, align 4
 	%753 = add i64 %747, 1
-	br label %pad.head.390
+	br label %pad.head.396
 
-pad.done.392:
+pad.done.398:
 	store <128 x float> zeroinitializer, <128 x float>* %8, align 4
 	%754 = bitcast <128 x float>* %8 to float*
 	%755 = sub i64 %n, %422
-	br label %pad.head.393
+	br label %pad.head.399
 
-pad.head.393:
-	%756 = phi i64 [ 0, %pad.done.392 ], [ %762, %pad.394 ]
+pad.head.399:
+	%756 = phi i64 [ 0, %pad.done.398 ], [ %762, %pad.400 ]
 	%757 = icmp slt i64 %756, %755
-	br i1 %757, label %pad.394, label %pad.done.395
+	br i1 %757, label %pad.400, label %pad.done.401
 
-pad.394:
+pad.400:
 	%758 = add i64 %422, %756
 	%759 = getelementptr float, float* %406, i64 %758
 	%760 = load float, float* %759, align 4
 	%761 = getelementptr float, float* %754, i64 %756
 	store volatile float %760, float* %761, align 4
 	%762 = add i64 %756, 1
-	br label %pad.head.393
+	br label %pad.head.399
 
-pad.done.395:
+pad.done.401:
 	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
 	%763 = bitcast <128 x float>* %7 to float*
 	%764 = sub i64 %n, %422
-	br label %pad.head.396
+	br label %pad.head.402
 
-pad.head.396:
-	%765 = phi i64 [ 0, %pad.done.395 ], [ %771, %pad.397 ]
+pad.head.402:
+	%765 = phi i64 [ 0, %pad.done.401 ], [ %771, %pad.403 ]
 	%766 = icmp slt i64 %765, %764
-	br i1 %766, label %pad.397, label %pad.done.398
+	br i1 %766, label %pad.403, label %pad.done.404
 
-pad.397:
+pad.403:
 	%767 = add i64 %422, %765
 	%768 = getelementptr float, float* %408, i64 %767
 	%769 = load float, float* %768, align 4
 	%770 = getelementptr float, float* %763, i64 %765
 	store volatile float %769, float* %770, align 4
 	%771 = add i64 %765, 1
-	br label %pad.head.396
+	br label %pad.head.402
 
-pad.done.398:
+pad.done.404:
 	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
 	%772 = bitcast <128 x float>* %6 to float*
 	%773 = sub i64 %n, %422
-	br label %pad.head.399
+	br label %pad.head.405
 
-pad.head.399:
-	%774 = phi i64 [ 0, %pad.done.398 ], [ %780, %pad.400 ]
+pad.head.405:
+	%774 = phi i64 [ 0, %pad.done.404 ], [ %780, %pad.406 ]
 	%775 = icmp slt i64 %774, %773
-	br i1 %775, label %pad.400, label %pad.done.401
+	br i1 %775, label %pad.406, label %pad.done.407
 
-pad.400:
+pad.406:
 	%776 = add i64 %422, %774
 	%777 = getelementptr float, float* %410, i64 %776
 	%778 = load float, float* %777, align 4
 	%779 = getelementptr float, float* %772, i64 %774
 	store volatile float %778, float* %779, align 4
 	%780 = add i64 %774, 1
-	br label %pad.head.399
+	br label %pad.head.405
 
-pad.done.401:
+pad.done.407:
 	%781 = insertelement <128 x i64> undef, i64 %422, i32 0
 	%782 = shufflevector <128 x i64> %781, <128 x i64> undef, <128 x i32> zeroinitializer
 	%783 = add <128 x i64> %782, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -12313,23 +12453,23 @@ pad.done.401:
 	%933 = icmp ne float* %kept, null
 	%934 = sub i64 %n, %422
 	%935 = select i1 %933, i64 %934, i64 0
-	br label %keep.head.402
+	br label %keep.head.408
 
-keep.head.402:
-	%936 = phi i64 [ 0, %pad.done.401 ], [ %942, %keep.403 ]
+keep.head.408:
+	%936 = phi i64 [ 0, %pad.done.407 ], [ %942, %keep.409 ]
 	%937 = icmp slt i64 %936, %935
-	br i1 %937, label %keep.403, label %keep.done.404
+	br i1 %937, label %keep.409, label %keep.done.410
 
-keep.403:
+keep.409:
 	%938 = getelementptr float, float* %931, i64 %936
 	%939 = load float, float* %938, align 4
 	%940 = add i64 %422, %936
 	%941 = getelementptr float, float* %kept, i64 %940
 	store volatile float %939, float* %941, align 4
 	%942 = add i64 %936, 1
-	br label %keep.head.402
+	br label %keep.head.408
 
-keep.done.404:
+keep.done.410:
 	%943 = insertelement <128 x float> undef, float %23, i32 0
 	%944 = shufflevector <128 x float> %943, <128 x float> undef, <128 x i32> zeroinitializer
 	%945 = insertelement <128 x float> undef, float %25, i32 0
@@ -12380,14 +12520,14 @@ keep.done.404:
 	%990 = fadd <32 x float> %988, %989
 	%991 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%992 = fadd <32 x float> %990, %991
-	br label %join.378
+	br label %join.384
 
-task.head.405:
-	%993 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.410 ]
+task.head.411:
+	%993 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.416 ]
 	%994 = icmp slt i64 %993, %43
-	br i1 %994, label %task.406, label %task.done.407
+	br i1 %994, label %task.412, label %task.done.413
 
-task.406:
+task.412:
 	%995 = sdiv i64 %993, %83
 	%996 = srem i64 %993, %83
 	%997 = mul i64 %995, %n
@@ -12404,19 +12544,19 @@ task.406:
 	%1008 = sdiv i64 %1007, 128
 	%1009 = icmp slt i64 %1008, 32
 	%1010 = select i1 %1009, i64 %1008, i64 32
-	br label %row.head.408
+	br label %row.head.414
 
-task.done.407:
+task.done.413:
 	ret void
 
-row.head.408:
-	%1011 = phi i64 [ 0, %task.406 ], [ %1552, %join.413 ]
-	%1012 = phi <32 x float> [ zeroinitializer, %task.406 ], [ %1550, %join.413 ]
-	%1013 = phi <32 x float> [ zeroinitializer, %task.406 ], [ %1551, %join.413 ]
+row.head.414:
+	%1011 = phi i64 [ 0, %task.412 ], [ %1552, %join.419 ]
+	%1012 = phi <32 x float> [ zeroinitializer, %task.412 ], [ %1550, %join.419 ]
+	%1013 = phi <32 x float> [ zeroinitializer, %task.412 ], [ %1551, %join.419 ]
 	%1014 = icmp slt i64 %1011, %1010
-	br i1 %1014, label %row.409, label %row.done.410
+	br i1 %1014, label %row.415, label %row.done.416
 
-row.409:
+row.415:
 	%1015 = mul i64 %1011, 128
 	%1016 = add i64 %1005, %1015
 	%1017 = add i64 %1016, 512
@@ -12550,9 +12690,9 @@ row.409:
 	call void @llvm.prefetch.p0i8(i8* %1113, i32 0, i32 3, i32 1)
 	%1114 = add i64 %1016, 128
 	%1115 = icmp sle i64 %1114, %n
-	br i1 %1115, label %then.411, label %else.412
+	br i1 %1115, label %then.417, label %else.418
 
-row.done.410:
+row.done.416:
 	%1116 = shufflevector <32 x float> %1012, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%1117 = fadd <32 x float> %1012, %1116
 	%1118 = shufflevector <32 x float> %1013, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -12580,9 +12720,9 @@ row.done.410:
 	%1139 = getelementptr float, float* %63, i64 %993
 	store float %1138, float* %1139, align 4
 	%1140 = add i64 %993, 1
-	br label %task.head.405
+	br label %task.head.411
 
-then.411:
+then.417:
 	%1141 = getelementptr float, float* %998, i64 %1016
 	%1142 = bitcast float* %1141 to <128 x float>*
 	%1143 = load <128 x float>, <128 x float>* %1142, align 4
@@ -12990,27 +13130,27 @@ then.411:
 	%1545 = fcmp oeq float %77, 0.0
 	%1546 = select i1 %1545, <128 x float> %1284, <128 x float> %1544
 	%1547 = icmp ne float* %kept, null
-	br i1 %1547, label %keep.423, label %kept.424
+	br i1 %1547, label %keep.429, label %kept.430
 
-else.412:
+else.418:
 	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
 	%1548 = bitcast <128 x float>* %4 to float*
 	%1549 = sub i64 %n, %1016
-	br label %pad.head.425
+	br label %pad.head.431
 
-join.413:
-	%1550 = phi <32 x float> [ %1594, %kept.424 ], [ %2101, %keep.done.439 ]
-	%1551 = phi <32 x float> [ %1602, %kept.424 ], [ %2110, %keep.done.439 ]
+join.419:
+	%1550 = phi <32 x float> [ %1594, %kept.430 ], [ %2101, %keep.done.445 ]
+	%1551 = phi <32 x float> [ %1602, %kept.430 ], [ %2110, %keep.done.445 ]
 	%1552 = add i64 %1011, 1
-	br label %row.head.408
+	br label %row.head.414
 
-keep.423:
+keep.429:
 	%1553 = getelementptr float, float* %kept, i64 %1016
 	%1554 = bitcast float* %1553 to <128 x float>*
 	store <128 x float> %1546, <128 x float>* %1554, align 4
-	br label %kept.424
+	br label %kept.430
 
-kept.424:
+kept.430:
 	%1555 = insertelement <128 x float> undef, float %23, i32 0
 	%1556 = shufflevector <128 x float> %1555, <128 x float> undef, <128 x i32> zeroinitializer
 	%1557 = insertelement <128 x float> undef, float %25, i32 0
@@ -13059,83 +13199,83 @@ kept.424:
 	%1600 = fadd <32 x float> %1598, %1599
 	%1601 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1602 = fadd <32 x float> %1600, %1601
-	br label %join.413
+	br label %join.419
 
-pad.head.425:
-	%1603 = phi i64 [ 0, %else.412 ], [ %1609, %pad.426 ]
+pad.head.431:
+	%1603 = phi i64 [ 0, %else.418 ], [ %1609, %pad.432 ]
 	%1604 = icmp slt i64 %1603, %1549
-	br i1 %1604, label %pad.426, label %pad.done.427
+	br i1 %1604, label %pad.432, label %pad.done.433
 
-pad.426:
+pad.432:
 	%1605 = add i64 %1016, %1603
 	%1606 = getelementptr float, float* %998, i64 %1605
 	%1607 = load float, float* %1606, align 4
 	%1608 = getelementptr float, float* %1548, i64 %1603
 	store volatile float %1607, float* %1608, align 4
 	%1609 = add i64 %1603, 1
-	br label %pad.head.425
+	br label %pad.head.431
 
-pad.done.427:
+pad.done.433:
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
 	%1610 = bitcast <128 x float>* %3 to float*
 	%1611 = sub i64 %n, %1016
-	br label %pad.head.428
+	br label %pad.head.434
 
-pad.head.428:
-	%1612 = phi i64 [ 0, %pad.done.427 ], [ %1618, %pad.429 ]
+pad.head.434:
+	%1612 = phi i64 [ 0, %pad.done.433 ], [ %1618, %pad.435 ]
 	%1613 = icmp slt i64 %1612, %1611
-	br i1 %1613, label %pad.429, label %pad.done.430
+	br i1 %1613, label %pad.435, label %pad.done.436
 
-pad.429:
+pad.435:
 	%1614 = add i64 %1016, %1612
 	%1615 = getelementptr float, float* %1000, i64 %1614
 	%1616 = load float, float* %1615, align 4
 	%1617 = getelementptr float, float* %1610, i64 %1612
 	store volatile float %1616, float* %1617, align 4
 	%1618 = add i64 %1612, 1
-	br label %pad.head.428
+	br label %pad.head.434
 
-pad.done.430:
+pad.done.436:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%1619 = bitcast <128 x float>* %2 to float*
 	%1620 = sub i64 %n, %1016
-	br label %pad.head.431
+	br label %pad.head.437
 
-pad.head.431:
-	%1621 = phi i64 [ 0, %pad.done.430 ], [ %1627, %pad.432 ]
+pad.head.437:
+	%1621 = phi i64 [ 0, %pad.done.436 ], [ %1627, %pad.438 ]
 	%1622 = icmp slt i64 %1621, %1620
-	br i1 %1622, label %pad.432, label %pad.done.433
+	br i1 %1622, label %pad.438, label %pad.done.439
 
-pad.432:
+pad.438:
 	%1623 = add i64 %1016, %1621
 	%1624 = getelementptr float, float* %1002, i64 %1623
 	%1625 = load float, float* %1624, align 4
 	%1626 = getelementptr float, float* %1619, i64 %1621
 	store volatile float %1625, float* %1626, align 4
 	%1627 = add i64 %1621, 1
-	br label %pad.head.431
+	br label %pad.head.437
 
-pad.done.433:
+pad.done.439:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%1628 = bitcast <128 x float>* %1 to float*
 	%1629 = sub i64 %n, %1016
-	br label %pad.head.434
+	br label %pad.head.440
 
-pad.head.434:
-	%1630 = phi i64 [ 0, %pad.done.433 ], [ %1636, %pad.435 ]
+pad.head.440:
+	%1630 = phi i64 [ 0, %pad.done.439 ], [ %1636, %pad.441 ]
 	%1631 = icmp slt i64 %1630, %1629
-	br i1 %1631, label %pad.435, label %pad.done.436
+	br i1 %1631, label %pad.441, label %pad.done.442
 
-pad.435:
+pad.441:
 	%1632 = add i64 %1016, %1630
 	%1633 = getelementptr float, float* %1004, i64 %1632
 	%1634 = load float, float* %1633, align 4
 	%1635 = getelementptr float, float* %1628, i64 %1630
 	store volatile float %1634, float* %1635, align 4
 	%1636 = add i64 %1630, 1
-	br label %pad.head.434
+	br label %pad.head.440
 
-pad.done.436:
+pad.done.442:
 	%1637 = insertelement <128 x i64> undef, i64 %1016, i32 0
 	%1638 = shufflevector <128 x i64> %1637, <128 x i64> undef, <128 x i32> zeroinitializer
 	%1639 = add <128 x i64> %1638, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -13555,23 +13695,23 @@ pad.done.436:
 	%2051 = icmp ne float* %kept, null
 	%2052 = sub i64 %n, %1016
 	%2053 = select i1 %2051, i64 %2052, i64 0
-	br label %keep.head.437
+	br label %keep.head.443
 
-keep.head.437:
-	%2054 = phi i64 [ 0, %pad.done.436 ], [ %2060, %keep.438 ]
+keep.head.443:
+	%2054 = phi i64 [ 0, %pad.done.442 ], [ %2060, %keep.444 ]
 	%2055 = icmp slt i64 %2054, %2053
-	br i1 %2055, label %keep.438, label %keep.done.439
+	br i1 %2055, label %keep.444, label %keep.done.445
 
-keep.438:
+keep.444:
 	%2056 = getelementptr float, float* %2049, i64 %2054
 	%2057 = load float, float* %2056, align 4
 	%2058 = add i64 %1016, %2054
 	%2059 = getelementptr float, float* %kept, i64 %2058
 	store volatile float %2057, float* %2059, align 4
 	%2060 = add i64 %2054, 1
-	br label %keep.head.437
+	br label %keep.head.443
 
-keep.done.439:
+keep.done.445:
 	%2061 = insertelement <128 x float> undef, float %23, i32 0
 	%2062 = shufflevector <128 x float> %2061, <128 x float> undef, <128 x i32> zeroinitializer
 	%2063 = insertelement <128 x float> undef, float %25, i32 0
@@ -13622,7 +13762,7 @@ keep.done.439:
 	%2108 = fadd <32 x float> %2106, %2107
 	%2109 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%2110 = fadd <32 x float> %2108, %2109
-	br label %join.413
+	br label %join.419
 }
 
 declare void @llvm.prefetch.p0i8(i8* %0, i32 %1, i32 %2, i32 %3)
@@ -13635,24 +13775,24 @@ entry:
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.379, label %else.380
+	br i1 %3, label %then.385, label %else.386
 
-then.379:
-	br label %blocks.head.382
+then.385:
+	br label %blocks.head.388
 
-else.380:
-	br label %draw.head.385
+else.386:
+	br label %draw.head.391
 
-join.381:
+join.387:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.382:
-	%5 = phi i64 [ 0, %then.379 ], [ %27, %blocks.383 ]
+blocks.head.388:
+	%5 = phi i64 [ 0, %then.385 ], [ %27, %blocks.389 ]
 	%6 = icmp slt i64 %5, 4
-	br i1 %6, label %blocks.383, label %blocks.done.384
+	br i1 %6, label %blocks.389, label %blocks.done.390
 
-blocks.383:
+blocks.389:
 	%7 = mul i64 %5, 32
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 2
@@ -13678,26 +13818,26 @@ blocks.383:
 	%26 = extractvalue [4 x <8 x float>] %10, 3
 	store <8 x float> %26, <8 x float>* %25, align 4
 	%27 = add i64 %5, 1
-	br label %blocks.head.382
+	br label %blocks.head.388
 
-blocks.done.384:
-	br label %join.381
+blocks.done.390:
+	br label %join.387
 
-draw.head.385:
-	%28 = phi i64 [ 0, %else.380 ], [ %33, %draw.386 ]
+draw.head.391:
+	%28 = phi i64 [ 0, %else.386 ], [ %33, %draw.392 ]
 	%29 = icmp slt i64 %28, 128
-	br i1 %29, label %draw.386, label %draw.done.387
+	br i1 %29, label %draw.392, label %draw.done.393
 
-draw.386:
+draw.392:
 	%30 = add i64 %first, %28
 	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
 	%32 = getelementptr float, float* %1, i64 %28
 	store float %31, float* %32, align 4
 	%33 = add i64 %28, 1
-	br label %draw.head.385
+	br label %draw.head.391
 
-draw.done.387:
-	br label %join.381
+draw.done.393:
+	br label %join.387
 }
 
 define internal <128 x float> @lamb_noise_row128_8_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -13706,24 +13846,24 @@ entry:
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.414, label %else.415
+	br i1 %3, label %then.420, label %else.421
 
-then.414:
-	br label %blocks.head.417
+then.420:
+	br label %blocks.head.423
 
-else.415:
-	br label %draw.head.420
+else.421:
+	br label %draw.head.426
 
-join.416:
+join.422:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.417:
-	%5 = phi i64 [ 0, %then.414 ], [ %43, %blocks.418 ]
+blocks.head.423:
+	%5 = phi i64 [ 0, %then.420 ], [ %43, %blocks.424 ]
 	%6 = icmp slt i64 %5, 2
-	br i1 %6, label %blocks.418, label %blocks.done.419
+	br i1 %6, label %blocks.424, label %blocks.done.425
 
-blocks.418:
+blocks.424:
 	%7 = mul i64 %5, 64
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 3
@@ -13769,17 +13909,17 @@ blocks.418:
 	%42 = extractvalue [8 x <8 x float>] %10, 7
 	store <8 x float> %42, <8 x float>* %41, align 4
 	%43 = add i64 %5, 1
-	br label %blocks.head.417
+	br label %blocks.head.423
 
-blocks.done.419:
-	br label %join.416
+blocks.done.425:
+	br label %join.422
 
-draw.head.420:
-	%44 = phi i64 [ 0, %else.415 ], [ %71, %draw.421 ]
+draw.head.426:
+	%44 = phi i64 [ 0, %else.421 ], [ %71, %draw.427 ]
 	%45 = icmp slt i64 %44, 128
-	br i1 %45, label %draw.421, label %draw.done.422
+	br i1 %45, label %draw.427, label %draw.done.428
 
-draw.421:
+draw.427:
 	%46 = add i64 %first, %44
 	%47 = lshr i64 %46, 3
 	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
@@ -13807,10 +13947,10 @@ draw.421:
 	%70 = getelementptr float, float* %1, i64 %44
 	store float %69, float* %70, align 4
 	%71 = add i64 %44, 1
-	br label %draw.head.420
+	br label %draw.head.426
 
-draw.done.422:
-	br label %join.416
+draw.done.428:
+	br label %join.422
 }
 
 define internal void @lamb_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
@@ -13888,12 +14028,12 @@ entry:
 without_noise:
 	%64 = add i64 %n, 4095
 	%65 = sdiv i64 %64, u0x1000
-	br label %task.head.440
+	br label %task.head.446
 
 with_noise:
 	%66 = add i64 %n, 4095
 	%67 = sdiv i64 %66, u0x1000
-	br label %task.head.461
+	br label %task.head.467
 
 with_secure_noise:
 	%68 = bitcast float %39 to i32
@@ -13912,17 +14052,17 @@ with_secure_noise:
 	%81 = bitcast i32 %80 to float
 	%82 = add i64 %n, 4095
 	%83 = sdiv i64 %82, u0x1000
-	br label %task.head.496
+	br label %task.head.502
 
 unknown_mode:
 	ret void
 
-task.head.440:
-	%84 = phi i64 [ %41, %without_noise ], [ %231, %row.done.445 ]
+task.head.446:
+	%84 = phi i64 [ %41, %without_noise ], [ %231, %row.done.451 ]
 	%85 = icmp slt i64 %84, %43
-	br i1 %85, label %task.441, label %task.done.442
+	br i1 %85, label %task.447, label %task.done.448
 
-task.441:
+task.447:
 	%86 = sdiv i64 %84, %65
 	%87 = srem i64 %84, %65
 	%88 = mul i64 %86, %n
@@ -13939,19 +14079,19 @@ task.441:
 	%99 = sdiv i64 %98, 128
 	%100 = icmp slt i64 %99, 32
 	%101 = select i1 %100, i64 %99, i64 32
-	br label %row.head.443
+	br label %row.head.449
 
-task.done.442:
+task.done.448:
 	ret void
 
-row.head.443:
-	%102 = phi i64 [ 0, %task.441 ], [ %296, %join.448 ]
-	%103 = phi <32 x float> [ zeroinitializer, %task.441 ], [ %294, %join.448 ]
-	%104 = phi <32 x float> [ zeroinitializer, %task.441 ], [ %295, %join.448 ]
+row.head.449:
+	%102 = phi i64 [ 0, %task.447 ], [ %296, %join.454 ]
+	%103 = phi <32 x float> [ zeroinitializer, %task.447 ], [ %294, %join.454 ]
+	%104 = phi <32 x float> [ zeroinitializer, %task.447 ], [ %295, %join.454 ]
 	%105 = icmp slt i64 %102, %101
-	br i1 %105, label %row.444, label %row.done.445
+	br i1 %105, label %row.450, label %row.done.451
 
-row.444:
+row.450:
 	%106 = mul i64 %102, 128
 	%107 = add i64 %96, %106
 	%108 = add i64 %107, 512
@@ -14085,9 +14225,9 @@ row.444:
 	call void @llvm.prefetch.p0i8(i8* %204, i32 0, i32 3, i32 1)
 	%205 = add i64 %107, 128
 	%206 = icmp sle i64 %205, %n
-	br i1 %206, label %then.446, label %else.447
+	br i1 %206, label %then.452, label %else.453
 
-row.done.445:
+row.done.451:
 	%207 = shufflevector <32 x float> %103, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%208 = fadd <32 x float> %103, %207
 	%209 = shufflevector <32 x float> %104, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -14115,9 +14255,9 @@ row.done.445:
 	%230 = getelementptr float, float* %63, i64 %84
 	store float %229, float* %230, align 4
 	%231 = add i64 %84, 1
-	br label %task.head.440
+	br label %task.head.446
 
-then.446:
+then.452:
 	%232 = getelementptr float, float* %89, i64 %107
 	%233 = bitcast float* %232 to <128 x float>*
 	%234 = load <128 x float>, <128 x float>* %233, align 4
@@ -14178,95 +14318,95 @@ then.446:
 	%289 = fadd <32 x float> %287, %288
 	%290 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%291 = fadd <32 x float> %289, %290
-	br label %join.448
+	br label %join.454
 
-else.447:
+else.453:
 	store <128 x float> zeroinitializer, <128 x float>* %13, align 4
 	%292 = bitcast <128 x float>* %13 to float*
 	%293 = sub i64 %n, %107
-	br label %pad.head.449
+	br label %pad.head.455
 
-join.448:
-	%294 = phi <32 x float> [ %283, %then.446 ], [ %389, %pad.done.460 ]
-	%295 = phi <32 x float> [ %291, %then.446 ], [ %398, %pad.done.460 ]
+join.454:
+	%294 = phi <32 x float> [ %283, %then.452 ], [ %389, %pad.done.466 ]
+	%295 = phi <32 x float> [ %291, %then.452 ], [ %398, %pad.done.466 ]
 	%296 = add i64 %102, 1
-	br label %row.head.443
+	br label %row.head.449
 
-pad.head.449:
-	%297 = phi i64 [ 0, %else.447 ], [ %303, %pad.450 ]
+pad.head.455:
+	%297 = phi i64 [ 0, %else.453 ], [ %303, %pad.456 ]
 	%298 = icmp slt i64 %297, %293
-	br i1 %298, label %pad.450, label %pad.done.451
+	br i1 %298, label %pad.456, label %pad.done.457
 
-pad.450:
+pad.456:
 	%299 = add i64 %107, %297
 	%300 = getelementptr float, float* %89, i64 %299
 	%301 = load float, float* %300, align 4
 	%302 = getelementptr float, float* %292, i64 %297
 	store volatile float %301, float* %302, align 4
 	%303 = add i64 %297, 1
-	br label %pad.head.449
+	br label %pad.head.455
 
-pad.done.451:
+pad.done.457:
 	store <128 x float> zeroinitializer, <128 x float>* %12, align 4
 	%304 = bitcast <128 x float>* %12 to float*
 	%305 = sub i64 %n, %107
-	br label %pad.head.452
+	br label %pad.head.458
 
-pad.head.452:
-	%306 = phi i64 [ 0, %pad.done.451 ], [ %312, %pad.453 ]
+pad.head.458:
+	%306 = phi i64 [ 0, %pad.done.457 ], [ %312, %pad.459 ]
 	%307 = icmp slt i64 %306, %305
-	br i1 %307, label %pad.453, label %pad.done.454
+	br i1 %307, label %pad.459, label %pad.done.460
 
-pad.453:
+pad.459:
 	%308 = add i64 %107, %306
 	%309 = getelementptr float, float* %91, i64 %308
 	%310 = load float, float* %309, align 4
 	%311 = getelementptr float, float* %304, i64 %306
 	store volatile float %310, float* %311, align 4
 	%312 = add i64 %306, 1
-	br label %pad.head.452
+	br label %pad.head.458
 
-pad.done.454:
+pad.done.460:
 	store <128 x float> zeroinitializer, <128 x float>* %11, align 4
 	%313 = bitcast <128 x float>* %11 to float*
 	%314 = sub i64 %n, %107
-	br label %pad.head.455
+	br label %pad.head.461
 
-pad.head.455:
-	%315 = phi i64 [ 0, %pad.done.454 ], [ %321, %pad.456 ]
+pad.head.461:
+	%315 = phi i64 [ 0, %pad.done.460 ], [ %321, %pad.462 ]
 	%316 = icmp slt i64 %315, %314
-	br i1 %316, label %pad.456, label %pad.done.457
+	br i1 %316, label %pad.462, label %pad.done.463
 
-pad.456:
+pad.462:
 	%317 = add i64 %107, %315
 	%318 = getelementptr float, float* %93, i64 %317
 	%319 = load float, float* %318, align 4
 	%320 = getelementptr float, float* %313, i64 %315
 	store volatile float %319, float* %320, align 4
 	%321 = add i64 %315, 1
-	br label %pad.head.455
+	br label %pad.head.461
 
-pad.done.457:
+pad.done.463:
 	store <128 x float> zeroinitializer, <128 x float>* %10, align 4
 	%322 = bitcast <128 x float>* %10 to float*
 	%323 = sub i64 %n, %107
-	br label %pad.head.458
+	br label %pad.head.464
 
-pad.head.458:
-	%324 = phi i64 [ 0, %pad.done.457 ], [ %330, %pad.459 ]
+pad.head.464:
+	%324 = phi i64 [ 0, %pad.done.463 ], [ %330, %pad.465 ]
 	%325 = icmp slt i64 %324, %323
-	br i1 %325, label %pad.459, label %pad.done.460
+	br i1 %325, label %pad.465, label %pad.done.466
 
-pad.459:
+pad.465:
 	%326 = add i64 %107, %324
 	%327 = getelementptr float, float* %95, i64 %326
 	%328 = load float, float* %327, align 4
 	%329 = getelementptr float, float* %322, i64 %324
 	store volatile float %328, float* %329, align 4
 	%330 = add i64 %324, 1
-	br label %pad.head.458
+	br label %pad.head.464
 
-pad.done.460:
+pad.done.466:
 	%331 = insertelement <128 x i64> undef, i64 %107, i32 0
 	%332 = shufflevector <128 x i64> %331, <128 x i64> undef, <128 x i32> zeroinitializer
 	%333 = add <128 x i64> %332, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -14335,14 +14475,14 @@ pad.done.460:
 	%396 = fadd <32 x float> %394, %395
 	%397 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%398 = fadd <32 x float> %396, %397
-	br label %join.448
+	br label %join.454
 
-task.head.461:
-	%399 = phi i64 [ %41, %with_noise ], [ %546, %row.done.466 ]
+task.head.467:
+	%399 = phi i64 [ %41, %with_noise ], [ %546, %row.done.472 ]
 	%400 = icmp slt i64 %399, %43
-	br i1 %400, label %task.462, label %task.done.463
+	br i1 %400, label %task.468, label %task.done.469
 
-task.462:
+task.468:
 	%401 = sdiv i64 %399, %67
 	%402 = srem i64 %399, %67
 	%403 = mul i64 %401, %n
@@ -14359,19 +14499,19 @@ task.462:
 	%414 = sdiv i64 %413, 128
 	%415 = icmp slt i64 %414, 32
 	%416 = select i1 %415, i64 %414, i64 32
-	br label %row.head.464
+	br label %row.head.470
 
-task.done.463:
+task.done.469:
 	ret void
 
-row.head.464:
-	%417 = phi i64 [ 0, %task.462 ], [ %696, %join.469 ]
-	%418 = phi <32 x float> [ zeroinitializer, %task.462 ], [ %694, %join.469 ]
-	%419 = phi <32 x float> [ zeroinitializer, %task.462 ], [ %695, %join.469 ]
+row.head.470:
+	%417 = phi i64 [ 0, %task.468 ], [ %696, %join.475 ]
+	%418 = phi <32 x float> [ zeroinitializer, %task.468 ], [ %694, %join.475 ]
+	%419 = phi <32 x float> [ zeroinitializer, %task.468 ], [ %695, %join.475 ]
 	%420 = icmp slt i64 %417, %416
-	br i1 %420, label %row.465, label %row.done.466
+	br i1 %420, label %row.471, label %row.done.472
 
-row.465:
+row.471:
 	%421 = mul i64 %417, 128
 	%422 = add i64 %411, %421
 	%423 = add i64 %422, 512
@@ -14505,9 +14645,9 @@ row.465:
 	call void @llvm.prefetch.p0i8(i8* %519, i32 0, i32 3, i32 1)
 	%520 = add i64 %422, 128
 	%521 = icmp sle i64 %520, %n
-	br i1 %521, label %then.467, label %else.468
+	br i1 %521, label %then.473, label %else.474
 
-row.done.466:
+row.done.472:
 	%522 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%523 = fadd <32 x float> %418, %522
 	%524 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -14535,9 +14675,9 @@ row.done.466:
 	%545 = getelementptr float, float* %63, i64 %399
 	store float %544, float* %545, align 4
 	%546 = add i64 %399, 1
-	br label %task.head.461
+	br label %task.head.467
 
-then.467:
+then.473:
 	%547 = getelementptr float, float* %404, i64 %422
 	%548 = bitcast float* %547 to <128 x float>*
 	%549 = load <128 x float>, <128 x float>* %548, align 4
@@ -14683,27 +14823,27 @@ then.467:
 	%689 = fmul <128 x float> %688, %560
 	%690 = fadd <128 x float> %552, %689
 	%691 = icmp ne float* %kept, null
-	br i1 %691, label %keep.479, label %kept.480
+	br i1 %691, label %keep.485, label %kept.486
 
-else.468:
+else.474:
 	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
 	%692 = bitcast <128 x float>* %9 to float*
 	%693 = sub i64 %n, %422
-	br label %pad.head.481
+	br label %pad.head.487
 
-join.469:
-	%694 = phi <32 x float> [ %738, %kept.480 ], [ %983, %keep.done.495 ]
-	%695 = phi <32 x float> [ %746, %kept.480 ], [ %992, %keep.done.495 ]
+join.475:
+	%694 = phi <32 x float> [ %738, %kept.486 ], [ %983, %keep.done.501 ]
+	%695 = phi <32 x float> [ %746, %kept.486 ], [ %992, %keep.done.501 ]
 	%696 = add i64 %417, 1
-	br label %row.head.464
+	br label %row.head.470
 
-keep.479:
+keep.485:
 	%697 = getelementptr float, float* %kept, i64 %422
 	%698 = bitcast float* %697 to <128 x float>*
 	store <128 x float> %690, <128 x float>* %698, align 4
-	br label %kept.480
+	br label %kept.486
 
-kept.480:
+kept.486:
 	%699 = insertelement <128 x float> undef, float %23, i32 0
 	%700 = shufflevector <128 x float> %699, <128 x float> undef, <128 x i32> zeroinitializer
 	%701 = insertelement <128 x float> undef, float %25, i32 0
@@ -14752,83 +14892,83 @@ kept.480:
 	%744 = fadd <32 x float> %742, %743
 	%745 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%746 = fadd <32 x float> %744, %745
-	br label %join.469
+	br label %join.475
 
-pad.head.481:
-	%747 = phi i64 [ 0, %else.468 ], [ %753, %pad.482 ]
+pad.head.487:
+	%747 = phi i64 [ 0, %else.474 ], [ %753, %pad.488 ]
 	%748 = icmp slt i64 %747, %693
-	br i1 %748, label %pad.482, label %pad.done.483
+	br i1 %748, label %pad.488, label %pad.done.489
 
-pad.482:
+pad.488:
 	%749 = add i64 %422, %747
 	%750 = getelementptr float, float* %404, i64 %749
 	%751 = load float, float* %750, align 4
 	%752 = getelementptr float, float* %692, i64 %747
 	store volatile float %751, float* %752, align 4
 	%753 = add i64 %747, 1
-	br label %pad.head.481
+	br label %pad.head.487
 
-pad.done.483:
+pad.done.489:
 	store <128 x float> zeroinitializer, <128 x float>* %8, align 4
 	%754 = bitcast <128 x float>* %8 to float*
 	%755 = sub i64 %n, %422
-	br label %pad.head.484
+	br label %pad.head.490
 
-pad.head.484:
-	%756 = phi i64 [ 0, %pad.done.483 ], [ %762, %pad.485 ]
+pad.head.490:
+	%756 = phi i64 [ 0, %pad.done.489 ], [ %762, %pad.491 ]
 	%757 = icmp slt i64 %756, %755
-	br i1 %757, label %pad.485, label %pad.done.486
+	br i1 %757, label %pad.491, label %pad.done.492
 
-pad.485:
+pad.491:
 	%758 = add i64 %422, %756
 	%759 = getelementptr float, float* %406, i64 %758
 	%760 = load float, float* %759, align 4
 	%761 = getelementptr float, float* %754, i64 %756
 	store volatile float %760, float* %761, align 4
 	%762 = add i64 %756, 1
-	br label %pad.head.484
+	br label %pad.head.490
 
-pad.done.486:
+pad.done.492:
 	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
 	%763 = bitcast <128 x float>* %7 to float*
 	%764 = sub i64 %n, %422
-	br label %pad.head.487
+	br label %pad.head.493
 
-pad.head.487:
-	%765 = phi i64 [ 0, %pad.done.486 ], [ %771, %pad.488 ]
+pad.head.493:
+	%765 = phi i64 [ 0, %pad.done.492 ], [ %771, %pad.494 ]
 	%766 = icmp slt i64 %765, %764
-	br i1 %766, label %pad.488, label %pad.done.489
+	br i1 %766, label %pad.494, label %pad.done.495
 
-pad.488:
+pad.494:
 	%767 = add i64 %422, %765
 	%768 = getelementptr float, float* %408, i64 %767
 	%769 = load float, float* %768, align 4
 	%770 = getelementptr float, float* %763, i64 %765
 	store volatile float %769, float* %770, align 4
 	%771 = add i64 %765, 1
-	br label %pad.head.487
+	br label %pad.head.493
 
-pad.done.489:
+pad.done.495:
 	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
 	%772 = bitcast <128 x float>* %6 to float*
 	%773 = sub i64 %n, %422
-	br label %pad.head.490
+	br label %pad.head.496
 
-pad.head.490:
-	%774 = phi i64 [ 0, %pad.done.489 ], [ %780, %pad.491 ]
+pad.head.496:
+	%774 = phi i64 [ 0, %pad.done.495 ], [ %780, %pad.497 ]
 	%775 = icmp slt i64 %774, %773
-	br i1 %775, label %pad.491, label %pad.done.492
+	br i1 %775, label %pad.497, label %pad.done.498
 
-pad.491:
+pad.497:
 	%776 = add i64 %422, %774
 	%777 = getelementptr float, float* %410, i64 %776
 	%778 = load float, float* %777, align 4
 	%779 = getelementptr float, float* %772, i64 %774
 	store volatile float %778, float* %779, align 4
 	%780 = add i64 %774, 1
-	br label %pad.head.490
+	br label %pad.head.496
 
-pad.done.492:
+pad.done.498:
 	%781 = insertelement <128 x i64> undef, i64 %422, i32 0
 	%782 = shufflevector <128 x i64> %781, <128 x i64> undef, <128 x i32> zeroinitializer
 	%783 = add <128 x i64> %782, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -14986,23 +15126,23 @@ pad.done.492:
 	%933 = icmp ne float* %kept, null
 	%934 = sub i64 %n, %422
 	%935 = select i1 %933, i64 %934, i64 0
-	br label %keep.head.493
+	br label %keep.head.499
 
-keep.head.493:
-	%936 = phi i64 [ 0, %pad.done.492 ], [ %942, %keep.494 ]
+keep.head.499:
+	%936 = phi i64 [ 0, %pad.done.498 ], [ %942, %keep.500 ]
 	%937 = icmp slt i64 %936, %935
-	br i1 %937, label %keep.494, label %keep.done.495
+	br i1 %937, label %keep.500, label %keep.done.501
 
-keep.494:
+keep.500:
 	%938 = getelementptr float, float* %931, i64 %936
 	%939 = load float, float* %938, align 4
 	%940 = add i64 %422, %936
 	%941 = getelementptr float, float* %kept, i64 %940
 	store volatile float %939, float* %941, align 4
 	%942 = add i64 %936, 1
-	br label %keep.head.493
+	br label %keep.head.499
 
-keep.done.495:
+keep.done.501:
 	%943 = insertelement <128 x float> undef, float %23, i32 0
 	%944 = shufflevector <128 x float> %943, <128 x float> undef, <128 x i32> zeroinitializer
 	%945 = insertelement <128 x float> undef, float %25, i32 0
@@ -15053,14 +15193,14 @@ keep.done.495:
 	%990 = fadd <32 x float> %988, %989
 	%991 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%992 = fadd <32 x float> %990, %991
-	br label %join.469
+	br label %join.475
 
-task.head.496:
-	%993 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.501 ]
+task.head.502:
+	%993 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.507 ]
 	%994 = icmp slt i64 %993, %43
-	br i1 %994, label %task.497, label %task.done.498
+	br i1 %994, label %task.503, label %task.done.504
 
-task.497:
+task.503:
 	%995 = sdiv i64 %993, %83
 	%996 = srem i64 %993, %83
 	%997 = mul i64 %995, %n
@@ -15077,19 +15217,19 @@ task.497:
 	%1008 = sdiv i64 %1007, 128
 	%1009 = icmp slt i64 %1008, 32
 	%1010 = select i1 %1009, i64 %1008, i64 32
-	br label %row.head.499
+	br label %row.head.505
 
-task.done.498:
+task.done.504:
 	ret void
 
-row.head.499:
-	%1011 = phi i64 [ 0, %task.497 ], [ %1552, %join.504 ]
-	%1012 = phi <32 x float> [ zeroinitializer, %task.497 ], [ %1550, %join.504 ]
-	%1013 = phi <32 x float> [ zeroinitializer, %task.497 ], [ %1551, %join.504 ]
+row.head.505:
+	%1011 = phi i64 [ 0, %task.503 ], [ %1552, %join.510 ]
+	%1012 = phi <32 x float> [ zeroinitializer, %task.503 ], [ %1550, %join.510 ]
+	%1013 = phi <32 x float> [ zeroinitializer, %task.503 ], [ %1551, %join.510 ]
 	%1014 = icmp slt i64 %1011, %1010
-	br i1 %1014, label %row.500, label %row.done.501
+	br i1 %1014, label %row.506, label %row.done.507
 
-row.500:
+row.506:
 	%1015 = mul i64 %1011, 128
 	%1016 = add i64 %1005, %1015
 	%1017 = add i64 %1016, 512
@@ -15223,9 +15363,9 @@ row.500:
 	call void @llvm.prefetch.p0i8(i8* %1113, i32 0, i32 3, i32 1)
 	%1114 = add i64 %1016, 128
 	%1115 = icmp sle i64 %1114, %n
-	br i1 %1115, label %then.502, label %else.503
+	br i1 %1115, label %then.508, label %else.509
 
-row.done.501:
+row.done.507:
 	%1116 = shufflevector <32 x float> %1012, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%1117 = fadd <32 x float> %1012, %1116
 	%1118 = shufflevector <32 x float> %1013, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -15253,9 +15393,9 @@ row.done.501:
 	%1139 = getelementptr float, float* %63, i64 %993
 	store float %1138, float* %1139, align 4
 	%1140 = add i64 %993, 1
-	br label %task.head.496
+	br label %task.head.502
 
-then.502:
+then.508:
 	%1141 = getelementptr float, float* %998, i64 %1016
 	%1142 = bitcast float* %1141 to <128 x float>*
 	%1143 = load <128 x float>, <128 x float>* %1142, align 4
@@ -15663,27 +15803,27 @@ then.502:
 	%1545 = fcmp oeq float %77, 0.0
 	%1546 = select i1 %1545, <128 x float> %1284, <128 x float> %1544
 	%1547 = icmp ne float* %kept, null
-	br i1 %1547, label %keep.514, label %kept.515
+	br i1 %1547, label %keep.520, label %kept.521
 
-else.503:
+else.509:
 	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
 	%1548 = bitcast <128 x float>* %4 to float*
 	%1549 = sub i64 %n, %1016
-	br label %pad.head.516
+	br label %pad.head.522
 
-join.504:
-	%1550 = phi <32 x float> [ %1594, %kept.515 ], [ %2101, %keep.done.530 ]
-	%1551 = phi <32 x float> [ %1602, %kept.515 ], [ %2110, %keep.done.530 ]
+join.510:
+	%1550 = phi <32 x float> [ %1594, %kept.521 ], [ %2101, %keep.done.536 ]
+	%1551 = phi <32 x float> [ %1602, %kept.521 ], [ %2110, %keep.done.536 ]
 	%1552 = add i64 %1011, 1
-	br label %row.head.499
+	br label %row.head.505
 
-keep.514:
+keep.520:
 	%1553 = getelementptr float, float* %kept, i64 %1016
 	%1554 = bitcast float* %1553 to <128 x float>*
 	store <128 x float> %1546, <128 x float>* %1554, align 4
-	br label %kept.515
+	br label %kept.521
 
-kept.515:
+kept.521:
 	%1555 = insertelement <128 x float> undef, float %23, i32 0
 	%1556 = shufflevector <128 x float> %1555, <128 x float> undef, <128 x i32> zeroinitializer
 	%1557 = insertelement <128 x float> undef, float %25, i32 0
@@ -15732,83 +15872,83 @@ kept.515:
 	%1600 = fadd <32 x float> %1598, %1599
 	%1601 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1602 = fadd <32 x float> %1600, %1601
-	br label %join.504
+	br label %join.510
 
-pad.head.516:
-	%1603 = phi i64 [ 0, %else.503 ], [ %1609, %pad.517 ]
+pad.head.522:
+	%1603 = phi i64 [ 0, %else.509 ], [ %1609, %pad.523 ]
 	%1604 = icmp slt i64 %1603, %1549
-	br i1 %1604, label %pad.517, label %pad.done.518
+	br i1 %1604, label %pad.523, label %pad.done.524
 
-pad.517:
+pad.523:
 	%1605 = add i64 %1016, %1603
 	%1606 = getelementptr float, float* %998, i64 %1605
 	%1607 = load float, float* %1606, align 4
 	%1608 = getelementptr float, float* %1548, i64 %1603
 	store volatile float %1607, float* %1608, align 4
 	%1609 = add i64 %1603, 1
-	br label %pad.head.516
+	br label %pad.head.522
 
-pad.done.518:
+pad.done.524:
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
 	%1610 = bitcast <128 x float>* %3 to float*
 	%1611 = sub i64 %n, %1016
-	br label %pad.head.519
+	br label %pad.head.525
 
-pad.head.519:
-	%1612 = phi i64 [ 0, %pad.done.518 ], [ %1618, %pad.520 ]
+pad.head.525:
+	%1612 = phi i64 [ 0, %pad.done.524 ], [ %1618, %pad.526 ]
 	%1613 = icmp slt i64 %1612, %1611
-	br i1 %1613, label %pad.520, label %pad.done.521
+	br i1 %1613, label %pad.526, label %pad.done.527
 
-pad.520:
+pad.526:
 	%1614 = add i64 %1016, %1612
 	%1615 = getelementptr float, float* %1000, i64 %1614
 	%1616 = load float, float* %1615, align 4
 	%1617 = getelementptr float, float* %1610, i64 %1612
 	store volatile float %1616, float* %1617, align 4
 	%1618 = add i64 %1612, 1
-	br label %pad.head.519
+	br label %pad.head.525
 
-pad.done.521:
+pad.done.527:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%1619 = bitcast <128 x float>* %2 to float*
 	%1620 = sub i64 %n, %1016
-	br label %pad.head.522
+	br label %pad.head.528
 
-pad.head.522:
-	%1621 = phi i64 [ 0, %pad.done.521 ], [ %1627, %pad.523 ]
+pad.head.528:
+	%1621 = phi i64 [ 0, %pad.done.527 ], [ %1627, %pad.529 ]
 	%1622 = icmp slt i64 %1621, %1620
-	br i1 %1622, label %pad.523, label %pad.done.524
+	br i1 %1622, label %pad.529, label %pad.done.530
 
-pad.523:
+pad.529:
 	%1623 = add i64 %1016, %1621
 	%1624 = getelementptr float, float* %1002, i64 %1623
 	%1625 = load float, float* %1624, align 4
 	%1626 = getelementptr float, float* %1619, i64 %1621
 	store volatile float %1625, float* %1626, align 4
 	%1627 = add i64 %1621, 1
-	br label %pad.head.522
+	br label %pad.head.528
 
-pad.done.524:
+pad.done.530:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%1628 = bitcast <128 x float>* %1 to float*
 	%1629 = sub i64 %n, %1016
-	br label %pad.head.525
+	br label %pad.head.531
 
-pad.head.525:
-	%1630 = phi i64 [ 0, %pad.done.524 ], [ %1636, %pad.526 ]
+pad.head.531:
+	%1630 = phi i64 [ 0, %pad.done.530 ], [ %1636, %pad.532 ]
 	%1631 = icmp slt i64 %1630, %1629
-	br i1 %1631, label %pad.526, label %pad.done.527
+	br i1 %1631, label %pad.532, label %pad.done.533
 
-pad.526:
+pad.532:
 	%1632 = add i64 %1016, %1630
 	%1633 = getelementptr float, float* %1004, i64 %1632
 	%1634 = load float, float* %1633, align 4
 	%1635 = getelementptr float, float* %1628, i64 %1630
 	store volatile float %1634, float* %1635, align 4
 	%1636 = add i64 %1630, 1
-	br label %pad.head.525
+	br label %pad.head.531
 
-pad.done.527:
+pad.done.533:
 	%1637 = insertelement <128 x i64> undef, i64 %1016, i32 0
 	%1638 = shufflevector <128 x i64> %1637, <128 x i64> undef, <128 x i32> zeroinitializer
 	%1639 = add <128 x i64> %1638, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -16228,23 +16368,23 @@ pad.done.527:
 	%2051 = icmp ne float* %kept, null
 	%2052 = sub i64 %n, %1016
 	%2053 = select i1 %2051, i64 %2052, i64 0
-	br label %keep.head.528
+	br label %keep.head.534
 
-keep.head.528:
-	%2054 = phi i64 [ 0, %pad.done.527 ], [ %2060, %keep.529 ]
+keep.head.534:
+	%2054 = phi i64 [ 0, %pad.done.533 ], [ %2060, %keep.535 ]
 	%2055 = icmp slt i64 %2054, %2053
-	br i1 %2055, label %keep.529, label %keep.done.530
+	br i1 %2055, label %keep.535, label %keep.done.536
 
-keep.529:
+keep.535:
 	%2056 = getelementptr float, float* %2049, i64 %2054
 	%2057 = load float, float* %2056, align 4
 	%2058 = add i64 %1016, %2054
 	%2059 = getelementptr float, float* %kept, i64 %2058
 	store volatile float %2057, float* %2059, align 4
 	%2060 = add i64 %2054, 1
-	br label %keep.head.528
+	br label %keep.head.534
 
-keep.done.530:
+keep.done.536:
 	%2061 = insertelement <128 x float> undef, float %23, i32 0
 	%2062 = shufflevector <128 x float> %2061, <128 x float> undef, <128 x i32> zeroinitializer
 	%2063 = insertelement <128 x float> undef, float %25, i32 0
@@ -16295,7 +16435,7 @@ keep.done.530:
 	%2108 = fadd <32 x float> %2106, %2107
 	%2109 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%2110 = fadd <32 x float> %2108, %2109
-	br label %join.504
+	br label %join.510
 }
 
 define internal <128 x float> @lamb_noise_row128_16_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
@@ -16304,24 +16444,24 @@ entry:
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.470, label %else.471
+	br i1 %3, label %then.476, label %else.477
 
-then.470:
-	br label %blocks.head.473
+then.476:
+	br label %blocks.head.479
 
-else.471:
-	br label %draw.head.476
+else.477:
+	br label %draw.head.482
 
-join.472:
+join.478:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.473:
-	%5 = phi i64 [ 0, %then.470 ], [ %27, %blocks.474 ]
+blocks.head.479:
+	%5 = phi i64 [ 0, %then.476 ], [ %27, %blocks.480 ]
 	%6 = icmp slt i64 %5, 2
-	br i1 %6, label %blocks.474, label %blocks.done.475
+	br i1 %6, label %blocks.480, label %blocks.done.481
 
-blocks.474:
+blocks.480:
 	%7 = mul i64 %5, 64
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 2
@@ -16347,26 +16487,26 @@ blocks.474:
 	%26 = extractvalue [4 x <16 x float>] %10, 3
 	store <16 x float> %26, <16 x float>* %25, align 4
 	%27 = add i64 %5, 1
-	br label %blocks.head.473
+	br label %blocks.head.479
 
-blocks.done.475:
-	br label %join.472
+blocks.done.481:
+	br label %join.478
 
-draw.head.476:
-	%28 = phi i64 [ 0, %else.471 ], [ %33, %draw.477 ]
+draw.head.482:
+	%28 = phi i64 [ 0, %else.477 ], [ %33, %draw.483 ]
 	%29 = icmp slt i64 %28, 128
-	br i1 %29, label %draw.477, label %draw.done.478
+	br i1 %29, label %draw.483, label %draw.done.484
 
-draw.477:
+draw.483:
 	%30 = add i64 %first, %28
 	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
 	%32 = getelementptr float, float* %1, i64 %28
 	store float %31, float* %32, align 4
 	%33 = add i64 %28, 1
-	br label %draw.head.476
+	br label %draw.head.482
 
-draw.done.478:
-	br label %join.472
+draw.done.484:
+	br label %join.478
 }
 
 define internal <128 x float> @lamb_noise_row128_16_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -16375,24 +16515,24 @@ entry:
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.505, label %else.506
+	br i1 %3, label %then.511, label %else.512
 
-then.505:
-	br label %blocks.head.508
+then.511:
+	br label %blocks.head.514
 
-else.506:
-	br label %draw.head.511
+else.512:
+	br label %draw.head.517
 
-join.507:
+join.513:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.508:
-	%5 = phi i64 [ 0, %then.505 ], [ %43, %blocks.509 ]
+blocks.head.514:
+	%5 = phi i64 [ 0, %then.511 ], [ %43, %blocks.515 ]
 	%6 = icmp slt i64 %5, 1
-	br i1 %6, label %blocks.509, label %blocks.done.510
+	br i1 %6, label %blocks.515, label %blocks.done.516
 
-blocks.509:
+blocks.515:
 	%7 = mul i64 %5, 128
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 3
@@ -16438,17 +16578,17 @@ blocks.509:
 	%42 = extractvalue [8 x <16 x float>] %10, 7
 	store <16 x float> %42, <16 x float>* %41, align 4
 	%43 = add i64 %5, 1
-	br label %blocks.head.508
+	br label %blocks.head.514
 
-blocks.done.510:
-	br label %join.507
+blocks.done.516:
+	br label %join.513
 
-draw.head.511:
-	%44 = phi i64 [ 0, %else.506 ], [ %71, %draw.512 ]
+draw.head.517:
+	%44 = phi i64 [ 0, %else.512 ], [ %71, %draw.518 ]
 	%45 = icmp slt i64 %44, 128
-	br i1 %45, label %draw.512, label %draw.done.513
+	br i1 %45, label %draw.518, label %draw.done.519
 
-draw.512:
+draw.518:
 	%46 = add i64 %first, %44
 	%47 = lshr i64 %46, 3
 	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
@@ -16476,10 +16616,10 @@ draw.512:
 	%70 = getelementptr float, float* %1, i64 %44
 	store float %69, float* %70, align 4
 	%71 = add i64 %44, 1
-	br label %draw.head.511
+	br label %draw.head.517
 
-draw.done.513:
-	br label %join.507
+draw.done.519:
+	br label %join.513
 }
 
 define void @lamb_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind {
@@ -16533,17 +16673,17 @@ entry:
 	br i1 %27, label %two_sets, label %one_set
 
 two_sets:
-	br label %example.head.531
+	br label %example.head.537
 
 one_set:
-	br label %example.head.549
+	br label %example.head.555
 
-example.head.531:
-	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.536 ]
+example.head.537:
+	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.542 ]
 	%29 = icmp slt i64 %28, %12
-	br i1 %29, label %example.532, label %example.done.533
+	br i1 %29, label %example.538, label %example.done.539
 
-example.532:
+example.538:
 	%30 = mul i64 %28, %22
 	%31 = getelementptr float, float* %6, i64 %30
 	%32 = mul i64 %28, %22
@@ -16560,17 +16700,17 @@ example.532:
 	%43 = sdiv i64 %42, 32
 	%44 = icmp sgt i64 %40, 0
 	%45 = select i1 %44, i64 %43, i64 0
-	br label %piece.chunk.head.534
+	br label %piece.chunk.head.540
 
-example.done.533:
+example.done.539:
 	ret void
 
-piece.chunk.head.534:
-	%46 = phi i64 [ 0, %example.532 ], [ %69, %piece.row.done.539 ]
+piece.chunk.head.540:
+	%46 = phi i64 [ 0, %example.538 ], [ %69, %piece.row.done.545 ]
 	%47 = icmp slt i64 %46, %45
-	br i1 %47, label %piece.chunk.535, label %piece.chunk.done.536
+	br i1 %47, label %piece.chunk.541, label %piece.chunk.done.542
 
-piece.chunk.535:
+piece.chunk.541:
 	%48 = mul i64 %46, 32
 	%49 = getelementptr float, float* %35, i64 %48
 	%50 = bitcast float* %49 to <32 x float>*
@@ -16582,33 +16722,33 @@ piece.chunk.535:
 	%56 = add i64 %53, 32
 	%57 = icmp slt i64 %56, %40
 	%58 = select i1 %57, i64 %56, i64 %40
-	br label %piece.row.head.537
+	br label %piece.row.head.543
 
-piece.chunk.done.536:
+piece.chunk.done.542:
 	%59 = add i64 %28, 1
-	br label %example.head.531
+	br label %example.head.537
 
-piece.row.head.537:
-	%60 = phi i64 [ %55, %piece.chunk.535 ], [ %99, %join.542 ]
-	%61 = phi <32 x float> [ %51, %piece.chunk.535 ], [ %98, %join.542 ]
+piece.row.head.543:
+	%60 = phi i64 [ %55, %piece.chunk.541 ], [ %99, %join.548 ]
+	%61 = phi <32 x float> [ %51, %piece.chunk.541 ], [ %98, %join.548 ]
 	%62 = icmp slt i64 %60, %58
-	br i1 %62, label %piece.row.538, label %piece.row.done.539
+	br i1 %62, label %piece.row.544, label %piece.row.done.545
 
-piece.row.538:
+piece.row.544:
 	%63 = mul i64 %60, 128
 	%64 = sub i64 %63, %36
 	%65 = icmp sge i64 %64, 0
 	%66 = add i64 %64, 128
 	%67 = icmp sle i64 %66, %8
 	%68 = and i1 %65, %67
-	br i1 %68, label %then.540, label %else.541
+	br i1 %68, label %then.546, label %else.547
 
-piece.row.done.539:
+piece.row.done.545:
 	store <32 x float> %61, <32 x float>* %50, align 4
 	%69 = add i64 %46, 1
-	br label %piece.chunk.head.534
+	br label %piece.chunk.head.540
 
-then.540:
+then.546:
 	%70 = getelementptr float, float* %31, i64 %64
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
@@ -16631,9 +16771,9 @@ then.540:
 	%89 = fadd <32 x float> %87, %88
 	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%91 = fadd <32 x float> %89, %90
-	br label %join.542
+	br label %join.548
 
-else.541:
+else.547:
 	%92 = icmp slt i64 %64, 0
 	%93 = select i1 %92, i64 0, i64 %64
 	%94 = add i64 %64, 128
@@ -16641,47 +16781,47 @@ else.541:
 	%96 = select i1 %95, i64 %94, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%97 = bitcast <128 x float>* %2 to float*
-	br label %pad.head.543
+	br label %pad.head.549
 
-join.542:
-	%98 = phi <32 x float> [ %91, %then.540 ], [ %150, %pad.done.548 ]
+join.548:
+	%98 = phi <32 x float> [ %91, %then.546 ], [ %150, %pad.done.554 ]
 	%99 = add i64 %60, 1
-	br label %piece.row.head.537
+	br label %piece.row.head.543
 
-pad.head.543:
-	%100 = phi i64 [ %93, %else.541 ], [ %106, %pad.544 ]
+pad.head.549:
+	%100 = phi i64 [ %93, %else.547 ], [ %106, %pad.550 ]
 	%101 = icmp slt i64 %100, %96
-	br i1 %101, label %pad.544, label %pad.done.545
+	br i1 %101, label %pad.550, label %pad.done.551
 
-pad.544:
+pad.550:
 	%102 = getelementptr float, float* %31, i64 %100
 	%103 = load float, float* %102, align 4
 	%104 = sub i64 %100, %64
 	%105 = getelementptr float, float* %97, i64 %104
 	store volatile float %103, float* %105, align 4
 	%106 = add i64 %100, 1
-	br label %pad.head.543
+	br label %pad.head.549
 
-pad.done.545:
+pad.done.551:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%107 = bitcast <128 x float>* %1 to float*
-	br label %pad.head.546
+	br label %pad.head.552
 
-pad.head.546:
-	%108 = phi i64 [ %93, %pad.done.545 ], [ %114, %pad.547 ]
+pad.head.552:
+	%108 = phi i64 [ %93, %pad.done.551 ], [ %114, %pad.553 ]
 	%109 = icmp slt i64 %108, %96
-	br i1 %109, label %pad.547, label %pad.done.548
+	br i1 %109, label %pad.553, label %pad.done.554
 
-pad.547:
+pad.553:
 	%110 = getelementptr float, float* %33, i64 %108
 	%111 = load float, float* %110, align 4
 	%112 = sub i64 %108, %64
 	%113 = getelementptr float, float* %107, i64 %112
 	store volatile float %111, float* %113, align 4
 	%114 = add i64 %108, 1
-	br label %pad.head.546
+	br label %pad.head.552
 
-pad.done.548:
+pad.done.554:
 	%115 = insertelement <128 x i64> undef, i64 %64, i32 0
 	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
 	%117 = add <128 x i64> %116, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -16718,14 +16858,14 @@ pad.done.548:
 	%148 = fadd <32 x float> %146, %147
 	%149 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%150 = fadd <32 x float> %148, %149
-	br label %join.542
+	br label %join.548
 
-example.head.549:
-	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.554 ]
+example.head.555:
+	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.560 ]
 	%152 = icmp slt i64 %151, %12
-	br i1 %152, label %example.550, label %example.done.551
+	br i1 %152, label %example.556, label %example.done.557
 
-example.550:
+example.556:
 	%153 = mul i64 %151, %22
 	%154 = getelementptr float, float* %4, i64 %153
 	%155 = mul i64 %151, %26
@@ -16740,17 +16880,17 @@ example.550:
 	%164 = sdiv i64 %163, 32
 	%165 = icmp sgt i64 %161, 0
 	%166 = select i1 %165, i64 %164, i64 0
-	br label %piece.chunk.head.552
+	br label %piece.chunk.head.558
 
-example.done.551:
+example.done.557:
 	ret void
 
-piece.chunk.head.552:
-	%167 = phi i64 [ 0, %example.550 ], [ %190, %piece.row.done.557 ]
+piece.chunk.head.558:
+	%167 = phi i64 [ 0, %example.556 ], [ %190, %piece.row.done.563 ]
 	%168 = icmp slt i64 %167, %166
-	br i1 %168, label %piece.chunk.553, label %piece.chunk.done.554
+	br i1 %168, label %piece.chunk.559, label %piece.chunk.done.560
 
-piece.chunk.553:
+piece.chunk.559:
 	%169 = mul i64 %167, 32
 	%170 = getelementptr float, float* %156, i64 %169
 	%171 = bitcast float* %170 to <32 x float>*
@@ -16762,33 +16902,33 @@ piece.chunk.553:
 	%177 = add i64 %174, 32
 	%178 = icmp slt i64 %177, %161
 	%179 = select i1 %178, i64 %177, i64 %161
-	br label %piece.row.head.555
+	br label %piece.row.head.561
 
-piece.chunk.done.554:
+piece.chunk.done.560:
 	%180 = add i64 %151, 1
-	br label %example.head.549
+	br label %example.head.555
 
-piece.row.head.555:
-	%181 = phi i64 [ %176, %piece.chunk.553 ], [ %210, %join.560 ]
-	%182 = phi <32 x float> [ %172, %piece.chunk.553 ], [ %209, %join.560 ]
+piece.row.head.561:
+	%181 = phi i64 [ %176, %piece.chunk.559 ], [ %210, %join.566 ]
+	%182 = phi <32 x float> [ %172, %piece.chunk.559 ], [ %209, %join.566 ]
 	%183 = icmp slt i64 %181, %179
-	br i1 %183, label %piece.row.556, label %piece.row.done.557
+	br i1 %183, label %piece.row.562, label %piece.row.done.563
 
-piece.row.556:
+piece.row.562:
 	%184 = mul i64 %181, 128
 	%185 = sub i64 %184, %157
 	%186 = icmp sge i64 %185, 0
 	%187 = add i64 %185, 128
 	%188 = icmp sle i64 %187, %8
 	%189 = and i1 %186, %188
-	br i1 %189, label %then.558, label %else.559
+	br i1 %189, label %then.564, label %else.565
 
-piece.row.done.557:
+piece.row.done.563:
 	store <32 x float> %182, <32 x float>* %171, align 4
 	%190 = add i64 %167, 1
-	br label %piece.chunk.head.552
+	br label %piece.chunk.head.558
 
-then.558:
+then.564:
 	%191 = getelementptr float, float* %154, i64 %185
 	%192 = bitcast float* %191 to <128 x float>*
 	%193 = load <128 x float>, <128 x float>* %192, align 4
@@ -16801,9 +16941,9 @@ then.558:
 	%200 = fadd <32 x float> %198, %199
 	%201 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%202 = fadd <32 x float> %200, %201
-	br label %join.560
+	br label %join.566
 
-else.559:
+else.565:
 	%203 = icmp slt i64 %185, 0
 	%204 = select i1 %203, i64 0, i64 %185
 	%205 = add i64 %185, 128
@@ -16811,28 +16951,28 @@ else.559:
 	%207 = select i1 %206, i64 %205, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
 	%208 = bitcast <128 x float>* %0 to float*
-	br label %pad.head.561
+	br label %pad.head.567
 
-join.560:
-	%209 = phi <32 x float> [ %202, %then.558 ], [ %243, %pad.done.563 ]
+join.566:
+	%209 = phi <32 x float> [ %202, %then.564 ], [ %243, %pad.done.569 ]
 	%210 = add i64 %181, 1
-	br label %piece.row.head.555
+	br label %piece.row.head.561
 
-pad.head.561:
-	%211 = phi i64 [ %204, %else.559 ], [ %217, %pad.562 ]
+pad.head.567:
+	%211 = phi i64 [ %204, %else.565 ], [ %217, %pad.568 ]
 	%212 = icmp slt i64 %211, %207
-	br i1 %212, label %pad.562, label %pad.done.563
+	br i1 %212, label %pad.568, label %pad.done.569
 
-pad.562:
+pad.568:
 	%213 = getelementptr float, float* %154, i64 %211
 	%214 = load float, float* %213, align 4
 	%215 = sub i64 %211, %185
 	%216 = getelementptr float, float* %208, i64 %215
 	store volatile float %214, float* %216, align 4
 	%217 = add i64 %211, 1
-	br label %pad.head.561
+	br label %pad.head.567
 
-pad.done.563:
+pad.done.569:
 	%218 = insertelement <128 x i64> undef, i64 %185, i32 0
 	%219 = shufflevector <128 x i64> %218, <128 x i64> undef, <128 x i32> zeroinitializer
 	%220 = add <128 x i64> %219, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -16859,7 +16999,7 @@ pad.done.563:
 	%241 = fadd <32 x float> %239, %240
 	%242 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%243 = fadd <32 x float> %241, %242
-	br label %join.560
+	br label %join.566
 }
 
 define void @lamb_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
@@ -16881,4 +17021,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lamb_abi = constant [65 x i8] c"0ac60b1f91feba65a87ca5a644af5c2dd090d53deeb6925c2c0609ceca468f19\00"
+@lamb_abi = constant [65 x i8] c"75c62458f8e4f4596d9982c5f54fd866ba396671a40a5cd83ce66952de237d1f\00"

@@ -8600,7 +8600,7 @@ with_secure_noise:
 	%68 = add i64 %n, 4095
 	%69 = sdiv i64 %68, u0x1000
 	%70 = mul i64 1, %69
-	br label %task.head.322
+	br label %task.head.325
 
 unknown_mode:
 	ret void
@@ -8818,7 +8818,7 @@ stored.294:
 	br label %task.head.284
 
 task.head.295:
-	%248 = phi i64 [ %34, %with_noise ], [ %504, %stored.321 ]
+	%248 = phi i64 [ %34, %with_noise ], [ %512, %stored.324 ]
 	%249 = icmp slt i64 %248, %39
 	br i1 %249, label %task.296, label %task.done.297
 
@@ -8853,9 +8853,9 @@ task.done.297:
 	ret void
 
 row.head.298:
-	%274 = phi i64 [ 0, %task.296 ], [ %385, %join.303 ]
-	%275 = phi float [ 0.0, %task.296 ], [ %383, %join.303 ]
-	%276 = phi float [ 0.0, %task.296 ], [ %384, %join.303 ]
+	%274 = phi i64 [ 0, %task.296 ], [ %423, %join.303 ]
+	%275 = phi float [ 0.0, %task.296 ], [ %421, %join.303 ]
+	%276 = phi float [ 0.0, %task.296 ], [ %422, %join.303 ]
 	%277 = icmp slt i64 %274, %261
 	br i1 %277, label %row.299, label %row.done.300
 
@@ -8891,7 +8891,7 @@ row.done.300:
 	%303 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %300, i32 1, i32 31)
 	%304 = fadd float %300, %303
 	%305 = icmp eq i64 %36, 0
-	br i1 %305, label %lane0.320, label %stored.321
+	br i1 %305, label %lane0.323, label %stored.324
 
 then.301:
 	%306 = getelementptr float, float* %253, i64 %281
@@ -8910,347 +8910,347 @@ then.301:
 	%319 = extractelement <4 x float> %317, i32 1
 	%320 = extractelement <4 x float> %317, i32 2
 	%321 = extractelement <4 x float> %317, i32 3
-	%322 = add i64 %281, 0
-	%323 = icmp slt i64 %322, %n
-	%324 = add i64 %281, 0
-	%325 = add i64 %offset, %324
-	%326 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %325)
-	%327 = fmul float %r.0, %326
-	%328 = fadd float %318, %327
-	%329 = add i64 %281, 0
-	%330 = icmp ne float* %kept, null
-	%331 = and i1 %330, %323
-	br i1 %331, label %keep.304, label %kept.305
+	%322 = insertelement <4 x float> undef, float %310, i32 0
+	%323 = insertelement <4 x float> %322, float %311, i32 1
+	%324 = insertelement <4 x float> %323, float %312, i32 2
+	%325 = insertelement <4 x float> %324, float %313, i32 3
+	%326 = insertelement <4 x float> undef, float %318, i32 0
+	%327 = insertelement <4 x float> %326, float %319, i32 1
+	%328 = insertelement <4 x float> %327, float %320, i32 2
+	%329 = insertelement <4 x float> %328, float %321, i32 3
+	%330 = add i64 %offset, %281
+	%331 = call <4 x float> @lars_noise_lane_false(i64 %seed, i32 %step, i64 %330)
+	%332 = insertelement <4 x float> undef, float %r.0, i32 0
+	%333 = insertelement <4 x float> %332, float %r.0, i32 1
+	%334 = insertelement <4 x float> %333, float %r.0, i32 2
+	%335 = insertelement <4 x float> %334, float %r.0, i32 3
+	%336 = fmul <4 x float> %335, %331
+	%337 = fadd <4 x float> %329, %336
+	%338 = extractelement <4 x float> %325, i32 0
+	%339 = extractelement <4 x float> %325, i32 1
+	%340 = extractelement <4 x float> %325, i32 2
+	%341 = extractelement <4 x float> %325, i32 3
+	%342 = extractelement <4 x float> %337, i32 0
+	%343 = extractelement <4 x float> %337, i32 1
+	%344 = extractelement <4 x float> %337, i32 2
+	%345 = extractelement <4 x float> %337, i32 3
+	%346 = add i64 %281, 0
+	%347 = icmp slt i64 %346, %n
+	%348 = add i64 %281, 0
+	%349 = icmp ne float* %kept, null
+	%350 = and i1 %349, %347
+	br i1 %350, label %keep.307, label %kept.308
 
 else.302:
-	%332 = sub i64 %n, 1
-	%333 = add i64 %281, 0
-	%334 = icmp slt i64 %333, %n
-	%335 = select i1 %334, i64 %333, i64 %332
-	%336 = getelementptr float, float* %253, i64 %335
-	%337 = load float, float* %336, align 4
-	%338 = add i64 %281, 1
-	%339 = icmp slt i64 %338, %n
-	%340 = select i1 %339, i64 %338, i64 %332
-	%341 = getelementptr float, float* %253, i64 %340
-	%342 = load float, float* %341, align 4
-	%343 = add i64 %281, 2
-	%344 = icmp slt i64 %343, %n
-	%345 = select i1 %344, i64 %343, i64 %332
-	%346 = getelementptr float, float* %253, i64 %345
-	%347 = load float, float* %346, align 4
-	%348 = add i64 %281, 3
-	%349 = icmp slt i64 %348, %n
-	%350 = select i1 %349, i64 %348, i64 %332
-	%351 = getelementptr float, float* %253, i64 %350
-	%352 = load float, float* %351, align 4
-	%353 = add i64 %281, 0
-	%354 = icmp slt i64 %353, %n
-	%355 = select i1 %354, i64 %353, i64 %332
-	%356 = getelementptr float, float* %255, i64 %355
-	%357 = load float, float* %356, align 4
-	%358 = add i64 %281, 1
-	%359 = icmp slt i64 %358, %n
-	%360 = select i1 %359, i64 %358, i64 %332
-	%361 = getelementptr float, float* %255, i64 %360
-	%362 = load float, float* %361, align 4
-	%363 = add i64 %281, 2
-	%364 = icmp slt i64 %363, %n
-	%365 = select i1 %364, i64 %363, i64 %332
-	%366 = getelementptr float, float* %255, i64 %365
-	%367 = load float, float* %366, align 4
-	%368 = add i64 %281, 3
-	%369 = icmp slt i64 %368, %n
-	%370 = select i1 %369, i64 %368, i64 %332
-	%371 = getelementptr float, float* %255, i64 %370
-	%372 = load float, float* %371, align 4
-	%373 = add i64 %281, 0
-	%374 = icmp slt i64 %373, %n
-	%375 = add i64 %281, 0
-	%376 = add i64 %offset, %375
-	%377 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %376)
-	%378 = fmul float %r.0, %377
-	%379 = fadd float %357, %378
-	%380 = add i64 %281, 0
-	%381 = icmp ne float* %kept, null
-	%382 = and i1 %381, %374
-	br i1 %382, label %keep.312, label %kept.313
+	%351 = sub i64 %n, 1
+	%352 = add i64 %281, 0
+	%353 = icmp slt i64 %352, %n
+	%354 = select i1 %353, i64 %352, i64 %351
+	%355 = getelementptr float, float* %253, i64 %354
+	%356 = load float, float* %355, align 4
+	%357 = add i64 %281, 1
+	%358 = icmp slt i64 %357, %n
+	%359 = select i1 %358, i64 %357, i64 %351
+	%360 = getelementptr float, float* %253, i64 %359
+	%361 = load float, float* %360, align 4
+	%362 = add i64 %281, 2
+	%363 = icmp slt i64 %362, %n
+	%364 = select i1 %363, i64 %362, i64 %351
+	%365 = getelementptr float, float* %253, i64 %364
+	%366 = load float, float* %365, align 4
+	%367 = add i64 %281, 3
+	%368 = icmp slt i64 %367, %n
+	%369 = select i1 %368, i64 %367, i64 %351
+	%370 = getelementptr float, float* %253, i64 %369
+	%371 = load float, float* %370, align 4
+	%372 = add i64 %281, 0
+	%373 = icmp slt i64 %372, %n
+	%374 = select i1 %373, i64 %372, i64 %351
+	%375 = getelementptr float, float* %255, i64 %374
+	%376 = load float, float* %375, align 4
+	%377 = add i64 %281, 1
+	%378 = icmp slt i64 %377, %n
+	%379 = select i1 %378, i64 %377, i64 %351
+	%380 = getelementptr float, float* %255, i64 %379
+	%381 = load float, float* %380, align 4
+	%382 = add i64 %281, 2
+	%383 = icmp slt i64 %382, %n
+	%384 = select i1 %383, i64 %382, i64 %351
+	%385 = getelementptr float, float* %255, i64 %384
+	%386 = load float, float* %385, align 4
+	%387 = add i64 %281, 3
+	%388 = icmp slt i64 %387, %n
+	%389 = select i1 %388, i64 %387, i64 %351
+	%390 = getelementptr float, float* %255, i64 %389
+	%391 = load float, float* %390, align 4
+	%392 = insertelement <4 x float> undef, float %356, i32 0
+	%393 = insertelement <4 x float> %392, float %361, i32 1
+	%394 = insertelement <4 x float> %393, float %366, i32 2
+	%395 = insertelement <4 x float> %394, float %371, i32 3
+	%396 = insertelement <4 x float> undef, float %376, i32 0
+	%397 = insertelement <4 x float> %396, float %381, i32 1
+	%398 = insertelement <4 x float> %397, float %386, i32 2
+	%399 = insertelement <4 x float> %398, float %391, i32 3
+	%400 = add i64 %offset, %281
+	%401 = call <4 x float> @lars_noise_lane_false(i64 %seed, i32 %step, i64 %400)
+	%402 = insertelement <4 x float> undef, float %r.0, i32 0
+	%403 = insertelement <4 x float> %402, float %r.0, i32 1
+	%404 = insertelement <4 x float> %403, float %r.0, i32 2
+	%405 = insertelement <4 x float> %404, float %r.0, i32 3
+	%406 = fmul <4 x float> %405, %401
+	%407 = fadd <4 x float> %399, %406
+	%408 = extractelement <4 x float> %395, i32 0
+	%409 = extractelement <4 x float> %395, i32 1
+	%410 = extractelement <4 x float> %395, i32 2
+	%411 = extractelement <4 x float> %395, i32 3
+	%412 = extractelement <4 x float> %407, i32 0
+	%413 = extractelement <4 x float> %407, i32 1
+	%414 = extractelement <4 x float> %407, i32 2
+	%415 = extractelement <4 x float> %407, i32 3
+	%416 = add i64 %281, 0
+	%417 = icmp slt i64 %416, %n
+	%418 = add i64 %281, 0
+	%419 = icmp ne float* %kept, null
+	%420 = and i1 %419, %417
+	br i1 %420, label %keep.315, label %kept.316
 
 join.303:
-	%383 = phi float [ %438, %kept.311 ], [ %499, %kept.319 ]
-	%384 = phi float [ %439, %kept.311 ], [ %501, %kept.319 ]
-	%385 = add i64 %274, 1
+	%421 = phi float [ %461, %kept.314 ], [ %507, %kept.322 ]
+	%422 = phi float [ %462, %kept.314 ], [ %509, %kept.322 ]
+	%423 = add i64 %274, 1
 	br label %row.head.298
 
-keep.304:
-	%386 = getelementptr float, float* %kept, i64 %329
-	%387 = bitcast float* %386 to float*
-	store float %328, float* %387, align 4
-	br label %kept.305
+keep.307:
+	%424 = getelementptr float, float* %kept, i64 %348
+	%425 = bitcast float* %424 to float*
+	store float %342, float* %425, align 4
+	br label %kept.308
 
-kept.305:
-	%388 = fmul float %310, %310
-	%389 = fmul float %328, %328
-	%390 = fadd float %275, %388
-	%391 = fadd float %276, %389
-	%392 = add i64 %281, 1
-	%393 = icmp slt i64 %392, %n
-	%394 = add i64 %281, 1
-	%395 = add i64 %offset, %394
-	%396 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %395)
-	%397 = fmul float %r.0, %396
-	%398 = fadd float %319, %397
-	%399 = add i64 %281, 1
-	%400 = icmp ne float* %kept, null
-	%401 = and i1 %400, %393
-	br i1 %401, label %keep.306, label %kept.307
+kept.308:
+	%426 = fmul float %338, %338
+	%427 = fmul float %342, %342
+	%428 = fadd float %275, %426
+	%429 = fadd float %276, %427
+	%430 = add i64 %281, 1
+	%431 = icmp slt i64 %430, %n
+	%432 = add i64 %281, 1
+	%433 = icmp ne float* %kept, null
+	%434 = and i1 %433, %431
+	br i1 %434, label %keep.309, label %kept.310
 
-keep.306:
-	%402 = getelementptr float, float* %kept, i64 %399
-	%403 = bitcast float* %402 to float*
-	store float %398, float* %403, align 4
-	br label %kept.307
+keep.309:
+	%435 = getelementptr float, float* %kept, i64 %432
+	%436 = bitcast float* %435 to float*
+	store float %343, float* %436, align 4
+	br label %kept.310
 
-kept.307:
-	%404 = fmul float %311, %311
-	%405 = fmul float %398, %398
-	%406 = fadd float %390, %404
-	%407 = fadd float %391, %405
-	%408 = add i64 %281, 2
-	%409 = icmp slt i64 %408, %n
-	%410 = add i64 %281, 2
-	%411 = add i64 %offset, %410
-	%412 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %411)
-	%413 = fmul float %r.0, %412
-	%414 = fadd float %320, %413
-	%415 = add i64 %281, 2
-	%416 = icmp ne float* %kept, null
-	%417 = and i1 %416, %409
-	br i1 %417, label %keep.308, label %kept.309
+kept.310:
+	%437 = fmul float %339, %339
+	%438 = fmul float %343, %343
+	%439 = fadd float %428, %437
+	%440 = fadd float %429, %438
+	%441 = add i64 %281, 2
+	%442 = icmp slt i64 %441, %n
+	%443 = add i64 %281, 2
+	%444 = icmp ne float* %kept, null
+	%445 = and i1 %444, %442
+	br i1 %445, label %keep.311, label %kept.312
 
-keep.308:
-	%418 = getelementptr float, float* %kept, i64 %415
-	%419 = bitcast float* %418 to float*
-	store float %414, float* %419, align 4
-	br label %kept.309
+keep.311:
+	%446 = getelementptr float, float* %kept, i64 %443
+	%447 = bitcast float* %446 to float*
+	store float %344, float* %447, align 4
+	br label %kept.312
 
-kept.309:
-	%420 = fmul float %312, %312
-	%421 = fmul float %414, %414
-	%422 = fadd float %406, %420
-	%423 = fadd float %407, %421
-	%424 = add i64 %281, 3
-	%425 = icmp slt i64 %424, %n
-	%426 = add i64 %281, 3
-	%427 = add i64 %offset, %426
-	%428 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %427)
-	%429 = fmul float %r.0, %428
-	%430 = fadd float %321, %429
-	%431 = add i64 %281, 3
-	%432 = icmp ne float* %kept, null
-	%433 = and i1 %432, %425
-	br i1 %433, label %keep.310, label %kept.311
+kept.312:
+	%448 = fmul float %340, %340
+	%449 = fmul float %344, %344
+	%450 = fadd float %439, %448
+	%451 = fadd float %440, %449
+	%452 = add i64 %281, 3
+	%453 = icmp slt i64 %452, %n
+	%454 = add i64 %281, 3
+	%455 = icmp ne float* %kept, null
+	%456 = and i1 %455, %453
+	br i1 %456, label %keep.313, label %kept.314
 
-keep.310:
-	%434 = getelementptr float, float* %kept, i64 %431
-	%435 = bitcast float* %434 to float*
-	store float %430, float* %435, align 4
-	br label %kept.311
+keep.313:
+	%457 = getelementptr float, float* %kept, i64 %454
+	%458 = bitcast float* %457 to float*
+	store float %345, float* %458, align 4
+	br label %kept.314
 
-kept.311:
-	%436 = fmul float %313, %313
-	%437 = fmul float %430, %430
-	%438 = fadd float %422, %436
-	%439 = fadd float %423, %437
+kept.314:
+	%459 = fmul float %341, %341
+	%460 = fmul float %345, %345
+	%461 = fadd float %450, %459
+	%462 = fadd float %451, %460
 	br label %join.303
 
-keep.312:
-	%440 = getelementptr float, float* %kept, i64 %380
-	%441 = bitcast float* %440 to float*
-	store float %379, float* %441, align 4
-	br label %kept.313
+keep.315:
+	%463 = getelementptr float, float* %kept, i64 %418
+	%464 = bitcast float* %463 to float*
+	store float %412, float* %464, align 4
+	br label %kept.316
 
-kept.313:
-	%442 = fmul float %337, %337
-	%443 = fmul float %379, %379
-	%444 = select i1 %374, float %442, float 0.0
-	%445 = fadd float %275, %444
-	%446 = select i1 %374, float %443, float 0.0
-	%447 = fadd float %276, %446
-	%448 = add i64 %281, 1
-	%449 = icmp slt i64 %448, %n
-	%450 = add i64 %281, 1
-	%451 = add i64 %offset, %450
-	%452 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %451)
-	%453 = fmul float %r.0, %452
-	%454 = fadd float %362, %453
-	%455 = add i64 %281, 1
-	%456 = icmp ne float* %kept, null
-	%457 = and i1 %456, %449
-	br i1 %457, label %keep.314, label %kept.315
-
-keep.314:
-	%458 = getelementptr float, float* %kept, i64 %455
-	%459 = bitcast float* %458 to float*
-	store float %454, float* %459, align 4
-	br label %kept.315
-
-kept.315:
-	%460 = fmul float %342, %342
-	%461 = fmul float %454, %454
-	%462 = select i1 %449, float %460, float 0.0
-	%463 = fadd float %445, %462
-	%464 = select i1 %449, float %461, float 0.0
-	%465 = fadd float %447, %464
-	%466 = add i64 %281, 2
-	%467 = icmp slt i64 %466, %n
-	%468 = add i64 %281, 2
-	%469 = add i64 %offset, %468
-	%470 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %469)
-	%471 = fmul float %r.0, %470
-	%472 = fadd float %367, %471
-	%473 = add i64 %281, 2
+kept.316:
+	%465 = fmul float %408, %408
+	%466 = fmul float %412, %412
+	%467 = select i1 %417, float %465, float 0.0
+	%468 = fadd float %275, %467
+	%469 = select i1 %417, float %466, float 0.0
+	%470 = fadd float %276, %469
+	%471 = add i64 %281, 1
+	%472 = icmp slt i64 %471, %n
+	%473 = add i64 %281, 1
 	%474 = icmp ne float* %kept, null
-	%475 = and i1 %474, %467
-	br i1 %475, label %keep.316, label %kept.317
+	%475 = and i1 %474, %472
+	br i1 %475, label %keep.317, label %kept.318
 
-keep.316:
+keep.317:
 	%476 = getelementptr float, float* %kept, i64 %473
 	%477 = bitcast float* %476 to float*
-	store float %472, float* %477, align 4
-	br label %kept.317
+	store float %413, float* %477, align 4
+	br label %kept.318
 
-kept.317:
-	%478 = fmul float %347, %347
-	%479 = fmul float %472, %472
-	%480 = select i1 %467, float %478, float 0.0
-	%481 = fadd float %463, %480
-	%482 = select i1 %467, float %479, float 0.0
-	%483 = fadd float %465, %482
-	%484 = add i64 %281, 3
+kept.318:
+	%478 = fmul float %409, %409
+	%479 = fmul float %413, %413
+	%480 = select i1 %472, float %478, float 0.0
+	%481 = fadd float %468, %480
+	%482 = select i1 %472, float %479, float 0.0
+	%483 = fadd float %470, %482
+	%484 = add i64 %281, 2
 	%485 = icmp slt i64 %484, %n
-	%486 = add i64 %281, 3
-	%487 = add i64 %offset, %486
-	%488 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %487)
-	%489 = fmul float %r.0, %488
-	%490 = fadd float %372, %489
-	%491 = add i64 %281, 3
-	%492 = icmp ne float* %kept, null
-	%493 = and i1 %492, %485
-	br i1 %493, label %keep.318, label %kept.319
+	%486 = add i64 %281, 2
+	%487 = icmp ne float* %kept, null
+	%488 = and i1 %487, %485
+	br i1 %488, label %keep.319, label %kept.320
 
-keep.318:
-	%494 = getelementptr float, float* %kept, i64 %491
-	%495 = bitcast float* %494 to float*
-	store float %490, float* %495, align 4
-	br label %kept.319
+keep.319:
+	%489 = getelementptr float, float* %kept, i64 %486
+	%490 = bitcast float* %489 to float*
+	store float %414, float* %490, align 4
+	br label %kept.320
 
-kept.319:
-	%496 = fmul float %352, %352
-	%497 = fmul float %490, %490
-	%498 = select i1 %485, float %496, float 0.0
-	%499 = fadd float %481, %498
-	%500 = select i1 %485, float %497, float 0.0
-	%501 = fadd float %483, %500
+kept.320:
+	%491 = fmul float %410, %410
+	%492 = fmul float %414, %414
+	%493 = select i1 %485, float %491, float 0.0
+	%494 = fadd float %481, %493
+	%495 = select i1 %485, float %492, float 0.0
+	%496 = fadd float %483, %495
+	%497 = add i64 %281, 3
+	%498 = icmp slt i64 %497, %n
+	%499 = add i64 %281, 3
+	%500 = icmp ne float* %kept, null
+	%501 = and i1 %500, %498
+	br i1 %501, label %keep.321, label %kept.322
+
+keep.321:
+	%502 = getelementptr float, float* %kept, i64 %499
+	%503 = bitcast float* %502 to float*
+	store float %415, float* %503, align 4
+	br label %kept.322
+
+kept.322:
+	%504 = fmul float %411, %411
+	%505 = fmul float %415, %415
+	%506 = select i1 %498, float %504, float 0.0
+	%507 = fadd float %494, %506
+	%508 = select i1 %498, float %505, float 0.0
+	%509 = fadd float %496, %508
 	br label %join.303
 
-lane0.320:
-	%502 = getelementptr float, float* %3, i64 %248
-	store float %302, float* %502, align 4
-	%503 = getelementptr float, float* %5, i64 %248
-	store float %304, float* %503, align 4
-	br label %stored.321
+lane0.323:
+	%510 = getelementptr float, float* %3, i64 %248
+	store float %302, float* %510, align 4
+	%511 = getelementptr float, float* %5, i64 %248
+	store float %304, float* %511, align 4
+	br label %stored.324
 
-stored.321:
-	%504 = add i64 %248, %35
+stored.324:
+	%512 = add i64 %248, %35
 	br label %task.head.295
 
-task.head.322:
-	%505 = phi i64 [ %65, %with_secure_noise ], [ %985, %stored.348 ]
-	%506 = icmp slt i64 %505, %70
-	br i1 %506, label %task.323, label %task.done.324
+task.head.325:
+	%513 = phi i64 [ %65, %with_secure_noise ], [ %805, %stored.354 ]
+	%514 = icmp slt i64 %513, %70
+	br i1 %514, label %task.326, label %task.done.327
 
-task.323:
-	%507 = sdiv i64 %505, %69
-	%508 = srem i64 %505, %69
-	%509 = mul i64 %507, %n
-	%510 = getelementptr float, float* %p.theta, i64 %509
-	%511 = mul i64 %507, %n
-	%512 = getelementptr float, float* %p.g, i64 %511
-	%513 = mul i64 %508, u0x1000
-	%514 = sub i64 %n, %513
-	%515 = add i64 %514, 127
-	%516 = sdiv i64 %515, 128
-	%517 = icmp slt i64 %516, 32
-	%518 = select i1 %517, i64 %516, i64 32
-	%519 = ptrtoint float* %510 to i64
-	%520 = shl i64 0, 2
-	%521 = add i64 %519, %520
-	%522 = and i64 %521, 15
-	%523 = icmp eq i64 %522, 0
-	%524 = and i1 true, %523
-	%525 = ptrtoint float* %512 to i64
-	%526 = shl i64 0, 2
-	%527 = add i64 %525, %526
-	%528 = and i64 %527, 15
-	%529 = icmp eq i64 %528, 0
-	%530 = and i1 %524, %529
-	br label %row.head.325
+task.326:
+	%515 = sdiv i64 %513, %69
+	%516 = srem i64 %513, %69
+	%517 = mul i64 %515, %n
+	%518 = getelementptr float, float* %p.theta, i64 %517
+	%519 = mul i64 %515, %n
+	%520 = getelementptr float, float* %p.g, i64 %519
+	%521 = mul i64 %516, u0x1000
+	%522 = sub i64 %n, %521
+	%523 = add i64 %522, 127
+	%524 = sdiv i64 %523, 128
+	%525 = icmp slt i64 %524, 32
+	%526 = select i1 %525, i64 %524, i64 32
+	%527 = ptrtoint float* %518 to i64
+	%528 = shl i64 0, 2
+	%529 = add i64 %527, %528
+	%530 = and i64 %529, 15
+	%531 = icmp eq i64 %530, 0
+	%532 = and i1 true, %531
+	%533 = ptrtoint float* %520 to i64
+	%534 = shl i64 0, 2
+	%535 = add i64 %533, %534
+	%536 = and i64 %535, 15
+	%537 = icmp eq i64 %536, 0
+	%538 = and i1 %532, %537
+	br label %row.head.328
 
-task.done.324:
+task.done.327:
 	ret void
 
-row.head.325:
-	%531 = phi i64 [ 0, %task.323 ], [ %698, %join.330 ]
-	%532 = phi float [ 0.0, %task.323 ], [ %696, %join.330 ]
-	%533 = phi float [ 0.0, %task.323 ], [ %697, %join.330 ]
-	%534 = icmp slt i64 %531, %518
-	br i1 %534, label %row.326, label %row.done.327
+row.head.328:
+	%539 = phi i64 [ 0, %task.326 ], [ %716, %join.333 ]
+	%540 = phi float [ 0.0, %task.326 ], [ %714, %join.333 ]
+	%541 = phi float [ 0.0, %task.326 ], [ %715, %join.333 ]
+	%542 = icmp slt i64 %539, %526
+	br i1 %542, label %row.329, label %row.done.330
 
-row.326:
-	%535 = mul i64 %531, 128
-	%536 = add i64 %513, %535
-	%537 = shl i64 %67, 2
-	%538 = add i64 %536, %537
-	%539 = add i64 %538, 4
-	%540 = icmp sle i64 %539, %n
-	%541 = and i1 %530, %540
-	br i1 %541, label %then.328, label %else.329
+row.329:
+	%543 = mul i64 %539, 128
+	%544 = add i64 %521, %543
+	%545 = shl i64 %67, 2
+	%546 = add i64 %544, %545
+	%547 = add i64 %546, 4
+	%548 = icmp sle i64 %547, %n
+	%549 = and i1 %538, %548
+	br i1 %549, label %then.331, label %else.332
 
-row.done.327:
-	%542 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %532, i32 16, i32 31)
-	%543 = fadd float %532, %542
-	%544 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %533, i32 16, i32 31)
-	%545 = fadd float %533, %544
-	%546 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %543, i32 8, i32 31)
-	%547 = fadd float %543, %546
-	%548 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %545, i32 8, i32 31)
-	%549 = fadd float %545, %548
-	%550 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %547, i32 4, i32 31)
-	%551 = fadd float %547, %550
-	%552 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %549, i32 4, i32 31)
-	%553 = fadd float %549, %552
-	%554 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %551, i32 2, i32 31)
+row.done.330:
+	%550 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %540, i32 16, i32 31)
+	%551 = fadd float %540, %550
+	%552 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %541, i32 16, i32 31)
+	%553 = fadd float %541, %552
+	%554 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %551, i32 8, i32 31)
 	%555 = fadd float %551, %554
-	%556 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %553, i32 2, i32 31)
+	%556 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %553, i32 8, i32 31)
 	%557 = fadd float %553, %556
-	%558 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %555, i32 1, i32 31)
+	%558 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %555, i32 4, i32 31)
 	%559 = fadd float %555, %558
-	%560 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %557, i32 1, i32 31)
+	%560 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %557, i32 4, i32 31)
 	%561 = fadd float %557, %560
-	%562 = icmp eq i64 %67, 0
-	br i1 %562, label %lane0.347, label %stored.348
+	%562 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %559, i32 2, i32 31)
+	%563 = fadd float %559, %562
+	%564 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %561, i32 2, i32 31)
+	%565 = fadd float %561, %564
+	%566 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %563, i32 1, i32 31)
+	%567 = fadd float %563, %566
+	%568 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %565, i32 1, i32 31)
+	%569 = fadd float %565, %568
+	%570 = icmp eq i64 %67, 0
+	br i1 %570, label %lane0.353, label %stored.354
 
-then.328:
-	%563 = getelementptr float, float* %510, i64 %538
-	%564 = getelementptr float, float* %563, i64 0
-	%565 = bitcast float* %564 to <4 x float>*
-	%566 = load <4 x float>, <4 x float>* %565, align 16
-	%567 = extractelement <4 x float> %566, i32 0
-	%568 = extractelement <4 x float> %566, i32 1
-	%569 = extractelement <4 x float> %566, i32 2
-	%570 = extractelement <4 x float> %566, i32 3
-	%571 = getelementptr float, float* %512, i64 %538
+then.331:
+	%571 = getelementptr float, float* %518, i64 %546
 	%572 = getelementptr float, float* %571, i64 0
 	%573 = bitcast float* %572 to <4 x float>*
 	%574 = load <4 x float>, <4 x float>* %573, align 16
@@ -9258,484 +9258,560 @@ then.328:
 	%576 = extractelement <4 x float> %574, i32 1
 	%577 = extractelement <4 x float> %574, i32 2
 	%578 = extractelement <4 x float> %574, i32 3
-	%579 = add i64 %538, 0
-	%580 = icmp slt i64 %579, %n
-	%581 = add i64 %538, 0
-	%582 = add i64 %offset, %581
-	%583 = lshr i64 %582, 3
-	%584 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %583)
-	%585 = extractvalue [8 x float] %584, 0
-	%586 = extractvalue [8 x float] %584, 1
-	%587 = extractvalue [8 x float] %584, 2
-	%588 = extractvalue [8 x float] %584, 3
-	%589 = extractvalue [8 x float] %584, 4
-	%590 = extractvalue [8 x float] %584, 5
-	%591 = extractvalue [8 x float] %584, 6
-	%592 = extractvalue [8 x float] %584, 7
-	%593 = and i64 %582, 1
-	%594 = icmp ne i64 %593, 0
-	%595 = select i1 %594, float %586, float %585
-	%596 = select i1 %594, float %588, float %587
-	%597 = select i1 %594, float %590, float %589
-	%598 = select i1 %594, float %592, float %591
-	%599 = and i64 %582, 2
-	%600 = icmp ne i64 %599, 0
-	%601 = select i1 %600, float %596, float %595
-	%602 = select i1 %600, float %598, float %597
-	%603 = and i64 %582, 4
-	%604 = icmp ne i64 %603, 0
-	%605 = select i1 %604, float %602, float %601
-	%606 = fmul float %r.0, %605
-	%607 = fadd float %575, %606
-	%608 = fmul float %607, %53
-	%609 = fadd float %608, 1.2582912e+07
-	%610 = fsub float %609, 1.2582912e+07
-	%611 = fmul float %610, %49
-	%612 = fcmp oeq float %49, 0.0
-	%613 = select i1 %612, float %607, float %611
-	%614 = add i64 %538, 0
-	%615 = icmp ne float* %kept, null
-	%616 = and i1 %615, %580
-	br i1 %616, label %keep.331, label %kept.332
+	%579 = getelementptr float, float* %520, i64 %546
+	%580 = getelementptr float, float* %579, i64 0
+	%581 = bitcast float* %580 to <4 x float>*
+	%582 = load <4 x float>, <4 x float>* %581, align 16
+	%583 = extractelement <4 x float> %582, i32 0
+	%584 = extractelement <4 x float> %582, i32 1
+	%585 = extractelement <4 x float> %582, i32 2
+	%586 = extractelement <4 x float> %582, i32 3
+	%587 = insertelement <4 x float> undef, float %575, i32 0
+	%588 = insertelement <4 x float> %587, float %576, i32 1
+	%589 = insertelement <4 x float> %588, float %577, i32 2
+	%590 = insertelement <4 x float> %589, float %578, i32 3
+	%591 = insertelement <4 x float> undef, float %583, i32 0
+	%592 = insertelement <4 x float> %591, float %584, i32 1
+	%593 = insertelement <4 x float> %592, float %585, i32 2
+	%594 = insertelement <4 x float> %593, float %586, i32 3
+	%595 = add i64 %offset, %546
+	%596 = call <4 x float> @lars_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %595)
+	%597 = insertelement <4 x float> undef, float %r.0, i32 0
+	%598 = insertelement <4 x float> %597, float %r.0, i32 1
+	%599 = insertelement <4 x float> %598, float %r.0, i32 2
+	%600 = insertelement <4 x float> %599, float %r.0, i32 3
+	%601 = fmul <4 x float> %600, %596
+	%602 = fadd <4 x float> %594, %601
+	%603 = insertelement <4 x float> undef, float %53, i32 0
+	%604 = insertelement <4 x float> %603, float %53, i32 1
+	%605 = insertelement <4 x float> %604, float %53, i32 2
+	%606 = insertelement <4 x float> %605, float %53, i32 3
+	%607 = fmul <4 x float> %602, %606
+	%608 = fadd <4 x float> %607, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%609 = fsub <4 x float> %608, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%610 = insertelement <4 x float> undef, float %49, i32 0
+	%611 = insertelement <4 x float> %610, float %49, i32 1
+	%612 = insertelement <4 x float> %611, float %49, i32 2
+	%613 = insertelement <4 x float> %612, float %49, i32 3
+	%614 = fmul <4 x float> %609, %613
+	%615 = fcmp oeq float %49, 0.0
+	%616 = select i1 %615, <4 x float> %602, <4 x float> %614
+	%617 = extractelement <4 x float> %590, i32 0
+	%618 = extractelement <4 x float> %590, i32 1
+	%619 = extractelement <4 x float> %590, i32 2
+	%620 = extractelement <4 x float> %590, i32 3
+	%621 = extractelement <4 x float> %616, i32 0
+	%622 = extractelement <4 x float> %616, i32 1
+	%623 = extractelement <4 x float> %616, i32 2
+	%624 = extractelement <4 x float> %616, i32 3
+	%625 = add i64 %546, 0
+	%626 = icmp slt i64 %625, %n
+	%627 = add i64 %546, 0
+	%628 = icmp ne float* %kept, null
+	%629 = and i1 %628, %626
+	br i1 %629, label %keep.337, label %kept.338
 
-else.329:
-	%617 = sub i64 %n, 1
-	%618 = add i64 %538, 0
-	%619 = icmp slt i64 %618, %n
-	%620 = select i1 %619, i64 %618, i64 %617
-	%621 = getelementptr float, float* %510, i64 %620
-	%622 = load float, float* %621, align 4
-	%623 = add i64 %538, 1
-	%624 = icmp slt i64 %623, %n
-	%625 = select i1 %624, i64 %623, i64 %617
-	%626 = getelementptr float, float* %510, i64 %625
-	%627 = load float, float* %626, align 4
-	%628 = add i64 %538, 2
-	%629 = icmp slt i64 %628, %n
-	%630 = select i1 %629, i64 %628, i64 %617
-	%631 = getelementptr float, float* %510, i64 %630
-	%632 = load float, float* %631, align 4
-	%633 = add i64 %538, 3
-	%634 = icmp slt i64 %633, %n
-	%635 = select i1 %634, i64 %633, i64 %617
-	%636 = getelementptr float, float* %510, i64 %635
-	%637 = load float, float* %636, align 4
-	%638 = add i64 %538, 0
-	%639 = icmp slt i64 %638, %n
-	%640 = select i1 %639, i64 %638, i64 %617
-	%641 = getelementptr float, float* %512, i64 %640
-	%642 = load float, float* %641, align 4
-	%643 = add i64 %538, 1
-	%644 = icmp slt i64 %643, %n
-	%645 = select i1 %644, i64 %643, i64 %617
-	%646 = getelementptr float, float* %512, i64 %645
-	%647 = load float, float* %646, align 4
-	%648 = add i64 %538, 2
-	%649 = icmp slt i64 %648, %n
-	%650 = select i1 %649, i64 %648, i64 %617
-	%651 = getelementptr float, float* %512, i64 %650
-	%652 = load float, float* %651, align 4
-	%653 = add i64 %538, 3
-	%654 = icmp slt i64 %653, %n
-	%655 = select i1 %654, i64 %653, i64 %617
-	%656 = getelementptr float, float* %512, i64 %655
-	%657 = load float, float* %656, align 4
-	%658 = add i64 %538, 0
-	%659 = icmp slt i64 %658, %n
-	%660 = add i64 %538, 0
-	%661 = add i64 %offset, %660
-	%662 = lshr i64 %661, 3
-	%663 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %662)
-	%664 = extractvalue [8 x float] %663, 0
-	%665 = extractvalue [8 x float] %663, 1
-	%666 = extractvalue [8 x float] %663, 2
-	%667 = extractvalue [8 x float] %663, 3
-	%668 = extractvalue [8 x float] %663, 4
-	%669 = extractvalue [8 x float] %663, 5
-	%670 = extractvalue [8 x float] %663, 6
-	%671 = extractvalue [8 x float] %663, 7
-	%672 = and i64 %661, 1
-	%673 = icmp ne i64 %672, 0
-	%674 = select i1 %673, float %665, float %664
-	%675 = select i1 %673, float %667, float %666
-	%676 = select i1 %673, float %669, float %668
-	%677 = select i1 %673, float %671, float %670
-	%678 = and i64 %661, 2
-	%679 = icmp ne i64 %678, 0
-	%680 = select i1 %679, float %675, float %674
-	%681 = select i1 %679, float %677, float %676
-	%682 = and i64 %661, 4
-	%683 = icmp ne i64 %682, 0
-	%684 = select i1 %683, float %681, float %680
-	%685 = fmul float %r.0, %684
-	%686 = fadd float %642, %685
-	%687 = fmul float %686, %53
-	%688 = fadd float %687, 1.2582912e+07
-	%689 = fsub float %688, 1.2582912e+07
-	%690 = fmul float %689, %49
-	%691 = fcmp oeq float %49, 0.0
-	%692 = select i1 %691, float %686, float %690
-	%693 = add i64 %538, 0
-	%694 = icmp ne float* %kept, null
-	%695 = and i1 %694, %659
-	br i1 %695, label %keep.339, label %kept.340
+else.332:
+	%630 = sub i64 %n, 1
+	%631 = add i64 %546, 0
+	%632 = icmp slt i64 %631, %n
+	%633 = select i1 %632, i64 %631, i64 %630
+	%634 = getelementptr float, float* %518, i64 %633
+	%635 = load float, float* %634, align 4
+	%636 = add i64 %546, 1
+	%637 = icmp slt i64 %636, %n
+	%638 = select i1 %637, i64 %636, i64 %630
+	%639 = getelementptr float, float* %518, i64 %638
+	%640 = load float, float* %639, align 4
+	%641 = add i64 %546, 2
+	%642 = icmp slt i64 %641, %n
+	%643 = select i1 %642, i64 %641, i64 %630
+	%644 = getelementptr float, float* %518, i64 %643
+	%645 = load float, float* %644, align 4
+	%646 = add i64 %546, 3
+	%647 = icmp slt i64 %646, %n
+	%648 = select i1 %647, i64 %646, i64 %630
+	%649 = getelementptr float, float* %518, i64 %648
+	%650 = load float, float* %649, align 4
+	%651 = add i64 %546, 0
+	%652 = icmp slt i64 %651, %n
+	%653 = select i1 %652, i64 %651, i64 %630
+	%654 = getelementptr float, float* %520, i64 %653
+	%655 = load float, float* %654, align 4
+	%656 = add i64 %546, 1
+	%657 = icmp slt i64 %656, %n
+	%658 = select i1 %657, i64 %656, i64 %630
+	%659 = getelementptr float, float* %520, i64 %658
+	%660 = load float, float* %659, align 4
+	%661 = add i64 %546, 2
+	%662 = icmp slt i64 %661, %n
+	%663 = select i1 %662, i64 %661, i64 %630
+	%664 = getelementptr float, float* %520, i64 %663
+	%665 = load float, float* %664, align 4
+	%666 = add i64 %546, 3
+	%667 = icmp slt i64 %666, %n
+	%668 = select i1 %667, i64 %666, i64 %630
+	%669 = getelementptr float, float* %520, i64 %668
+	%670 = load float, float* %669, align 4
+	%671 = insertelement <4 x float> undef, float %635, i32 0
+	%672 = insertelement <4 x float> %671, float %640, i32 1
+	%673 = insertelement <4 x float> %672, float %645, i32 2
+	%674 = insertelement <4 x float> %673, float %650, i32 3
+	%675 = insertelement <4 x float> undef, float %655, i32 0
+	%676 = insertelement <4 x float> %675, float %660, i32 1
+	%677 = insertelement <4 x float> %676, float %665, i32 2
+	%678 = insertelement <4 x float> %677, float %670, i32 3
+	%679 = add i64 %offset, %546
+	%680 = call <4 x float> @lars_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %679)
+	%681 = insertelement <4 x float> undef, float %r.0, i32 0
+	%682 = insertelement <4 x float> %681, float %r.0, i32 1
+	%683 = insertelement <4 x float> %682, float %r.0, i32 2
+	%684 = insertelement <4 x float> %683, float %r.0, i32 3
+	%685 = fmul <4 x float> %684, %680
+	%686 = fadd <4 x float> %678, %685
+	%687 = insertelement <4 x float> undef, float %53, i32 0
+	%688 = insertelement <4 x float> %687, float %53, i32 1
+	%689 = insertelement <4 x float> %688, float %53, i32 2
+	%690 = insertelement <4 x float> %689, float %53, i32 3
+	%691 = fmul <4 x float> %686, %690
+	%692 = fadd <4 x float> %691, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%693 = fsub <4 x float> %692, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%694 = insertelement <4 x float> undef, float %49, i32 0
+	%695 = insertelement <4 x float> %694, float %49, i32 1
+	%696 = insertelement <4 x float> %695, float %49, i32 2
+	%697 = insertelement <4 x float> %696, float %49, i32 3
+	%698 = fmul <4 x float> %693, %697
+	%699 = fcmp oeq float %49, 0.0
+	%700 = select i1 %699, <4 x float> %686, <4 x float> %698
+	%701 = extractelement <4 x float> %674, i32 0
+	%702 = extractelement <4 x float> %674, i32 1
+	%703 = extractelement <4 x float> %674, i32 2
+	%704 = extractelement <4 x float> %674, i32 3
+	%705 = extractelement <4 x float> %700, i32 0
+	%706 = extractelement <4 x float> %700, i32 1
+	%707 = extractelement <4 x float> %700, i32 2
+	%708 = extractelement <4 x float> %700, i32 3
+	%709 = add i64 %546, 0
+	%710 = icmp slt i64 %709, %n
+	%711 = add i64 %546, 0
+	%712 = icmp ne float* %kept, null
+	%713 = and i1 %712, %710
+	br i1 %713, label %keep.345, label %kept.346
 
-join.330:
-	%696 = phi float [ %835, %kept.338 ], [ %980, %kept.346 ]
-	%697 = phi float [ %836, %kept.338 ], [ %982, %kept.346 ]
-	%698 = add i64 %531, 1
-	br label %row.head.325
-
-keep.331:
-	%699 = getelementptr float, float* %kept, i64 %614
-	%700 = bitcast float* %699 to float*
-	store float %613, float* %700, align 4
-	br label %kept.332
-
-kept.332:
-	%701 = fmul float %567, %567
-	%702 = fmul float %613, %613
-	%703 = fadd float %532, %701
-	%704 = fadd float %533, %702
-	%705 = add i64 %538, 1
-	%706 = icmp slt i64 %705, %n
-	%707 = add i64 %538, 1
-	%708 = add i64 %offset, %707
-	%709 = lshr i64 %708, 3
-	%710 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %709)
-	%711 = extractvalue [8 x float] %710, 0
-	%712 = extractvalue [8 x float] %710, 1
-	%713 = extractvalue [8 x float] %710, 2
-	%714 = extractvalue [8 x float] %710, 3
-	%715 = extractvalue [8 x float] %710, 4
-	%716 = extractvalue [8 x float] %710, 5
-	%717 = extractvalue [8 x float] %710, 6
-	%718 = extractvalue [8 x float] %710, 7
-	%719 = and i64 %708, 1
-	%720 = icmp ne i64 %719, 0
-	%721 = select i1 %720, float %712, float %711
-	%722 = select i1 %720, float %714, float %713
-	%723 = select i1 %720, float %716, float %715
-	%724 = select i1 %720, float %718, float %717
-	%725 = and i64 %708, 2
-	%726 = icmp ne i64 %725, 0
-	%727 = select i1 %726, float %722, float %721
-	%728 = select i1 %726, float %724, float %723
-	%729 = and i64 %708, 4
-	%730 = icmp ne i64 %729, 0
-	%731 = select i1 %730, float %728, float %727
-	%732 = fmul float %r.0, %731
-	%733 = fadd float %576, %732
-	%734 = fmul float %733, %53
-	%735 = fadd float %734, 1.2582912e+07
-	%736 = fsub float %735, 1.2582912e+07
-	%737 = fmul float %736, %49
-	%738 = fcmp oeq float %49, 0.0
-	%739 = select i1 %738, float %733, float %737
-	%740 = add i64 %538, 1
-	%741 = icmp ne float* %kept, null
-	%742 = and i1 %741, %706
-	br i1 %742, label %keep.333, label %kept.334
-
-keep.333:
-	%743 = getelementptr float, float* %kept, i64 %740
-	%744 = bitcast float* %743 to float*
-	store float %739, float* %744, align 4
-	br label %kept.334
-
-kept.334:
-	%745 = fmul float %568, %568
-	%746 = fmul float %739, %739
-	%747 = fadd float %703, %745
-	%748 = fadd float %704, %746
-	%749 = add i64 %538, 2
-	%750 = icmp slt i64 %749, %n
-	%751 = add i64 %538, 2
-	%752 = add i64 %offset, %751
-	%753 = lshr i64 %752, 3
-	%754 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %753)
-	%755 = extractvalue [8 x float] %754, 0
-	%756 = extractvalue [8 x float] %754, 1
-	%757 = extractvalue [8 x float] %754, 2
-	%758 = extractvalue [8 x float] %754, 3
-	%759 = extractvalue [8 x float] %754, 4
-	%760 = extractvalue [8 x float] %754, 5
-	%761 = extractvalue [8 x float] %754, 6
-	%762 = extractvalue [8 x float] %754, 7
-	%763 = and i64 %752, 1
-	%764 = icmp ne i64 %763, 0
-	%765 = select i1 %764, float %756, float %755
-	%766 = select i1 %764, float %758, float %757
-	%767 = select i1 %764, float %760, float %759
-	%768 = select i1 %764, float %762, float %761
-	%769 = and i64 %752, 2
-	%770 = icmp ne i64 %769, 0
-	%771 = select i1 %770, float %766, float %765
-	%772 = select i1 %770, float %768, float %767
-	%773 = and i64 %752, 4
-	%774 = icmp ne i64 %773, 0
-	%775 = select i1 %774, float %772, float %771
-	%776 = fmul float %r.0, %775
-	%777 = fadd float %577, %776
-	%778 = fmul float %777, %53
-	%779 = fadd float %778, 1.2582912e+07
-	%780 = fsub float %779, 1.2582912e+07
-	%781 = fmul float %780, %49
-	%782 = fcmp oeq float %49, 0.0
-	%783 = select i1 %782, float %777, float %781
-	%784 = add i64 %538, 2
-	%785 = icmp ne float* %kept, null
-	%786 = and i1 %785, %750
-	br i1 %786, label %keep.335, label %kept.336
-
-keep.335:
-	%787 = getelementptr float, float* %kept, i64 %784
-	%788 = bitcast float* %787 to float*
-	store float %783, float* %788, align 4
-	br label %kept.336
-
-kept.336:
-	%789 = fmul float %569, %569
-	%790 = fmul float %783, %783
-	%791 = fadd float %747, %789
-	%792 = fadd float %748, %790
-	%793 = add i64 %538, 3
-	%794 = icmp slt i64 %793, %n
-	%795 = add i64 %538, 3
-	%796 = add i64 %offset, %795
-	%797 = lshr i64 %796, 3
-	%798 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %797)
-	%799 = extractvalue [8 x float] %798, 0
-	%800 = extractvalue [8 x float] %798, 1
-	%801 = extractvalue [8 x float] %798, 2
-	%802 = extractvalue [8 x float] %798, 3
-	%803 = extractvalue [8 x float] %798, 4
-	%804 = extractvalue [8 x float] %798, 5
-	%805 = extractvalue [8 x float] %798, 6
-	%806 = extractvalue [8 x float] %798, 7
-	%807 = and i64 %796, 1
-	%808 = icmp ne i64 %807, 0
-	%809 = select i1 %808, float %800, float %799
-	%810 = select i1 %808, float %802, float %801
-	%811 = select i1 %808, float %804, float %803
-	%812 = select i1 %808, float %806, float %805
-	%813 = and i64 %796, 2
-	%814 = icmp ne i64 %813, 0
-	%815 = select i1 %814, float %810, float %809
-	%816 = select i1 %814, float %812, float %811
-	%817 = and i64 %796, 4
-	%818 = icmp ne i64 %817, 0
-	%819 = select i1 %818, float %816, float %815
-	%820 = fmul float %r.0, %819
-	%821 = fadd float %578, %820
-	%822 = fmul float %821, %53
-	%823 = fadd float %822, 1.2582912e+07
-	%824 = fsub float %823, 1.2582912e+07
-	%825 = fmul float %824, %49
-	%826 = fcmp oeq float %49, 0.0
-	%827 = select i1 %826, float %821, float %825
-	%828 = add i64 %538, 3
-	%829 = icmp ne float* %kept, null
-	%830 = and i1 %829, %794
-	br i1 %830, label %keep.337, label %kept.338
+join.333:
+	%714 = phi float [ %754, %kept.344 ], [ %800, %kept.352 ]
+	%715 = phi float [ %755, %kept.344 ], [ %802, %kept.352 ]
+	%716 = add i64 %539, 1
+	br label %row.head.328
 
 keep.337:
-	%831 = getelementptr float, float* %kept, i64 %828
-	%832 = bitcast float* %831 to float*
-	store float %827, float* %832, align 4
+	%717 = getelementptr float, float* %kept, i64 %627
+	%718 = bitcast float* %717 to float*
+	store float %621, float* %718, align 4
 	br label %kept.338
 
 kept.338:
-	%833 = fmul float %570, %570
-	%834 = fmul float %827, %827
-	%835 = fadd float %791, %833
-	%836 = fadd float %792, %834
-	br label %join.330
+	%719 = fmul float %617, %617
+	%720 = fmul float %621, %621
+	%721 = fadd float %540, %719
+	%722 = fadd float %541, %720
+	%723 = add i64 %546, 1
+	%724 = icmp slt i64 %723, %n
+	%725 = add i64 %546, 1
+	%726 = icmp ne float* %kept, null
+	%727 = and i1 %726, %724
+	br i1 %727, label %keep.339, label %kept.340
 
 keep.339:
-	%837 = getelementptr float, float* %kept, i64 %693
-	%838 = bitcast float* %837 to float*
-	store float %692, float* %838, align 4
+	%728 = getelementptr float, float* %kept, i64 %725
+	%729 = bitcast float* %728 to float*
+	store float %622, float* %729, align 4
 	br label %kept.340
 
 kept.340:
-	%839 = fmul float %622, %622
-	%840 = fmul float %692, %692
-	%841 = select i1 %659, float %839, float 0.0
-	%842 = fadd float %532, %841
-	%843 = select i1 %659, float %840, float 0.0
-	%844 = fadd float %533, %843
-	%845 = add i64 %538, 1
-	%846 = icmp slt i64 %845, %n
-	%847 = add i64 %538, 1
-	%848 = add i64 %offset, %847
-	%849 = lshr i64 %848, 3
-	%850 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %849)
-	%851 = extractvalue [8 x float] %850, 0
-	%852 = extractvalue [8 x float] %850, 1
-	%853 = extractvalue [8 x float] %850, 2
-	%854 = extractvalue [8 x float] %850, 3
-	%855 = extractvalue [8 x float] %850, 4
-	%856 = extractvalue [8 x float] %850, 5
-	%857 = extractvalue [8 x float] %850, 6
-	%858 = extractvalue [8 x float] %850, 7
-	%859 = and i64 %848, 1
-	%860 = icmp ne i64 %859, 0
-	%861 = select i1 %860, float %852, float %851
-	%862 = select i1 %860, float %854, float %853
-	%863 = select i1 %860, float %856, float %855
-	%864 = select i1 %860, float %858, float %857
-	%865 = and i64 %848, 2
-	%866 = icmp ne i64 %865, 0
-	%867 = select i1 %866, float %862, float %861
-	%868 = select i1 %866, float %864, float %863
-	%869 = and i64 %848, 4
-	%870 = icmp ne i64 %869, 0
-	%871 = select i1 %870, float %868, float %867
-	%872 = fmul float %r.0, %871
-	%873 = fadd float %647, %872
-	%874 = fmul float %873, %53
-	%875 = fadd float %874, 1.2582912e+07
-	%876 = fsub float %875, 1.2582912e+07
-	%877 = fmul float %876, %49
-	%878 = fcmp oeq float %49, 0.0
-	%879 = select i1 %878, float %873, float %877
-	%880 = add i64 %538, 1
-	%881 = icmp ne float* %kept, null
-	%882 = and i1 %881, %846
-	br i1 %882, label %keep.341, label %kept.342
+	%730 = fmul float %618, %618
+	%731 = fmul float %622, %622
+	%732 = fadd float %721, %730
+	%733 = fadd float %722, %731
+	%734 = add i64 %546, 2
+	%735 = icmp slt i64 %734, %n
+	%736 = add i64 %546, 2
+	%737 = icmp ne float* %kept, null
+	%738 = and i1 %737, %735
+	br i1 %738, label %keep.341, label %kept.342
 
 keep.341:
-	%883 = getelementptr float, float* %kept, i64 %880
-	%884 = bitcast float* %883 to float*
-	store float %879, float* %884, align 4
+	%739 = getelementptr float, float* %kept, i64 %736
+	%740 = bitcast float* %739 to float*
+	store float %623, float* %740, align 4
 	br label %kept.342
 
 kept.342:
-	%885 = fmul float %627, %627
-	%886 = fmul float %879, %879
-	%887 = select i1 %846, float %885, float 0.0
-	%888 = fadd float %842, %887
-	%889 = select i1 %846, float %886, float 0.0
-	%890 = fadd float %844, %889
-	%891 = add i64 %538, 2
-	%892 = icmp slt i64 %891, %n
-	%893 = add i64 %538, 2
-	%894 = add i64 %offset, %893
-	%895 = lshr i64 %894, 3
-	%896 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %895)
-	%897 = extractvalue [8 x float] %896, 0
-	%898 = extractvalue [8 x float] %896, 1
-	%899 = extractvalue [8 x float] %896, 2
-	%900 = extractvalue [8 x float] %896, 3
-	%901 = extractvalue [8 x float] %896, 4
-	%902 = extractvalue [8 x float] %896, 5
-	%903 = extractvalue [8 x float] %896, 6
-	%904 = extractvalue [8 x float] %896, 7
-	%905 = and i64 %894, 1
-	%906 = icmp ne i64 %905, 0
-	%907 = select i1 %906, float %898, float %897
-	%908 = select i1 %906, float %900, float %899
-	%909 = select i1 %906, float %902, float %901
-	%910 = select i1 %906, float %904, float %903
-	%911 = and i64 %894, 2
-	%912 = icmp ne i64 %911, 0
-	%913 = select i1 %912, float %908, float %907
-	%914 = select i1 %912, float %910, float %909
-	%915 = and i64 %894, 4
-	%916 = icmp ne i64 %915, 0
-	%917 = select i1 %916, float %914, float %913
-	%918 = fmul float %r.0, %917
-	%919 = fadd float %652, %918
-	%920 = fmul float %919, %53
-	%921 = fadd float %920, 1.2582912e+07
-	%922 = fsub float %921, 1.2582912e+07
-	%923 = fmul float %922, %49
-	%924 = fcmp oeq float %49, 0.0
-	%925 = select i1 %924, float %919, float %923
-	%926 = add i64 %538, 2
-	%927 = icmp ne float* %kept, null
-	%928 = and i1 %927, %892
-	br i1 %928, label %keep.343, label %kept.344
+	%741 = fmul float %619, %619
+	%742 = fmul float %623, %623
+	%743 = fadd float %732, %741
+	%744 = fadd float %733, %742
+	%745 = add i64 %546, 3
+	%746 = icmp slt i64 %745, %n
+	%747 = add i64 %546, 3
+	%748 = icmp ne float* %kept, null
+	%749 = and i1 %748, %746
+	br i1 %749, label %keep.343, label %kept.344
 
 keep.343:
-	%929 = getelementptr float, float* %kept, i64 %926
-	%930 = bitcast float* %929 to float*
-	store float %925, float* %930, align 4
+	%750 = getelementptr float, float* %kept, i64 %747
+	%751 = bitcast float* %750 to float*
+	store float %624, float* %751, align 4
 	br label %kept.344
 
 kept.344:
-	%931 = fmul float %632, %632
-	%932 = fmul float %925, %925
-	%933 = select i1 %892, float %931, float 0.0
-	%934 = fadd float %888, %933
-	%935 = select i1 %892, float %932, float 0.0
-	%936 = fadd float %890, %935
-	%937 = add i64 %538, 3
-	%938 = icmp slt i64 %937, %n
-	%939 = add i64 %538, 3
-	%940 = add i64 %offset, %939
-	%941 = lshr i64 %940, 3
-	%942 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %941)
-	%943 = extractvalue [8 x float] %942, 0
-	%944 = extractvalue [8 x float] %942, 1
-	%945 = extractvalue [8 x float] %942, 2
-	%946 = extractvalue [8 x float] %942, 3
-	%947 = extractvalue [8 x float] %942, 4
-	%948 = extractvalue [8 x float] %942, 5
-	%949 = extractvalue [8 x float] %942, 6
-	%950 = extractvalue [8 x float] %942, 7
-	%951 = and i64 %940, 1
-	%952 = icmp ne i64 %951, 0
-	%953 = select i1 %952, float %944, float %943
-	%954 = select i1 %952, float %946, float %945
-	%955 = select i1 %952, float %948, float %947
-	%956 = select i1 %952, float %950, float %949
-	%957 = and i64 %940, 2
-	%958 = icmp ne i64 %957, 0
-	%959 = select i1 %958, float %954, float %953
-	%960 = select i1 %958, float %956, float %955
-	%961 = and i64 %940, 4
-	%962 = icmp ne i64 %961, 0
-	%963 = select i1 %962, float %960, float %959
-	%964 = fmul float %r.0, %963
-	%965 = fadd float %657, %964
-	%966 = fmul float %965, %53
-	%967 = fadd float %966, 1.2582912e+07
-	%968 = fsub float %967, 1.2582912e+07
-	%969 = fmul float %968, %49
-	%970 = fcmp oeq float %49, 0.0
-	%971 = select i1 %970, float %965, float %969
-	%972 = add i64 %538, 3
-	%973 = icmp ne float* %kept, null
-	%974 = and i1 %973, %938
-	br i1 %974, label %keep.345, label %kept.346
+	%752 = fmul float %620, %620
+	%753 = fmul float %624, %624
+	%754 = fadd float %743, %752
+	%755 = fadd float %744, %753
+	br label %join.333
 
 keep.345:
-	%975 = getelementptr float, float* %kept, i64 %972
-	%976 = bitcast float* %975 to float*
-	store float %971, float* %976, align 4
+	%756 = getelementptr float, float* %kept, i64 %711
+	%757 = bitcast float* %756 to float*
+	store float %705, float* %757, align 4
 	br label %kept.346
 
 kept.346:
-	%977 = fmul float %637, %637
-	%978 = fmul float %971, %971
-	%979 = select i1 %938, float %977, float 0.0
-	%980 = fadd float %934, %979
-	%981 = select i1 %938, float %978, float 0.0
-	%982 = fadd float %936, %981
-	br label %join.330
+	%758 = fmul float %701, %701
+	%759 = fmul float %705, %705
+	%760 = select i1 %710, float %758, float 0.0
+	%761 = fadd float %540, %760
+	%762 = select i1 %710, float %759, float 0.0
+	%763 = fadd float %541, %762
+	%764 = add i64 %546, 1
+	%765 = icmp slt i64 %764, %n
+	%766 = add i64 %546, 1
+	%767 = icmp ne float* %kept, null
+	%768 = and i1 %767, %765
+	br i1 %768, label %keep.347, label %kept.348
 
-lane0.347:
-	%983 = getelementptr float, float* %3, i64 %505
-	store float %559, float* %983, align 4
-	%984 = getelementptr float, float* %5, i64 %505
-	store float %561, float* %984, align 4
-	br label %stored.348
+keep.347:
+	%769 = getelementptr float, float* %kept, i64 %766
+	%770 = bitcast float* %769 to float*
+	store float %706, float* %770, align 4
+	br label %kept.348
 
-stored.348:
-	%985 = add i64 %505, %66
-	br label %task.head.322
+kept.348:
+	%771 = fmul float %702, %702
+	%772 = fmul float %706, %706
+	%773 = select i1 %765, float %771, float 0.0
+	%774 = fadd float %761, %773
+	%775 = select i1 %765, float %772, float 0.0
+	%776 = fadd float %763, %775
+	%777 = add i64 %546, 2
+	%778 = icmp slt i64 %777, %n
+	%779 = add i64 %546, 2
+	%780 = icmp ne float* %kept, null
+	%781 = and i1 %780, %778
+	br i1 %781, label %keep.349, label %kept.350
+
+keep.349:
+	%782 = getelementptr float, float* %kept, i64 %779
+	%783 = bitcast float* %782 to float*
+	store float %707, float* %783, align 4
+	br label %kept.350
+
+kept.350:
+	%784 = fmul float %703, %703
+	%785 = fmul float %707, %707
+	%786 = select i1 %778, float %784, float 0.0
+	%787 = fadd float %774, %786
+	%788 = select i1 %778, float %785, float 0.0
+	%789 = fadd float %776, %788
+	%790 = add i64 %546, 3
+	%791 = icmp slt i64 %790, %n
+	%792 = add i64 %546, 3
+	%793 = icmp ne float* %kept, null
+	%794 = and i1 %793, %791
+	br i1 %794, label %keep.351, label %kept.352
+
+keep.351:
+	%795 = getelementptr float, float* %kept, i64 %792
+	%796 = bitcast float* %795 to float*
+	store float %708, float* %796, align 4
+	br label %kept.352
+
+kept.352:
+	%797 = fmul float %704, %704
+	%798 = fmul float %708, %708
+	%799 = select i1 %791, float %797, float 0.0
+	%800 = fadd float %787, %799
+	%801 = select i1 %791, float %798, float 0.0
+	%802 = fadd float %789, %801
+	br label %join.333
+
+lane0.353:
+	%803 = getelementptr float, float* %3, i64 %513
+	store float %567, float* %803, align 4
+	%804 = getelementptr float, float* %5, i64 %513
+	store float %569, float* %804, align 4
+	br label %stored.354
+
+stored.354:
+	%805 = add i64 %513, %66
+	br label %task.head.325
+}
+
+define internal <4 x float> @lars_noise_lane_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
+entry:
+	%0 = lshr i64 %first, 2
+	%1 = and i64 %first, 3
+	%2 = and i64 %first, 3
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.304, label %else.305
+
+then.304:
+	%4 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %0)
+	%5 = extractelement <4 x float> %4, i32 0
+	%6 = extractelement <4 x float> %4, i32 1
+	%7 = extractelement <4 x float> %4, i32 2
+	%8 = extractelement <4 x float> %4, i32 3
+	br label %join.306
+
+else.305:
+	%9 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %0)
+	%10 = extractelement <4 x float> %9, i32 0
+	%11 = extractelement <4 x float> %9, i32 1
+	%12 = extractelement <4 x float> %9, i32 2
+	%13 = extractelement <4 x float> %9, i32 3
+	%14 = add i64 %0, 1
+	%15 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %14)
+	%16 = extractelement <4 x float> %15, i32 0
+	%17 = extractelement <4 x float> %15, i32 1
+	%18 = extractelement <4 x float> %15, i32 2
+	%19 = extractelement <4 x float> %15, i32 3
+	%20 = and i64 %1, 1
+	%21 = icmp ne i64 %20, 0
+	%22 = select i1 %21, float %11, float %10
+	%23 = select i1 %21, float %13, float %12
+	%24 = and i64 %1, 2
+	%25 = icmp ne i64 %24, 0
+	%26 = select i1 %25, float %23, float %22
+	%27 = and i64 %1, 4
+	%28 = icmp ne i64 %27, 0
+	%29 = select i1 %28, float %16, float %26
+	%30 = and i64 %1, 1
+	%31 = icmp ne i64 %30, 0
+	%32 = select i1 %31, float %12, float %11
+	%33 = select i1 %31, float %16, float %13
+	%34 = and i64 %1, 2
+	%35 = icmp ne i64 %34, 0
+	%36 = select i1 %35, float %33, float %32
+	%37 = and i64 %1, 4
+	%38 = icmp ne i64 %37, 0
+	%39 = select i1 %38, float %17, float %36
+	%40 = and i64 %1, 1
+	%41 = icmp ne i64 %40, 0
+	%42 = select i1 %41, float %13, float %12
+	%43 = select i1 %41, float %17, float %16
+	%44 = and i64 %1, 2
+	%45 = icmp ne i64 %44, 0
+	%46 = select i1 %45, float %43, float %42
+	%47 = and i64 %1, 4
+	%48 = icmp ne i64 %47, 0
+	%49 = select i1 %48, float %18, float %46
+	%50 = and i64 %1, 1
+	%51 = icmp ne i64 %50, 0
+	%52 = select i1 %51, float %16, float %13
+	%53 = select i1 %51, float %18, float %17
+	%54 = and i64 %1, 2
+	%55 = icmp ne i64 %54, 0
+	%56 = select i1 %55, float %53, float %52
+	%57 = and i64 %1, 4
+	%58 = icmp ne i64 %57, 0
+	%59 = select i1 %58, float %19, float %56
+	br label %join.306
+
+join.306:
+	%60 = phi float [ %5, %then.304 ], [ %29, %else.305 ]
+	%61 = phi float [ %6, %then.304 ], [ %39, %else.305 ]
+	%62 = phi float [ %7, %then.304 ], [ %49, %else.305 ]
+	%63 = phi float [ %8, %then.304 ], [ %59, %else.305 ]
+	%64 = insertelement <4 x float> undef, float %60, i32 0
+	%65 = insertelement <4 x float> %64, float %61, i32 1
+	%66 = insertelement <4 x float> %65, float %62, i32 2
+	%67 = insertelement <4 x float> %66, float %63, i32 3
+	ret <4 x float> %67
+}
+
+define internal <4 x float> @lars_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
+entry:
+	%0 = lshr i64 %first, 3
+	%1 = and i64 %first, 7
+	%2 = and i64 %first, 3
+	%3 = icmp eq i64 %2, 0
+	br i1 %3, label %then.334, label %else.335
+
+then.334:
+	%4 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %0)
+	%5 = extractvalue [8 x float] %4, 0
+	%6 = extractvalue [8 x float] %4, 1
+	%7 = extractvalue [8 x float] %4, 2
+	%8 = extractvalue [8 x float] %4, 3
+	%9 = extractvalue [8 x float] %4, 4
+	%10 = extractvalue [8 x float] %4, 5
+	%11 = extractvalue [8 x float] %4, 6
+	%12 = extractvalue [8 x float] %4, 7
+	%13 = and i64 %1, 1
+	%14 = icmp ne i64 %13, 0
+	%15 = select i1 %14, float %6, float %5
+	%16 = select i1 %14, float %8, float %7
+	%17 = and i64 %1, 2
+	%18 = icmp ne i64 %17, 0
+	%19 = select i1 %18, float %16, float %15
+	%20 = and i64 %1, 4
+	%21 = icmp ne i64 %20, 0
+	%22 = select i1 %21, float %9, float %19
+	%23 = and i64 %1, 1
+	%24 = icmp ne i64 %23, 0
+	%25 = select i1 %24, float %7, float %6
+	%26 = select i1 %24, float %9, float %8
+	%27 = and i64 %1, 2
+	%28 = icmp ne i64 %27, 0
+	%29 = select i1 %28, float %26, float %25
+	%30 = and i64 %1, 4
+	%31 = icmp ne i64 %30, 0
+	%32 = select i1 %31, float %10, float %29
+	%33 = and i64 %1, 1
+	%34 = icmp ne i64 %33, 0
+	%35 = select i1 %34, float %8, float %7
+	%36 = select i1 %34, float %10, float %9
+	%37 = and i64 %1, 2
+	%38 = icmp ne i64 %37, 0
+	%39 = select i1 %38, float %36, float %35
+	%40 = and i64 %1, 4
+	%41 = icmp ne i64 %40, 0
+	%42 = select i1 %41, float %11, float %39
+	%43 = and i64 %1, 1
+	%44 = icmp ne i64 %43, 0
+	%45 = select i1 %44, float %9, float %8
+	%46 = select i1 %44, float %11, float %10
+	%47 = and i64 %1, 2
+	%48 = icmp ne i64 %47, 0
+	%49 = select i1 %48, float %46, float %45
+	%50 = and i64 %1, 4
+	%51 = icmp ne i64 %50, 0
+	%52 = select i1 %51, float %12, float %49
+	br label %join.336
+
+else.335:
+	%53 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %0)
+	%54 = extractvalue [8 x float] %53, 0
+	%55 = extractvalue [8 x float] %53, 1
+	%56 = extractvalue [8 x float] %53, 2
+	%57 = extractvalue [8 x float] %53, 3
+	%58 = extractvalue [8 x float] %53, 4
+	%59 = extractvalue [8 x float] %53, 5
+	%60 = extractvalue [8 x float] %53, 6
+	%61 = extractvalue [8 x float] %53, 7
+	%62 = add i64 %0, 1
+	%63 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %62)
+	%64 = extractvalue [8 x float] %63, 0
+	%65 = extractvalue [8 x float] %63, 1
+	%66 = extractvalue [8 x float] %63, 2
+	%67 = extractvalue [8 x float] %63, 3
+	%68 = extractvalue [8 x float] %63, 4
+	%69 = extractvalue [8 x float] %63, 5
+	%70 = extractvalue [8 x float] %63, 6
+	%71 = extractvalue [8 x float] %63, 7
+	%72 = and i64 %1, 1
+	%73 = icmp ne i64 %72, 0
+	%74 = select i1 %73, float %55, float %54
+	%75 = select i1 %73, float %57, float %56
+	%76 = select i1 %73, float %59, float %58
+	%77 = select i1 %73, float %61, float %60
+	%78 = select i1 %73, float %65, float %64
+	%79 = select i1 %73, float %67, float %66
+	%80 = and i64 %1, 2
+	%81 = icmp ne i64 %80, 0
+	%82 = select i1 %81, float %75, float %74
+	%83 = select i1 %81, float %77, float %76
+	%84 = select i1 %81, float %79, float %78
+	%85 = and i64 %1, 4
+	%86 = icmp ne i64 %85, 0
+	%87 = select i1 %86, float %83, float %82
+	%88 = select i1 %86, float %68, float %84
+	%89 = and i64 %1, 8
+	%90 = icmp ne i64 %89, 0
+	%91 = select i1 %90, float %88, float %87
+	%92 = and i64 %1, 1
+	%93 = icmp ne i64 %92, 0
+	%94 = select i1 %93, float %56, float %55
+	%95 = select i1 %93, float %58, float %57
+	%96 = select i1 %93, float %60, float %59
+	%97 = select i1 %93, float %64, float %61
+	%98 = select i1 %93, float %66, float %65
+	%99 = select i1 %93, float %68, float %67
+	%100 = and i64 %1, 2
+	%101 = icmp ne i64 %100, 0
+	%102 = select i1 %101, float %95, float %94
+	%103 = select i1 %101, float %97, float %96
+	%104 = select i1 %101, float %99, float %98
+	%105 = and i64 %1, 4
+	%106 = icmp ne i64 %105, 0
+	%107 = select i1 %106, float %103, float %102
+	%108 = select i1 %106, float %69, float %104
+	%109 = and i64 %1, 8
+	%110 = icmp ne i64 %109, 0
+	%111 = select i1 %110, float %108, float %107
+	%112 = and i64 %1, 1
+	%113 = icmp ne i64 %112, 0
+	%114 = select i1 %113, float %57, float %56
+	%115 = select i1 %113, float %59, float %58
+	%116 = select i1 %113, float %61, float %60
+	%117 = select i1 %113, float %65, float %64
+	%118 = select i1 %113, float %67, float %66
+	%119 = select i1 %113, float %69, float %68
+	%120 = and i64 %1, 2
+	%121 = icmp ne i64 %120, 0
+	%122 = select i1 %121, float %115, float %114
+	%123 = select i1 %121, float %117, float %116
+	%124 = select i1 %121, float %119, float %118
+	%125 = and i64 %1, 4
+	%126 = icmp ne i64 %125, 0
+	%127 = select i1 %126, float %123, float %122
+	%128 = select i1 %126, float %70, float %124
+	%129 = and i64 %1, 8
+	%130 = icmp ne i64 %129, 0
+	%131 = select i1 %130, float %128, float %127
+	%132 = and i64 %1, 1
+	%133 = icmp ne i64 %132, 0
+	%134 = select i1 %133, float %58, float %57
+	%135 = select i1 %133, float %60, float %59
+	%136 = select i1 %133, float %64, float %61
+	%137 = select i1 %133, float %66, float %65
+	%138 = select i1 %133, float %68, float %67
+	%139 = select i1 %133, float %70, float %69
+	%140 = and i64 %1, 2
+	%141 = icmp ne i64 %140, 0
+	%142 = select i1 %141, float %135, float %134
+	%143 = select i1 %141, float %137, float %136
+	%144 = select i1 %141, float %139, float %138
+	%145 = and i64 %1, 4
+	%146 = icmp ne i64 %145, 0
+	%147 = select i1 %146, float %143, float %142
+	%148 = select i1 %146, float %71, float %144
+	%149 = and i64 %1, 8
+	%150 = icmp ne i64 %149, 0
+	%151 = select i1 %150, float %148, float %147
+	br label %join.336
+
+join.336:
+	%152 = phi float [ %22, %then.334 ], [ %91, %else.335 ]
+	%153 = phi float [ %32, %then.334 ], [ %111, %else.335 ]
+	%154 = phi float [ %42, %then.334 ], [ %131, %else.335 ]
+	%155 = phi float [ %52, %then.334 ], [ %151, %else.335 ]
+	%156 = insertelement <4 x float> undef, float %152, i32 0
+	%157 = insertelement <4 x float> %156, float %153, i32 1
+	%158 = insertelement <4 x float> %157, float %154, i32 2
+	%159 = insertelement <4 x float> %158, float %155, i32 3
+	ret <4 x float> %159
 }
 
 define internal void @lars_reduce_host8(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
@@ -9789,12 +9865,12 @@ entry:
 without_noise:
 	%40 = add i64 %n, 4095
 	%41 = sdiv i64 %40, u0x1000
-	br label %task.head.349
+	br label %task.head.355
 
 with_noise:
 	%42 = add i64 %n, 4095
 	%43 = sdiv i64 %42, u0x1000
-	br label %task.head.364
+	br label %task.head.370
 
 with_secure_noise:
 	%44 = bitcast float %15 to i32
@@ -9813,17 +9889,17 @@ with_secure_noise:
 	%57 = bitcast i32 %56 to float
 	%58 = add i64 %n, 4095
 	%59 = sdiv i64 %58, u0x1000
-	br label %task.head.393
+	br label %task.head.399
 
 unknown_mode:
 	ret void
 
-task.head.349:
-	%60 = phi i64 [ %17, %without_noise ], [ %155, %row.done.354 ]
+task.head.355:
+	%60 = phi i64 [ %17, %without_noise ], [ %155, %row.done.360 ]
 	%61 = icmp slt i64 %60, %19
-	br i1 %61, label %task.350, label %task.done.351
+	br i1 %61, label %task.356, label %task.done.357
 
-task.350:
+task.356:
 	%62 = sdiv i64 %60, %41
 	%63 = srem i64 %60, %41
 	%64 = mul i64 %62, %n
@@ -9836,19 +9912,19 @@ task.350:
 	%71 = sdiv i64 %70, 128
 	%72 = icmp slt i64 %71, 32
 	%73 = select i1 %72, i64 %71, i64 32
-	br label %row.head.352
+	br label %row.head.358
 
-task.done.351:
+task.done.357:
 	ret void
 
-row.head.352:
-	%74 = phi i64 [ 0, %task.350 ], [ %184, %join.357 ]
-	%75 = phi <32 x float> [ zeroinitializer, %task.350 ], [ %182, %join.357 ]
-	%76 = phi <32 x float> [ zeroinitializer, %task.350 ], [ %183, %join.357 ]
+row.head.358:
+	%74 = phi i64 [ 0, %task.356 ], [ %184, %join.363 ]
+	%75 = phi <32 x float> [ zeroinitializer, %task.356 ], [ %182, %join.363 ]
+	%76 = phi <32 x float> [ zeroinitializer, %task.356 ], [ %183, %join.363 ]
 	%77 = icmp slt i64 %74, %73
-	br i1 %77, label %row.353, label %row.done.354
+	br i1 %77, label %row.359, label %row.done.360
 
-row.353:
+row.359:
 	%78 = mul i64 %74, 128
 	%79 = add i64 %68, %78
 	%80 = add i64 %79, 512
@@ -9918,9 +9994,9 @@ row.353:
 	call void @llvm.prefetch.p0i8(i8* %128, i32 0, i32 3, i32 1)
 	%129 = add i64 %79, 128
 	%130 = icmp sle i64 %129, %n
-	br i1 %130, label %then.355, label %else.356
+	br i1 %130, label %then.361, label %else.362
 
-row.done.354:
+row.done.360:
 	%131 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%132 = fadd <32 x float> %75, %131
 	%133 = shufflevector <32 x float> %76, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -9948,9 +10024,9 @@ row.done.354:
 	%154 = getelementptr float, float* %39, i64 %60
 	store float %153, float* %154, align 4
 	%155 = add i64 %60, 1
-	br label %task.head.349
+	br label %task.head.355
 
-then.355:
+then.361:
 	%156 = getelementptr float, float* %65, i64 %79
 	%157 = bitcast float* %156 to <128 x float>*
 	%158 = load <128 x float>, <128 x float>* %157, align 4
@@ -9975,55 +10051,55 @@ then.355:
 	%177 = fadd <32 x float> %175, %176
 	%178 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%179 = fadd <32 x float> %177, %178
-	br label %join.357
+	br label %join.363
 
-else.356:
+else.362:
 	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
 	%180 = bitcast <128 x float>* %7 to float*
 	%181 = sub i64 %n, %79
-	br label %pad.head.358
+	br label %pad.head.364
 
-join.357:
-	%182 = phi <32 x float> [ %171, %then.355 ], [ %223, %pad.done.363 ]
-	%183 = phi <32 x float> [ %179, %then.355 ], [ %232, %pad.done.363 ]
+join.363:
+	%182 = phi <32 x float> [ %171, %then.361 ], [ %223, %pad.done.369 ]
+	%183 = phi <32 x float> [ %179, %then.361 ], [ %232, %pad.done.369 ]
 	%184 = add i64 %74, 1
-	br label %row.head.352
+	br label %row.head.358
 
-pad.head.358:
-	%185 = phi i64 [ 0, %else.356 ], [ %191, %pad.359 ]
+pad.head.364:
+	%185 = phi i64 [ 0, %else.362 ], [ %191, %pad.365 ]
 	%186 = icmp slt i64 %185, %181
-	br i1 %186, label %pad.359, label %pad.done.360
+	br i1 %186, label %pad.365, label %pad.done.366
 
-pad.359:
+pad.365:
 	%187 = add i64 %79, %185
 	%188 = getelementptr float, float* %65, i64 %187
 	%189 = load float, float* %188, align 4
 	%190 = getelementptr float, float* %180, i64 %185
 	store volatile float %189, float* %190, align 4
 	%191 = add i64 %185, 1
-	br label %pad.head.358
+	br label %pad.head.364
 
-pad.done.360:
+pad.done.366:
 	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
 	%192 = bitcast <128 x float>* %6 to float*
 	%193 = sub i64 %n, %79
-	br label %pad.head.361
+	br label %pad.head.367
 
-pad.head.361:
-	%194 = phi i64 [ 0, %pad.done.360 ], [ %200, %pad.362 ]
+pad.head.367:
+	%194 = phi i64 [ 0, %pad.done.366 ], [ %200, %pad.368 ]
 	%195 = icmp slt i64 %194, %193
-	br i1 %195, label %pad.362, label %pad.done.363
+	br i1 %195, label %pad.368, label %pad.done.369
 
-pad.362:
+pad.368:
 	%196 = add i64 %79, %194
 	%197 = getelementptr float, float* %67, i64 %196
 	%198 = load float, float* %197, align 4
 	%199 = getelementptr float, float* %192, i64 %194
 	store volatile float %198, float* %199, align 4
 	%200 = add i64 %194, 1
-	br label %pad.head.361
+	br label %pad.head.367
 
-pad.done.363:
+pad.done.369:
 	%201 = insertelement <128 x i64> undef, i64 %79, i32 0
 	%202 = shufflevector <128 x i64> %201, <128 x i64> undef, <128 x i32> zeroinitializer
 	%203 = add <128 x i64> %202, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -10056,14 +10132,14 @@ pad.done.363:
 	%230 = fadd <32 x float> %228, %229
 	%231 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%232 = fadd <32 x float> %230, %231
-	br label %join.357
+	br label %join.363
 
-task.head.364:
-	%233 = phi i64 [ %17, %with_noise ], [ %328, %row.done.369 ]
+task.head.370:
+	%233 = phi i64 [ %17, %with_noise ], [ %328, %row.done.375 ]
 	%234 = icmp slt i64 %233, %19
-	br i1 %234, label %task.365, label %task.done.366
+	br i1 %234, label %task.371, label %task.done.372
 
-task.365:
+task.371:
 	%235 = sdiv i64 %233, %43
 	%236 = srem i64 %233, %43
 	%237 = mul i64 %235, %n
@@ -10076,19 +10152,19 @@ task.365:
 	%244 = sdiv i64 %243, 128
 	%245 = icmp slt i64 %244, 32
 	%246 = select i1 %245, i64 %244, i64 32
-	br label %row.head.367
+	br label %row.head.373
 
-task.done.366:
+task.done.372:
 	ret void
 
-row.head.367:
-	%247 = phi i64 [ 0, %task.365 ], [ %472, %join.372 ]
-	%248 = phi <32 x float> [ zeroinitializer, %task.365 ], [ %470, %join.372 ]
-	%249 = phi <32 x float> [ zeroinitializer, %task.365 ], [ %471, %join.372 ]
+row.head.373:
+	%247 = phi i64 [ 0, %task.371 ], [ %472, %join.378 ]
+	%248 = phi <32 x float> [ zeroinitializer, %task.371 ], [ %470, %join.378 ]
+	%249 = phi <32 x float> [ zeroinitializer, %task.371 ], [ %471, %join.378 ]
 	%250 = icmp slt i64 %247, %246
-	br i1 %250, label %row.368, label %row.done.369
+	br i1 %250, label %row.374, label %row.done.375
 
-row.368:
+row.374:
 	%251 = mul i64 %247, 128
 	%252 = add i64 %241, %251
 	%253 = add i64 %252, 512
@@ -10158,9 +10234,9 @@ row.368:
 	call void @llvm.prefetch.p0i8(i8* %301, i32 0, i32 3, i32 1)
 	%302 = add i64 %252, 128
 	%303 = icmp sle i64 %302, %n
-	br i1 %303, label %then.370, label %else.371
+	br i1 %303, label %then.376, label %else.377
 
-row.done.369:
+row.done.375:
 	%304 = shufflevector <32 x float> %248, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%305 = fadd <32 x float> %248, %304
 	%306 = shufflevector <32 x float> %249, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -10188,9 +10264,9 @@ row.done.369:
 	%327 = getelementptr float, float* %39, i64 %233
 	store float %326, float* %327, align 4
 	%328 = add i64 %233, 1
-	br label %task.head.364
+	br label %task.head.370
 
-then.370:
+then.376:
 	%329 = getelementptr float, float* %238, i64 %252
 	%330 = bitcast float* %329 to <128 x float>*
 	%331 = load <128 x float>, <128 x float>* %330, align 4
@@ -10330,27 +10406,27 @@ then.370:
 	%465 = fmul <128 x float> %464, %336
 	%466 = fadd <128 x float> %334, %465
 	%467 = icmp ne float* %kept, null
-	br i1 %467, label %keep.382, label %kept.383
+	br i1 %467, label %keep.388, label %kept.389
 
-else.371:
+else.377:
 	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
 	%468 = bitcast <128 x float>* %5 to float*
 	%469 = sub i64 %n, %252
-	br label %pad.head.384
+	br label %pad.head.390
 
-join.372:
-	%470 = phi <32 x float> [ %484, %kept.383 ], [ %675, %keep.done.392 ]
-	%471 = phi <32 x float> [ %492, %kept.383 ], [ %684, %keep.done.392 ]
+join.378:
+	%470 = phi <32 x float> [ %484, %kept.389 ], [ %675, %keep.done.398 ]
+	%471 = phi <32 x float> [ %492, %kept.389 ], [ %684, %keep.done.398 ]
 	%472 = add i64 %247, 1
-	br label %row.head.367
+	br label %row.head.373
 
-keep.382:
+keep.388:
 	%473 = getelementptr float, float* %kept, i64 %252
 	%474 = bitcast float* %473 to <128 x float>*
 	store <128 x float> %466, <128 x float>* %474, align 4
-	br label %kept.383
+	br label %kept.389
 
-kept.383:
+kept.389:
 	%475 = fmul <128 x float> %331, %331
 	%476 = fmul <128 x float> %466, %466
 	%477 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
@@ -10369,43 +10445,43 @@ kept.383:
 	%490 = fadd <32 x float> %488, %489
 	%491 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%492 = fadd <32 x float> %490, %491
-	br label %join.372
+	br label %join.378
 
-pad.head.384:
-	%493 = phi i64 [ 0, %else.371 ], [ %499, %pad.385 ]
+pad.head.390:
+	%493 = phi i64 [ 0, %else.377 ], [ %499, %pad.391 ]
 	%494 = icmp slt i64 %493, %469
-	br i1 %494, label %pad.385, label %pad.done.386
+	br i1 %494, label %pad.391, label %pad.done.392
 
-pad.385:
+pad.391:
 	%495 = add i64 %252, %493
 	%496 = getelementptr float, float* %238, i64 %495
 	%497 = load float, float* %496, align 4
 	%498 = getelementptr float, float* %468, i64 %493
 	store volatile float %497, float* %498, align 4
 	%499 = add i64 %493, 1
-	br label %pad.head.384
+	br label %pad.head.390
 
-pad.done.386:
+pad.done.392:
 	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
 	%500 = bitcast <128 x float>* %4 to float*
 	%501 = sub i64 %n, %252
-	br label %pad.head.387
+	br label %pad.head.393
 
-pad.head.387:
-	%502 = phi i64 [ 0, %pad.done.386 ], [ %508, %pad.388 ]
+pad.head.393:
+	%502 = phi i64 [ 0, %pad.done.392 ], [ %508, %pad.394 ]
 	%503 = icmp slt i64 %502, %501
-	br i1 %503, label %pad.388, label %pad.done.389
+	br i1 %503, label %pad.394, label %pad.done.395
 
-pad.388:
+pad.394:
 	%504 = add i64 %252, %502
 	%505 = getelementptr float, float* %240, i64 %504
 	%506 = load float, float* %505, align 4
 	%507 = getelementptr float, float* %500, i64 %502
 	store volatile float %506, float* %507, align 4
 	%508 = add i64 %502, 1
-	br label %pad.head.387
+	br label %pad.head.393
 
-pad.done.389:
+pad.done.395:
 	%509 = insertelement <128 x i64> undef, i64 %252, i32 0
 	%510 = shufflevector <128 x i64> %509, <128 x i64> undef, <128 x i32> zeroinitializer
 	%511 = add <128 x i64> %510, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -10557,23 +10633,23 @@ pad.done.389:
 	%655 = icmp ne float* %kept, null
 	%656 = sub i64 %n, %252
 	%657 = select i1 %655, i64 %656, i64 0
-	br label %keep.head.390
+	br label %keep.head.396
 
-keep.head.390:
-	%658 = phi i64 [ 0, %pad.done.389 ], [ %664, %keep.391 ]
+keep.head.396:
+	%658 = phi i64 [ 0, %pad.done.395 ], [ %664, %keep.397 ]
 	%659 = icmp slt i64 %658, %657
-	br i1 %659, label %keep.391, label %keep.done.392
+	br i1 %659, label %keep.397, label %keep.done.398
 
-keep.391:
+keep.397:
 	%660 = getelementptr float, float* %653, i64 %658
 	%661 = load float, float* %660, align 4
 	%662 = add i64 %252, %658
 	%663 = getelementptr float, float* %kept, i64 %662
 	store volatile float %661, float* %663, align 4
 	%664 = add i64 %658, 1
-	br label %keep.head.390
+	br label %keep.head.396
 
-keep.done.392:
+keep.done.398:
 	%665 = fmul <128 x float> %517, %517
 	%666 = fmul <128 x float> %652, %652
 	%667 = select <128 x i1> %514, <128 x float> %665, <128 x float> zeroinitializer
@@ -10594,14 +10670,14 @@ keep.done.392:
 	%682 = fadd <32 x float> %680, %681
 	%683 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%684 = fadd <32 x float> %682, %683
-	br label %join.372
+	br label %join.378
 
-task.head.393:
-	%685 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.398 ]
+task.head.399:
+	%685 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.404 ]
 	%686 = icmp slt i64 %685, %19
-	br i1 %686, label %task.394, label %task.done.395
+	br i1 %686, label %task.400, label %task.done.401
 
-task.394:
+task.400:
 	%687 = sdiv i64 %685, %59
 	%688 = srem i64 %685, %59
 	%689 = mul i64 %687, %n
@@ -10614,19 +10690,19 @@ task.394:
 	%696 = sdiv i64 %695, 128
 	%697 = icmp slt i64 %696, 32
 	%698 = select i1 %697, i64 %696, i64 32
-	br label %row.head.396
+	br label %row.head.402
 
-task.done.395:
+task.done.401:
 	ret void
 
-row.head.396:
-	%699 = phi i64 [ 0, %task.394 ], [ %1186, %join.401 ]
-	%700 = phi <32 x float> [ zeroinitializer, %task.394 ], [ %1184, %join.401 ]
-	%701 = phi <32 x float> [ zeroinitializer, %task.394 ], [ %1185, %join.401 ]
+row.head.402:
+	%699 = phi i64 [ 0, %task.400 ], [ %1186, %join.407 ]
+	%700 = phi <32 x float> [ zeroinitializer, %task.400 ], [ %1184, %join.407 ]
+	%701 = phi <32 x float> [ zeroinitializer, %task.400 ], [ %1185, %join.407 ]
 	%702 = icmp slt i64 %699, %698
-	br i1 %702, label %row.397, label %row.done.398
+	br i1 %702, label %row.403, label %row.done.404
 
-row.397:
+row.403:
 	%703 = mul i64 %699, 128
 	%704 = add i64 %693, %703
 	%705 = add i64 %704, 512
@@ -10696,9 +10772,9 @@ row.397:
 	call void @llvm.prefetch.p0i8(i8* %753, i32 0, i32 3, i32 1)
 	%754 = add i64 %704, 128
 	%755 = icmp sle i64 %754, %n
-	br i1 %755, label %then.399, label %else.400
+	br i1 %755, label %then.405, label %else.406
 
-row.done.398:
+row.done.404:
 	%756 = shufflevector <32 x float> %700, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%757 = fadd <32 x float> %700, %756
 	%758 = shufflevector <32 x float> %701, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -10726,9 +10802,9 @@ row.done.398:
 	%779 = getelementptr float, float* %39, i64 %685
 	store float %778, float* %779, align 4
 	%780 = add i64 %685, 1
-	br label %task.head.393
+	br label %task.head.399
 
-then.399:
+then.405:
 	%781 = getelementptr float, float* %690, i64 %704
 	%782 = bitcast float* %781 to <128 x float>*
 	%783 = load <128 x float>, <128 x float>* %782, align 4
@@ -11130,27 +11206,27 @@ then.399:
 	%1179 = fcmp oeq float %53, 0.0
 	%1180 = select i1 %1179, <128 x float> %918, <128 x float> %1178
 	%1181 = icmp ne float* %kept, null
-	br i1 %1181, label %keep.411, label %kept.412
+	br i1 %1181, label %keep.417, label %kept.418
 
-else.400:
+else.406:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%1182 = bitcast <128 x float>* %2 to float*
 	%1183 = sub i64 %n, %704
-	br label %pad.head.413
+	br label %pad.head.419
 
-join.401:
-	%1184 = phi <32 x float> [ %1198, %kept.412 ], [ %1651, %keep.done.421 ]
-	%1185 = phi <32 x float> [ %1206, %kept.412 ], [ %1660, %keep.done.421 ]
+join.407:
+	%1184 = phi <32 x float> [ %1198, %kept.418 ], [ %1651, %keep.done.427 ]
+	%1185 = phi <32 x float> [ %1206, %kept.418 ], [ %1660, %keep.done.427 ]
 	%1186 = add i64 %699, 1
-	br label %row.head.396
+	br label %row.head.402
 
-keep.411:
+keep.417:
 	%1187 = getelementptr float, float* %kept, i64 %704
 	%1188 = bitcast float* %1187 to <128 x float>*
 	store <128 x float> %1180, <128 x float>* %1188, align 4
-	br label %kept.412
+	br label %kept.418
 
-kept.412:
+kept.418:
 	%1189 = fmul <128 x float> %783, %783
 	%1190 = fmul <128 x float> %1180, %1180
 	%1191 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
@@ -11169,43 +11245,43 @@ kept.412:
 	%1204 = fadd <32 x float> %1202, %1203
 	%1205 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1206 = fadd <32 x float> %1204, %1205
-	br label %join.401
+	br label %join.407
 
-pad.head.413:
-	%1207 = phi i64 [ 0, %else.400 ], [ %1213, %pad.414 ]
+pad.head.419:
+	%1207 = phi i64 [ 0, %else.406 ], [ %1213, %pad.420 ]
 	%1208 = icmp slt i64 %1207, %1183
-	br i1 %1208, label %pad.414, label %pad.done.415
+	br i1 %1208, label %pad.420, label %pad.done.421
 
-pad.414:
+pad.420:
 	%1209 = add i64 %704, %1207
 	%1210 = getelementptr float, float* %690, i64 %1209
 	%1211 = load float, float* %1210, align 4
 	%1212 = getelementptr float, float* %1182, i64 %1207
 	store volatile float %1211, float* %1212, align 4
 	%1213 = add i64 %1207, 1
-	br label %pad.head.413
+	br label %pad.head.419
 
-pad.done.415:
+pad.done.421:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%1214 = bitcast <128 x float>* %1 to float*
 	%1215 = sub i64 %n, %704
-	br label %pad.head.416
+	br label %pad.head.422
 
-pad.head.416:
-	%1216 = phi i64 [ 0, %pad.done.415 ], [ %1222, %pad.417 ]
+pad.head.422:
+	%1216 = phi i64 [ 0, %pad.done.421 ], [ %1222, %pad.423 ]
 	%1217 = icmp slt i64 %1216, %1215
-	br i1 %1217, label %pad.417, label %pad.done.418
+	br i1 %1217, label %pad.423, label %pad.done.424
 
-pad.417:
+pad.423:
 	%1218 = add i64 %704, %1216
 	%1219 = getelementptr float, float* %692, i64 %1218
 	%1220 = load float, float* %1219, align 4
 	%1221 = getelementptr float, float* %1214, i64 %1216
 	store volatile float %1220, float* %1221, align 4
 	%1222 = add i64 %1216, 1
-	br label %pad.head.416
+	br label %pad.head.422
 
-pad.done.418:
+pad.done.424:
 	%1223 = insertelement <128 x i64> undef, i64 %704, i32 0
 	%1224 = shufflevector <128 x i64> %1223, <128 x i64> undef, <128 x i32> zeroinitializer
 	%1225 = add <128 x i64> %1224, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -11619,23 +11695,23 @@ pad.done.418:
 	%1631 = icmp ne float* %kept, null
 	%1632 = sub i64 %n, %704
 	%1633 = select i1 %1631, i64 %1632, i64 0
-	br label %keep.head.419
+	br label %keep.head.425
 
-keep.head.419:
-	%1634 = phi i64 [ 0, %pad.done.418 ], [ %1640, %keep.420 ]
+keep.head.425:
+	%1634 = phi i64 [ 0, %pad.done.424 ], [ %1640, %keep.426 ]
 	%1635 = icmp slt i64 %1634, %1633
-	br i1 %1635, label %keep.420, label %keep.done.421
+	br i1 %1635, label %keep.426, label %keep.done.427
 
-keep.420:
+keep.426:
 	%1636 = getelementptr float, float* %1629, i64 %1634
 	%1637 = load float, float* %1636, align 4
 	%1638 = add i64 %704, %1634
 	%1639 = getelementptr float, float* %kept, i64 %1638
 	store volatile float %1637, float* %1639, align 4
 	%1640 = add i64 %1634, 1
-	br label %keep.head.419
+	br label %keep.head.425
 
-keep.done.421:
+keep.done.427:
 	%1641 = fmul <128 x float> %1231, %1231
 	%1642 = fmul <128 x float> %1628, %1628
 	%1643 = select <128 x i1> %1228, <128 x float> %1641, <128 x float> zeroinitializer
@@ -11656,7 +11732,7 @@ keep.done.421:
 	%1658 = fadd <32 x float> %1656, %1657
 	%1659 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1660 = fadd <32 x float> %1658, %1659
-	br label %join.401
+	br label %join.407
 }
 
 declare void @llvm.prefetch.p0i8(i8* %0, i32 %1, i32 %2, i32 %3)
@@ -11667,24 +11743,24 @@ entry:
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.373, label %else.374
+	br i1 %3, label %then.379, label %else.380
 
-then.373:
-	br label %blocks.head.376
+then.379:
+	br label %blocks.head.382
 
-else.374:
-	br label %draw.head.379
+else.380:
+	br label %draw.head.385
 
-join.375:
+join.381:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.376:
-	%5 = phi i64 [ 0, %then.373 ], [ %27, %blocks.377 ]
+blocks.head.382:
+	%5 = phi i64 [ 0, %then.379 ], [ %27, %blocks.383 ]
 	%6 = icmp slt i64 %5, 4
-	br i1 %6, label %blocks.377, label %blocks.done.378
+	br i1 %6, label %blocks.383, label %blocks.done.384
 
-blocks.377:
+blocks.383:
 	%7 = mul i64 %5, 32
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 2
@@ -11710,26 +11786,26 @@ blocks.377:
 	%26 = extractvalue [4 x <8 x float>] %10, 3
 	store <8 x float> %26, <8 x float>* %25, align 4
 	%27 = add i64 %5, 1
-	br label %blocks.head.376
+	br label %blocks.head.382
 
-blocks.done.378:
-	br label %join.375
+blocks.done.384:
+	br label %join.381
 
-draw.head.379:
-	%28 = phi i64 [ 0, %else.374 ], [ %33, %draw.380 ]
+draw.head.385:
+	%28 = phi i64 [ 0, %else.380 ], [ %33, %draw.386 ]
 	%29 = icmp slt i64 %28, 128
-	br i1 %29, label %draw.380, label %draw.done.381
+	br i1 %29, label %draw.386, label %draw.done.387
 
-draw.380:
+draw.386:
 	%30 = add i64 %first, %28
 	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
 	%32 = getelementptr float, float* %1, i64 %28
 	store float %31, float* %32, align 4
 	%33 = add i64 %28, 1
-	br label %draw.head.379
+	br label %draw.head.385
 
-draw.done.381:
-	br label %join.375
+draw.done.387:
+	br label %join.381
 }
 
 define internal <128 x float> @lars_noise_row128_8_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -11738,24 +11814,24 @@ entry:
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.402, label %else.403
+	br i1 %3, label %then.408, label %else.409
 
-then.402:
-	br label %blocks.head.405
+then.408:
+	br label %blocks.head.411
 
-else.403:
-	br label %draw.head.408
+else.409:
+	br label %draw.head.414
 
-join.404:
+join.410:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.405:
-	%5 = phi i64 [ 0, %then.402 ], [ %43, %blocks.406 ]
+blocks.head.411:
+	%5 = phi i64 [ 0, %then.408 ], [ %43, %blocks.412 ]
 	%6 = icmp slt i64 %5, 2
-	br i1 %6, label %blocks.406, label %blocks.done.407
+	br i1 %6, label %blocks.412, label %blocks.done.413
 
-blocks.406:
+blocks.412:
 	%7 = mul i64 %5, 64
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 3
@@ -11801,17 +11877,17 @@ blocks.406:
 	%42 = extractvalue [8 x <8 x float>] %10, 7
 	store <8 x float> %42, <8 x float>* %41, align 4
 	%43 = add i64 %5, 1
-	br label %blocks.head.405
+	br label %blocks.head.411
 
-blocks.done.407:
-	br label %join.404
+blocks.done.413:
+	br label %join.410
 
-draw.head.408:
-	%44 = phi i64 [ 0, %else.403 ], [ %71, %draw.409 ]
+draw.head.414:
+	%44 = phi i64 [ 0, %else.409 ], [ %71, %draw.415 ]
 	%45 = icmp slt i64 %44, 128
-	br i1 %45, label %draw.409, label %draw.done.410
+	br i1 %45, label %draw.415, label %draw.done.416
 
-draw.409:
+draw.415:
 	%46 = add i64 %first, %44
 	%47 = lshr i64 %46, 3
 	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
@@ -11839,10 +11915,10 @@ draw.409:
 	%70 = getelementptr float, float* %1, i64 %44
 	store float %69, float* %70, align 4
 	%71 = add i64 %44, 1
-	br label %draw.head.408
+	br label %draw.head.414
 
-draw.done.410:
-	br label %join.404
+draw.done.416:
+	br label %join.410
 }
 
 define internal void @lars_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
@@ -11896,12 +11972,12 @@ entry:
 without_noise:
 	%40 = add i64 %n, 4095
 	%41 = sdiv i64 %40, u0x1000
-	br label %task.head.422
+	br label %task.head.428
 
 with_noise:
 	%42 = add i64 %n, 4095
 	%43 = sdiv i64 %42, u0x1000
-	br label %task.head.437
+	br label %task.head.443
 
 with_secure_noise:
 	%44 = bitcast float %15 to i32
@@ -11920,17 +11996,17 @@ with_secure_noise:
 	%57 = bitcast i32 %56 to float
 	%58 = add i64 %n, 4095
 	%59 = sdiv i64 %58, u0x1000
-	br label %task.head.466
+	br label %task.head.472
 
 unknown_mode:
 	ret void
 
-task.head.422:
-	%60 = phi i64 [ %17, %without_noise ], [ %155, %row.done.427 ]
+task.head.428:
+	%60 = phi i64 [ %17, %without_noise ], [ %155, %row.done.433 ]
 	%61 = icmp slt i64 %60, %19
-	br i1 %61, label %task.423, label %task.done.424
+	br i1 %61, label %task.429, label %task.done.430
 
-task.423:
+task.429:
 	%62 = sdiv i64 %60, %41
 	%63 = srem i64 %60, %41
 	%64 = mul i64 %62, %n
@@ -11943,19 +12019,19 @@ task.423:
 	%71 = sdiv i64 %70, 128
 	%72 = icmp slt i64 %71, 32
 	%73 = select i1 %72, i64 %71, i64 32
-	br label %row.head.425
+	br label %row.head.431
 
-task.done.424:
+task.done.430:
 	ret void
 
-row.head.425:
-	%74 = phi i64 [ 0, %task.423 ], [ %184, %join.430 ]
-	%75 = phi <32 x float> [ zeroinitializer, %task.423 ], [ %182, %join.430 ]
-	%76 = phi <32 x float> [ zeroinitializer, %task.423 ], [ %183, %join.430 ]
+row.head.431:
+	%74 = phi i64 [ 0, %task.429 ], [ %184, %join.436 ]
+	%75 = phi <32 x float> [ zeroinitializer, %task.429 ], [ %182, %join.436 ]
+	%76 = phi <32 x float> [ zeroinitializer, %task.429 ], [ %183, %join.436 ]
 	%77 = icmp slt i64 %74, %73
-	br i1 %77, label %row.426, label %row.done.427
+	br i1 %77, label %row.432, label %row.done.433
 
-row.426:
+row.432:
 	%78 = mul i64 %74, 128
 	%79 = add i64 %68, %78
 	%80 = add i64 %79, 512
@@ -12025,9 +12101,9 @@ row.426:
 	call void @llvm.prefetch.p0i8(i8* %128, i32 0, i32 3, i32 1)
 	%129 = add i64 %79, 128
 	%130 = icmp sle i64 %129, %n
-	br i1 %130, label %then.428, label %else.429
+	br i1 %130, label %then.434, label %else.435
 
-row.done.427:
+row.done.433:
 	%131 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%132 = fadd <32 x float> %75, %131
 	%133 = shufflevector <32 x float> %76, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -12055,9 +12131,9 @@ row.done.427:
 	%154 = getelementptr float, float* %39, i64 %60
 	store float %153, float* %154, align 4
 	%155 = add i64 %60, 1
-	br label %task.head.422
+	br label %task.head.428
 
-then.428:
+then.434:
 	%156 = getelementptr float, float* %65, i64 %79
 	%157 = bitcast float* %156 to <128 x float>*
 	%158 = load <128 x float>, <128 x float>* %157, align 4
@@ -12082,55 +12158,55 @@ then.428:
 	%177 = fadd <32 x float> %175, %176
 	%178 = shufflevector <128 x float> %163, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%179 = fadd <32 x float> %177, %178
-	br label %join.430
+	br label %join.436
 
-else.429:
+else.435:
 	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
 	%180 = bitcast <128 x float>* %7 to float*
 	%181 = sub i64 %n, %79
-	br label %pad.head.431
+	br label %pad.head.437
 
-join.430:
-	%182 = phi <32 x float> [ %171, %then.428 ], [ %223, %pad.done.436 ]
-	%183 = phi <32 x float> [ %179, %then.428 ], [ %232, %pad.done.436 ]
+join.436:
+	%182 = phi <32 x float> [ %171, %then.434 ], [ %223, %pad.done.442 ]
+	%183 = phi <32 x float> [ %179, %then.434 ], [ %232, %pad.done.442 ]
 	%184 = add i64 %74, 1
-	br label %row.head.425
+	br label %row.head.431
 
-pad.head.431:
-	%185 = phi i64 [ 0, %else.429 ], [ %191, %pad.432 ]
+pad.head.437:
+	%185 = phi i64 [ 0, %else.435 ], [ %191, %pad.438 ]
 	%186 = icmp slt i64 %185, %181
-	br i1 %186, label %pad.432, label %pad.done.433
+	br i1 %186, label %pad.438, label %pad.done.439
 
-pad.432:
+pad.438:
 	%187 = add i64 %79, %185
 	%188 = getelementptr float, float* %65, i64 %187
 	%189 = load float, float* %188, align 4
 	%190 = getelementptr float, float* %180, i64 %185
 	store volatile float %189, float* %190, align 4
 	%191 = add i64 %185, 1
-	br label %pad.head.431
+	br label %pad.head.437
 
-pad.done.433:
+pad.done.439:
 	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
 	%192 = bitcast <128 x float>* %6 to float*
 	%193 = sub i64 %n, %79
-	br label %pad.head.434
+	br label %pad.head.440
 
-pad.head.434:
-	%194 = phi i64 [ 0, %pad.done.433 ], [ %200, %pad.435 ]
+pad.head.440:
+	%194 = phi i64 [ 0, %pad.done.439 ], [ %200, %pad.441 ]
 	%195 = icmp slt i64 %194, %193
-	br i1 %195, label %pad.435, label %pad.done.436
+	br i1 %195, label %pad.441, label %pad.done.442
 
-pad.435:
+pad.441:
 	%196 = add i64 %79, %194
 	%197 = getelementptr float, float* %67, i64 %196
 	%198 = load float, float* %197, align 4
 	%199 = getelementptr float, float* %192, i64 %194
 	store volatile float %198, float* %199, align 4
 	%200 = add i64 %194, 1
-	br label %pad.head.434
+	br label %pad.head.440
 
-pad.done.436:
+pad.done.442:
 	%201 = insertelement <128 x i64> undef, i64 %79, i32 0
 	%202 = shufflevector <128 x i64> %201, <128 x i64> undef, <128 x i32> zeroinitializer
 	%203 = add <128 x i64> %202, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -12163,14 +12239,14 @@ pad.done.436:
 	%230 = fadd <32 x float> %228, %229
 	%231 = shufflevector <128 x float> %224, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%232 = fadd <32 x float> %230, %231
-	br label %join.430
+	br label %join.436
 
-task.head.437:
-	%233 = phi i64 [ %17, %with_noise ], [ %328, %row.done.442 ]
+task.head.443:
+	%233 = phi i64 [ %17, %with_noise ], [ %328, %row.done.448 ]
 	%234 = icmp slt i64 %233, %19
-	br i1 %234, label %task.438, label %task.done.439
+	br i1 %234, label %task.444, label %task.done.445
 
-task.438:
+task.444:
 	%235 = sdiv i64 %233, %43
 	%236 = srem i64 %233, %43
 	%237 = mul i64 %235, %n
@@ -12183,19 +12259,19 @@ task.438:
 	%244 = sdiv i64 %243, 128
 	%245 = icmp slt i64 %244, 32
 	%246 = select i1 %245, i64 %244, i64 32
-	br label %row.head.440
+	br label %row.head.446
 
-task.done.439:
+task.done.445:
 	ret void
 
-row.head.440:
-	%247 = phi i64 [ 0, %task.438 ], [ %472, %join.445 ]
-	%248 = phi <32 x float> [ zeroinitializer, %task.438 ], [ %470, %join.445 ]
-	%249 = phi <32 x float> [ zeroinitializer, %task.438 ], [ %471, %join.445 ]
+row.head.446:
+	%247 = phi i64 [ 0, %task.444 ], [ %472, %join.451 ]
+	%248 = phi <32 x float> [ zeroinitializer, %task.444 ], [ %470, %join.451 ]
+	%249 = phi <32 x float> [ zeroinitializer, %task.444 ], [ %471, %join.451 ]
 	%250 = icmp slt i64 %247, %246
-	br i1 %250, label %row.441, label %row.done.442
+	br i1 %250, label %row.447, label %row.done.448
 
-row.441:
+row.447:
 	%251 = mul i64 %247, 128
 	%252 = add i64 %241, %251
 	%253 = add i64 %252, 512
@@ -12265,9 +12341,9 @@ row.441:
 	call void @llvm.prefetch.p0i8(i8* %301, i32 0, i32 3, i32 1)
 	%302 = add i64 %252, 128
 	%303 = icmp sle i64 %302, %n
-	br i1 %303, label %then.443, label %else.444
+	br i1 %303, label %then.449, label %else.450
 
-row.done.442:
+row.done.448:
 	%304 = shufflevector <32 x float> %248, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%305 = fadd <32 x float> %248, %304
 	%306 = shufflevector <32 x float> %249, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -12295,9 +12371,9 @@ row.done.442:
 	%327 = getelementptr float, float* %39, i64 %233
 	store float %326, float* %327, align 4
 	%328 = add i64 %233, 1
-	br label %task.head.437
+	br label %task.head.443
 
-then.443:
+then.449:
 	%329 = getelementptr float, float* %238, i64 %252
 	%330 = bitcast float* %329 to <128 x float>*
 	%331 = load <128 x float>, <128 x float>* %330, align 4
@@ -12437,27 +12513,27 @@ then.443:
 	%465 = fmul <128 x float> %464, %336
 	%466 = fadd <128 x float> %334, %465
 	%467 = icmp ne float* %kept, null
-	br i1 %467, label %keep.455, label %kept.456
+	br i1 %467, label %keep.461, label %kept.462
 
-else.444:
+else.450:
 	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
 	%468 = bitcast <128 x float>* %5 to float*
 	%469 = sub i64 %n, %252
-	br label %pad.head.457
+	br label %pad.head.463
 
-join.445:
-	%470 = phi <32 x float> [ %484, %kept.456 ], [ %675, %keep.done.465 ]
-	%471 = phi <32 x float> [ %492, %kept.456 ], [ %684, %keep.done.465 ]
+join.451:
+	%470 = phi <32 x float> [ %484, %kept.462 ], [ %675, %keep.done.471 ]
+	%471 = phi <32 x float> [ %492, %kept.462 ], [ %684, %keep.done.471 ]
 	%472 = add i64 %247, 1
-	br label %row.head.440
+	br label %row.head.446
 
-keep.455:
+keep.461:
 	%473 = getelementptr float, float* %kept, i64 %252
 	%474 = bitcast float* %473 to <128 x float>*
 	store <128 x float> %466, <128 x float>* %474, align 4
-	br label %kept.456
+	br label %kept.462
 
-kept.456:
+kept.462:
 	%475 = fmul <128 x float> %331, %331
 	%476 = fmul <128 x float> %466, %466
 	%477 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
@@ -12476,43 +12552,43 @@ kept.456:
 	%490 = fadd <32 x float> %488, %489
 	%491 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%492 = fadd <32 x float> %490, %491
-	br label %join.445
+	br label %join.451
 
-pad.head.457:
-	%493 = phi i64 [ 0, %else.444 ], [ %499, %pad.458 ]
+pad.head.463:
+	%493 = phi i64 [ 0, %else.450 ], [ %499, %pad.464 ]
 	%494 = icmp slt i64 %493, %469
-	br i1 %494, label %pad.458, label %pad.done.459
+	br i1 %494, label %pad.464, label %pad.done.465
 
-pad.458:
+pad.464:
 	%495 = add i64 %252, %493
 	%496 = getelementptr float, float* %238, i64 %495
 	%497 = load float, float* %496, align 4
 	%498 = getelementptr float, float* %468, i64 %493
 	store volatile float %497, float* %498, align 4
 	%499 = add i64 %493, 1
-	br label %pad.head.457
+	br label %pad.head.463
 
-pad.done.459:
+pad.done.465:
 	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
 	%500 = bitcast <128 x float>* %4 to float*
 	%501 = sub i64 %n, %252
-	br label %pad.head.460
+	br label %pad.head.466
 
-pad.head.460:
-	%502 = phi i64 [ 0, %pad.done.459 ], [ %508, %pad.461 ]
+pad.head.466:
+	%502 = phi i64 [ 0, %pad.done.465 ], [ %508, %pad.467 ]
 	%503 = icmp slt i64 %502, %501
-	br i1 %503, label %pad.461, label %pad.done.462
+	br i1 %503, label %pad.467, label %pad.done.468
 
-pad.461:
+pad.467:
 	%504 = add i64 %252, %502
 	%505 = getelementptr float, float* %240, i64 %504
 	%506 = load float, float* %505, align 4
 	%507 = getelementptr float, float* %500, i64 %502
 	store volatile float %506, float* %507, align 4
 	%508 = add i64 %502, 1
-	br label %pad.head.460
+	br label %pad.head.466
 
-pad.done.462:
+pad.done.468:
 	%509 = insertelement <128 x i64> undef, i64 %252, i32 0
 	%510 = shufflevector <128 x i64> %509, <128 x i64> undef, <128 x i32> zeroinitializer
 	%511 = add <128 x i64> %510, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -12664,23 +12740,23 @@ pad.done.462:
 	%655 = icmp ne float* %kept, null
 	%656 = sub i64 %n, %252
 	%657 = select i1 %655, i64 %656, i64 0
-	br label %keep.head.463
+	br label %keep.head.469
 
-keep.head.463:
-	%658 = phi i64 [ 0, %pad.done.462 ], [ %664, %keep.464 ]
+keep.head.469:
+	%658 = phi i64 [ 0, %pad.done.468 ], [ %664, %keep.470 ]
 	%659 = icmp slt i64 %658, %657
-	br i1 %659, label %keep.464, label %keep.done.465
+	br i1 %659, label %keep.470, label %keep.done.471
 
-keep.464:
+keep.470:
 	%660 = getelementptr float, float* %653, i64 %658
 	%661 = load float, float* %660, align 4
 	%662 = add i64 %252, %658
 	%663 = getelementptr float, float* %kept, i64 %662
 	store volatile float %661, float* %663, align 4
 	%664 = add i64 %658, 1
-	br label %keep.head.463
+	br label %keep.head.469
 
-keep.done.465:
+keep.done.471:
 	%665 = fmul <128 x float> %517, %517
 	%666 = fmul <128 x float> %652, %652
 	%667 = select <128 x i1> %514, <128 x float> %665, <128 x float> zeroinitializer
@@ -12701,14 +12777,14 @@ keep.done.465:
 	%682 = fadd <32 x float> %680, %681
 	%683 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%684 = fadd <32 x float> %682, %683
-	br label %join.445
+	br label %join.451
 
-task.head.466:
-	%685 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.471 ]
+task.head.472:
+	%685 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.477 ]
 	%686 = icmp slt i64 %685, %19
-	br i1 %686, label %task.467, label %task.done.468
+	br i1 %686, label %task.473, label %task.done.474
 
-task.467:
+task.473:
 	%687 = sdiv i64 %685, %59
 	%688 = srem i64 %685, %59
 	%689 = mul i64 %687, %n
@@ -12721,19 +12797,19 @@ task.467:
 	%696 = sdiv i64 %695, 128
 	%697 = icmp slt i64 %696, 32
 	%698 = select i1 %697, i64 %696, i64 32
-	br label %row.head.469
+	br label %row.head.475
 
-task.done.468:
+task.done.474:
 	ret void
 
-row.head.469:
-	%699 = phi i64 [ 0, %task.467 ], [ %1186, %join.474 ]
-	%700 = phi <32 x float> [ zeroinitializer, %task.467 ], [ %1184, %join.474 ]
-	%701 = phi <32 x float> [ zeroinitializer, %task.467 ], [ %1185, %join.474 ]
+row.head.475:
+	%699 = phi i64 [ 0, %task.473 ], [ %1186, %join.480 ]
+	%700 = phi <32 x float> [ zeroinitializer, %task.473 ], [ %1184, %join.480 ]
+	%701 = phi <32 x float> [ zeroinitializer, %task.473 ], [ %1185, %join.480 ]
 	%702 = icmp slt i64 %699, %698
-	br i1 %702, label %row.470, label %row.done.471
+	br i1 %702, label %row.476, label %row.done.477
 
-row.470:
+row.476:
 	%703 = mul i64 %699, 128
 	%704 = add i64 %693, %703
 	%705 = add i64 %704, 512
@@ -12803,9 +12879,9 @@ row.470:
 	call void @llvm.prefetch.p0i8(i8* %753, i32 0, i32 3, i32 1)
 	%754 = add i64 %704, 128
 	%755 = icmp sle i64 %754, %n
-	br i1 %755, label %then.472, label %else.473
+	br i1 %755, label %then.478, label %else.479
 
-row.done.471:
+row.done.477:
 	%756 = shufflevector <32 x float> %700, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%757 = fadd <32 x float> %700, %756
 	%758 = shufflevector <32 x float> %701, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -12833,9 +12909,9 @@ row.done.471:
 	%779 = getelementptr float, float* %39, i64 %685
 	store float %778, float* %779, align 4
 	%780 = add i64 %685, 1
-	br label %task.head.466
+	br label %task.head.472
 
-then.472:
+then.478:
 	%781 = getelementptr float, float* %690, i64 %704
 	%782 = bitcast float* %781 to <128 x float>*
 	%783 = load <128 x float>, <128 x float>* %782, align 4
@@ -13237,27 +13313,27 @@ then.472:
 	%1179 = fcmp oeq float %53, 0.0
 	%1180 = select i1 %1179, <128 x float> %918, <128 x float> %1178
 	%1181 = icmp ne float* %kept, null
-	br i1 %1181, label %keep.484, label %kept.485
+	br i1 %1181, label %keep.490, label %kept.491
 
-else.473:
+else.479:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%1182 = bitcast <128 x float>* %2 to float*
 	%1183 = sub i64 %n, %704
-	br label %pad.head.486
+	br label %pad.head.492
 
-join.474:
-	%1184 = phi <32 x float> [ %1198, %kept.485 ], [ %1651, %keep.done.494 ]
-	%1185 = phi <32 x float> [ %1206, %kept.485 ], [ %1660, %keep.done.494 ]
+join.480:
+	%1184 = phi <32 x float> [ %1198, %kept.491 ], [ %1651, %keep.done.500 ]
+	%1185 = phi <32 x float> [ %1206, %kept.491 ], [ %1660, %keep.done.500 ]
 	%1186 = add i64 %699, 1
-	br label %row.head.469
+	br label %row.head.475
 
-keep.484:
+keep.490:
 	%1187 = getelementptr float, float* %kept, i64 %704
 	%1188 = bitcast float* %1187 to <128 x float>*
 	store <128 x float> %1180, <128 x float>* %1188, align 4
-	br label %kept.485
+	br label %kept.491
 
-kept.485:
+kept.491:
 	%1189 = fmul <128 x float> %783, %783
 	%1190 = fmul <128 x float> %1180, %1180
 	%1191 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
@@ -13276,43 +13352,43 @@ kept.485:
 	%1204 = fadd <32 x float> %1202, %1203
 	%1205 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1206 = fadd <32 x float> %1204, %1205
-	br label %join.474
+	br label %join.480
 
-pad.head.486:
-	%1207 = phi i64 [ 0, %else.473 ], [ %1213, %pad.487 ]
+pad.head.492:
+	%1207 = phi i64 [ 0, %else.479 ], [ %1213, %pad.493 ]
 	%1208 = icmp slt i64 %1207, %1183
-	br i1 %1208, label %pad.487, label %pad.done.488
+	br i1 %1208, label %pad.493, label %pad.done.494
 
-pad.487:
+pad.493:
 	%1209 = add i64 %704, %1207
 	%1210 = getelementptr float, float* %690, i64 %1209
 	%1211 = load float, float* %1210, align 4
 	%1212 = getelementptr float, float* %1182, i64 %1207
 	store volatile float %1211, float* %1212, align 4
 	%1213 = add i64 %1207, 1
-	br label %pad.head.486
+	br label %pad.head.492
 
-pad.done.488:
+pad.done.494:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%1214 = bitcast <128 x float>* %1 to float*
 	%1215 = sub i64 %n, %704
-	br label %pad.head.489
+	br label %pad.head.495
 
-pad.head.489:
-	%1216 = phi i64 [ 0, %pad.done.488 ], [ %1222, %pad.490 ]
+pad.head.495:
+	%1216 = phi i64 [ 0, %pad.done.494 ], [ %1222, %pad.496 ]
 	%1217 = icmp slt i64 %1216, %1215
-	br i1 %1217, label %pad.490, label %pad.done.491
+	br i1 %1217, label %pad.496, label %pad.done.497
 
-pad.490:
+pad.496:
 	%1218 = add i64 %704, %1216
 	%1219 = getelementptr float, float* %692, i64 %1218
 	%1220 = load float, float* %1219, align 4
 	%1221 = getelementptr float, float* %1214, i64 %1216
 	store volatile float %1220, float* %1221, align 4
 	%1222 = add i64 %1216, 1
-	br label %pad.head.489
+	br label %pad.head.495
 
-pad.done.491:
+pad.done.497:
 	%1223 = insertelement <128 x i64> undef, i64 %704, i32 0
 	%1224 = shufflevector <128 x i64> %1223, <128 x i64> undef, <128 x i32> zeroinitializer
 	%1225 = add <128 x i64> %1224, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -13726,23 +13802,23 @@ pad.done.491:
 	%1631 = icmp ne float* %kept, null
 	%1632 = sub i64 %n, %704
 	%1633 = select i1 %1631, i64 %1632, i64 0
-	br label %keep.head.492
+	br label %keep.head.498
 
-keep.head.492:
-	%1634 = phi i64 [ 0, %pad.done.491 ], [ %1640, %keep.493 ]
+keep.head.498:
+	%1634 = phi i64 [ 0, %pad.done.497 ], [ %1640, %keep.499 ]
 	%1635 = icmp slt i64 %1634, %1633
-	br i1 %1635, label %keep.493, label %keep.done.494
+	br i1 %1635, label %keep.499, label %keep.done.500
 
-keep.493:
+keep.499:
 	%1636 = getelementptr float, float* %1629, i64 %1634
 	%1637 = load float, float* %1636, align 4
 	%1638 = add i64 %704, %1634
 	%1639 = getelementptr float, float* %kept, i64 %1638
 	store volatile float %1637, float* %1639, align 4
 	%1640 = add i64 %1634, 1
-	br label %keep.head.492
+	br label %keep.head.498
 
-keep.done.494:
+keep.done.500:
 	%1641 = fmul <128 x float> %1231, %1231
 	%1642 = fmul <128 x float> %1628, %1628
 	%1643 = select <128 x i1> %1228, <128 x float> %1641, <128 x float> zeroinitializer
@@ -13763,7 +13839,7 @@ keep.done.494:
 	%1658 = fadd <32 x float> %1656, %1657
 	%1659 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1660 = fadd <32 x float> %1658, %1659
-	br label %join.474
+	br label %join.480
 }
 
 define internal <128 x float> @lars_noise_row128_16_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
@@ -13772,24 +13848,24 @@ entry:
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.446, label %else.447
+	br i1 %3, label %then.452, label %else.453
 
-then.446:
-	br label %blocks.head.449
+then.452:
+	br label %blocks.head.455
 
-else.447:
-	br label %draw.head.452
+else.453:
+	br label %draw.head.458
 
-join.448:
+join.454:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.449:
-	%5 = phi i64 [ 0, %then.446 ], [ %27, %blocks.450 ]
+blocks.head.455:
+	%5 = phi i64 [ 0, %then.452 ], [ %27, %blocks.456 ]
 	%6 = icmp slt i64 %5, 2
-	br i1 %6, label %blocks.450, label %blocks.done.451
+	br i1 %6, label %blocks.456, label %blocks.done.457
 
-blocks.450:
+blocks.456:
 	%7 = mul i64 %5, 64
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 2
@@ -13815,26 +13891,26 @@ blocks.450:
 	%26 = extractvalue [4 x <16 x float>] %10, 3
 	store <16 x float> %26, <16 x float>* %25, align 4
 	%27 = add i64 %5, 1
-	br label %blocks.head.449
+	br label %blocks.head.455
 
-blocks.done.451:
-	br label %join.448
+blocks.done.457:
+	br label %join.454
 
-draw.head.452:
-	%28 = phi i64 [ 0, %else.447 ], [ %33, %draw.453 ]
+draw.head.458:
+	%28 = phi i64 [ 0, %else.453 ], [ %33, %draw.459 ]
 	%29 = icmp slt i64 %28, 128
-	br i1 %29, label %draw.453, label %draw.done.454
+	br i1 %29, label %draw.459, label %draw.done.460
 
-draw.453:
+draw.459:
 	%30 = add i64 %first, %28
 	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
 	%32 = getelementptr float, float* %1, i64 %28
 	store float %31, float* %32, align 4
 	%33 = add i64 %28, 1
-	br label %draw.head.452
+	br label %draw.head.458
 
-draw.done.454:
-	br label %join.448
+draw.done.460:
+	br label %join.454
 }
 
 define internal <128 x float> @lars_noise_row128_16_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -13843,24 +13919,24 @@ entry:
 	%1 = bitcast <128 x float>* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.475, label %else.476
+	br i1 %3, label %then.481, label %else.482
 
-then.475:
-	br label %blocks.head.478
+then.481:
+	br label %blocks.head.484
 
-else.476:
-	br label %draw.head.481
+else.482:
+	br label %draw.head.487
 
-join.477:
+join.483:
 	%4 = load <128 x float>, <128 x float>* %0, align 4
 	ret <128 x float> %4
 
-blocks.head.478:
-	%5 = phi i64 [ 0, %then.475 ], [ %43, %blocks.479 ]
+blocks.head.484:
+	%5 = phi i64 [ 0, %then.481 ], [ %43, %blocks.485 ]
 	%6 = icmp slt i64 %5, 1
-	br i1 %6, label %blocks.479, label %blocks.done.480
+	br i1 %6, label %blocks.485, label %blocks.done.486
 
-blocks.479:
+blocks.485:
 	%7 = mul i64 %5, 128
 	%8 = add i64 %first, %7
 	%9 = lshr i64 %8, 3
@@ -13906,17 +13982,17 @@ blocks.479:
 	%42 = extractvalue [8 x <16 x float>] %10, 7
 	store <16 x float> %42, <16 x float>* %41, align 4
 	%43 = add i64 %5, 1
-	br label %blocks.head.478
+	br label %blocks.head.484
 
-blocks.done.480:
-	br label %join.477
+blocks.done.486:
+	br label %join.483
 
-draw.head.481:
-	%44 = phi i64 [ 0, %else.476 ], [ %71, %draw.482 ]
+draw.head.487:
+	%44 = phi i64 [ 0, %else.482 ], [ %71, %draw.488 ]
 	%45 = icmp slt i64 %44, 128
-	br i1 %45, label %draw.482, label %draw.done.483
+	br i1 %45, label %draw.488, label %draw.done.489
 
-draw.482:
+draw.488:
 	%46 = add i64 %first, %44
 	%47 = lshr i64 %46, 3
 	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
@@ -13944,10 +14020,10 @@ draw.482:
 	%70 = getelementptr float, float* %1, i64 %44
 	store float %69, float* %70, align 4
 	%71 = add i64 %44, 1
-	br label %draw.head.481
+	br label %draw.head.487
 
-draw.done.483:
-	br label %join.477
+draw.done.489:
+	br label %join.483
 }
 
 define void @lars_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind {
@@ -14001,17 +14077,17 @@ entry:
 	br i1 %27, label %two_sets, label %one_set
 
 two_sets:
-	br label %example.head.495
+	br label %example.head.501
 
 one_set:
-	br label %example.head.513
+	br label %example.head.519
 
-example.head.495:
-	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.500 ]
+example.head.501:
+	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.506 ]
 	%29 = icmp slt i64 %28, %12
-	br i1 %29, label %example.496, label %example.done.497
+	br i1 %29, label %example.502, label %example.done.503
 
-example.496:
+example.502:
 	%30 = mul i64 %28, %22
 	%31 = getelementptr float, float* %6, i64 %30
 	%32 = mul i64 %28, %22
@@ -14028,17 +14104,17 @@ example.496:
 	%43 = sdiv i64 %42, 32
 	%44 = icmp sgt i64 %40, 0
 	%45 = select i1 %44, i64 %43, i64 0
-	br label %piece.chunk.head.498
+	br label %piece.chunk.head.504
 
-example.done.497:
+example.done.503:
 	ret void
 
-piece.chunk.head.498:
-	%46 = phi i64 [ 0, %example.496 ], [ %69, %piece.row.done.503 ]
+piece.chunk.head.504:
+	%46 = phi i64 [ 0, %example.502 ], [ %69, %piece.row.done.509 ]
 	%47 = icmp slt i64 %46, %45
-	br i1 %47, label %piece.chunk.499, label %piece.chunk.done.500
+	br i1 %47, label %piece.chunk.505, label %piece.chunk.done.506
 
-piece.chunk.499:
+piece.chunk.505:
 	%48 = mul i64 %46, 32
 	%49 = getelementptr float, float* %35, i64 %48
 	%50 = bitcast float* %49 to <32 x float>*
@@ -14050,33 +14126,33 @@ piece.chunk.499:
 	%56 = add i64 %53, 32
 	%57 = icmp slt i64 %56, %40
 	%58 = select i1 %57, i64 %56, i64 %40
-	br label %piece.row.head.501
+	br label %piece.row.head.507
 
-piece.chunk.done.500:
+piece.chunk.done.506:
 	%59 = add i64 %28, 1
-	br label %example.head.495
+	br label %example.head.501
 
-piece.row.head.501:
-	%60 = phi i64 [ %55, %piece.chunk.499 ], [ %99, %join.506 ]
-	%61 = phi <32 x float> [ %51, %piece.chunk.499 ], [ %98, %join.506 ]
+piece.row.head.507:
+	%60 = phi i64 [ %55, %piece.chunk.505 ], [ %99, %join.512 ]
+	%61 = phi <32 x float> [ %51, %piece.chunk.505 ], [ %98, %join.512 ]
 	%62 = icmp slt i64 %60, %58
-	br i1 %62, label %piece.row.502, label %piece.row.done.503
+	br i1 %62, label %piece.row.508, label %piece.row.done.509
 
-piece.row.502:
+piece.row.508:
 	%63 = mul i64 %60, 128
 	%64 = sub i64 %63, %36
 	%65 = icmp sge i64 %64, 0
 	%66 = add i64 %64, 128
 	%67 = icmp sle i64 %66, %8
 	%68 = and i1 %65, %67
-	br i1 %68, label %then.504, label %else.505
+	br i1 %68, label %then.510, label %else.511
 
-piece.row.done.503:
+piece.row.done.509:
 	store <32 x float> %61, <32 x float>* %50, align 4
 	%69 = add i64 %46, 1
-	br label %piece.chunk.head.498
+	br label %piece.chunk.head.504
 
-then.504:
+then.510:
 	%70 = getelementptr float, float* %31, i64 %64
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
@@ -14099,9 +14175,9 @@ then.504:
 	%89 = fadd <32 x float> %87, %88
 	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%91 = fadd <32 x float> %89, %90
-	br label %join.506
+	br label %join.512
 
-else.505:
+else.511:
 	%92 = icmp slt i64 %64, 0
 	%93 = select i1 %92, i64 0, i64 %64
 	%94 = add i64 %64, 128
@@ -14109,47 +14185,47 @@ else.505:
 	%96 = select i1 %95, i64 %94, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%97 = bitcast <128 x float>* %2 to float*
-	br label %pad.head.507
+	br label %pad.head.513
 
-join.506:
-	%98 = phi <32 x float> [ %91, %then.504 ], [ %150, %pad.done.512 ]
+join.512:
+	%98 = phi <32 x float> [ %91, %then.510 ], [ %150, %pad.done.518 ]
 	%99 = add i64 %60, 1
-	br label %piece.row.head.501
+	br label %piece.row.head.507
 
-pad.head.507:
-	%100 = phi i64 [ %93, %else.505 ], [ %106, %pad.508 ]
+pad.head.513:
+	%100 = phi i64 [ %93, %else.511 ], [ %106, %pad.514 ]
 	%101 = icmp slt i64 %100, %96
-	br i1 %101, label %pad.508, label %pad.done.509
+	br i1 %101, label %pad.514, label %pad.done.515
 
-pad.508:
+pad.514:
 	%102 = getelementptr float, float* %31, i64 %100
 	%103 = load float, float* %102, align 4
 	%104 = sub i64 %100, %64
 	%105 = getelementptr float, float* %97, i64 %104
 	store volatile float %103, float* %105, align 4
 	%106 = add i64 %100, 1
-	br label %pad.head.507
+	br label %pad.head.513
 
-pad.done.509:
+pad.done.515:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%107 = bitcast <128 x float>* %1 to float*
-	br label %pad.head.510
+	br label %pad.head.516
 
-pad.head.510:
-	%108 = phi i64 [ %93, %pad.done.509 ], [ %114, %pad.511 ]
+pad.head.516:
+	%108 = phi i64 [ %93, %pad.done.515 ], [ %114, %pad.517 ]
 	%109 = icmp slt i64 %108, %96
-	br i1 %109, label %pad.511, label %pad.done.512
+	br i1 %109, label %pad.517, label %pad.done.518
 
-pad.511:
+pad.517:
 	%110 = getelementptr float, float* %33, i64 %108
 	%111 = load float, float* %110, align 4
 	%112 = sub i64 %108, %64
 	%113 = getelementptr float, float* %107, i64 %112
 	store volatile float %111, float* %113, align 4
 	%114 = add i64 %108, 1
-	br label %pad.head.510
+	br label %pad.head.516
 
-pad.done.512:
+pad.done.518:
 	%115 = insertelement <128 x i64> undef, i64 %64, i32 0
 	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
 	%117 = add <128 x i64> %116, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -14186,14 +14262,14 @@ pad.done.512:
 	%148 = fadd <32 x float> %146, %147
 	%149 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%150 = fadd <32 x float> %148, %149
-	br label %join.506
+	br label %join.512
 
-example.head.513:
-	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.518 ]
+example.head.519:
+	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.524 ]
 	%152 = icmp slt i64 %151, %12
-	br i1 %152, label %example.514, label %example.done.515
+	br i1 %152, label %example.520, label %example.done.521
 
-example.514:
+example.520:
 	%153 = mul i64 %151, %22
 	%154 = getelementptr float, float* %4, i64 %153
 	%155 = mul i64 %151, %26
@@ -14208,17 +14284,17 @@ example.514:
 	%164 = sdiv i64 %163, 32
 	%165 = icmp sgt i64 %161, 0
 	%166 = select i1 %165, i64 %164, i64 0
-	br label %piece.chunk.head.516
+	br label %piece.chunk.head.522
 
-example.done.515:
+example.done.521:
 	ret void
 
-piece.chunk.head.516:
-	%167 = phi i64 [ 0, %example.514 ], [ %190, %piece.row.done.521 ]
+piece.chunk.head.522:
+	%167 = phi i64 [ 0, %example.520 ], [ %190, %piece.row.done.527 ]
 	%168 = icmp slt i64 %167, %166
-	br i1 %168, label %piece.chunk.517, label %piece.chunk.done.518
+	br i1 %168, label %piece.chunk.523, label %piece.chunk.done.524
 
-piece.chunk.517:
+piece.chunk.523:
 	%169 = mul i64 %167, 32
 	%170 = getelementptr float, float* %156, i64 %169
 	%171 = bitcast float* %170 to <32 x float>*
@@ -14230,33 +14306,33 @@ piece.chunk.517:
 	%177 = add i64 %174, 32
 	%178 = icmp slt i64 %177, %161
 	%179 = select i1 %178, i64 %177, i64 %161
-	br label %piece.row.head.519
+	br label %piece.row.head.525
 
-piece.chunk.done.518:
+piece.chunk.done.524:
 	%180 = add i64 %151, 1
-	br label %example.head.513
+	br label %example.head.519
 
-piece.row.head.519:
-	%181 = phi i64 [ %176, %piece.chunk.517 ], [ %210, %join.524 ]
-	%182 = phi <32 x float> [ %172, %piece.chunk.517 ], [ %209, %join.524 ]
+piece.row.head.525:
+	%181 = phi i64 [ %176, %piece.chunk.523 ], [ %210, %join.530 ]
+	%182 = phi <32 x float> [ %172, %piece.chunk.523 ], [ %209, %join.530 ]
 	%183 = icmp slt i64 %181, %179
-	br i1 %183, label %piece.row.520, label %piece.row.done.521
+	br i1 %183, label %piece.row.526, label %piece.row.done.527
 
-piece.row.520:
+piece.row.526:
 	%184 = mul i64 %181, 128
 	%185 = sub i64 %184, %157
 	%186 = icmp sge i64 %185, 0
 	%187 = add i64 %185, 128
 	%188 = icmp sle i64 %187, %8
 	%189 = and i1 %186, %188
-	br i1 %189, label %then.522, label %else.523
+	br i1 %189, label %then.528, label %else.529
 
-piece.row.done.521:
+piece.row.done.527:
 	store <32 x float> %182, <32 x float>* %171, align 4
 	%190 = add i64 %167, 1
-	br label %piece.chunk.head.516
+	br label %piece.chunk.head.522
 
-then.522:
+then.528:
 	%191 = getelementptr float, float* %154, i64 %185
 	%192 = bitcast float* %191 to <128 x float>*
 	%193 = load <128 x float>, <128 x float>* %192, align 4
@@ -14269,9 +14345,9 @@ then.522:
 	%200 = fadd <32 x float> %198, %199
 	%201 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%202 = fadd <32 x float> %200, %201
-	br label %join.524
+	br label %join.530
 
-else.523:
+else.529:
 	%203 = icmp slt i64 %185, 0
 	%204 = select i1 %203, i64 0, i64 %185
 	%205 = add i64 %185, 128
@@ -14279,28 +14355,28 @@ else.523:
 	%207 = select i1 %206, i64 %205, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
 	%208 = bitcast <128 x float>* %0 to float*
-	br label %pad.head.525
+	br label %pad.head.531
 
-join.524:
-	%209 = phi <32 x float> [ %202, %then.522 ], [ %243, %pad.done.527 ]
+join.530:
+	%209 = phi <32 x float> [ %202, %then.528 ], [ %243, %pad.done.533 ]
 	%210 = add i64 %181, 1
-	br label %piece.row.head.519
+	br label %piece.row.head.525
 
-pad.head.525:
-	%211 = phi i64 [ %204, %else.523 ], [ %217, %pad.526 ]
+pad.head.531:
+	%211 = phi i64 [ %204, %else.529 ], [ %217, %pad.532 ]
 	%212 = icmp slt i64 %211, %207
-	br i1 %212, label %pad.526, label %pad.done.527
+	br i1 %212, label %pad.532, label %pad.done.533
 
-pad.526:
+pad.532:
 	%213 = getelementptr float, float* %154, i64 %211
 	%214 = load float, float* %213, align 4
 	%215 = sub i64 %211, %185
 	%216 = getelementptr float, float* %208, i64 %215
 	store volatile float %214, float* %216, align 4
 	%217 = add i64 %211, 1
-	br label %pad.head.525
+	br label %pad.head.531
 
-pad.done.527:
+pad.done.533:
 	%218 = insertelement <128 x i64> undef, i64 %185, i32 0
 	%219 = shufflevector <128 x i64> %218, <128 x i64> undef, <128 x i32> zeroinitializer
 	%220 = add <128 x i64> %219, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -14327,7 +14403,7 @@ pad.done.527:
 	%241 = fadd <32 x float> %239, %240
 	%242 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%243 = fadd <32 x float> %241, %242
-	br label %join.524
+	br label %join.530
 }
 
 define void @lars_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
@@ -14349,4 +14425,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lars_abi = constant [65 x i8] c"ddc674187e86ae0bf1a852c174806b9aba4a5ba33c02a73e911c89d2435746d0\00"
+@lars_abi = constant [65 x i8] c"7a6afc1ac567f6a8bb23c4fae54da3e6ab0681c70c8074570d431735dd77c1a0\00"
