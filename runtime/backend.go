@@ -229,11 +229,8 @@ func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
 // stepBuffers are the buffers step s reads: the own ones, the gradient
 // the last Reduce kept (s.Kept) in place of g.
 func (b *cpuBackend) stepBuffers(s backend.Step) ([][]float32, error) {
-	if !s.Kept {
-		return b.bufs, nil
-	}
-	if !b.keptFresh || s.Noise.Mode != rng.Off {
-		return nil, errors.New("runtime: a step on the kept gradient, with no reduction pass that kept it or with noise of its own")
+	if err := s.CheckKept(b.keptFresh); err != nil || !s.Kept {
+		return b.bufs, err
 	}
 	bufs := slices.Clone(b.bufs)
 	bufs[ir.GradBuffer], b.keptFresh = b.kept, false // read once: the next step reads what the next pass keeps

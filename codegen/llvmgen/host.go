@@ -28,11 +28,17 @@ func (k *kernel) hostSignature() signature {
 func (k *kernel) emitHostFuncs() {
 	sig := k.hostSignature()
 	k.Kernels.HostFunction, k.Kernels.HostABI = sig.symbol, sig.String()
-	loops := map[lanes]*llvm.Func{}
+	k.emitByWidth(sig, func(w lanes) *llvm.Func { return k.emitHostLoops(sig, w) })
+}
+
+// emitByWidth emits the variants of the host function sig, each calling
+// the loops that loops emits for its width (hostGroupsFor), once a width.
+func (k *kernel) emitByWidth(sig signature, loops func(w lanes) *llvm.Func) {
+	byWidth := map[lanes]*llvm.Func{}
 	for _, w := range hostWidths() {
-		loops[w] = k.emitHostLoops(sig, w)
+		byWidth[w] = loops(w)
 	}
-	k.emitHostVariants(sig, func(v hostisa.Variant) *llvm.Func { return loops[hostGroupsFor(v)] })
+	k.emitHostVariants(sig, func(v hostisa.Variant) *llvm.Func { return byWidth[hostGroupsFor(v)] })
 }
 
 // emitHostLoops emits <name>_host<w>, the host function's loops whose main

@@ -10,7 +10,6 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
 )
@@ -115,11 +114,7 @@ func (k *kernel) reduceHostSignature() signature {
 // whose step draws the same number of groups at once share their loops,
 // which draw the noise as wide.
 func (k *kernel) emitReduceHost(sig signature) {
-	loops := map[lanes]*llvm.Func{}
-	for _, w := range hostWidths() {
-		loops[w] = k.emitReduceLoops(sig, w)
-	}
-	k.emitHostVariants(sig, func(v hostisa.Variant) *llvm.Func { return loops[hostGroupsFor(v)] })
+	k.emitByWidth(sig, func(w lanes) *llvm.Func { return k.emitReduceLoops(sig, w) })
 }
 
 // emitReduceLoops emits <name>_reduce_host<w>, the host function's loops

@@ -9,6 +9,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/fibergen/fibergen/ir/interp"
@@ -144,6 +145,16 @@ type Step struct {
 	// (Reduce.Keep), privatized already (Noise.Mode is rng.Off), instead
 	// of the memory's gradient buffer.
 	Kept bool
+}
+
+// CheckKept refuses a step on a kept gradient (s.Kept) where the backend
+// holds none that the step after its reduction pass has not read (fresh
+// false), or where the step would draw noise of its own.
+func (s Step) CheckKept(fresh bool) error {
+	if s.Kept && (!fresh || s.Noise.Mode != rng.Off) {
+		return errors.New("runtime: a step on the kept gradient, with no reduction pass that kept it or with noise of its own")
+	}
+	return nil
 }
 
 // Privatize is one privatization: k rows of n floats (per-example

@@ -24,7 +24,6 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
-	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/backend"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
@@ -185,10 +184,10 @@ func (b *Backend) Step(m backend.Memory, s backend.Step) error {
 			return err
 		}
 	}
+	if err := s.CheckKept(b.keptFresh); err != nil {
+		return err
+	}
 	if s.Kept {
-		if !b.keptFresh || s.Noise.Mode != rng.Off {
-			return errors.New("runtime: a step on the kept gradient, with no reduction pass that kept it or with noise of its own")
-		}
 		bufs = slices.Clone(bufs)
 		bufs[ir.GradBuffer], b.keptFresh = b.kept.ptr, false // read once
 	}
