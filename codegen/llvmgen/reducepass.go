@@ -287,10 +287,11 @@ func pickLane(b *llvm.Block, vals []value.Value, off value.Value) []value.Value 
 
 // noiseRow returns the helper that draws the Gaussians of w consecutive
 // elements from a global index, in the Philox or the secure scheme:
-// (seed | key0..3, step, first) <w x float>. Where first starts a block of
-// draws (a Philox group of four, a secure octet of eight) it draws whole
-// blocks — the host step's wide draws, groups groups or octets a call —
-// else one element's draw at a time; each gives the same bits.
+// (seed | key0..3, step, first) <w x float>, with the host step's wide
+// draws, groups groups or octets a call: from first where it starts a
+// block of draws (a Philox group of four, a secure octet of eight), else
+// from the block that holds it, one call more, the row then read from
+// inside; each gives the same bits as one element's draw at a time.
 func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
 	name := fmt.Sprintf("%s_noise_row%d_%d_%v", k.Name, w, groups, secure)
 	if f := funcNamed(k.m, name); f != nil {
@@ -298,22 +299,30 @@ func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
 	}
 	params, d := k.noiseParams(secure, k.noise.host)
 	f, b := newHelper(k.m, name, w.f32(), params...)
-	row := llvm.NewAlloca(w.f32())
+	per := blockSpan(d, groups)
+	row := llvm.NewAlloca(types.NewArray(uint64(int64(w)+per), f32)) // a call's more, for a row that starts inside a block
 	row.Align = 4
 	b.Insts = append(b.Insts, row)
 	rowPtr, first := b.NewBitCast(row, f32Ptr), params[len(params)-1]
-	blk := d.block()
-	aligned := b.NewICmp(enum.IPredEQ, b.NewAnd(first, i64c(blk-1)), i64c(0))
+	off := b.NewAnd(first, i64c(d.block()-1))
+	aligned := b.NewICmp(enum.IPredEQ, off, i64c(0))
 	b, _ = k.ifElse(f, b, aligned, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		return k.drawBlocks(f, b, d, w, groups, first, rowPtr), nil
 	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-		return k.forLoop(f, b, "draw", i64c(0), i64c(int64(w)), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
-			store(b, k.drawLanes(b, 1, 1, d, b.NewAdd(first, e)), b.NewGetElementPtr(f32, rowPtr, e), 4)
-			return b
-		}), nil
+		return k.drawBlocks(f, b, d, lanes(int64(w)+per), groups, b.NewSub(first, off), rowPtr), nil
 	})
-	b.NewRet(load(b, w.f32(), row, 4))
+	start := b.NewSelect(aligned, i64c(0), off)
+	b.NewRet(load(b, w.f32(), b.NewBitCast(b.NewGetElementPtr(f32, rowPtr, start), types.NewPointer(w.f32())), 4))
 	return f
+}
+
+// blockSpan is how many elements one call of the host's wide draw gives,
+// wide groups (Philox) or octets (secure) of d's scheme.
+func blockSpan(d *draw, wide lanes) int64 {
+	if d.secure() {
+		return 8 * int64(wide)
+	}
+	return 4 * int64(wide)
 }
 
 // drawBlocks stores at row the Gaussians of the w elements from first,
@@ -321,11 +330,11 @@ func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
 // call in the Philox scheme, secure.wide's 8·wide in the secure one, each
 // in coordinate order.
 func (k *kernel) drawBlocks(f *llvm.Func, b *llvm.Block, d *draw, w, wide lanes, first, row value.Value) *llvm.Block {
-	vecs, fn := 4, k.noise.gaussianC[wide]
+	fn, per := k.noise.gaussianC[wide], blockSpan(d, wide)
 	if d.secure() {
-		vecs, fn = 8, k.noise.secure.wide[wide]
+		fn = k.noise.secure.wide[wide]
 	}
-	per := int64(vecs) * int64(wide)
+	vecs := int(per / int64(wide))
 	return k.forLoop(f, b, "blocks", i64c(0), i64c(int64(w)/per), i64c(1), func(b *llvm.Block, c value.Value) *llvm.Block {
 		at := b.NewMul(c, i64c(per))
 		z := d.call(b, fn, b.NewLShr(b.NewAdd(first, at), i64c(int64(bits.TrailingZeros64(uint64(d.block()))))))

@@ -11739,8 +11739,8 @@ declare void @llvm.prefetch.p0i8(i8* %0, i32 %1, i32 %2, i32 %3)
 
 define internal <128 x float> @lars_noise_row128_8_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
-	%0 = alloca <128 x float>, align 4
-	%1 = bitcast <128 x float>* %0 to float*
+	%0 = alloca [160 x float], align 4
+	%1 = bitcast [160 x float]* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
 	br i1 %3, label %then.379, label %else.380
@@ -11749,69 +11749,93 @@ then.379:
 	br label %blocks.head.382
 
 else.380:
-	br label %draw.head.385
+	%4 = sub i64 %first, %2
+	br label %blocks.head.385
 
 join.381:
-	%4 = load <128 x float>, <128 x float>* %0, align 4
-	ret <128 x float> %4
+	%5 = select i1 %3, i64 0, i64 %2
+	%6 = getelementptr float, float* %1, i64 %5
+	%7 = bitcast float* %6 to <128 x float>*
+	%8 = load <128 x float>, <128 x float>* %7, align 4
+	ret <128 x float> %8
 
 blocks.head.382:
-	%5 = phi i64 [ 0, %then.379 ], [ %27, %blocks.383 ]
-	%6 = icmp slt i64 %5, 4
-	br i1 %6, label %blocks.383, label %blocks.done.384
+	%9 = phi i64 [ 0, %then.379 ], [ %31, %blocks.383 ]
+	%10 = icmp slt i64 %9, 4
+	br i1 %10, label %blocks.383, label %blocks.done.384
 
 blocks.383:
-	%7 = mul i64 %5, 32
-	%8 = add i64 %first, %7
-	%9 = lshr i64 %8, 2
-	%10 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 0, i64 %9)
-	%11 = add i64 %7, 0
-	%12 = getelementptr float, float* %1, i64 %11
-	%13 = bitcast float* %12 to <8 x float>*
-	%14 = extractvalue [4 x <8 x float>] %10, 0
-	store <8 x float> %14, <8 x float>* %13, align 4
-	%15 = add i64 %7, 8
+	%11 = mul i64 %9, 32
+	%12 = add i64 %first, %11
+	%13 = lshr i64 %12, 2
+	%14 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 0, i64 %13)
+	%15 = add i64 %11, 0
 	%16 = getelementptr float, float* %1, i64 %15
 	%17 = bitcast float* %16 to <8 x float>*
-	%18 = extractvalue [4 x <8 x float>] %10, 1
+	%18 = extractvalue [4 x <8 x float>] %14, 0
 	store <8 x float> %18, <8 x float>* %17, align 4
-	%19 = add i64 %7, 16
+	%19 = add i64 %11, 8
 	%20 = getelementptr float, float* %1, i64 %19
 	%21 = bitcast float* %20 to <8 x float>*
-	%22 = extractvalue [4 x <8 x float>] %10, 2
+	%22 = extractvalue [4 x <8 x float>] %14, 1
 	store <8 x float> %22, <8 x float>* %21, align 4
-	%23 = add i64 %7, 24
+	%23 = add i64 %11, 16
 	%24 = getelementptr float, float* %1, i64 %23
 	%25 = bitcast float* %24 to <8 x float>*
-	%26 = extractvalue [4 x <8 x float>] %10, 3
+	%26 = extractvalue [4 x <8 x float>] %14, 2
 	store <8 x float> %26, <8 x float>* %25, align 4
-	%27 = add i64 %5, 1
+	%27 = add i64 %11, 24
+	%28 = getelementptr float, float* %1, i64 %27
+	%29 = bitcast float* %28 to <8 x float>*
+	%30 = extractvalue [4 x <8 x float>] %14, 3
+	store <8 x float> %30, <8 x float>* %29, align 4
+	%31 = add i64 %9, 1
 	br label %blocks.head.382
 
 blocks.done.384:
 	br label %join.381
 
-draw.head.385:
-	%28 = phi i64 [ 0, %else.380 ], [ %33, %draw.386 ]
-	%29 = icmp slt i64 %28, 128
-	br i1 %29, label %draw.386, label %draw.done.387
+blocks.head.385:
+	%32 = phi i64 [ 0, %else.380 ], [ %54, %blocks.386 ]
+	%33 = icmp slt i64 %32, 5
+	br i1 %33, label %blocks.386, label %blocks.done.387
 
-draw.386:
-	%30 = add i64 %first, %28
-	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
-	%32 = getelementptr float, float* %1, i64 %28
-	store float %31, float* %32, align 4
-	%33 = add i64 %28, 1
-	br label %draw.head.385
+blocks.386:
+	%34 = mul i64 %32, 32
+	%35 = add i64 %4, %34
+	%36 = lshr i64 %35, 2
+	%37 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 0, i64 %36)
+	%38 = add i64 %34, 0
+	%39 = getelementptr float, float* %1, i64 %38
+	%40 = bitcast float* %39 to <8 x float>*
+	%41 = extractvalue [4 x <8 x float>] %37, 0
+	store <8 x float> %41, <8 x float>* %40, align 4
+	%42 = add i64 %34, 8
+	%43 = getelementptr float, float* %1, i64 %42
+	%44 = bitcast float* %43 to <8 x float>*
+	%45 = extractvalue [4 x <8 x float>] %37, 1
+	store <8 x float> %45, <8 x float>* %44, align 4
+	%46 = add i64 %34, 16
+	%47 = getelementptr float, float* %1, i64 %46
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = extractvalue [4 x <8 x float>] %37, 2
+	store <8 x float> %49, <8 x float>* %48, align 4
+	%50 = add i64 %34, 24
+	%51 = getelementptr float, float* %1, i64 %50
+	%52 = bitcast float* %51 to <8 x float>*
+	%53 = extractvalue [4 x <8 x float>] %37, 3
+	store <8 x float> %53, <8 x float>* %52, align 4
+	%54 = add i64 %32, 1
+	br label %blocks.head.385
 
-draw.done.387:
+blocks.done.387:
 	br label %join.381
 }
 
 define internal <128 x float> @lars_noise_row128_8_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
-	%0 = alloca <128 x float>, align 4
-	%1 = bitcast <128 x float>* %0 to float*
+	%0 = alloca [192 x float], align 4
+	%1 = bitcast [192 x float]* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
 	br i1 %3, label %then.408, label %else.409
@@ -11820,104 +11844,126 @@ then.408:
 	br label %blocks.head.411
 
 else.409:
-	br label %draw.head.414
+	%4 = sub i64 %first, %2
+	br label %blocks.head.414
 
 join.410:
-	%4 = load <128 x float>, <128 x float>* %0, align 4
-	ret <128 x float> %4
+	%5 = select i1 %3, i64 0, i64 %2
+	%6 = getelementptr float, float* %1, i64 %5
+	%7 = bitcast float* %6 to <128 x float>*
+	%8 = load <128 x float>, <128 x float>* %7, align 4
+	ret <128 x float> %8
 
 blocks.head.411:
-	%5 = phi i64 [ 0, %then.408 ], [ %43, %blocks.412 ]
-	%6 = icmp slt i64 %5, 2
-	br i1 %6, label %blocks.412, label %blocks.done.413
+	%9 = phi i64 [ 0, %then.408 ], [ %47, %blocks.412 ]
+	%10 = icmp slt i64 %9, 2
+	br i1 %10, label %blocks.412, label %blocks.done.413
 
 blocks.412:
-	%7 = mul i64 %5, 64
-	%8 = add i64 %first, %7
-	%9 = lshr i64 %8, 3
-	%10 = call [8 x <8 x float>] @fg_secure_c8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
-	%11 = add i64 %7, 0
-	%12 = getelementptr float, float* %1, i64 %11
-	%13 = bitcast float* %12 to <8 x float>*
-	%14 = extractvalue [8 x <8 x float>] %10, 0
-	store <8 x float> %14, <8 x float>* %13, align 4
-	%15 = add i64 %7, 8
+	%11 = mul i64 %9, 64
+	%12 = add i64 %first, %11
+	%13 = lshr i64 %12, 3
+	%14 = call [8 x <8 x float>] @fg_secure_c8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %13)
+	%15 = add i64 %11, 0
 	%16 = getelementptr float, float* %1, i64 %15
 	%17 = bitcast float* %16 to <8 x float>*
-	%18 = extractvalue [8 x <8 x float>] %10, 1
+	%18 = extractvalue [8 x <8 x float>] %14, 0
 	store <8 x float> %18, <8 x float>* %17, align 4
-	%19 = add i64 %7, 16
+	%19 = add i64 %11, 8
 	%20 = getelementptr float, float* %1, i64 %19
 	%21 = bitcast float* %20 to <8 x float>*
-	%22 = extractvalue [8 x <8 x float>] %10, 2
+	%22 = extractvalue [8 x <8 x float>] %14, 1
 	store <8 x float> %22, <8 x float>* %21, align 4
-	%23 = add i64 %7, 24
+	%23 = add i64 %11, 16
 	%24 = getelementptr float, float* %1, i64 %23
 	%25 = bitcast float* %24 to <8 x float>*
-	%26 = extractvalue [8 x <8 x float>] %10, 3
+	%26 = extractvalue [8 x <8 x float>] %14, 2
 	store <8 x float> %26, <8 x float>* %25, align 4
-	%27 = add i64 %7, 32
+	%27 = add i64 %11, 24
 	%28 = getelementptr float, float* %1, i64 %27
 	%29 = bitcast float* %28 to <8 x float>*
-	%30 = extractvalue [8 x <8 x float>] %10, 4
+	%30 = extractvalue [8 x <8 x float>] %14, 3
 	store <8 x float> %30, <8 x float>* %29, align 4
-	%31 = add i64 %7, 40
+	%31 = add i64 %11, 32
 	%32 = getelementptr float, float* %1, i64 %31
 	%33 = bitcast float* %32 to <8 x float>*
-	%34 = extractvalue [8 x <8 x float>] %10, 5
+	%34 = extractvalue [8 x <8 x float>] %14, 4
 	store <8 x float> %34, <8 x float>* %33, align 4
-	%35 = add i64 %7, 48
+	%35 = add i64 %11, 40
 	%36 = getelementptr float, float* %1, i64 %35
 	%37 = bitcast float* %36 to <8 x float>*
-	%38 = extractvalue [8 x <8 x float>] %10, 6
+	%38 = extractvalue [8 x <8 x float>] %14, 5
 	store <8 x float> %38, <8 x float>* %37, align 4
-	%39 = add i64 %7, 56
+	%39 = add i64 %11, 48
 	%40 = getelementptr float, float* %1, i64 %39
 	%41 = bitcast float* %40 to <8 x float>*
-	%42 = extractvalue [8 x <8 x float>] %10, 7
+	%42 = extractvalue [8 x <8 x float>] %14, 6
 	store <8 x float> %42, <8 x float>* %41, align 4
-	%43 = add i64 %5, 1
+	%43 = add i64 %11, 56
+	%44 = getelementptr float, float* %1, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = extractvalue [8 x <8 x float>] %14, 7
+	store <8 x float> %46, <8 x float>* %45, align 4
+	%47 = add i64 %9, 1
 	br label %blocks.head.411
 
 blocks.done.413:
 	br label %join.410
 
-draw.head.414:
-	%44 = phi i64 [ 0, %else.409 ], [ %71, %draw.415 ]
-	%45 = icmp slt i64 %44, 128
-	br i1 %45, label %draw.415, label %draw.done.416
+blocks.head.414:
+	%48 = phi i64 [ 0, %else.409 ], [ %86, %blocks.415 ]
+	%49 = icmp slt i64 %48, 3
+	br i1 %49, label %blocks.415, label %blocks.done.416
 
-draw.415:
-	%46 = add i64 %first, %44
-	%47 = lshr i64 %46, 3
-	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
-	%49 = extractvalue [8 x float] %48, 0
-	%50 = extractvalue [8 x float] %48, 1
-	%51 = extractvalue [8 x float] %48, 2
-	%52 = extractvalue [8 x float] %48, 3
-	%53 = extractvalue [8 x float] %48, 4
-	%54 = extractvalue [8 x float] %48, 5
-	%55 = extractvalue [8 x float] %48, 6
-	%56 = extractvalue [8 x float] %48, 7
-	%57 = and i64 %46, 1
-	%58 = icmp ne i64 %57, 0
-	%59 = select i1 %58, float %50, float %49
-	%60 = select i1 %58, float %52, float %51
-	%61 = select i1 %58, float %54, float %53
-	%62 = select i1 %58, float %56, float %55
-	%63 = and i64 %46, 2
-	%64 = icmp ne i64 %63, 0
-	%65 = select i1 %64, float %60, float %59
-	%66 = select i1 %64, float %62, float %61
-	%67 = and i64 %46, 4
-	%68 = icmp ne i64 %67, 0
-	%69 = select i1 %68, float %66, float %65
-	%70 = getelementptr float, float* %1, i64 %44
-	store float %69, float* %70, align 4
-	%71 = add i64 %44, 1
-	br label %draw.head.414
+blocks.415:
+	%50 = mul i64 %48, 64
+	%51 = add i64 %4, %50
+	%52 = lshr i64 %51, 3
+	%53 = call [8 x <8 x float>] @fg_secure_c8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %52)
+	%54 = add i64 %50, 0
+	%55 = getelementptr float, float* %1, i64 %54
+	%56 = bitcast float* %55 to <8 x float>*
+	%57 = extractvalue [8 x <8 x float>] %53, 0
+	store <8 x float> %57, <8 x float>* %56, align 4
+	%58 = add i64 %50, 8
+	%59 = getelementptr float, float* %1, i64 %58
+	%60 = bitcast float* %59 to <8 x float>*
+	%61 = extractvalue [8 x <8 x float>] %53, 1
+	store <8 x float> %61, <8 x float>* %60, align 4
+	%62 = add i64 %50, 16
+	%63 = getelementptr float, float* %1, i64 %62
+	%64 = bitcast float* %63 to <8 x float>*
+	%65 = extractvalue [8 x <8 x float>] %53, 2
+	store <8 x float> %65, <8 x float>* %64, align 4
+	%66 = add i64 %50, 24
+	%67 = getelementptr float, float* %1, i64 %66
+	%68 = bitcast float* %67 to <8 x float>*
+	%69 = extractvalue [8 x <8 x float>] %53, 3
+	store <8 x float> %69, <8 x float>* %68, align 4
+	%70 = add i64 %50, 32
+	%71 = getelementptr float, float* %1, i64 %70
+	%72 = bitcast float* %71 to <8 x float>*
+	%73 = extractvalue [8 x <8 x float>] %53, 4
+	store <8 x float> %73, <8 x float>* %72, align 4
+	%74 = add i64 %50, 40
+	%75 = getelementptr float, float* %1, i64 %74
+	%76 = bitcast float* %75 to <8 x float>*
+	%77 = extractvalue [8 x <8 x float>] %53, 5
+	store <8 x float> %77, <8 x float>* %76, align 4
+	%78 = add i64 %50, 48
+	%79 = getelementptr float, float* %1, i64 %78
+	%80 = bitcast float* %79 to <8 x float>*
+	%81 = extractvalue [8 x <8 x float>] %53, 6
+	store <8 x float> %81, <8 x float>* %80, align 4
+	%82 = add i64 %50, 56
+	%83 = getelementptr float, float* %1, i64 %82
+	%84 = bitcast float* %83 to <8 x float>*
+	%85 = extractvalue [8 x <8 x float>] %53, 7
+	store <8 x float> %85, <8 x float>* %84, align 4
+	%86 = add i64 %48, 1
+	br label %blocks.head.414
 
-draw.done.416:
+blocks.done.416:
 	br label %join.410
 }
 
@@ -13844,8 +13890,8 @@ keep.done.500:
 
 define internal <128 x float> @lars_noise_row128_16_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
-	%0 = alloca <128 x float>, align 4
-	%1 = bitcast <128 x float>* %0 to float*
+	%0 = alloca [192 x float], align 4
+	%1 = bitcast [192 x float]* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
 	br i1 %3, label %then.452, label %else.453
@@ -13854,69 +13900,93 @@ then.452:
 	br label %blocks.head.455
 
 else.453:
-	br label %draw.head.458
+	%4 = sub i64 %first, %2
+	br label %blocks.head.458
 
 join.454:
-	%4 = load <128 x float>, <128 x float>* %0, align 4
-	ret <128 x float> %4
+	%5 = select i1 %3, i64 0, i64 %2
+	%6 = getelementptr float, float* %1, i64 %5
+	%7 = bitcast float* %6 to <128 x float>*
+	%8 = load <128 x float>, <128 x float>* %7, align 4
+	ret <128 x float> %8
 
 blocks.head.455:
-	%5 = phi i64 [ 0, %then.452 ], [ %27, %blocks.456 ]
-	%6 = icmp slt i64 %5, 2
-	br i1 %6, label %blocks.456, label %blocks.done.457
+	%9 = phi i64 [ 0, %then.452 ], [ %31, %blocks.456 ]
+	%10 = icmp slt i64 %9, 2
+	br i1 %10, label %blocks.456, label %blocks.done.457
 
 blocks.456:
-	%7 = mul i64 %5, 64
-	%8 = add i64 %first, %7
-	%9 = lshr i64 %8, 2
-	%10 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 0, i64 %9)
-	%11 = add i64 %7, 0
-	%12 = getelementptr float, float* %1, i64 %11
-	%13 = bitcast float* %12 to <16 x float>*
-	%14 = extractvalue [4 x <16 x float>] %10, 0
-	store <16 x float> %14, <16 x float>* %13, align 4
-	%15 = add i64 %7, 16
+	%11 = mul i64 %9, 64
+	%12 = add i64 %first, %11
+	%13 = lshr i64 %12, 2
+	%14 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 0, i64 %13)
+	%15 = add i64 %11, 0
 	%16 = getelementptr float, float* %1, i64 %15
 	%17 = bitcast float* %16 to <16 x float>*
-	%18 = extractvalue [4 x <16 x float>] %10, 1
+	%18 = extractvalue [4 x <16 x float>] %14, 0
 	store <16 x float> %18, <16 x float>* %17, align 4
-	%19 = add i64 %7, 32
+	%19 = add i64 %11, 16
 	%20 = getelementptr float, float* %1, i64 %19
 	%21 = bitcast float* %20 to <16 x float>*
-	%22 = extractvalue [4 x <16 x float>] %10, 2
+	%22 = extractvalue [4 x <16 x float>] %14, 1
 	store <16 x float> %22, <16 x float>* %21, align 4
-	%23 = add i64 %7, 48
+	%23 = add i64 %11, 32
 	%24 = getelementptr float, float* %1, i64 %23
 	%25 = bitcast float* %24 to <16 x float>*
-	%26 = extractvalue [4 x <16 x float>] %10, 3
+	%26 = extractvalue [4 x <16 x float>] %14, 2
 	store <16 x float> %26, <16 x float>* %25, align 4
-	%27 = add i64 %5, 1
+	%27 = add i64 %11, 48
+	%28 = getelementptr float, float* %1, i64 %27
+	%29 = bitcast float* %28 to <16 x float>*
+	%30 = extractvalue [4 x <16 x float>] %14, 3
+	store <16 x float> %30, <16 x float>* %29, align 4
+	%31 = add i64 %9, 1
 	br label %blocks.head.455
 
 blocks.done.457:
 	br label %join.454
 
-draw.head.458:
-	%28 = phi i64 [ 0, %else.453 ], [ %33, %draw.459 ]
-	%29 = icmp slt i64 %28, 128
-	br i1 %29, label %draw.459, label %draw.done.460
+blocks.head.458:
+	%32 = phi i64 [ 0, %else.453 ], [ %54, %blocks.459 ]
+	%33 = icmp slt i64 %32, 3
+	br i1 %33, label %blocks.459, label %blocks.done.460
 
-draw.459:
-	%30 = add i64 %first, %28
-	%31 = call float @fg_gaussian_call(i64 %seed, i32 %step, i32 0, i64 %30)
-	%32 = getelementptr float, float* %1, i64 %28
-	store float %31, float* %32, align 4
-	%33 = add i64 %28, 1
-	br label %draw.head.458
+blocks.459:
+	%34 = mul i64 %32, 64
+	%35 = add i64 %4, %34
+	%36 = lshr i64 %35, 2
+	%37 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 0, i64 %36)
+	%38 = add i64 %34, 0
+	%39 = getelementptr float, float* %1, i64 %38
+	%40 = bitcast float* %39 to <16 x float>*
+	%41 = extractvalue [4 x <16 x float>] %37, 0
+	store <16 x float> %41, <16 x float>* %40, align 4
+	%42 = add i64 %34, 16
+	%43 = getelementptr float, float* %1, i64 %42
+	%44 = bitcast float* %43 to <16 x float>*
+	%45 = extractvalue [4 x <16 x float>] %37, 1
+	store <16 x float> %45, <16 x float>* %44, align 4
+	%46 = add i64 %34, 32
+	%47 = getelementptr float, float* %1, i64 %46
+	%48 = bitcast float* %47 to <16 x float>*
+	%49 = extractvalue [4 x <16 x float>] %37, 2
+	store <16 x float> %49, <16 x float>* %48, align 4
+	%50 = add i64 %34, 48
+	%51 = getelementptr float, float* %1, i64 %50
+	%52 = bitcast float* %51 to <16 x float>*
+	%53 = extractvalue [4 x <16 x float>] %37, 3
+	store <16 x float> %53, <16 x float>* %52, align 4
+	%54 = add i64 %32, 1
+	br label %blocks.head.458
 
-draw.done.460:
+blocks.done.460:
 	br label %join.454
 }
 
 define internal <128 x float> @lars_noise_row128_16_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
 entry:
-	%0 = alloca <128 x float>, align 4
-	%1 = bitcast <128 x float>* %0 to float*
+	%0 = alloca [256 x float], align 4
+	%1 = bitcast [256 x float]* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
 	br i1 %3, label %then.481, label %else.482
@@ -13925,104 +13995,126 @@ then.481:
 	br label %blocks.head.484
 
 else.482:
-	br label %draw.head.487
+	%4 = sub i64 %first, %2
+	br label %blocks.head.487
 
 join.483:
-	%4 = load <128 x float>, <128 x float>* %0, align 4
-	ret <128 x float> %4
+	%5 = select i1 %3, i64 0, i64 %2
+	%6 = getelementptr float, float* %1, i64 %5
+	%7 = bitcast float* %6 to <128 x float>*
+	%8 = load <128 x float>, <128 x float>* %7, align 4
+	ret <128 x float> %8
 
 blocks.head.484:
-	%5 = phi i64 [ 0, %then.481 ], [ %43, %blocks.485 ]
-	%6 = icmp slt i64 %5, 1
-	br i1 %6, label %blocks.485, label %blocks.done.486
+	%9 = phi i64 [ 0, %then.481 ], [ %47, %blocks.485 ]
+	%10 = icmp slt i64 %9, 1
+	br i1 %10, label %blocks.485, label %blocks.done.486
 
 blocks.485:
-	%7 = mul i64 %5, 128
-	%8 = add i64 %first, %7
-	%9 = lshr i64 %8, 3
-	%10 = call [8 x <16 x float>] @fg_secure_c16(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %9)
-	%11 = add i64 %7, 0
-	%12 = getelementptr float, float* %1, i64 %11
-	%13 = bitcast float* %12 to <16 x float>*
-	%14 = extractvalue [8 x <16 x float>] %10, 0
-	store <16 x float> %14, <16 x float>* %13, align 4
-	%15 = add i64 %7, 16
+	%11 = mul i64 %9, 128
+	%12 = add i64 %first, %11
+	%13 = lshr i64 %12, 3
+	%14 = call [8 x <16 x float>] @fg_secure_c16(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %13)
+	%15 = add i64 %11, 0
 	%16 = getelementptr float, float* %1, i64 %15
 	%17 = bitcast float* %16 to <16 x float>*
-	%18 = extractvalue [8 x <16 x float>] %10, 1
+	%18 = extractvalue [8 x <16 x float>] %14, 0
 	store <16 x float> %18, <16 x float>* %17, align 4
-	%19 = add i64 %7, 32
+	%19 = add i64 %11, 16
 	%20 = getelementptr float, float* %1, i64 %19
 	%21 = bitcast float* %20 to <16 x float>*
-	%22 = extractvalue [8 x <16 x float>] %10, 2
+	%22 = extractvalue [8 x <16 x float>] %14, 1
 	store <16 x float> %22, <16 x float>* %21, align 4
-	%23 = add i64 %7, 48
+	%23 = add i64 %11, 32
 	%24 = getelementptr float, float* %1, i64 %23
 	%25 = bitcast float* %24 to <16 x float>*
-	%26 = extractvalue [8 x <16 x float>] %10, 3
+	%26 = extractvalue [8 x <16 x float>] %14, 2
 	store <16 x float> %26, <16 x float>* %25, align 4
-	%27 = add i64 %7, 64
+	%27 = add i64 %11, 48
 	%28 = getelementptr float, float* %1, i64 %27
 	%29 = bitcast float* %28 to <16 x float>*
-	%30 = extractvalue [8 x <16 x float>] %10, 4
+	%30 = extractvalue [8 x <16 x float>] %14, 3
 	store <16 x float> %30, <16 x float>* %29, align 4
-	%31 = add i64 %7, 80
+	%31 = add i64 %11, 64
 	%32 = getelementptr float, float* %1, i64 %31
 	%33 = bitcast float* %32 to <16 x float>*
-	%34 = extractvalue [8 x <16 x float>] %10, 5
+	%34 = extractvalue [8 x <16 x float>] %14, 4
 	store <16 x float> %34, <16 x float>* %33, align 4
-	%35 = add i64 %7, 96
+	%35 = add i64 %11, 80
 	%36 = getelementptr float, float* %1, i64 %35
 	%37 = bitcast float* %36 to <16 x float>*
-	%38 = extractvalue [8 x <16 x float>] %10, 6
+	%38 = extractvalue [8 x <16 x float>] %14, 5
 	store <16 x float> %38, <16 x float>* %37, align 4
-	%39 = add i64 %7, 112
+	%39 = add i64 %11, 96
 	%40 = getelementptr float, float* %1, i64 %39
 	%41 = bitcast float* %40 to <16 x float>*
-	%42 = extractvalue [8 x <16 x float>] %10, 7
+	%42 = extractvalue [8 x <16 x float>] %14, 6
 	store <16 x float> %42, <16 x float>* %41, align 4
-	%43 = add i64 %5, 1
+	%43 = add i64 %11, 112
+	%44 = getelementptr float, float* %1, i64 %43
+	%45 = bitcast float* %44 to <16 x float>*
+	%46 = extractvalue [8 x <16 x float>] %14, 7
+	store <16 x float> %46, <16 x float>* %45, align 4
+	%47 = add i64 %9, 1
 	br label %blocks.head.484
 
 blocks.done.486:
 	br label %join.483
 
-draw.head.487:
-	%44 = phi i64 [ 0, %else.482 ], [ %71, %draw.488 ]
-	%45 = icmp slt i64 %44, 128
-	br i1 %45, label %draw.488, label %draw.done.489
+blocks.head.487:
+	%48 = phi i64 [ 0, %else.482 ], [ %86, %blocks.488 ]
+	%49 = icmp slt i64 %48, 2
+	br i1 %49, label %blocks.488, label %blocks.done.489
 
-draw.488:
-	%46 = add i64 %first, %44
-	%47 = lshr i64 %46, 3
-	%48 = call [8 x float] @fg_secure8_call(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %47)
-	%49 = extractvalue [8 x float] %48, 0
-	%50 = extractvalue [8 x float] %48, 1
-	%51 = extractvalue [8 x float] %48, 2
-	%52 = extractvalue [8 x float] %48, 3
-	%53 = extractvalue [8 x float] %48, 4
-	%54 = extractvalue [8 x float] %48, 5
-	%55 = extractvalue [8 x float] %48, 6
-	%56 = extractvalue [8 x float] %48, 7
-	%57 = and i64 %46, 1
-	%58 = icmp ne i64 %57, 0
-	%59 = select i1 %58, float %50, float %49
-	%60 = select i1 %58, float %52, float %51
-	%61 = select i1 %58, float %54, float %53
-	%62 = select i1 %58, float %56, float %55
-	%63 = and i64 %46, 2
-	%64 = icmp ne i64 %63, 0
-	%65 = select i1 %64, float %60, float %59
-	%66 = select i1 %64, float %62, float %61
-	%67 = and i64 %46, 4
-	%68 = icmp ne i64 %67, 0
-	%69 = select i1 %68, float %66, float %65
-	%70 = getelementptr float, float* %1, i64 %44
-	store float %69, float* %70, align 4
-	%71 = add i64 %44, 1
-	br label %draw.head.487
+blocks.488:
+	%50 = mul i64 %48, 128
+	%51 = add i64 %4, %50
+	%52 = lshr i64 %51, 3
+	%53 = call [8 x <16 x float>] @fg_secure_c16(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %52)
+	%54 = add i64 %50, 0
+	%55 = getelementptr float, float* %1, i64 %54
+	%56 = bitcast float* %55 to <16 x float>*
+	%57 = extractvalue [8 x <16 x float>] %53, 0
+	store <16 x float> %57, <16 x float>* %56, align 4
+	%58 = add i64 %50, 16
+	%59 = getelementptr float, float* %1, i64 %58
+	%60 = bitcast float* %59 to <16 x float>*
+	%61 = extractvalue [8 x <16 x float>] %53, 1
+	store <16 x float> %61, <16 x float>* %60, align 4
+	%62 = add i64 %50, 32
+	%63 = getelementptr float, float* %1, i64 %62
+	%64 = bitcast float* %63 to <16 x float>*
+	%65 = extractvalue [8 x <16 x float>] %53, 2
+	store <16 x float> %65, <16 x float>* %64, align 4
+	%66 = add i64 %50, 48
+	%67 = getelementptr float, float* %1, i64 %66
+	%68 = bitcast float* %67 to <16 x float>*
+	%69 = extractvalue [8 x <16 x float>] %53, 3
+	store <16 x float> %69, <16 x float>* %68, align 4
+	%70 = add i64 %50, 64
+	%71 = getelementptr float, float* %1, i64 %70
+	%72 = bitcast float* %71 to <16 x float>*
+	%73 = extractvalue [8 x <16 x float>] %53, 4
+	store <16 x float> %73, <16 x float>* %72, align 4
+	%74 = add i64 %50, 80
+	%75 = getelementptr float, float* %1, i64 %74
+	%76 = bitcast float* %75 to <16 x float>*
+	%77 = extractvalue [8 x <16 x float>] %53, 5
+	store <16 x float> %77, <16 x float>* %76, align 4
+	%78 = add i64 %50, 96
+	%79 = getelementptr float, float* %1, i64 %78
+	%80 = bitcast float* %79 to <16 x float>*
+	%81 = extractvalue [8 x <16 x float>] %53, 6
+	store <16 x float> %81, <16 x float>* %80, align 4
+	%82 = add i64 %50, 112
+	%83 = getelementptr float, float* %1, i64 %82
+	%84 = bitcast float* %83 to <16 x float>*
+	%85 = extractvalue [8 x <16 x float>] %53, 7
+	store <16 x float> %85, <16 x float>* %84, align 4
+	%86 = add i64 %48, 1
+	br label %blocks.head.487
 
-draw.done.489:
+blocks.done.489:
 	br label %join.483
 }
 
@@ -14425,4 +14517,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lars_abi = constant [65 x i8] c"7a6afc1ac567f6a8bb23c4fae54da3e6ab0681c70c8074570d431735dd77c1a0\00"
+@lars_abi = constant [65 x i8] c"2c387c76d94c96a2e395a4c093d58148dec0d6334248624f2fbeab8d5301c342\00"
