@@ -40,6 +40,7 @@ var benchDP = runtime.DP{ClipNorm: 1, NoiseMultiplier: 1, BatchSize: 256}
 // benchOptions are the flags of fibergen bench.
 type benchOptions struct {
 	n, steps, threads countFlag
+	tensors           sizesFlag // --tensors: the tensors' sizes, summing to n
 	backend           string
 	noiseMode         modeFlag // --noise-mode: philox or secure
 	asJSON            bool
@@ -91,6 +92,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.n, "n", "coordinates of the benchmarked tensor (K, M, G: times 2^10, 2^20, 2^30)")
 	fs.Var(&o.steps, "steps", "timed steps")
 	fs.Var(&o.threads, "threads", "cpu and go: goroutines per step and per copy (default GOMAXPROCS)")
+	fs.Var(&o.tensors, "tensors", "the parameters as tensors of these sizes, N[,N...], laid end to end as the PyTorch binding lays out a model's (default: one of n-1 and one of 1); they set --n")
 	fs.StringVar(&o.backend, "backend", "cpu", "cpu (the host kernel, built with LLVM), go (the reference) or cuda (the PTX kernel)")
 	o.noiseMode = philoxMode
 	fs.Var(&o.noiseMode, "noise-mode", "the noise's scheme: philox or secure (run bench once in each mode to compare them)")
@@ -99,7 +101,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	fs.Visit(func(f *flag.Flag) { o.threadsSet = o.threadsSet || f.Name == "threads" })
+	nSet := false
+	fs.Visit(func(f *flag.Flag) { o.threadsSet, nSet = o.threadsSet || f.Name == "threads", nSet || f.Name == "n" })
+	if msg := o.sizeTensors(nSet); msg != "" {
+		return usageError(stderr, "bench", "%s", msg)
+	}
 	switch {
 	case len(files) != 1:
 		return usageError(stderr, "bench", "want exactly one .dsl file or built directory, got %d", len(files))
@@ -132,12 +138,33 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// sizeTensors sets n from --tensors, or says why it cannot: "" where it
+// can, or --tensors was not given.
+func (o *benchOptions) sizeTensors(nSet bool) string {
+	if o.tensors == nil {
+		return ""
+	}
+	sum := int64(0)
+	for _, s := range o.tensors {
+		sum += int64(s)
+	}
+	switch {
+	case nSet && sum != o.n.v:
+		return fmt.Sprintf("--tensors: the sizes sum to %d, --n is %d (give one of them)", sum, o.n.v)
+	case sum > o.n.hi:
+		return fmt.Sprintf("--tensors: the sizes sum to %d, more than %s", sum, formatCount(o.n.hi))
+	}
+	o.n.v = sum
+	return ""
+}
+
 // benchResult is what bench measured; its JSON form is the --json output.
 // Bytes are counted as the step must move them: every buffer read once,
 // every written buffer (read-write or write) written once; GB are 10^9 bytes.
 type benchResult struct {
 	Optimizer      string `json:"optimizer"`
 	N              int    `json:"n"`
+	Tensors        []int  `json:"tensors,omitempty"` // --tensors' sizes
 	Backend        string `json:"backend"`
 	NoiseMode      string `json:"noise_mode"`       // philox or secure (--noise-mode)
 	Threads        int    `json:"threads"`          // cpu and go; 0 for cuda
@@ -233,7 +260,8 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 	if o.backend != "cuda" {
 		r.Threads = opts.Threads
 	}
-	last, err := setUpBench(opt, r.N)
+	r.Tensors = o.tensors
+	last, err := setUpBench(opt, r.N, o.tensors)
 	if err != nil {
 		return nil, err
 	}
@@ -295,10 +323,10 @@ func newBenchResult(opt *runtime.Optimizer, n, steps int) (*benchResult, error) 
 
 // setUpBench registers n random parameters, sets the DP settings, the seed
 // and random gradients, and takes one untimed step, which also touches
-// every buffer. The parameters are two tensors, the last coordinate on its
-// own: reading it back waits for the steps on a device at the cost of one
-// value.
-func setUpBench(opt *runtime.Optimizer, n int) (last *runtime.Tensor, err error) {
+// every buffer. The parameters are tensors of sizes laid end to end, by
+// default two, the last coordinate on its own; the last tensor is returned:
+// reading its last value back waits for the steps on a device.
+func setUpBench(opt *runtime.Optimizer, n int, sizes []int) (last *runtime.Tensor, err error) {
 	if err := opt.SetDP(benchDP); err != nil {
 		return nil, err
 	}
@@ -312,18 +340,28 @@ func setUpBench(opt *runtime.Optimizer, n int) (last *runtime.Tensor, err error)
 	for i := range vals {
 		vals[i] = float32(r.NormFloat64())
 	}
+	names := []string{"w", "last"}
+	if sizes == nil {
+		sizes = []int{n - 1, 1}
+	} else {
+		names = nil
+		for i := range sizes {
+			names = append(names, fmt.Sprintf("t%d", i))
+		}
+	}
 	var ts []*runtime.Tensor
-	if n > 1 {
-		t, err := opt.Register("w", vals[:n-1])
+	off := 0
+	for i, size := range sizes {
+		if size == 0 {
+			continue
+		}
+		t, err := opt.Register(names[i], vals[off:off+size])
 		if err != nil {
 			return nil, err
 		}
-		ts = append(ts, t)
+		ts, off = append(ts, t), off+size
 	}
-	if last, err = opt.Register("last", vals[n-1:]); err != nil {
-		return nil, err
-	}
-	ts = append(ts, last)
+	last = ts[len(ts)-1]
 	for i := range vals {
 		vals[i] = float32(0.01 * r.NormFloat64())
 	}
@@ -450,6 +488,9 @@ func median(xs []float64) float64 {
 // print writes the human form of r.
 func (r *benchResult) print(w io.Writer) {
 	head := fmt.Sprintf("%s  n=%d  backend=%s", r.Optimizer, r.N, r.Backend)
+	if r.Tensors != nil {
+		head += fmt.Sprintf("  tensors=%d", len(r.Tensors))
+	}
 	if r.Backend == "cuda" {
 		head += fmt.Sprintf("  device=%q", r.Device)
 	} else {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,6 +182,32 @@ func TestBenchJSON(t *testing.T) {
 	}
 }
 
+// TestBenchTensors: --tensors lays the parameters out as tensors of those
+// sizes, sets n, and says so; lamb's reduction pass then runs a tensor at
+// a time, one of them off the Philox groups.
+func TestBenchTensors(t *testing.T) {
+	r := runBench("--json", "--backend", "go", optPath("lamb"), "--tensors", "1,4095,1000", "--steps", "2", "--threads", "1")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	var got struct {
+		N       int   `json:"n"`
+		Tensors []int `json:"tensors"`
+		Passes  int   `json:"passes"`
+		Written int   `json:"reduce_buffers_written"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	if got.N != 5096 || !slices.Equal(got.Tensors, []int{1, 4095, 1000}) || got.Passes != 2 || got.Written != 1 {
+		t.Errorf("n %d, tensors %v, passes %d, reduce_buffers_written %d; want 5096, [1 4095 1000], 2, 1", got.N, got.Tensors, got.Passes, got.Written)
+	}
+	text := runBench("--backend", "go", optPath("lamb"), "--tensors", "1,4095", "--steps", "1", "--threads", "1")
+	if !strings.HasPrefix(text.stdout, "lamb  n=4096  backend=go  tensors=2  ") {
+		t.Errorf("head line %q, want it to say tensors=2", strings.SplitN(text.stdout, "\n", 2)[0])
+	}
+}
+
 // TestBenchUsage checks the usage errors: exit 2, one line, no output.
 func TestBenchUsage(t *testing.T) {
 	fiber := optPath("fiber")
@@ -202,6 +229,9 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{fiber, "--backend", "tpu"}, `--backend "tpu": want cpu, go or cuda`},
 		{[]string{fiber, "--backend", "cuda", "--threads", "2"}, "--threads applies to the cpu and go backends, not cuda"},
 		{[]string{fiber, "--nope"}, "unknown flag --nope"},
+		{[]string{fiber, "--tensors", "1,1000", "--n", "5"}, "--tensors: the sizes sum to 1001, --n is 5 (give one of them)"},
+		{[]string{fiber, "--tensors", "1,0"}, `--tensors "1,0": want sizes N[,N...], each a whole number > 0`},
+		{[]string{fiber, "--tensors", "2147483647,2"}, "--tensors: the sizes sum to 2147483649, more than 2^31"},
 	} {
 		r := runBench(c.args...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.msg) {

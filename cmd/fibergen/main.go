@@ -19,7 +19,7 @@
 //	        [--backend go|cpu|ptxsim] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy] [--state-out NAME=S.npy ...]
 //	fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
 //	        (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-//	fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--noise-mode philox|secure] [--json]
+//	fibergen bench SOURCE|DIR [--n N | --tensors N,...] [--steps K] [--threads T] [--backend cpu|go|cuda] [--noise-mode philox|secure] [--json]
 //	fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]
 //	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
 //	fibergen privacy delta --sigma S --epsilon E RUN [OPTIONS]
@@ -62,7 +62,7 @@ const usage = `usage:
           [--backend go|cpu|ptxsim] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy] [--state-out NAME=S.npy ...]
   fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-  fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--noise-mode philox|secure] [--json]
+  fibergen bench SOURCE|DIR [--n N | --tensors N,...] [--steps K] [--threads T] [--backend cpu|go|cuda] [--noise-mode philox|secure] [--json]
                                          time the step against this machine's limit (CPU: STREAM copy and triad)
                                          (DIR: kernels fibergen build wrote, used as they are)
   fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends
