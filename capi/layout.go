@@ -103,8 +103,9 @@ type shardRequest struct {
 // [...], "world", "rank"}, consecutive in one flat buffer, over world
 // workers, each keeping the states of its shard (ZeRO-1), and stores in
 // *out (free it with fg_free) worker rank's shard (runtime.Shard):
-// {"slice", "lo", "hi", "parts"}, every shard's length (a multiple of 4),
-// this shard's coordinates [lo, hi) and each tensor's [lo, hi) in it.
+// {"slice", "lo", "hi", "parts"}, every shard's length (a multiple of 4;
+// with "whole", the longest's), this shard's coordinates [lo, hi) and each
+// tensor's [lo, hi) in it.
 // With "whole": true, the shards are cut only where a tensor ends
 // (runtime.ShardWhole, for per-tensor reductions), of unequal length, and
 // the answer's "bounds" are every worker's. Without an optimizer.

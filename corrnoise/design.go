@@ -57,8 +57,8 @@ type Mechanism struct {
 	Loss     Loss `json:"loss"`
 	DPSGD    Loss `json:"dp_sgd"`
 	// Dense is the optimal dense factorization's mean loss where Design
-	// computes it (OptimalDense under one participation, OptimalDenseEpochs
-	// under several, fixed epochs of MinSep steps), else nil.
+	// computes it (OptimalDenseEpochs over fixed epochs of MinSep steps;
+	// MinSep = Steps is one participation), else nil.
 	Dense *Dense `json:"dense,omitempty"`
 }
 

@@ -3,7 +3,6 @@ package explain
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/ir"
@@ -19,8 +18,15 @@ import (
 type Reduce struct {
 	Reads         []string `json:"reads"`
 	KeepsGradient bool     `json:"keeps_gradient"`
-	Terms         []Value  `json:"terms"` // each term's name and expression; Value unused
+	Terms         []Term   `json:"terms"`
 	Operations    int      `json:"operations"`
+}
+
+// Term is one sum of the reduction pass: its name (r0, r1, …) and the
+// per-coordinate expression it sums.
+type Term struct {
+	Name string `json:"name"`
+	Expr string `json:"expr"`
 }
 
 // describeReduce describes fn's reduction pass; nil without one.
@@ -29,9 +35,9 @@ func describeReduce(fn *ir.Func) *Reduce {
 		return nil
 	}
 	r := &Reduce{Reads: fn.ReduceReads(), Operations: describeKernel(fn.Reduce).Operations}
-	r.KeepsGradient = slices.Contains(r.Reads, ir.GradName)
+	r.KeepsGradient = fn.ReduceReadsGradient()
 	for _, st := range fn.Reduce.Stores() {
-		r.Terms = append(r.Terms, Value{Name: st.Name, Expr: ir.ExprString(st.Args[0])})
+		r.Terms = append(r.Terms, Term{Name: st.Name, Expr: ir.ExprString(st.Args[0])})
 	}
 	return r
 }

@@ -44,6 +44,13 @@ func (f *Func) ReduceReads() []string {
 	return out
 }
 
+// ReduceReadsGradient reports whether the reduction pass reads g: it then
+// privatizes g as the step does, and keeps it for a step that draws noise,
+// which reads it and draws none (docs/kernels.md, "Reductions").
+func (f *Func) ReduceReadsGradient() bool {
+	return f.Reduce != nil && slices.Contains(f.ReduceReads(), GradName)
+}
+
 // ReadsReduction reports whether the uniform value v reads a per-tensor
 // sum or size: a value of the tensor, not of the hypers and the step alone.
 func ReadsReduction(v *Value) bool {

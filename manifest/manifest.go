@@ -128,7 +128,8 @@ type Kernels struct {
 // the step's noise, read Reads before the step (g privatized as the step
 // privatizes it) and write one float32 partial of each term per chunk of
 // Chunk coordinates of a tensor, term-major; a term's sum is its partials
-// summed in float64 in chunk order.
+// summed in float64 in chunk order. Given a place for it (version 2), they
+// also write the privatized g, which the step then reads.
 type Reduce struct {
 	// Version is the pass's calling convention (ReduceVersion); a runtime
 	// refuses any other.

@@ -172,9 +172,15 @@ func (b *cpuBackend) diagnostic(d backend.Diagnostic) (*hostkernel.Diagnostic, e
 
 // parallelChunks runs f on the chunk ranges [lo, lo+per) of [0, n) at once.
 func parallelChunks(n, per int, f func(lo, hi int) error) error {
+	work := chunkWork(n, per, f)
+	return runLimited(work, max(len(work), 1))
+}
+
+// chunkWork is f over [0, n) in pieces of per: f(0, per), f(per, 2·per), ….
+func chunkWork(n, per int, f func(lo, hi int) error) []func() error {
 	var work []func() error
 	for lo := 0; lo < n; lo += per {
 		work = append(work, func() error { return f(lo, min(lo+per, n)) })
 	}
-	return runLimited(work, max(len(work), 1))
+	return work
 }

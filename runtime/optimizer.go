@@ -187,6 +187,7 @@ type Optimizer struct {
 	watch    *clampWatch // the clamp warning's samples; nil: no fixed floor, or Options.NoClampWarning
 	warnings []string    // the warnings not yet taken (Warnings)
 	segs     []Segment   // PrivatizeSegmentsTo's segments as its job reads them, kept between calls
+	red      reduceState // the reduction pass's (reduce.go)
 	mu       sync.Mutex  // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
 
@@ -309,7 +310,7 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 			"or open it with Backend Go, the reference (Options.GoFallback runs the reference where the kernel is missing)", m.Optimizer, m.Kernels.SharedObject)
 	}
 	o := &Optimizer{m: m, hash: manifest.Hash(data), files: files, opts: opts, prog: p,
-		hypers: fn.DefaultHypers(), mode: rng.Philox, id: optimizerIDs.Add(1)}
+		hypers: fn.DefaultHypers(), mode: rng.Philox, id: optimizerIDs.Add(1), red: reduceState{readsGrad: fn.ReduceReadsGradient()}}
 	if opts.SecureNoise {
 		if o.key, err = randomKey(); err != nil {
 			return nil, fmt.Errorf("runtime: open %s with secure noise: %w (a secure run takes its key from the operating system alone)", m.Optimizer, err)
@@ -723,7 +724,11 @@ func (o *Optimizer) ready() error {
 // noise.
 func (o *Optimizer) args() backend.Step {
 	noise := o.stepNoise()
-	return backend.Step{Segments: o.segments(noise.SigmaW2), Offset: int64(o.opts.Offset),
+	segs := []segment{{Hi: o.n}} // reduced cuts a step with reductions at its tensors, with their scalars
+	if o.prog.Func.Reduce == nil {
+		segs = o.segments(noise.SigmaW2)
+	}
+	return backend.Step{Segments: segs, Offset: int64(o.opts.Offset),
 		Noise: rng.Stream{Mode: o.noiseMode(noise.Draw), Seed: o.seed, Key: o.key, Step: uint32(o.t)}}
 }
 

@@ -141,8 +141,9 @@ const shardAlign = 4
 type ShardLayout struct {
 	// Slice is every shard's length, the same for all, a multiple of 4:
 	// the flat buffers hold world·Slice coordinates, the ones past the
-	// tensors' padding that no step touches. With Bounds, the longest
-	// shard's, rounded up to 4.
+	// tensors' padding that no step touches. With Bounds (ShardWhole) the
+	// shards' lengths differ and the buffers hold Bounds[world]
+	// coordinates; Slice is then the longest shard's, rounded up to 4.
 	Slice int `json:"slice"`
 	// Lo and Hi are the shard's coordinates [Lo, Hi) of the flat buffers.
 	Lo int `json:"lo"`

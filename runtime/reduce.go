@@ -3,7 +3,6 @@ package runtime
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
@@ -33,7 +32,10 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 	sigmaW2 := o.stepNoise().SigmaW2
 	ts := o.reduceTensors(a)
 	r := o.reduceEntry(a, ts, sigmaW2)
-	partials := make([]float32, r.Len())
+	if len(o.red.partials) < r.Len() {
+		o.red.partials = make([]float32, r.Len())
+	}
+	partials := o.red.partials[:r.Len()] // the backend sets every one
 	if err := o.back.Reduce(m, r, partials); err != nil {
 		return a, fmt.Errorf("runtime: the reduction pass: %w", err)
 	}
@@ -53,6 +55,12 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 		a.Kept, a.Noise.Mode = true, rng.Off
 	}
 	return a, nil
+}
+
+// reduceState is what an optimizer with reductions keeps between steps.
+type reduceState struct {
+	readsGrad bool      // ir.Func.ReduceReadsGradient: the pass privatizes g, and keeps it
+	partials  []float32 // the last pass's partials, reused by the next
 }
 
 // reduceTensor is the coordinates [lo, hi) of one tensor and its hypers.
@@ -93,7 +101,7 @@ func (o *Optimizer) reduceTensors(a backend.Step) []reduceTensor {
 // with the scalars of its hypers.
 func (o *Optimizer) reduceEntry(a backend.Step, ts []reduceTensor, sigmaW2 float64) backend.Reduce {
 	r := backend.Reduce{Reference: o.prog, Terms: o.prog.Func.NumReductions(), Noise: a.Noise, Offset: a.Offset,
-		Keep: a.Noise.Mode != rng.Off && slices.Contains(o.prog.Func.ReduceReads(), ir.GradName)}
+		Keep: a.Noise.Mode != rng.Off && o.red.readsGrad}
 	if k := o.m.Kernels.Reduce; k != nil {
 		r.Kernel, r.HostFunction = k.Kernel, k.HostFunction
 	}
@@ -127,8 +135,10 @@ func (o *Optimizer) checkReduced(t reduceTensor, seg backend.Segment) error {
 
 // Reduce runs the reduction pass over each tensor on every core: with the
 // host function where the shared object is loaded, else with the
-// interpreter. Each core takes whole chunks, so the split does not change a
-// bit.
+// interpreter. Each tensor's chunks are cut into at most as many pieces as
+// threads, and the pieces of every tensor run together, so that a model of
+// many small tensors uses every core; a piece takes whole chunks, so the
+// split does not change a bit.
 func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, partials []float32) error {
 	if err := b.host(m); err != nil {
 		return err
@@ -141,23 +151,26 @@ func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, partials []float
 	if r.Keep && len(b.kept) != len(b.bufs[ir.GradBuffer]) {
 		b.kept = make([]float32, len(b.bufs[ir.GradBuffer]))
 	}
+	var work []func() error
 	for i, part := range r.Split(partials) {
 		var kept []float32
 		if t := r.Tensors[i]; r.Keep {
 			kept = b.kept[t.Lo:t.Hi]
 		}
-		if err := b.reduceTensor(host, r, r.Tensors[i], part, kept); err != nil {
-			return err
-		}
+		work = append(work, b.reduceTensor(host, r, r.Tensors[i], part, kept)...)
+	}
+	if err := runLimited(work, max(b.threads, 1)); err != nil {
+		return err
 	}
 	b.keptFresh = r.Keep
 	return nil
 }
 
-// reduceTensor runs the reduction pass over tensor t into its partials,
-// keeping its privatized g in kept (nil: not kept): with the host function
-// host, else (nil) with the interpreter.
-func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t backend.ReduceTensor, partials, kept []float32) error {
+// reduceTensor is the work of the reduction pass over tensor t into its
+// partials, keeping its privatized g in kept (nil: not kept), in pieces of
+// whole chunks: with the host function host, else (nil) with the
+// interpreter.
+func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t backend.ReduceTensor, partials, kept []float32) []func() error {
 	bufs := make([][]float32, len(b.bufs))
 	for i, buf := range b.bufs {
 		bufs[i] = buf[t.Lo:t.Hi]
@@ -166,7 +179,7 @@ func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t b
 	chunks := reduce.ReduceChunks(n)
 	per, rows := max((chunks+b.threads-1)/b.threads, 1), termRows(partials, chunks)
 	nz, offset := r.Noise, r.Offset+int64(t.Lo)
-	return parallelChunks(chunks, per, func(lo, hi int) error {
+	return chunkWork(chunks, per, func(lo, hi int) error {
 		if host != nil {
 			rg := hostkernel.Range{Lo: int64(lo), Hi: int64(hi), Offset: offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(nz.Mode), Key: nz.Key}
 			return host.Run(bufs, t.Scalars, n, rg, partials, kept)

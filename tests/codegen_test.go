@@ -36,6 +36,7 @@ var probeSets = map[string][]setting{
 	"blt_probe":    {{"decay", 0.8}, {"mu", 0.3}},
 	"varying":      {{"beta", 0.5}, {"warmup", 3}},
 	"unguarded":    {{"lr", 0.05}},
+	"reduced":      {{"k2", 0.4}},
 }
 
 // probe is one generated package in the temporary module.

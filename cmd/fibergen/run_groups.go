@@ -86,8 +86,8 @@ func (l *sizesFlag) Set(s string) error {
 	return nil
 }
 
-// tensors are theta's tensors, registered in order, split where a group
-// starts or ends: the flat vector of a run.
+// tensors are theta's tensors, registered in order: --tensors' sizes, or
+// one split where a group starts or ends; the flat vector of a run.
 type tensors []*runtime.Tensor
 
 // register registers theta as tensors, split at the ends of --tensors'

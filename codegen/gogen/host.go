@@ -95,12 +95,15 @@ func steadyGainOf(state string) jen.Code {
 	return jen.Id("steadyGain").Call(jen.Id(filterFunc(state)).Call(jen.Id("h")))
 }
 
-// steadyGains lists the states whose attenuation scalarStep reads: NewHost
-// solves each once.
+// steadyGains lists the states whose attenuation scalarStep or Reduce
+// reads, which run every step: NewHost solves each once.
 func (g *generator) steadyGains() []string {
 	var out []string
-	if g.fn.ScalarStep != nil {
-		for _, v := range g.fn.ScalarStep.Values {
+	for _, b := range []*ir.Block{g.fn.ScalarStep, g.fn.Reduce} {
+		if b == nil {
+			continue
+		}
+		for _, v := range b.Values {
 			if v.Op == ir.OpAtten && !slices.Contains(out, v.Name) {
 				out = append(out, v.Name)
 			}
@@ -324,16 +327,20 @@ func (g *generator) spliceGains() {
 	g.splice(gainFile, roots...)
 }
 
-// stepUses says whether the step or the host block has a value of op.
+// stepUses says whether the step, the host block or the reduce block has
+// a value of op.
 func (g *generator) stepUses(op ir.Op) bool {
 	return slices.ContainsFunc(g.hostValues(), func(v *ir.Value) bool { return v.Op == op })
 }
 
-// hostValues lists the values of the step and of the host block (the
-// scalar step).
+// hostValues lists the values of the step, of the host block (the scalar
+// step) and of the reduce block.
 func (g *generator) hostValues() []*ir.Value {
-	if g.fn.ScalarStep == nil {
-		return g.fn.Step.Values
+	out := g.fn.Step.Values
+	for _, b := range []*ir.Block{g.fn.ScalarStep, g.fn.Reduce} {
+		if b != nil {
+			out = slices.Concat(out, b.Values)
+		}
 	}
-	return slices.Concat(g.fn.Step.Values, g.fn.ScalarStep.Values)
+	return out
 }

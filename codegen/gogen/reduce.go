@@ -24,25 +24,26 @@ func (g *generator) genReduce() {
 		jen.Id("Numel").Int().Comment("the tensor's coordinates"),
 	)
 	e := g.newEnv()
+	e.steady = true // NewHost solves the attenuations Reduce reads
+	reads := func(op ir.Op) bool {
+		return slices.ContainsFunc(g.fn.Reduce.Values, func(v *ir.Value) bool { return v.Op == op })
+	}
 	var body []jen.Code
-	if slices.ContainsFunc(g.fn.Reduce.Values, func(v *ir.Value) bool { return v.Op == ir.OpScalar }) {
+	if reads(ir.OpScalar) {
 		body = append(body, jen.Id("sc").Op(":=").Id("c").Dot("scalarsAt").Call(jen.Id("t"), jen.Id("sigmaW2")))
 	}
-	if slices.ContainsFunc(g.fn.Reduce.Values, func(v *ir.Value) bool { return v.Op == ir.OpHyper }) {
+	if reads(ir.OpHyper) {
 		body = append(body, jen.Id("h").Op(":=").Id("c").Dot("h"))
 	}
-	for _, v := range g.fn.Reduce.Values {
-		if hostValue(v) {
-			body = append(body, e.define(v, "u"))
-		}
-	}
+	body = append(body, e.hostPart(g.fn.Reduce)...)
 	params := append([]jen.Code{jen.Id("theta"), jen.Id("g")}, g.stateParams()...)
 	k := g.fn.NumReductions()
+	body = append(body, jen.Id("n").Op(":=").Len(jen.Id("theta")), g.lengthCheck("Host.Reduce", params))
+	if g.fn.ReduceReadsGradient() { // the noise Step adds, drawn as Step draws it
+		body = append(body, jen.Id("sigmaW").Op(":=").Float32().Call(jen.Qual("math", "Sqrt").Call(jen.Id("sigmaW2"))),
+			jen.Var().Id("cache").Id("noiseCache"))
+	}
 	body = append(body,
-		jen.Id("n").Op(":=").Len(jen.Id("theta")),
-		g.lengthCheck("Host.Reduce", params),
-		jen.Id("sigmaW").Op(":=").Float32().Call(jen.Qual("math", "Sqrt").Call(jen.Id("sigmaW2"))),
-		jen.Var().Id("cache").Id("noiseCache"),
 		jen.Var().Id("terms").Index(jen.Lit(k)).Index(jen.Id("ReduceChunk")).Float32(),
 		jen.Id("partials").Op(":=").Make(jen.Index().Index().Float32(), jen.Lit(k)),
 		jen.For(jen.Id("j").Op(":=").Range().Id("partials")).Block(

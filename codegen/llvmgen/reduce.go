@@ -38,9 +38,9 @@ type reduction struct {
 	inputs int
 	// prepare, where set, returns the inputs as the terms read them at w
 	// lanes of elements (the gradient privatized), from their loaded
-	// values; at emits the index in the row of lane 0's element (the
-	// lanes' follow it).
-	prepare func(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value
+	// values; at is the index in the row of lane 0's element (the lanes'
+	// follow it).
+	prepare func(b *llvm.Block, w lanes, in []value.Value, at value.Value) []value.Value
 	// keep, where set, is a float pointer at which the loops store the
 	// prepared input keepInput of every element below n, at its index in
 	// the row (one row only); where it is null at run time they store
@@ -53,13 +53,13 @@ type reduction struct {
 	terms func(b *llvm.Block, w lanes, in []value.Value) []value.Value
 	sums  int // how many values terms returns
 	// prefetch: the host loop asks for its inputs' rows prefetchAhead
-	// elements ahead, for a pass whose work between loads (a noise draw)
-	// is long enough to leave the loads' latency exposed.
+	// elements ahead (the reduction pass, whose work between loads, a
+	// noise draw and LAMB's update, leaves their latency exposed).
 	prefetch bool
 }
 
 // prepared is in as r's terms read it at w lanes of elements from index at.
-func (r reduction) prepared(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value {
+func (r reduction) prepared(b *llvm.Block, w lanes, in []value.Value, at value.Value) []value.Value {
 	if r.prepare == nil {
 		return in
 	}
@@ -209,7 +209,7 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 				in = append(in, v[e])
 			}
 			inRange := b.NewICmp(enum.IPredSLT, b.NewAdd(base, i64c(int64(e))), n)
-			if r.keep != nil {
+			if r.keep != nil { // not even the index's add for a reduction that keeps nothing
 				b = k.keepStore(f, b, r, in, 1, b.NewAdd(base, i64c(int64(e))), inRange)
 			}
 			for s, t := range r.terms(b, 1, in) {
@@ -260,7 +260,7 @@ func (k *kernel) preparedLane(b *llvm.Block, r reduction, vals [][]value.Value, 
 		packed[i] = x
 	}
 	out := make([][]value.Value, len(vals))
-	for i, x := range r.prepare(b, w, packed, func() value.Value { return base }) {
+	for i, x := range r.prepare(b, w, packed, base) {
 		for e := range laneElems {
 			out[i] = append(out[i], b.NewExtractElement(x, i32c(uint32(e))))
 		}
@@ -285,13 +285,13 @@ func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 			}
 			full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(reduceRow)), n)
 			return k.ifElse(f, b, full, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-				in := r.prepared(b, reduceRow, rowLoads(b, ptrs, base), func() value.Value { return base })
+				in := r.prepared(b, reduceRow, rowLoads(b, ptrs, base), base)
 				b = k.keepStore(f, b, r, in, reduceRow, base, nil)
 				return b, rowTerms(b, r, in, nil, acc)
 			}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 				b, padded := k.padRows(f, b, ptrs, base, n)
 				mask := rowMask(b, base, n)
-				in := r.prepared(b, reduceRow, rowLoads(b, padded, i64c(0)), func() value.Value { return base })
+				in := r.prepared(b, reduceRow, rowLoads(b, padded, i64c(0)), base)
 				b = k.keepTail(f, b, r, in, base, n)
 				return b, rowTerms(b, r, in, mask, acc)
 			})

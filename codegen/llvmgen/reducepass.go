@@ -168,24 +168,18 @@ func (k *kernel) reducePass(d *draw, groups lanes, scalars []value.Value, kept v
 		return r
 	}
 	r.keep, r.keepInput = kept, g
-	r.prepare = func(b *llvm.Block, w lanes, in []value.Value, at func() value.Value) []value.Value {
+	r.prepare = func(b *llvm.Block, w lanes, in []value.Value, at value.Value) []value.Value {
 		in = slices.Clone(in)
-		in[g] = d.add(b, w, in[g], k.drawLanes(b, w, groups, d, b.NewAdd(d.offset, at())))
+		in[g] = d.add(b, w, in[g], k.drawLanes(b, w, groups, d, b.NewAdd(d.offset, at)))
 		return in
 	}
 	return r
 }
 
 // drawLanes draws the Gaussians of w consecutive elements from global
-// index first: one element's draw (w = 1), a device lane's four (noiseLane),
-// or a host row's (noiseRow, groups wide).
+// index first: a device lane's four (noiseLane), or a host row's
+// (noiseRow, groups wide).
 func (k *kernel) drawLanes(b *llvm.Block, w, groups lanes, d *draw, first value.Value) value.Value {
-	if w == 1 && d.secure() {
-		return secureElem(b, d, first)
-	}
-	if w == 1 {
-		return d.call(b, d.elem, first)
-	}
 	args := []value.Value{d.seed}
 	if d.secure() {
 		args = d.key
@@ -200,9 +194,9 @@ func (k *kernel) drawLanes(b *llvm.Block, w, groups lanes, d *draw, first value.
 // reduction takes at once (laneTerms).
 const laneElems = 4
 
-// noiseParams are the parameters of a noise helper: (seed | key0..3, step,
+// helperDraw is the parameters of a noise helper, (seed | key0..3, step,
 // first), and its draw on them.
-func (k *kernel) noiseParams(secure bool, funcs drawFuncs) ([]*llvm.Param, *draw) {
+func helperDraw(secure bool, funcs drawFuncs) ([]*llvm.Param, *draw) {
 	params := []*llvm.Param{llvm.NewParam("seed", i64)}
 	if secure {
 		params = []*llvm.Param{llvm.NewParam("key0", i64), llvm.NewParam("key1", i64), llvm.NewParam("key2", i64), llvm.NewParam("key3", i64)}
@@ -227,15 +221,15 @@ func (k *kernel) noiseLane(secure bool) *llvm.Func {
 	if f := funcNamed(k.m, name); f != nil {
 		return f
 	}
-	params, d := k.noiseParams(secure, k.noise.device)
+	params, d := helperDraw(secure, k.noise.device)
 	f, b := newHelper(k.m, name, lanes(laneElems).f32(), params...)
 	first, blk := params[len(params)-1], d.block()
 	idx, off := b.NewLShr(first, i64c(int64(bits.TrailingZeros64(uint64(blk))))), b.NewAnd(first, i64c(blk-1))
 	aligned := b.NewICmp(enum.IPredEQ, b.NewAnd(first, i64c(laneElems-1)), i64c(0))
 	b, z := k.ifElse(f, b, aligned, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-		return b, pickLane(b, blockValues(b, d, idx), off)
+		return b, pickLane(b, k.blockValues(b, d, idx), off)
 	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-		return b, pickLane(b, append(blockValues(b, d, idx), blockValues(b, d, b.NewAdd(idx, i64c(1)))...), off)
+		return b, pickLane(b, append(k.blockValues(b, d, idx), k.blockValues(b, d, b.NewAdd(idx, i64c(1)))...), off)
 	})
 	var out value.Value = constantUndef(lanes(laneElems).f32())
 	for e, v := range z {
@@ -246,19 +240,12 @@ func (k *kernel) noiseLane(secure bool) *llvm.Func {
 }
 
 // blockValues are the Gaussians of the block (Philox group, secure octet)
-// idx of the draw d, in order.
-func blockValues(b *llvm.Block, d *draw, idx value.Value) []value.Value {
-	var out []value.Value
-	if d.secure() {
-		z := d.call(b, d.octet, idx)
-		for e := range 8 {
-			out = append(out, b.NewExtractValue(z, uint64(e)))
-		}
-		return out
-	}
-	z := d.call(b, d.group, idx)
-	for e := range 4 {
-		out = append(out, b.NewExtractElement(z, i32c(uint32(e))))
+// idx of the draw d, in order (drawGroup).
+func (k *kernel) blockValues(b *llvm.Block, d *draw, idx value.Value) []value.Value {
+	elem := k.drawGroup(b, idx, d)
+	out := make([]value.Value, d.block())
+	for e := range out {
+		out[e] = elem(e)
 	}
 	return out
 }
@@ -297,9 +284,9 @@ func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
 	if f := funcNamed(k.m, name); f != nil {
 		return f
 	}
-	params, d := k.noiseParams(secure, k.noise.host)
+	params, d := helperDraw(secure, k.noise.host)
 	f, b := newHelper(k.m, name, w.f32(), params...)
-	per := blockSpan(d, groups)
+	per := d.block() * int64(groups)
 	row := llvm.NewAlloca(types.NewArray(uint64(int64(w)+per), f32)) // a call's more, for a row that starts inside a block
 	row.Align = 4
 	b.Insts = append(b.Insts, row)
@@ -316,21 +303,12 @@ func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
 	return f
 }
 
-// blockSpan is how many elements one call of the host's wide draw gives,
-// wide groups (Philox) or octets (secure) of d's scheme.
-func blockSpan(d *draw, wide lanes) int64 {
-	if d.secure() {
-		return 8 * int64(wide)
-	}
-	return 4 * int64(wide)
-}
-
 // drawBlocks stores at row the Gaussians of the w elements from first,
 // which starts a block of d: the step's wide draws, gaussianC's 4·wide a
 // call in the Philox scheme, secure.wide's 8·wide in the secure one, each
 // in coordinate order.
 func (k *kernel) drawBlocks(f *llvm.Func, b *llvm.Block, d *draw, w, wide lanes, first, row value.Value) *llvm.Block {
-	fn, per := k.noise.gaussianC[wide], blockSpan(d, wide)
+	fn, per := k.noise.gaussianC[wide], d.block()*int64(wide)
 	if d.secure() {
 		fn = k.noise.secure.wide[wide]
 	}
