@@ -87,8 +87,7 @@ func (g *generator) genStep() {
 		case v.Op == ir.OpLoad && v.Name == ir.GradName && g.fn.Noise != nil:
 			loop = append(loop, e.define(v, "v"))
 		case v.Op == ir.OpLoad && v.Name == ir.GradName:
-			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On").Op("||").Id("nz").Dot("Secure")).Block(
-				e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("add").Call(jen.Add(e.names[v]), jen.Id("s").Dot("SigmaW"), jen.Id("i"), jen.Op("&").Id("cache"))))
+			loop = append(loop, e.privatizedGrad(v, jen.Id("s").Dot("SigmaW"))...)
 		case v.Op == ir.OpStore:
 			loop = append(loop, jen.Id(bufName(v.Name)).Index(jen.Id("i")).Op("=").Add(e.ref(v.Args[0])))
 		case !v.Uniform:

@@ -68,6 +68,14 @@ func (g *generator) genReduce() {
 		jen.List(params...).Index().Float32()).Id("Reduced").Block(body...)
 }
 
+// privatizedGrad defines v, the load of g, with the DP noise nz of
+// standard deviation sigmaW added where nz draws: g as Step and Reduce
+// privatize it.
+func (e *env) privatizedGrad(v *ir.Value, sigmaW jen.Code) []jen.Code {
+	return []jen.Code{e.define(v, "v"), jen.If(jen.Id("nz").Dot("On").Op("||").Id("nz").Dot("Secure")).Block(
+		e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("add").Call(jen.Add(e.names[v]), sigmaW, jen.Id("i"), jen.Op("&").Id("cache")))}
+}
+
 // reduceLoop is the body of Reduce's per-coordinate loop: the reduce
 // block's kernel part, g privatized, its stores writing terms[k][i-lo].
 func (g *generator) reduceLoop(e *env) []jen.Code {
@@ -75,8 +83,7 @@ func (g *generator) reduceLoop(e *env) []jen.Code {
 	for _, v := range g.fn.Reduce.Values {
 		switch {
 		case v.Op == ir.OpLoad && v.Name == ir.GradName:
-			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On").Op("||").Id("nz").Dot("Secure")).Block(
-				e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("add").Call(jen.Add(e.names[v]), jen.Id("sigmaW"), jen.Id("i"), jen.Op("&").Id("cache"))))
+			loop = append(loop, e.privatizedGrad(v, jen.Id("sigmaW"))...)
 		case v.Op == ir.OpStore:
 			term := slices.Index(g.fn.ReduceTerms(), v.Name)
 			loop = append(loop, jen.Id("terms").Index(jen.Lit(term)).Index(jen.Id("i").Op("-").Id("lo")).Op("=").Add(e.ref(v.Args[0])))

@@ -185,14 +185,18 @@ func (k *kernel) bufferParams(readonly func(ir.Buffer) bool) []cparam {
 
 // scalarParams are the host scalars S0, S1, ... and sigma_w, the standard
 // deviation of the noise ("s.I" in LLVM).
-func (k *kernel) scalarParams() []cparam {
-	out := make([]cparam, len(k.Scalars))
+func (k *kernel) scalarParams() []cparam { return scalarParamsNamed(len(k.Scalars), "S", "s") }
+
+// scalarParamsNamed are n float parameters <prefix>0, <prefix>1, … ("<ll>.i"
+// in LLVM), the last sigma_w.
+func scalarParamsNamed(n int, prefix, ll string) []cparam {
+	out := make([]cparam, n)
 	for i := range out {
-		name := fmt.Sprintf("S%d", i)
-		if i == ir.SigmaWScalar(len(out)) {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		if i == ir.SigmaWScalar(n) {
 			name = "sigma_w"
 		}
-		out[i] = cparam{name: name, typ: cFloat, llName: fmt.Sprintf("s.%d", i)}
+		out[i] = cparam{name: name, typ: cFloat, llName: fmt.Sprintf("%s.%d", ll, i)}
 	}
 	return out
 }

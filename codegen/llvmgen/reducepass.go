@@ -52,16 +52,7 @@ func (k *kernel) emitReducePass() {
 // reduceScalarParams are the reduce block's host scalars R0, R1, ... and
 // sigma_w ("r.I" in LLVM).
 func (k *kernel) reduceScalarParams() []cparam {
-	n := len(ir.HostScalars(k.fn.Reduce))
-	out := make([]cparam, n+1)
-	for i := range out {
-		name := fmt.Sprintf("R%d", i)
-		if i == n {
-			name = "sigma_w"
-		}
-		out[i] = cparam{name: name, typ: cFloat, llName: fmt.Sprintf("r.%d", i)}
-	}
-	return out
+	return scalarParamsNamed(len(ir.HostScalars(k.fn.Reduce))+1, "R", "r")
 }
 
 // reduceSignature is the NVPTX kernel of the reduction pass
