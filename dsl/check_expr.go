@@ -208,15 +208,15 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		}
 		return value{}
 	}
+	if IsReductionCall(x) {
+		c.reduction(x, s)
+		return value{}
+	}
 	if len(x.Args) != obj.Arity {
 		c.errorf(x.Fun.NamePos, "%s takes %d argument%s, got %d", obj.Name, obj.Arity, plural(obj.Arity), len(x.Args))
 	}
 	if IsAttenuation(obj.Name) {
 		c.attenuation(x, s)
-		return value{}
-	}
-	if IsReduction(obj.Name) {
-		c.reduction(x, s)
 		return value{}
 	}
 	v := value{isConst: len(x.Args) == obj.Arity}
@@ -266,13 +266,21 @@ var functionList = func() string {
 
 // Reductions are the per-tensor reductions of step (docs/dsl.md,
 // "Per-tensor reductions"): the sum, the Euclidean norm and the mean of a
-// per-coordinate value over each tensor.
+// per-coordinate value over each tensor; max and min of one argument
+// (Extremes) are its maximum and minimum.
 var Reductions = []string{"norm", "sum", "mean"}
 
-// IsReduction reports whether name is a per-tensor reduction.
-func IsReduction(name string) bool { return slices.Contains(Reductions, name) }
+// Extremes are the functions that are a per-tensor reduction with one
+// argument and the elementwise operation with two, as torch.max is.
+var Extremes = []string{"max", "min"}
 
-// reduction checks norm(x), sum(x) and mean(x): in step, outside its host
+// IsReductionCall reports whether x is a per-tensor reduction: a call of
+// one of Reductions, or of one of Extremes with one argument.
+func IsReductionCall(x *CallExpr) bool {
+	return slices.Contains(Reductions, x.Fun.Name) || slices.Contains(Extremes, x.Fun.Name) && len(x.Args) == 1
+}
+
+// reduction checks norm(x), sum(x), mean(x), max(x) and min(x): in step, outside its host
 // block, of a per-coordinate x, in a file without a noise block. The value
 // is per-step uniform (one per tensor). That x reads no other reduction is
 // checked when lowering, which sees through the states.
@@ -281,6 +289,7 @@ func (c *checker) reduction(x *CallExpr, s *scope) {
 		c.errorf(x.Fun.NamePos, "%s cannot use %s: a per-tensor reduction is computed between two passes over the coordinates, so only step (outside its host block) has it", s.where, x.Fun.Name)
 	}
 	if len(x.Args) != 1 {
+		c.errorf(x.Fun.NamePos, "%s takes 1 argument, got %d", x.Fun.Name, len(x.Args))
 		return
 	}
 	if a := c.expr(x.Args[0], s); !a.varying {

@@ -31,7 +31,7 @@ func DependsOnStep(v *Value) bool { return dependsOnStep(v, map[*Value]bool{}) }
 // dependsOnStep visits each value once: seen holds the values already found
 // not to depend on the step, so shared operands cost nothing the second time.
 func dependsOnStep(v *Value, seen map[*Value]bool) bool {
-	if v.Op == OpStepIndex || v.Op == OpSigmaW2 || v.Op == OpScalar || v.Op == OpReduce || v.Op == OpNumel {
+	if v.Op == OpStepIndex || v.Op == OpSigmaW2 || v.Op == OpScalar || v.Op.IsReduce() || v.Op == OpNumel {
 		return true
 	}
 	if seen[v] {

@@ -68,7 +68,7 @@ func formatValue(v *Value, num map[*Value]int) string {
 	switch v.Op {
 	case OpConst:
 		operand = FormatConst(v.Const, v.Type)
-	case OpHyper, OpLoad, OpScalar, OpReduce:
+	case OpHyper, OpLoad, OpScalar, OpReduce, OpReduceMax, OpReduceMin:
 		operand = v.Name
 	case OpStore:
 		return fmt.Sprintf("%s store %s, %s", class, v.Name, operand)

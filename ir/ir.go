@@ -74,8 +74,10 @@ const (
 	OpPrivatize                                 // the privatized gradient of a noise block: Args[0], the clipped mean, plus σ_w·Args[1], the noise w, in the step's noise scheme
 	OpReduce                                    // Name is a term of the reduce block (r0, r1, …): the float64 sum of its values over the coordinate's tensor (Func.Reduce)
 	OpNumel                                     // the number of coordinates of the coordinate's tensor
+	OpReduceMax                                 // as OpReduce, the maximum (lang.MaxOf) of the term's values over the tensor
+	OpReduceMin                                 // as OpReduce, the minimum (lang.MinOf)
 
-	lastOp = OpNumel
+	lastOp = OpReduceMin
 )
 
 // ownOps are the IR's own operations, by name.
@@ -83,7 +85,7 @@ var ownOps = map[Op]string{
 	OpInvalid: "invalid", OpConst: "const", OpHyper: "hyper", OpStepIndex: "t",
 	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpAtten: "attenuation",
 	OpAttenT: "attenuation_t", OpStore: "store", OpScalar: "scalar", OpDraw: "draw", OpPrivatize: "privatize",
-	OpReduce: "reduce", OpNumel: "numel",
+	OpReduce: "reduce", OpNumel: "numel", OpReduceMax: "reducemax", OpReduceMin: "reducemin",
 }
 
 // String is the operation's name in dumps and in the JSON form.

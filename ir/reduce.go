@@ -3,15 +3,42 @@ package ir
 import (
 	"fmt"
 	"slices"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
-// Per-tensor reductions: the step's norm, sum and mean of a per-coordinate
-// value over each tensor. The step reads each sum as OpReduce, a uniform
-// value per tensor that the host computes between two passes over memory:
-// the reduce block (Func.Reduce), which stores the terms, and the step.
+// Per-tensor reductions: the step's norm, sum, mean, max and min of a
+// per-coordinate value over each tensor. The step reads each as OpReduce
+// (a sum; norm and mean are computed from one), OpReduceMax or
+// OpReduceMin, a uniform value per tensor that the host computes between
+// two passes over memory: the reduce block (Func.Reduce), which stores the
+// terms, and the step.
+
+// reduceCombines are the step's reads of a reduction, each with how the
+// reduction pass combines its term: lang.Add, lang.Max or lang.Min.
+var reduceCombines = map[Op]lang.Op{OpReduce: lang.Add, OpReduceMax: lang.Max, OpReduceMin: lang.Min}
+
+// IsReduce reports whether o reads a per-tensor reduction of a term.
+func (o Op) IsReduce() bool { _, ok := reduceCombines[o]; return ok }
+
+// ReduceCombines lists how the reduction pass combines each term r<i>
+// (ReduceTerms order): lang.Add, lang.Max or lang.Min, as the step's read
+// of it says; lang.Add for a term the step no longer reads.
+func (f *Func) ReduceCombines() []lang.Op {
+	out := make([]lang.Op, f.NumReductions())
+	for i := range out {
+		out[i] = lang.Add
+		for _, v := range f.Step.Values {
+			if v.Op.IsReduce() && v.Name == ReduceTerm(i) {
+				out[i] = reduceCombines[v.Op]
+			}
+		}
+	}
+	return out
+}
 
 // ReduceTerm is the name of the reduce block's i-th term, which the step's
-// OpReduce of the same name reads summed.
+// OpReduce (OpReduceMax, OpReduceMin) of the same name reads reduced.
 func ReduceTerm(i int) string { return fmt.Sprintf("r%d", i) }
 
 // NumReductions is the number of per-tensor sums the step reads: the
@@ -28,6 +55,20 @@ func (f *Func) ReduceTerms() []string {
 	out := make([]string, f.NumReductions())
 	for i := range out {
 		out[i] = ReduceTerm(i)
+	}
+	return out
+}
+
+// ReduceCombineNames names each term's combine as the DSL does: sum, max
+// or min (ReduceCombines order).
+func (f *Func) ReduceCombineNames() []string {
+	var out []string
+	for _, op := range f.ReduceCombines() {
+		name := op.Name()
+		if op == lang.Add {
+			name = "sum"
+		}
+		out = append(out, name)
 	}
 	return out
 }
@@ -54,5 +95,10 @@ func (f *Func) ReduceReadsGradient() bool {
 // ReadsReduction reports whether the uniform value v reads a per-tensor
 // sum or size: a value of the tensor, not of the hypers and the step alone.
 func ReadsReduction(v *Value) bool {
-	return readsOp(v, OpReduce, map[*Value]bool{}) || readsOp(v, OpNumel, map[*Value]bool{})
+	for op := range reduceCombines {
+		if readsOp(v, op, map[*Value]bool{}) {
+			return true
+		}
+	}
+	return readsOp(v, OpNumel, map[*Value]bool{})
 }

@@ -140,7 +140,7 @@ func expectedType(v *Value) Type {
 		return None
 	case OpF32, OpLoad, OpDraw:
 		return F32
-	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT, OpScalar, OpReduce, OpNumel:
+	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT, OpScalar, OpReduce, OpReduceMax, OpReduceMin, OpNumel:
 		return F64
 	case OpConst:
 		return v.Type
@@ -185,8 +185,8 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
 			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
-		case v.Op == OpReduce && (b.Kind != StepBlock || !slices.Contains(f.ReduceTerms(), v.Name)):
-			return fmt.Errorf("v%d: reduce %s in block %s, which the reduce block does not store", v.ID, v.Name, b.Name)
+		case v.Op.IsReduce() && (b.Kind != StepBlock || !slices.Contains(f.ReduceTerms(), v.Name)):
+			return fmt.Errorf("v%d: %s %s in block %s, which the reduce block does not store", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpNumel && b.Kind != StepBlock:
 			return fmt.Errorf("v%d: numel in block %s", v.ID, b.Name)
 		case (v.Op == OpDraw || v.Op == OpPrivatize) && (b.Kind != StepBlock || f.Noise == nil):

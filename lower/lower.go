@@ -326,7 +326,7 @@ func (l *lowerer) call(x *dsl.CallExpr) *ir.Value {
 	if dsl.IsAttenuation(x.Fun.Name) {
 		return l.attenuation(x)
 	}
-	if dsl.IsReduction(x.Fun.Name) {
+	if dsl.IsReductionCall(x) {
 		return l.reduction(x)
 	}
 	l0, ok := lang.Calls[x.Fun.Name]

@@ -5,10 +5,11 @@ import (
 	"github.com/fibergen/fibergen/ir"
 )
 
-// reduction lowers norm(x), sum(x) and mean(x) in step: the step reads the
-// per-tensor sum of a term (x·x for norm, x else) as an OpReduce, and the
-// term is kept for the reduce block (lowerReduce). norm is the sqrt of
-// its sum and mean its sum over the tensor's size, in float64 on the host.
+// reduction lowers norm(x), sum(x), mean(x), max(x) and min(x) in step: the
+// step reads the per-tensor sum of a term (x·x for norm, x else) as an
+// OpReduce, or its max or min as an OpReduceMax or OpReduceMin, and the term
+// is kept for the reduce block (lowerReduce). norm is the sqrt of its sum
+// and mean its sum over the tensor's size, in float64 on the host.
 func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 	if len(x.Args) != 1 {
 		return l.fail(x.Pos(), "cannot lower call of %s", x.Fun.Name)
@@ -18,13 +19,13 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 		return l.fail(x.Pos(), "%s of a per-step uniform value", x.Fun.Name)
 	}
 	if ir.ReadsReduction(arg) {
-		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which reads a norm, sum or mean: fibergen runs one reduction pass before the step, so a reduction cannot read another", x.Fun.Name, dsl.ExprString(x.Args[0]))
+		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which reads a norm, sum, mean, max or min: fibergen runs one reduction pass before the step, so a reduction cannot read another", x.Fun.Name, dsl.ExprString(x.Args[0]))
 	}
 	term := arg
 	if x.Fun.Name == "norm" {
 		term = l.op(ir.OpMul, arg, arg)
 	}
-	r := l.b.NewValue(ir.OpReduce, ir.F64, true)
+	r := l.b.NewValue(reduceOps[x.Fun.Name], ir.F64, true)
 	r.Name = ir.ReduceTerm(len(l.terms))
 	l.terms = append(l.terms, term)
 	switch x.Fun.Name {
@@ -35,6 +36,9 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 	}
 	return r
 }
+
+// reduceOps are the step's reads of each reduction's term.
+var reduceOps = map[string]ir.Op{"norm": ir.OpReduce, "sum": ir.OpReduce, "mean": ir.OpReduce, "max": ir.OpReduceMax, "min": ir.OpReduceMin}
 
 // lowerReduce builds the reduce block from the terms the step's
 // reductions sum: a copy of each term's backward slice, whose loads read

@@ -127,14 +127,17 @@ type Kernels struct {
 // step's buffers, the reduce block's scalars (Scalars, then sigma_w) and
 // the step's noise, read Reads before the step (g privatized as the step
 // privatizes it) and write one float32 partial of each term per chunk of
-// Chunk coordinates of a tensor, term-major; a term's sum is its partials
-// summed in float64 in chunk order. Given a place for it (version 2), they
-// also write the privatized g, which the step then reads.
+// Chunk coordinates of a tensor, term-major; a term's total is its
+// partials summed in float64 in chunk order, or for a term whose Combine is
+// max (min) their maximum (minimum) by the DSL's max (min), in chunk order
+// from -Inf (+Inf). Given a place for it (version 2), they also write the
+// privatized g, which the step then reads.
 type Reduce struct {
 	// Version is the pass's calling convention (ReduceVersion); a runtime
 	// refuses any other.
 	Version      int      `json:"version"`
-	Terms        []string `json:"terms"`   // r0, r1, …: what the step's reductions sum
+	Terms        []string `json:"terms"`   // r0, r1, …: what the step's reductions sum (max, min)
+	Combine      []string `json:"combine"` // each term's: sum, max or min
 	Reads        []string `json:"reads"`   // the buffers it reads
 	Scalars      []string `json:"scalars"` // its host scalars, then sqrt(sigma_w2)
 	Chunk        int      `json:"chunk"`

@@ -3,7 +3,10 @@ package reduce
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // laneOrderSum sums chunk c of xs the way docs/kernels.md describes the
@@ -172,4 +175,43 @@ func randomRows(r *rand.Rand, n int) []float32 {
 		xs[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(7)-4)))
 	}
 	return xs
+}
+
+// TestChunkFolds holds the per-tensor max and min to what they mean, and
+// the sum through Chunk to SumChunk: without NaN the fold order cannot
+// change a max of distinct values, so it must be the plain maximum; a NaN
+// term makes the chunk NaN; an empty chunk and Finish of no chunks give
+// the identity.
+func TestChunkFolds(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 5, 127, 4095, 4097, 3*4096 + 129} {
+		xs := make([]float32, n)
+		for i := range xs {
+			xs[i] = float32(r.NormFloat64())
+		}
+		term := func(i int) float32 { return xs[i] }
+		for c := range ReduceChunks(n) {
+			lo, hi := c*ReduceChunk, min((c+1)*ReduceChunk, n)
+			want := map[lang.Op]float32{lang.Max: slices.Max(xs[lo:hi]), lang.Min: slices.Min(xs[lo:hi]), lang.Add: SumChunk(c, n, term)}
+			for op, w := range want {
+				if got := Chunk(op, c, n, term); math.Float32bits(got) != math.Float32bits(w) {
+					t.Errorf("n %d chunk %d %s: %v, want %v", n, c, op, got, w)
+				}
+			}
+		}
+		xs[n/2] = float32(math.NaN())
+		for _, op := range []lang.Op{lang.Max, lang.Min} {
+			if got := Chunk(op, (n/2)/ReduceChunk, n, term); !math.IsNaN(float64(got)) {
+				t.Errorf("n %d %s with a NaN term: %v, want NaN", n, op, got)
+			}
+		}
+	}
+	for op, want := range map[lang.Op]float64{lang.Max: math.Inf(-1), lang.Min: math.Inf(1), lang.Add: 0} {
+		if got := Finish(op, nil); got != want {
+			t.Errorf("Finish(%s) of no chunks: %v, want %v", op, got, want)
+		}
+	}
+	if got := Finish(lang.Max, []float32{1, float32(math.NaN()), 3}); !math.IsNaN(got) {
+		t.Errorf("Finish(max) over a NaN partial: %v, want NaN", got)
+	}
 }

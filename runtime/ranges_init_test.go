@@ -49,30 +49,30 @@ func initWant() [][]float32 {
 	return want
 }
 
-// initRangesDir compiles testdata/init_ranges.dsl into a directory laid
-// out as fibergen build lays it out. A GPU host of make gpu-bundle
+// testdataDir compiles testdata/<name>.dsl into a directory laid out as
+// fibergen build lays it out. A GPU host of make gpu-bundle
 // ($FIBERGEN_GENERATED) has no LLVM to build its PTX: the test skips there.
-func initRangesDir(t *testing.T) string {
+func testdataDir(t *testing.T, name string) string {
 	t.Helper()
 	if _, err := llvmgen.FindToolchain(); err != nil && os.Getenv("FIBERGEN_GENERATED") != "" {
-		t.Skipf("init_ranges needs LLVM to build: %v", err)
+		t.Skipf("%s needs LLVM to build: %v", name, err)
 	}
-	if dir, ok := kernelDirs.Load("init_ranges"); ok { // built once per test binary, as kernelDir's
+	if dir, ok := kernelDirs.Load(name); ok { // built once per test binary, as kernelDir's
 		return dir.(string)
 	}
-	src, err := os.ReadFile(filepath.Join("testdata", "init_ranges.dsl"))
+	src, err := os.ReadFile(filepath.Join("testdata", name+".dsl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, errs, err := pipeline.Compile("init_ranges.dsl", src)
+	u, errs, err := pipeline.Compile(name+".dsl", src)
 	if len(errs) > 0 || err != nil {
-		t.Fatalf("init_ranges.dsl: %v %v", errs, err)
+		t.Fatalf("%s.dsl: %v %v", name, errs, err)
 	}
 	files, err := u.Files()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(kernelRoot, "init_ranges")
+	dir := filepath.Join(kernelRoot, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func initRangesDir(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	kernelDirs.Store("init_ranges", dir)
+	kernelDirs.Store(name, dir)
 	return dir
 }
 
@@ -111,7 +111,7 @@ func openInitRanges(t *testing.T, dir string, backend runtime.Backend) (*runtime
 // initial values under the range's own hypers, on the host kernel and the
 // reference, whatever the trainer's buffers held.
 func TestRangesInitHost(t *testing.T) {
-	dir := initRangesDir(t)
+	dir := testdataDir(t, "init_ranges")
 	for _, backend := range []runtime.Backend{runtime.CPU, runtime.Go} {
 		o, n := openInitRanges(t, dir, backend)
 		bufs := make([][]float32, len(o.Manifest().Buffers))
@@ -132,7 +132,7 @@ func TestRangesInitHost(t *testing.T) {
 // buffers of the trainer's, poisoned before.
 func TestCUDAInitDeviceStatesRanges(t *testing.T) {
 	ctx := cudaContext(t)
-	o, n := openInitRanges(t, initRangesDir(t), runtime.CUDA)
+	o, n := openInitRanges(t, testdataDir(t, "init_ranges"), runtime.CUDA)
 	a := newDeviceArena(t, ctx, len(o.Manifest().Buffers), n, 1)
 	if err := o.InitDeviceStates(a.bufs, n); err != nil {
 		t.Fatal(err)

@@ -13,10 +13,11 @@ import (
 )
 
 // Per-tensor reductions (docs/runtime.md, "Reductions"): the step of an
-// optimizer whose DSL reads norm, sum or mean runs in two passes over each
-// tensor. The backend's reduction pass computes each term's chunk partials
-// from the buffers before the step, g privatized as the step will privatize
-// it; the host sums them in float64 in chunk order (interp.Finish), computes
+// optimizer whose DSL reads norm, sum, mean, max or min runs in two passes
+// over each tensor. The backend's reduction pass computes each term's chunk
+// partials from the buffers before the step, g privatized as the step will
+// privatize it; the host finishes them in chunk order (interp.Program.Finish:
+// a sum in float64, a max or min), computes
 // the tensor's host scalars from them, and the step runs with those, one
 // segment per tensor. The tensors are the registered ones; an optimizer
 // without any is one tensor.
@@ -42,7 +43,7 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 	var segs []backend.Segment
 	for i, part := range r.Split(partials) {
 		t, n := ts[i], ts[i].hi-ts[i].lo
-		red := interp.Finish(termRows(part, reduce.ReduceChunks(n)), n)
+		red := o.prog.Finish(termRows(part, reduce.ReduceChunks(n)), n)
 		host := o.prog.HostScalarsReduced(t.hypers, o.t, sigmaW2, red)
 		seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, sigmaW2)}
 		if err := o.checkReduced(t, seg); err != nil {

@@ -33,7 +33,16 @@ func runReduced(t *testing.T, opt string, backend runtime.Backend, secure bool) 
 func runReducedNoise(t *testing.T, opt string, backend runtime.Backend, secure, privatized bool) []float32 {
 	t.Helper()
 	theta, grads := reduceInputs(3)
-	o := openDP(t, kernelDir(t, opt), simOptions(t, runtime.Options{Backend: backend, SecureNoise: secure}), testDP)
+	return flatParams(t, stepReduced(t, kernelDir(t, opt), backend, secure, privatized, map[string]float64{"wd": 0}, theta, grads))
+}
+
+// stepReduced opens the optimizer of dir on backend over reduceSizes of
+// theta, gives the tensor c the hypers own (nil: none), and steps on
+// grads as runReducedNoise does; where privatized, the test privatizes
+// grads in place. It returns the tensors.
+func stepReduced(t *testing.T, dir string, backend runtime.Backend, secure, privatized bool, own map[string]float64, theta []float32, grads [][]float32) []*runtime.Tensor {
+	t.Helper()
+	o := openDP(t, dir, simOptions(t, runtime.Options{Backend: backend, SecureNoise: secure}), testDP)
 	stream := rng.Stream{Mode: rng.Philox, Seed: 2026}
 	var err error
 	if secure {
@@ -49,8 +58,10 @@ func runReducedNoise(t *testing.T, opt string, backend runtime.Backend, secure, 
 		t.Fatal(err)
 	}
 	ts := registerSized(t, o, reduceSizes, theta)
-	if err := ts[2].SetHypers(map[string]float64{"wd": 0}); err != nil {
-		t.Fatal(err)
+	if own != nil {
+		if err := ts[2].SetHypers(own); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for step, g := range grads {
 		if privatized {
@@ -61,7 +72,57 @@ func runReducedNoise(t *testing.T, opt string, backend runtime.Backend, secure, 
 			t.Fatalf("step %d: %v", step, err)
 		}
 	}
-	return flatParams(t, ts)
+	return ts
+}
+
+// TestReduceExtremes: a per-tensor max and min (testdata/extremes.dsl)
+// step bit for bit alike on the go, cpu and ptxsim backends in both noise
+// schemes (min's term reads g, so the pass privatizes and keeps it), and
+// each is its tensor's exact extreme, which no order of folding changes:
+// after one step on gradients the test privatized itself, every
+// coordinate of peak holds its tensor's max |θ| before the step, and of
+// low its min of float32(g − θ).
+func TestReduceExtremes(t *testing.T) {
+	dir := testdataDir(t, "extremes")
+	backends := []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim}
+	for _, secure := range []bool{false, true} {
+		var first []float32
+		for _, b := range backends {
+			theta, grads := reduceInputs(3)
+			got := flatParams(t, stepReduced(t, dir, b, secure, false, nil, theta, grads))
+			if first == nil {
+				first = got
+			} else if d := floatbits.Diff(first, got); d != "" {
+				t.Errorf("secure %v: %s against go: %s", secure, b, d)
+			}
+		}
+	}
+	for _, b := range backends {
+		theta, grads := reduceInputs(1)
+		theta0 := slices.Clone(theta)
+		ts := stepReduced(t, dir, b, false, true, nil, theta, grads)
+		for _, tn := range ts {
+			th, g := theta0[tn.Offset:tn.Offset+tn.Len], grads[0][tn.Offset:tn.Offset+tn.Len]
+			peak, low := float32(math.Inf(-1)), float32(math.Inf(1))
+			for i := range th {
+				peak, low = max(peak, float32(math.Abs(float64(th[i])))), min(low, g[i]-th[i])
+			}
+			checkFilled(t, b, tn, "peak", peak)
+			checkFilled(t, b, tn, "low", low)
+		}
+	}
+}
+
+// checkFilled fails unless every coordinate of tn's state holds want.
+func checkFilled(t *testing.T, b runtime.Backend, tn *runtime.Tensor, state string, want float32) {
+	t.Helper()
+	got, err := tn.State(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(got, func(x float32) bool { return math.Float32bits(x) != math.Float32bits(want) }); i >= 0 {
+		t.Errorf("%s: tensor %s: %s[%d] = %v, want the tensor's extreme %v", b, tn.Name, state, i, got[i], want)
+	}
 }
 
 // TestReduceKeptGradient: the step of an optimizer with reductions reads

@@ -43,7 +43,7 @@ func TestReduceNested(t *testing.T) {
 	dir := t.TempDir()
 	src := writeFile(t, dir, "nested.dsl", []byte(nestedDSL))
 	r := runMain("build", src, "-o", filepath.Join(dir, "out"))
-	want := "nested.dsl:5:23: norm reduces u, which reads a norm, sum or mean: fibergen runs one reduction pass before the step, so a reduction cannot read another"
+	want := "nested.dsl:5:23: norm reduces u, which reads a norm, sum, mean, max or min: fibergen runs one reduction pass before the step, so a reduction cannot read another"
 	if r.code != 1 || !strings.Contains(r.stderr, want) {
 		t.Errorf("exit %d, stderr %q; want %q", r.code, r.stderr, want)
 	}

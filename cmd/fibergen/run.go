@@ -49,7 +49,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "out", "", "where to write the final parameters, float32 [n] .npy")
 	fs.Var(&o.sets, "set", "override a hyper: name=value (repeatable)")
 	fs.Var(&o.groups, "group", "hypers of the coordinates [LO, HI) of theta only, e.g. weight decay off for a bias: LO:HI:name=value[,name=value...] (repeatable; clipping and noise stay joint)")
-	fs.Var(&o.tensorSizes, "tensors", "theta's tensors by their sizes, N[,N...] summing to theta's: each steps as its own (a per-tensor norm, sum or mean is its own; default: one tensor, split where a --group starts or ends)")
+	fs.Var(&o.tensorSizes, "tensors", "theta's tensors by their sizes, N[,N...] summing to theta's: each steps as its own (a per-tensor norm, sum, mean, max or min is its own; default: one tensor, split where a --group starts or ends)")
 	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate (with --grads and --noise on: required)")
 	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized; with --example-grads: no noise, not private)")
 	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed); philox mode only")

@@ -70,8 +70,8 @@ func (e *env) expr(v *ir.Value) jen.Code {
 		return jen.Id("c").Dot(gainField(v.Name)).Dot("at").Call(jen.Id("t"))
 	case ir.OpScalar:
 		return jen.Id("sc").Index(jen.Lit(slices.Index(e.g.fn.Scalars, v.Name)))
-	case ir.OpReduce:
-		return jen.Id("r").Dot("Sums").Index(jen.Lit(slices.Index(e.g.fn.ReduceTerms(), v.Name)))
+	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin:
+		return jen.Id("r").Dot("Totals").Index(jen.Lit(slices.Index(e.g.fn.ReduceTerms(), v.Name)))
 	case ir.OpNumel:
 		return jen.Float64().Call(jen.Id("r").Dot("Numel"))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // genReduce emits, for an optimizer whose step reads per-tensor
@@ -17,10 +18,11 @@ func (g *generator) genReduce() {
 	if g.fn.Reduce == nil {
 		return
 	}
-	g.file.Comment("Reduced holds one tensor's reductions, the norms, sums and means the step")
-	g.file.Comment("reads (Host.Reduce): the float64 sum of each term and the tensor's size.")
+	g.file.Comment("Reduced holds one tensor's reductions, the norms, sums, means, maxima and")
+	g.file.Comment("minima the step reads (Host.Reduce): the total of each term (its float64")
+	g.file.Comment("sum, its max or its min) and the tensor's size.")
 	g.file.Type().Id("Reduced").Struct(
-		jen.Id("Sums").Index().Float64().Comment(fmt.Sprintf("%v", g.fn.ReduceTerms())),
+		jen.Id("Totals").Index().Float64().Comment(fmt.Sprintf("%v: %v", g.fn.ReduceTerms(), g.fn.ReduceCombineNames())),
 		jen.Id("Numel").Int().Comment("the tensor's coordinates"),
 	)
 	e := g.newEnv()
@@ -48,17 +50,11 @@ func (g *generator) genReduce() {
 		jen.Id("partials").Op(":=").Make(jen.Index().Index().Float32(), jen.Lit(k)),
 		jen.For(jen.Id("j").Op(":=").Range().Id("partials")).Block(
 			jen.Id("partials").Index(jen.Id("j")).Op("=").Make(jen.Index().Float32(), jen.Id("ReduceChunks").Call(jen.Id("n")))),
-		jen.For(jen.Id("ch").Op(":=").Range().Id("partials").Index(jen.Lit(0))).Block(
+		jen.For(jen.Id("ch").Op(":=").Range().Id("partials").Index(jen.Lit(0))).Block(append([]jen.Code{
 			jen.List(jen.Id("lo"), jen.Id("hi")).Op(":=").Id("ch").Op("*").Id("ReduceChunk").Op(",").Min(jen.Parens(jen.Id("ch").Op("+").Lit(1)).Op("*").Id("ReduceChunk"), jen.Id("n")),
 			jen.For(jen.Id("i").Op(":=").Id("lo"), jen.Id("i").Op("<").Id("hi"), jen.Id("i").Op("++")).Block(g.reduceLoop(e)...),
-			jen.For(jen.Id("j").Op(":=").Range().Id("partials")).Block(
-				jen.Id("partials").Index(jen.Id("j")).Index(jen.Id("ch")).Op("=").Id("SumChunk").Call(jen.Id("ch"), jen.Id("n"),
-					jen.Func().Params(jen.Id("i").Int()).Float32().Block(jen.Return(jen.Id("terms").Index(jen.Id("j")).Index(jen.Id("i").Op("-").Id("lo")))))),
-		),
-		jen.Id("r").Op(":=").Id("Reduced").Values(jen.Dict{jen.Id("Numel"): jen.Id("n")}),
-		jen.For(jen.List(jen.Id("_"), jen.Id("p")).Op(":=").Range().Id("partials")).Block(
-			jen.Id("r").Dot("Sums").Op("=").Append(jen.Id("r").Dot("Sums"), jen.Id("Total").Call(jen.Id("p")))),
-		jen.Return(jen.Id("r")),
+		}, g.chunkPartials()...)...),
+		jen.Return(jen.Id("Reduced").Values(jen.Dict{jen.Id("Numel"): jen.Id("n"), jen.Id("Totals"): g.termTotals()})),
 	)
 	g.file.Comment("Reduce computes the reductions of step t (from 0) over one tensor, theta, g")
 	g.file.Comment("and the states before the step, g with the DP noise nz added as Step adds it")
@@ -66,6 +62,50 @@ func (g *generator) genReduce() {
 	g.file.Comment("takes. All buffers must have the same length.")
 	g.file.Func().Params(jen.Id("c").Op("*").Id("Host")).Id("Reduce").Params(jen.Id("t").Int(), jen.Id("sigmaW2").Float64(), jen.Id("nz").Id("Noise"),
 		jen.List(params...).Index().Float32()).Id("Reduced").Block(body...)
+}
+
+// chunkPartials stores each term's partial over chunk ch: SumChunk for a
+// sum, FoldChunk for a max or min.
+func (g *generator) chunkPartials() []jen.Code {
+	var out []jen.Code
+	for j, op := range g.fn.ReduceCombines() {
+		term := jen.Func().Params(jen.Id("i").Int()).Float32().Block(jen.Return(jen.Id("terms").Index(jen.Lit(j)).Index(jen.Id("i").Op("-").Id("lo"))))
+		call := jen.Id("SumChunk").Call(jen.Id("ch"), jen.Id("n"), term)
+		if op != lang.Add {
+			id, combine := g.fold(op)
+			call = jen.Id("FoldChunk").Call(jen.Id("ch"), jen.Id("n"), id, combine, term)
+		}
+		out = append(out, jen.Id("partials").Index(jen.Lit(j)).Index(jen.Id("ch")).Op("=").Add(call))
+	}
+	return out
+}
+
+// termTotals are the terms' totals from their partials: Total for a sum,
+// FoldTotal for a max or min.
+func (g *generator) termTotals() jen.Code {
+	var out []jen.Code
+	for j, op := range g.fn.ReduceCombines() {
+		p := jen.Id("partials").Index(jen.Lit(j))
+		if op == lang.Add {
+			out = append(out, jen.Id("Total").Call(p))
+			continue
+		}
+		id, combine := g.fold(op)
+		out = append(out, jen.Id("FoldTotal").Call(p, id, combine))
+	}
+	return jen.Index().Float64().Values(out...)
+}
+
+// fold is a max's or min's identity and combine in the generated code
+// (reduce.Fold), and asks for the helper it calls.
+func (g *generator) fold(op lang.Op) (identity, combine jen.Code) {
+	name := op.Name() + "Of"
+	g.helpers[name] = true
+	sign := -1
+	if op == lang.Min {
+		sign = 1
+	}
+	return jen.Float32().Call(jen.Qual("math", "Inf").Call(jen.Lit(sign))), jen.Id(name).Index(jen.Float32())
 }
 
 // privatizedGrad defines v, the load of g, with the DP noise nz of

@@ -39,6 +39,7 @@ var (
 	rngSecure    = spliceSource{path: "rng/secure.go", text: rng.SecureSource}
 	rngDraw      = spliceSource{path: "rng/draw.go", text: rng.DrawSource}
 	reduceCore   = spliceSource{path: "reduce/core.go", text: reduce.CoreSource}
+	reduceFold   = spliceSource{path: "reduce/fold.go", text: reduce.FoldSource}
 	gainFile     = spliceSource{path: "gain/gain.go", text: gain.Source, unexport: true}
 	hostMathFile = spliceSource{path: "lang/hostmath.go", text: lang.HostMathSource, unexport: true}
 	rangeFile    = spliceSource{path: "lang/rangecheck.go", text: lang.RangeCheckSource, unexport: true}

@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/reduce"
 )
 
@@ -52,10 +53,43 @@ type reduction struct {
 	// own. An emitter calls it once per copy of the loop it emits.
 	terms func(b *llvm.Block, w lanes, in []value.Value) []value.Value
 	sums  int // how many values terms returns
+	// combines, where set, is how each sum combines its terms: lang.Add
+	// (a sum, as without it), lang.Max or lang.Min, which run the same
+	// lanes and tree with the DSL's max or min for + from -Inf or +Inf
+	// (reduce.FoldChunk).
+	combines []lang.Op
 	// prefetch: the host loop asks for its inputs' rows prefetchAhead
 	// elements ahead (the reduction pass, whose work between loads, a
 	// noise draw and LAMB's update, leaves their latency exposed).
 	prefetch bool
+}
+
+// identity is where r's sum s starts, and what an element past n adds to
+// it, in every lane of w: +0, or -Inf for a max and +Inf for a min.
+func (r reduction) identity(s int, w lanes) value.Value {
+	if r.combines == nil || r.combines[s] == lang.Add {
+		return zero(w)
+	}
+	id, _ := reduce.Fold(r.combines[s])
+	return w.f(id)
+}
+
+// identities are the starting values of all of r's sums at w lanes.
+func (r reduction) identities(w lanes) []value.Value {
+	out := make([]value.Value, r.sums)
+	for s := range out {
+		out[s] = r.identity(s, w)
+	}
+	return out
+}
+
+// fold emits the combine of r's sum s of acc with x: acc + x, or the
+// DSL's max(acc, x) or min(acc, x).
+func (r reduction) fold(b *llvm.Block, s int, acc, x value.Value) value.Value {
+	if r.combines == nil || r.combines[s] == lang.Add {
+		return b.NewFAdd(acc, x)
+	}
+	return selectMinMax(b, acc, x, r.combines[s] == lang.Max)
 }
 
 // prepared is in as r's terms read it at w lanes of elements from index at.
@@ -101,15 +135,6 @@ func taskRows(b *llvm.Block, ins []value.Value, t, n, nchunks value.Value) (rows
 	left := b.NewSDiv(b.NewAdd(b.NewSub(n, start), i64c(reduceRow-1)), i64c(reduceRow))
 	count = b.NewSelect(b.NewICmp(enum.IPredSLT, left, i64c(rowsPerTask)), left, i64c(rowsPerTask))
 	return rows, start, count
-}
-
-// zeros returns count float32 +0 of width w.
-func zeros(w lanes, count int) []value.Value {
-	out := make([]value.Value, count)
-	for i := range out {
-		out[i] = zero(w)
-	}
-	return out
 }
 
 // zero is +0 in every lane of w.
@@ -174,14 +199,14 @@ func (k *kernel) warpReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 	return k.forLoop(f, b, "task", warp, tasks, warps, func(b *llvm.Block, t value.Value) *llvm.Block {
 		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
 		aligned := k.aligned(b, ptrs, i64c(0))
-		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(1, r.sums), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
+		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), r.identities(1), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 			base := b.NewAdd(b.NewAdd(start, b.NewMul(row, i64c(reduceRow))), b.NewShl(lane, i64c(2)))
 			return k.laneTerms(f, b, r, ptrs, base, n, aligned, acc)
 		})
 		for _, off := range []uint32{16, 8, 4, 2, 1} {
 			for s := range acc {
 				other := b.NewCall(intrinsic(k.m, "llvm.nvvm.shfl.sync.bfly.f32", f32, i32, f32, i32, i32), i32c(0xffffffff), acc[s], i32c(off), i32c(0x1f))
-				acc[s] = b.NewFAdd(acc[s], other)
+				acc[s] = r.fold(b, s, acc[s], other)
 			}
 		}
 		store0, done := f.NewBlock(k.label("lane0")), f.NewBlock(k.label("stored"))
@@ -214,9 +239,9 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 			}
 			for s, t := range r.terms(b, 1, in) {
 				if masked {
-					t = b.NewSelect(inRange, t, f32c(0))
+					t = b.NewSelect(inRange, t, r.identity(s, 1))
 				}
-				out[s] = b.NewFAdd(out[s], t)
+				out[s] = r.fold(b, s, out[s], t)
 			}
 		}
 		return b, out
@@ -278,7 +303,7 @@ func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 	nchunks := chunkCount(b, n)
 	return k.forLoop(f, b, "task", lo, hi, i64c(1), func(b *llvm.Block, t value.Value) *llvm.Block {
 		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
-		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(reduceLanes, r.sums), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
+		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), r.identities(reduceLanes), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 			base := b.NewAdd(start, b.NewMul(row, i64c(reduceRow)))
 			if r.prefetch {
 				k.prefetchRows(b, ptrs, b.NewAdd(base, i64c(prefetchAhead)))
@@ -298,7 +323,7 @@ func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 		})
 		for _, off := range []int{16, 8, 4, 2, 1} {
 			for s := range acc {
-				acc[s] = b.NewFAdd(acc[s], b.NewShuffleVector(acc[s], constantUndef(acc[s].Type()), laneMask(func(l int) int { return l ^ off })))
+				acc[s] = r.fold(b, s, acc[s], b.NewShuffleVector(acc[s], constantUndef(acc[s].Type()), laneMask(func(l int) int { return l ^ off })))
 			}
 		}
 		for s := range acc {
@@ -334,19 +359,19 @@ func rowLoads(b *llvm.Block, ptrs []value.Value, base value.Value) []value.Value
 	return in
 }
 
-// rowTerms adds the terms of one row's values in to the lane accumulators
-// acc: element 4l+j of the row to lane l, j = 0, 1, 2, 3 in turn. mask nil
-// adds every term; else the terms of the elements it clears are added as
-// +0.
+// rowTerms adds (folds) the terms of one row's values in to the lane
+// accumulators acc: element 4l+j of the row to lane l, j = 0, 1, 2, 3 in
+// turn. mask nil adds every term; else the terms of the elements it clears
+// are added as the sum's identity.
 func rowTerms(b *llvm.Block, r reduction, in []value.Value, mask value.Value, acc []value.Value) []value.Value {
 	w := lanes(reduceRow)
 	out := append([]value.Value(nil), acc...)
 	for s, t := range r.terms(b, w, in) {
 		if mask != nil {
-			t = b.NewSelect(mask, t, zero(w))
+			t = b.NewSelect(mask, t, r.identity(s, w))
 		}
 		for j := range 4 {
-			out[s] = b.NewFAdd(out[s], b.NewShuffleVector(t, constantUndef(rowVec), laneMask(func(l int) int { return 4*l + j })))
+			out[s] = r.fold(b, s, out[s], b.NewShuffleVector(t, constantUndef(rowVec), laneMask(func(l int) int { return 4*l + j })))
 		}
 	}
 	return out

@@ -43,7 +43,7 @@ func (k *kernel) emitReducePass() {
 	for _, v := range ir.HostScalars(k.fn.Reduce) {
 		scalars = append(scalars, ir.ExprString(v))
 	}
-	k.Kernels.Reduce = &manifest.Reduce{Version: manifest.ReduceVersion, Terms: k.fn.ReduceTerms(), Reads: k.fn.ReduceReads(), Scalars: append(scalars, "sqrt(sigma_w2)"),
+	k.Kernels.Reduce = &manifest.Reduce{Version: manifest.ReduceVersion, Terms: k.fn.ReduceTerms(), Combine: k.fn.ReduceCombineNames(), Reads: k.fn.ReduceReads(), Scalars: append(scalars, "sqrt(sigma_w2)"),
 		Chunk: ReduceChunk, Kernel: kernel.symbol, KernelABI: kernel.String(), HostFunction: host.symbol, HostABI: host.String()}
 	k.emitReduceKernel(kernel)
 	k.emitReduceHost(host)
@@ -151,7 +151,7 @@ func (k *kernel) reducePtrs(ptrs []value.Value) []value.Value {
 func (k *kernel) reducePass(d *draw, groups lanes, scalars []value.Value, kept value.Value) reduction {
 	reads := k.fn.ReduceReads()
 	g := slices.Index(reads, ir.GradName)
-	r := reduction{inputs: len(reads), sums: k.fn.NumReductions(), prefetch: true,
+	r := reduction{inputs: len(reads), sums: k.fn.NumReductions(), combines: k.fn.ReduceCombines(), prefetch: true,
 		terms: func(b *llvm.Block, w lanes, in []value.Value) []value.Value {
 			return k.blockTerms(b, w, k.fn.Reduce, k.fn.ReduceTerms(), scalars, in, reads)
 		}}

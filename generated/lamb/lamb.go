@@ -205,9 +205,9 @@ func (c *Host) Scalars(t int, sigmaW2 float64, r Reduced) Scalars {
 	u40 := math.Pow(c.u12, u30)
 	u41 := float64(1.0 - u40)
 	u42 := float32(u41)
-	u56 := r.Sums[0]
+	u56 := r.Totals[0]
 	u57 := math.Sqrt(u56)
-	u59 := r.Sums[1]
+	u59 := r.Totals[1]
 	u60 := math.Sqrt(u59)
 	u62 := oneIf[float64](u57 > 0.0)
 	u64 := oneIf[float64](u60 > 0.0)
@@ -703,11 +703,12 @@ func Step(s Scalars, nz Noise, theta, g, m, v []float32) {
 	}
 }
 
-// Reduced holds one tensor's reductions, the norms, sums and means the step
-// reads (Host.Reduce): the float64 sum of each term and the tensor's size.
+// Reduced holds one tensor's reductions, the norms, sums, means, maxima and
+// minima the step reads (Host.Reduce): the total of each term (its float64
+// sum, its max or its min) and the tensor's size.
 type Reduced struct {
-	Sums  []float64 // [r0 r1]
-	Numel int       // the tensor's coordinates
+	Totals []float64 // [r0 r1]: [sum sum]
+	Numel  int       // the tensor's coordinates
 }
 
 // Reduce computes the reductions of step t (from 0) over one tensor, theta, g
@@ -776,17 +777,17 @@ func (c *Host) Reduce(t int, sigmaW2 float64, nz Noise, theta, g, m, v []float32
 			v55 := float32(v54 * v54)
 			terms[1][i-lo] = v55
 		}
-		for j := range partials {
-			partials[j][ch] = SumChunk(ch, n, func(i int) float32 {
-				return terms[j][i-lo]
-			})
-		}
+		partials[0][ch] = SumChunk(ch, n, func(i int) float32 {
+			return terms[0][i-lo]
+		})
+		partials[1][ch] = SumChunk(ch, n, func(i int) float32 {
+			return terms[1][i-lo]
+		})
 	}
-	r := Reduced{Numel: n}
-	for _, p := range partials {
-		r.Sums = append(r.Sums, Total(p))
+	return Reduced{
+		Numel:  n,
+		Totals: []float64{Total(partials[0]), Total(partials[1])},
 	}
-	return r
 }
 
 // Optimizer holds the hypers, the state buffers and the step counter.

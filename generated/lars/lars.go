@@ -165,9 +165,9 @@ func NewHost(h Hypers) (*Host, error) {
 // variance per coordinate sigmaW2, for the tensor whose reductions are r
 // (Host.Reduce).
 func (c *Host) Scalars(t int, sigmaW2 float64, r Reduced) Scalars {
-	u2 := r.Sums[0]
+	u2 := r.Totals[0]
 	u3 := math.Sqrt(u2)
-	u6 := r.Sums[1]
+	u6 := r.Totals[1]
 	u7 := math.Sqrt(u6)
 	u9 := oneIf[float64](u3 > 0.0)
 	u11 := oneIf[float64](u7 > 0.0)
@@ -645,11 +645,12 @@ func Step(s Scalars, nz Noise, theta, g, buf []float32) {
 	}
 }
 
-// Reduced holds one tensor's reductions, the norms, sums and means the step
-// reads (Host.Reduce): the float64 sum of each term and the tensor's size.
+// Reduced holds one tensor's reductions, the norms, sums, means, maxima and
+// minima the step reads (Host.Reduce): the total of each term (its float64
+// sum, its max or its min) and the tensor's size.
 type Reduced struct {
-	Sums  []float64 // [r0 r1]
-	Numel int       // the tensor's coordinates
+	Totals []float64 // [r0 r1]: [sum sum]
+	Numel  int       // the tensor's coordinates
 }
 
 // Reduce computes the reductions of step t (from 0) over one tensor, theta, g
@@ -681,17 +682,17 @@ func (c *Host) Reduce(t int, sigmaW2 float64, nz Noise, theta, g, buf []float32)
 			v4 := float32(v3 * v3)
 			terms[1][i-lo] = v4
 		}
-		for j := range partials {
-			partials[j][ch] = SumChunk(ch, n, func(i int) float32 {
-				return terms[j][i-lo]
-			})
-		}
+		partials[0][ch] = SumChunk(ch, n, func(i int) float32 {
+			return terms[0][i-lo]
+		})
+		partials[1][ch] = SumChunk(ch, n, func(i int) float32 {
+			return terms[1][i-lo]
+		})
 	}
-	r := Reduced{Numel: n}
-	for _, p := range partials {
-		r.Sums = append(r.Sums, Total(p))
+	return Reduced{
+		Numel:  n,
+		Totals: []float64{Total(partials[0]), Total(partials[1])},
 	}
-	return r
 }
 
 // Optimizer holds the hypers, the state buffers and the step counter.

@@ -77,7 +77,7 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 		}
 	case ir.OpLoad, ir.OpStore, ir.OpScalar:
 		in.slot = slot(fn, v.Name)
-	case ir.OpReduce:
+	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin:
 		in.slot = slices.Index(fn.ReduceTerms(), v.Name)
 	case ir.OpAtten, ir.OpAttenT:
 		if in.fl = fn.Filter(v.Name); in.fl == nil {
@@ -133,7 +133,7 @@ func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64, red
 			r.f64[in.dst] = sigmaW2
 		case ir.OpScalar:
 			r.f64[in.dst] = scal[in.slot]
-		case ir.OpReduce, ir.OpNumel:
+		case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel:
 			r.f64[in.dst] = red.value(in)
 		case ir.OpF32:
 			r.f32[in.dst] = float32(r.f64[in.a])

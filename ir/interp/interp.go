@@ -12,6 +12,7 @@ import (
 	"math"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/rng"
 )
 
@@ -27,6 +28,7 @@ type Program struct {
 	// reduceScalars are ir.HostScalars(Func.Reduce): the reduction pass's
 	// scalar arguments, before sqrt(sigma_w2).
 	reduceScalars []*ir.Value
+	combines      []lang.Op // ir.Func.ReduceCombines
 }
 
 // New prepares fn, which must be optimized (ir.Optimize) so that each block

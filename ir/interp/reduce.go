@@ -11,11 +11,13 @@ import (
 )
 
 // Reduced is what the step reads of one tensor's reductions (ir.OpReduce,
-// ir.OpNumel): the sum of each term of the reduce block, in
-// Func.ReduceTerms order, and the tensor's number of coordinates.
+// ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel): the total of each term of
+// the reduce block over the tensor — its sum, max or min
+// (Func.ReduceCombines) — in Func.ReduceTerms order, and the tensor's
+// number of coordinates.
 type Reduced struct {
-	Sums  []float64
-	Numel int
+	Totals []float64
+	Numel  int
 }
 
 // value is the reduction in reads; NaN without reductions, so that a
@@ -27,7 +29,7 @@ func (r *Reduced) value(in instr) float64 {
 	case in.op == ir.OpNumel:
 		return float64(r.Numel)
 	}
-	return r.Sums[in.slot]
+	return r.Totals[in.slot]
 }
 
 // compileReduce prepares the reduce block: its terms are stored after the
@@ -45,6 +47,7 @@ func compileReduce(p *Program) (*code, error) {
 	}
 	c.gains, c.scalars = p.step.gains, p.step.scalars
 	p.reduceScalars = ir.HostScalars(p.Func.Reduce)
+	p.combines = p.Func.ReduceCombines()
 	return c, nil
 }
 
@@ -72,8 +75,8 @@ func (p *Program) ReduceScalars(h []float64, t int, sigmaW2 float64) []float32 {
 
 // ReducePartials computes the chunk partials of the reductions over the
 // coordinates of bufs (theta, g, the states, in ABI order, one tensor's
-// range, n coordinates each): partials[i][c] is the sum of term r<i> over
-// chunk c < reduce.ReduceChunks(n), in the kernels' order. g is privatized
+// range, n coordinates each): partials[i][c] is the sum (max, min) of term
+// r<i> over chunk c < reduce.ReduceChunks(n), in the kernels' order. g is privatized
 // as the step privatizes it, with the noise nz (nil: g as given), whose
 // Offset is the global index of the buffers' first coordinate; where kept
 // is not nil (n floats) and nz draws, the privatized g is stored there.
@@ -116,7 +119,7 @@ func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32,
 		}
 		p.reduce.run(host, chunk, noNoise)
 		for i, t := range terms {
-			partials[i][c] = chunkSum(t[:hi-lo])
+			partials[i][c] = reduce.Chunk(p.combines[i], 0, hi-lo, func(j int) float32 { return t[j] })
 		}
 	}
 	return nil
@@ -133,8 +136,7 @@ func (p *Program) reduceRegs(scalars []float32) regs {
 }
 
 // Reduce computes the reductions of one tensor, bufs as ReducePartials
-// takes them: each term's partials summed in float64 in chunk order
-// (reduce.Total).
+// takes them, finished (Finish).
 func (p *Program) Reduce(scalars []float32, nz *Noise, bufs [][]float32) (*Reduced, error) {
 	n := len(bufs[0])
 	partials := make([][]float32, p.Func.NumReductions())
@@ -144,15 +146,16 @@ func (p *Program) Reduce(scalars []float32, nz *Noise, bufs [][]float32) (*Reduc
 	if err := p.ReducePartials(scalars, nz, bufs, partials, nil); err != nil {
 		return nil, err
 	}
-	return Finish(partials, n), nil
+	return p.Finish(partials, n), nil
 }
 
 // Finish is a tensor's reductions from its partials: each term's partials
-// summed in float64 in chunk order (reduce.Total), and its size n.
-func Finish(partials [][]float32, n int) *Reduced {
+// combined in chunk order (reduce.Finish: a sum in float64, a max or min),
+// and its size n.
+func (p *Program) Finish(partials [][]float32, n int) *Reduced {
 	r := &Reduced{Numel: n}
-	for _, part := range partials {
-		r.Sums = append(r.Sums, reduce.Total(part))
+	for i, part := range partials {
+		r.Totals = append(r.Totals, reduce.Finish(p.combines[i], part))
 	}
 	return r
 }

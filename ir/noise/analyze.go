@@ -518,8 +518,8 @@ func (a *noiseAnalyzer) coefValue(v *ir.Value) coef {
 		return a.varyingSymbol(v, "changes from step to step (it reads scalar "+v.Name+")")
 	case ir.OpAtten, ir.OpAttenT:
 		return coef{moving: "reads " + v.Op.String() + "(" + v.Name + "), which fibergen derives from the filters themselves"}
-	case ir.OpReduce, ir.OpNumel:
-		return coef{moving: "reads a norm, sum or mean over the tensor, which differs from tensor to tensor and (but for the size) depends on the gradient"}
+	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel:
+		return coef{moving: "reads a norm, sum, mean, max or min over the tensor, which differs from tensor to tensor and (but for the size) depends on the gradient"}
 	case ir.OpF32:
 		return arg(0)
 	case ir.OpNeg:

@@ -1,8 +1,9 @@
 // Per-tensor reductions in the generated Go: a norm of theta alone (the
-// reduction pass reads no g, so it draws no noise), and a mean whose term
+// reduction pass reads no g, so it draws no noise), a mean whose term
 // reads the attenuation of a five-state cascade, more states than fibergen
 // solves symbolically: only the reduction pass reads it, and the generated
-// Host solves it once (NewHost).
+// Host solves it once (NewHost); and a max and a min, which splice
+// reduce's fold.go and the DSL's max and min.
 
 optimizer reduced
 
@@ -24,5 +25,7 @@ step {
 	e5 = (1 - k1) * e5 + k1 * e4
 	wnorm = norm(theta)
 	spread = mean(theta * theta * attenuation(e5))
-	theta = theta - lr * e5 * wnorm / (1 + wnorm + spread)
+	top = max(abs(e1 - theta))
+	bottom = min(theta)
+	theta = theta - lr * e5 * wnorm / (1 + wnorm + spread + top - bottom)
 }

@@ -1,0 +1,17 @@
+// Per-tensor max and min (TestReduceExtremes): each state holds its
+// tensor's extreme after a step, so the test reads them back. peak reads
+// theta alone; low reads g, so the reduction pass privatizes g and keeps
+// it for the step.
+
+optimizer extremes
+
+hyper lr = 0.01
+
+state peak = 0
+state low = 0
+
+step {
+	peak = max(abs(theta))
+	low = min(g - theta)
+	theta = theta - lr * g * peak / (1 + abs(low))
+}
