@@ -204,6 +204,17 @@ func StableWhere(conds []string) string {
 	return " (it is stable where " + strings.Join(conds, " and ") + ")"
 }
 
+// UnstableStepFormat is the message of the time-varying filter of state
+// unstable at a step, with verbs for the step (%d), the setting (%s) and
+// the spectral radius (%.6g), and where it is stable (region, as
+// Filter.Stability): interp's UnstableStepError's and the generated
+// packages' Host.checkVarying's.
+func UnstableStepFormat(state string, region []string) string {
+	esc := func(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+	return "the filter of state " + esc(state) + " is unstable at step %d (%s): its spectral radius there is %.6g, above 1, so " +
+		esc(state) + " grows" + esc(StableWhere(region))
+}
+
 // SettingOf prints the hypers block b reads, with their values in h.
 func (f *Func) SettingOf(b *Block, h []float64) string {
 	var parts []string

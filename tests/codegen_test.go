@@ -292,3 +292,75 @@ func runtimeRun(t *testing.T, fn *ir.Func, sets []setting, theta, grads []float3
 
 // probeSeed keys the noise both the probe and the interpreter draw.
 const probeSeed = 7
+
+// scheduleDSL's filter m has the coefficient b = 0.5 + t / warmup: it grows
+// from the first step where b > 1, step 3 at warmup = 4.
+const scheduleDSL = `optimizer schedule
+hyper lr = 0.1 in [0, inf)
+hyper warmup = 1e9 in [1, inf)
+scalar b = 0
+state m = 0
+step {
+	host {
+		b = 0.5 + t / warmup
+	}
+	m = b * m + g
+	theta = theta - lr * m
+}
+`
+
+// TestGeneratedVaryingCheck checks that the generated package refuses the
+// step at which a time-varying filter grows, with the runtime's message
+// (interp.Program.CheckVarying), and changes nothing: neither theta nor
+// its step counter.
+func TestGeneratedVaryingCheck(t *testing.T) {
+	t.Parallel()
+	u, errs, err := pipeline.Compile("schedule.dsl", []byte(scheduleDSL))
+	if len(errs) > 0 || err != nil {
+		t.Fatalf("%v %v", errs, err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "go.mod"), "module fibergenprobe\n\ngo 1.26\n")
+	writeFile(t, filepath.Join(dir, "schedule", "schedule.go"), string(u.GoCode))
+	writeFile(t, filepath.Join(dir, "schedule", "schedule.json"), string(u.Manifest))
+	writeFile(t, filepath.Join(dir, "probe", "main.go"), `package main
+
+import (
+	"fmt"
+	"slices"
+
+	"fibergenprobe/schedule"
+)
+
+func main() {
+	h := schedule.Defaults()
+	if err := h.Set("warmup", 4); err != nil {
+		panic(err)
+	}
+	o, err := schedule.New(h, 3)
+	if err != nil {
+		panic(err)
+	}
+	theta, g := []float32{1, 2, 3}, []float32{0.5, -1, 2}
+	for range 5 {
+		before := slices.Clone(theta)
+		err := o.Update(theta, g, 0.01)
+		fmt.Printf("%d %v %v\n", o.T, slices.Equal(before, theta), err)
+		if err != nil {
+			return
+		}
+	}
+}
+`)
+	got := goTool(t, dir, "run", "./probe")
+	e := interpEngine(t, u.Func, []setting{{"warmup", 4}})
+	prog, h := e.P, e.Hypers
+	refused := prog.CheckVarying(h, 3, 0.01)
+	if refused == nil || prog.CheckVarying(h, 2, 0.01) != nil {
+		t.Fatalf("bad test: the interpreter refuses step 3 with %v, step 2 with %v", refused, prog.CheckVarying(h, 2, 0.01))
+	}
+	want := fmt.Sprintf("1 false <nil>\n2 false <nil>\n3 false <nil>\n3 true schedule: step 3 refused, nothing changed: %v\n", refused)
+	if got != want {
+		t.Errorf("the generated package printed\n%s\nwant\n%s", got, want)
+	}
+}

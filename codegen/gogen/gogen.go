@@ -48,6 +48,7 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	if len(fn.Filters) > 0 {
 		g.genFilters()
 	}
+	g.genVaryingCheck()
 	g.genDiagnostics()
 	g.genHelpers()
 	if g.err != nil {

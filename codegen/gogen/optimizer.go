@@ -76,6 +76,9 @@ func (g *generator) genOptimizer() {
 		g.file.Comment("So it does for a two_point weight a outside [0, 1] unless")
 		g.file.Comment("o.AllowExtrapolation (CheckObservation).")
 	}
+	if len(g.fn.Varying) > 0 {
+		g.file.Comment("So it does at a step where a time-varying filter grows (checkVarying).")
+	}
 	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("Update").Params(jen.List(jen.Id("theta"), jen.Id("g")).Index().Float32(), jen.Id("sigmaW2").Float64()).Error().Block(
 		jen.If(host.Clone().Op("==").Nil().Op("||").Add(host.Clone()).Dot("Hypers").Call().Op("!=").Id("o").Dot("Hypers")).Block(
 			jen.List(jen.Id("h"), jen.Err()).Op(":=").Id("NewHost").Call(jen.Id("o").Dot("Hypers")),
@@ -86,12 +89,23 @@ func (g *generator) genOptimizer() {
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(g.fn.Name+": the noise generator counts at most 2^32 steps")))),
 		g.observationCheck(),
 		g.updateArgsCheck(),
+		g.varyingCheckCall(host),
 		jen.Add(reduce...),
 		jen.Id("Step").Call(args...),
 		jen.Id("o").Dot("T").Op("++"),
 		jen.Return(jen.Nil()),
 	)
 	g.genLookaheadPoint()
+}
+
+// varyingCheckCall is Update's call of Host.checkVarying, or nothing for
+// an optimizer without time-varying filters.
+func (g *generator) varyingCheckCall(host *jen.Statement) jen.Code {
+	if len(g.fn.Varying) == 0 {
+		return jen.Null()
+	}
+	return jen.If(jen.Err().Op(":=").Add(host.Clone()).Dot("checkVarying").Call(jen.Id("o").Dot("T"), jen.Id("sigmaW2")), jen.Err().Op("!=").Nil()).Block(
+		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.fn.Name+": step %d refused, nothing changed: %w"), jen.Id("o").Dot("T"), jen.Err())))
 }
 
 // genLookaheadPoint emits Optimizer.LookaheadPoint for a two_point

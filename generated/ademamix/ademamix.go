@@ -824,6 +824,7 @@ func New(h Hypers, n int) (*Optimizer, error) {
 // NewHost rejects, sigmaW2 is not a finite value >= 0, theta and g are not
 // as long as the states, or the noise would run out of steps (2^32), it
 // returns the error and changes nothing.
+// So it does at a step where a time-varying filter grows (checkVarying).
 func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	if o.host == nil || o.host.Hypers() != o.Hypers {
 		h, err := NewHost(o.Hypers)
@@ -840,6 +841,9 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	}
 	if len(theta) != len(o.M1) || len(g) != len(o.M1) {
 		return fmt.Errorf("ademamix: theta has %d values and g %d; the optimizer has %d coordinates", len(theta), len(g), len(o.M1))
+	}
+	if err := o.host.checkVarying(o.T, sigmaW2); err != nil {
+		return fmt.Errorf("ademamix: step %d refused, nothing changed: %w", o.T, err)
 	}
 	Step(o.host.Scalars(o.T, sigmaW2), Noise{
 		On:   o.Noise,
@@ -1326,6 +1330,27 @@ func feedingRadius(m []float64, k, target int) float64 {
 	}
 	rm, _, _ := restrict(m, nil, k, idx, target)
 	return spectralRadius(rm, len(idx))
+}
+
+// varyingFilterM2 returns the noise model of state m2 at step t: z_t = M_t z_{t-1} + b_t w_t
+// with z = (m2), M 1×1 row major, and the index of m2 in z.
+func varyingFilterM2(h Hypers, t int, sigmaW2 float64, sc []float64) (m, b []float64, target int) {
+	u0 := sc[0]
+	u4 := float64(1.0 - u0)
+	return []float64{u0}, []float64{u4}, 0
+}
+
+// checkVarying reports a time-varying filter that grows at step t: the
+// spectral radius of its transition there, from the coefficients the hypers,
+// t and the scalars at t give it, above 1.
+func (c *Host) checkVarying(t int, sigmaW2 float64) error {
+	h := c.h
+	sc := c.scalarsAt(t, sigmaW2)
+	mM2, _, _ := varyingFilterM2(h, t, sigmaW2, sc)
+	if rho := feedingRadius(mM2, 1, 0); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state m2 is unstable at step %d (%s): its spectral radius there is %.6g, above 1, so m2 grows (it is stable where 1 - beta3_t > 0 and 1 + beta3_t > 0)", t, fmt.Sprintf("beta3_t=%v", sc[0]), rho)
+	}
+	return nil
 }
 
 // maxOf is the DSL's max: NaN if either is NaN, else the larger, b on a tie.

@@ -884,6 +884,7 @@ func New(h Hypers, n int) (*Optimizer, error) {
 // NewHost rejects, sigmaW2 is not a finite value >= 0, theta and g are not
 // as long as the states, or the noise would run out of steps (2^32), it
 // returns the error and changes nothing.
+// So it does at a step where a time-varying filter grows (checkVarying).
 func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	if o.host == nil || o.host.Hypers() != o.Hypers {
 		h, err := NewHost(o.Hypers)
@@ -900,6 +901,9 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	}
 	if len(theta) != len(o.Y) || len(g) != len(o.Y) {
 		return fmt.Errorf("doppler: theta has %d values and g %d; the optimizer has %d coordinates", len(theta), len(g), len(o.Y))
+	}
+	if err := o.host.checkVarying(o.T, sigmaW2); err != nil {
+		return fmt.Errorf("doppler: step %d refused, nothing changed: %w", o.T, err)
 	}
 	Step(o.host.Scalars(o.T, sigmaW2), Noise{
 		On:   o.Noise,
@@ -1444,6 +1448,43 @@ func (g *finiteGain) at(t int) float64 {
 		g.u, g.v = g.v, g.u
 	}
 	return g.sum
+}
+
+// varyingFilterM returns the noise model of state m at step t: z_t = M_t z_{t-1} + b_t w_t
+// with z = (y, y1, g1, m), M 4×4 row major, and the index of m in z.
+func varyingFilterM(h Hypers, t int, sigmaW2 float64, sc []float64) (m, b []float64, target int) {
+	u0 := sc[0]
+	u2 := h.A1
+	u3 := -u2
+	u5 := h.A2
+	u6 := -u5
+	u8 := h.B1
+	u31 := h.Beta1
+	u32 := float64(-1.0 + u31)
+	u33 := float64(u2 * u32)
+	u34 := float64(u33 / u0)
+	u41 := float64(u5 * u32)
+	u42 := float64(u41 / u0)
+	u47 := float64(1.0 - u31)
+	u48 := float64(u8 * u47)
+	u49 := float64(u48 / u0)
+	u53 := h.B0
+	u63 := float64(u53 * u47)
+	u64 := float64(u63 / u0)
+	return []float64{u3, u6, u8, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, u34, u42, u49, u31}, []float64{u53, 0.0, 1.0, u64}, 3
+}
+
+// checkVarying reports a time-varying filter that grows at step t: the
+// spectral radius of its transition there, from the coefficients the hypers,
+// t and the scalars at t give it, above 1.
+func (c *Host) checkVarying(t int, sigmaW2 float64) error {
+	h := c.h
+	sc := c.scalarsAt(t, sigmaW2)
+	mM, _, _ := varyingFilterM(h, t, sigmaW2, sc)
+	if rho := feedingRadius(mM, 4, 3); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state m is unstable at step %d (%s): its spectral radius there is %.6g, above 1, so m grows (it is stable where 1 + a1 + a2 > 0 and 1 - a1 + a2 > 0 and 1 - a2 > 0 and 1 + a2 > 0 and 1 - beta1 > 0 and 1 + beta1 > 0)", t, fmt.Sprintf("beta1=%v, b0=%v, b1=%v, a1=%v, a2=%v, c=%v", h.Beta1, h.B0, h.B1, h.A1, h.A2, sc[0]), rho)
+	}
+	return nil
 }
 
 // ClampMass computes the chunk partials of the clamp_mass diagnostic, `diagnostic clamp_mass(mhat, vbar)`,

@@ -40,8 +40,7 @@ type UnstableStepError struct {
 }
 
 func (e *UnstableStepError) Error() string {
-	return fmt.Sprintf("the filter of state %s is unstable at step %d (%s): its spectral radius there is %.6g, above 1, so %s grows",
-		e.State, e.Step, e.Setting, e.Radius, e.State) + ir.StableWhere(e.Region)
+	return fmt.Sprintf(ir.UnstableStepFormat(e.State, e.Region), e.Step, e.Setting, e.Radius)
 }
 
 // CheckVarying reports, as an *UnstableStepError, a time-varying filter
