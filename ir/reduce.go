@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fibergen/fibergen/lang"
 )
@@ -90,6 +91,15 @@ func (f *Func) ReduceReads() []string {
 // which reads it and draws none (docs/kernels.md, "Reductions").
 func (f *Func) ReduceReadsGradient() bool {
 	return f.Reduce != nil && slices.Contains(f.ReduceReads(), GradName)
+}
+
+// NonFiniteHostFormat is the message of host scalar S<i>, expr, not finite
+// for a tensor, with a verb for its value (%v): a reduction gave the step
+// a value that would spoil the tensor. The runtime's refusal and the
+// generated packages' (Scalars.checkFinite) share it.
+func NonFiniteHostFormat(i int, expr string) string {
+	return fmt.Sprintf("the host value S%d = %s is %%v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+		i, strings.ReplaceAll(expr, "%", "%%"))
 }
 
 // ReadsReduction reports whether the uniform value v reads a per-tensor

@@ -128,8 +128,7 @@ func (o *Optimizer) checkReduced(t reduceTensor, seg backend.Segment) error {
 		if !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) {
 			continue
 		}
-		return fmt.Errorf("runtime: step %d of tensor %s: the host value S%d = %s is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
-			o.t, t.name, i, ir.ExprString(ir.HostScalars(o.prog.Func.Step)[i]), x)
+		return fmt.Errorf("runtime: step %d of tensor %s: "+ir.NonFiniteHostFormat(i, ir.ExprString(ir.HostScalars(o.prog.Func.Step)[i])), o.t, t.name, x)
 	}
 	return nil
 }

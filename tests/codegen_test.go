@@ -315,44 +315,9 @@ step {
 // its step counter.
 func TestGeneratedVaryingCheck(t *testing.T) {
 	t.Parallel()
-	u, errs, err := pipeline.Compile("schedule.dsl", []byte(scheduleDSL))
-	if len(errs) > 0 || err != nil {
-		t.Fatalf("%v %v", errs, err)
-	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "go.mod"), "module fibergenprobe\n\ngo 1.26\n")
-	writeFile(t, filepath.Join(dir, "schedule", "schedule.go"), string(u.GoCode))
-	writeFile(t, filepath.Join(dir, "schedule", "schedule.json"), string(u.Manifest))
-	writeFile(t, filepath.Join(dir, "probe", "main.go"), `package main
-
-import (
-	"fmt"
-	"slices"
-
-	"fibergenprobe/schedule"
-)
-
-func main() {
-	h := schedule.Defaults()
-	if err := h.Set("warmup", 4); err != nil {
-		panic(err)
-	}
-	o, err := schedule.New(h, 3)
-	if err != nil {
-		panic(err)
-	}
-	theta, g := []float32{1, 2, 3}, []float32{0.5, -1, 2}
-	for range 5 {
-		before := slices.Clone(theta)
-		err := o.Update(theta, g, 0.01)
-		fmt.Printf("%d %v %v\n", o.T, slices.Equal(before, theta), err)
-		if err != nil {
-			return
-		}
-	}
-}
-`)
-	got := goTool(t, dir, "run", "./probe")
+	got, u := runGenerated(t, scheduleDSL, `h := schedule.Defaults()
+	must(h.Set("warmup", 4))
+	theta, g := []float32{1, 2, 3}, []float32{0.5, -1, 2}`)
 	e := interpEngine(t, u.Func, []setting{{"warmup", 4}})
 	prog, h := e.P, e.Hypers
 	refused := prog.CheckVarying(h, 3, 0.01)
@@ -363,4 +328,67 @@ func main() {
 	if got != want {
 		t.Errorf("the generated package printed\n%s\nwant\n%s", got, want)
 	}
+}
+
+// TestGeneratedNonFiniteReduction checks that the generated package of an
+// optimizer with reductions refuses a step whose host value is not
+// finite (a division by the norm of a zero gradient), with the runtime's
+// message, and changes nothing.
+func TestGeneratedNonFiniteReduction(t *testing.T) {
+	t.Parallel()
+	src := "optimizer normed\nhyper lr = 0.1\nstep {\n\ttheta = theta - lr / norm(g) * g\n}\n"
+	got, u := runGenerated(t, src, `h := normed.Defaults()
+	theta, g := []float32{1, 2, 3}, []float32{0, 0, 0}`)
+	want := "0 true normed: step 0: " + fmt.Sprintf(ir.NonFiniteHostFormat(0, ir.ExprString(ir.HostScalars(u.Func.Step)[0])), float32(math.Inf(1))) + "\n"
+	if got != want {
+		t.Errorf("the generated package printed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// runGenerated builds src's generated package into a temporary module
+// and runs a main that, after setup (which defines h, theta and g), steps
+// it without noise up to five times, printing after each its step counter, whether
+// theta is unchanged and Update's error, and stopping at the first error.
+func runGenerated(t *testing.T, src, setup string) (string, *pipeline.Unit) {
+	t.Helper()
+	u, errs, err := pipeline.Compile("probe.dsl", []byte(src))
+	if len(errs) > 0 || err != nil {
+		t.Fatalf("%v %v", errs, err)
+	}
+	name := u.Func.Name
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "go.mod"), "module fibergenprobe\n\ngo 1.26\n")
+	writeFile(t, filepath.Join(dir, name, name+".go"), string(u.GoCode))
+	writeFile(t, filepath.Join(dir, name, name+".json"), string(u.Manifest))
+	writeFile(t, filepath.Join(dir, "probe", "main.go"), fmt.Sprintf(`package main
+
+import (
+	"fmt"
+	"slices"
+
+	"fibergenprobe/%[1]s"
+)
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func main() {
+	%[2]s
+	o, err := %[1]s.New(h, len(theta))
+	must(err)
+	o.Noise = false // g is privatized already
+	for range 5 {
+		before := slices.Clone(theta)
+		err := o.Update(theta, g, 0.01)
+		fmt.Printf("%%d %%v %%v\n", o.T, slices.Equal(before, theta), err)
+		if err != nil {
+			return
+		}
+	}
+}
+`, name, setup))
+	return goTool(t, dir, "run", "./probe"), u
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/dave/jennifer/jen"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
 )
 
@@ -65,6 +66,13 @@ func (g *generator) genOptimizer() {
 		scalars = append(scalars, jen.Id("r"))
 	}
 	args := append([]jen.Code{host.Clone().Dot("Scalars").Call(scalars...), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
+	if g.fn.Reduce != nil { // the reductions' scalars are checked before the step, as the runtime does
+		reduce = append(reduce, jen.Id("s").Op(":=").Add(args[0]),
+			jen.If(jen.Err().Op(":=").Id("s").Dot("checkFinite").Call(), jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.fn.Name+": step %d: %w"), jen.Id("o").Dot("T"), jen.Err()))))
+		args[0] = jen.Id("s")
+		g.genCheckFinite()
+	}
 	g.file.Comment("Update runs step o.T on theta with the gradient g and the DP noise")
 	g.file.Comment("variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is")
 	g.file.Comment("the clipped mean gradient and Update adds the noise; without, g is")
@@ -79,23 +87,38 @@ func (g *generator) genOptimizer() {
 	if len(g.fn.Varying) > 0 {
 		g.file.Comment("So it does at a step where a time-varying filter grows (checkVarying).")
 	}
-	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("Update").Params(jen.List(jen.Id("theta"), jen.Id("g")).Index().Float32(), jen.Id("sigmaW2").Float64()).Error().Block(
+	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("Update").Params(jen.List(jen.Id("theta"), jen.Id("g")).Index().Float32(), jen.Id("sigmaW2").Float64()).Error().Block(slices.Concat([]jen.Code{
 		jen.If(host.Clone().Op("==").Nil().Op("||").Add(host.Clone()).Dot("Hypers").Call().Op("!=").Id("o").Dot("Hypers")).Block(
 			jen.List(jen.Id("h"), jen.Err()).Op(":=").Id("NewHost").Call(jen.Id("o").Dot("Hypers")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 			host.Clone().Op("=").Id("h"),
 		),
 		jen.If(jen.Id("o").Dot("Noise").Op("&&").Id("o").Dot("T").Op(">=").Lit(1).Op("<<").Lit(32)).Block(
-			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(g.fn.Name+": the noise generator counts at most 2^32 steps")))),
+			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(g.fn.Name + ": the noise generator counts at most 2^32 steps")))),
 		g.observationCheck(),
 		g.updateArgsCheck(),
 		g.varyingCheckCall(host),
-		jen.Add(reduce...),
+	}, reduce, []jen.Code{
 		jen.Id("Step").Call(args...),
 		jen.Id("o").Dot("T").Op("++"),
 		jen.Return(jen.Nil()),
-	)
+	})...)
 	g.genLookaheadPoint()
+}
+
+// genCheckFinite emits Scalars.checkFinite, which reports the first host
+// scalar that is NaN or ±Inf, with the runtime's message
+// (ir.NonFiniteHostFormat).
+func (g *generator) genCheckFinite() {
+	var body []jen.Code
+	for i, v := range g.scalars {
+		x := jen.Id("s").Dot(g.names[v])
+		body = append(body, jen.If(x.Clone().Op("!=").Add(x.Clone()).Op("||").Qual("math", "IsInf").Call(jen.Float64().Call(x.Clone()), jen.Lit(0))).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(ir.NonFiniteHostFormat(i, ir.ExprString(v))), x.Clone()))))
+	}
+	g.file.Comment("checkFinite reports the first host scalar that is NaN or ±Inf: a reduction")
+	g.file.Comment("gave the step a value that would spoil the tensor.")
+	g.file.Func().Params(jen.Id("s").Id("Scalars")).Id("checkFinite").Params().Error().Block(append(body, jen.Return(jen.Nil()))...)
 }
 
 // varyingCheckCall is Update's call of Host.checkVarying, or nothing for

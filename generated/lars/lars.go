@@ -725,6 +725,21 @@ func New(h Hypers, n int) (*Optimizer, error) {
 	return o, nil
 }
 
+// checkFinite reports the first host scalar that is NaN or ±Inf: a reduction
+// gave the step a value that would spoil the tensor.
+func (s Scalars) checkFinite() error {
+	if s.S0 != s.S0 || math.IsInf(float64(s.S0), 0) {
+		return fmt.Errorf("the host value S0 = mu is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S0)
+	}
+	if s.S1 != s.S1 || math.IsInf(float64(s.S1), 0) {
+		return fmt.Errorf("the host value S1 = wd is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S1)
+	}
+	if s.S2 != s.S2 || math.IsInf(float64(s.S2), 0) {
+		return fmt.Errorf("the host value S2 = lr * select(sqrt(sum(r0)) > 0, select(sqrt(sum(r1)) > 0, eta * sqrt(sum(r0)) / (sqrt(sum(r1)) + wd * sqrt(sum(r0))), 1), 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S2)
+	}
+	return nil
+}
+
 // Update runs step o.T on theta with the gradient g and the DP noise
 // variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is
 // the clipped mean gradient and Update adds the noise; without, g is
@@ -754,7 +769,11 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 		Seed: o.Seed,
 		Step: uint32(o.T),
 	}, theta, g, o.Buf)
-	Step(o.host.Scalars(o.T, sigmaW2, r), Noise{
+	s := o.host.Scalars(o.T, sigmaW2, r)
+	if err := s.checkFinite(); err != nil {
+		return fmt.Errorf("lars: step %d: %w", o.T, err)
+	}
+	Step(s, Noise{
 		On:   o.Noise,
 		Seed: o.Seed,
 		Step: uint32(o.T),
