@@ -64,13 +64,21 @@ type reduction struct {
 	prefetch bool
 }
 
+// combine is how r's sum s combines its terms.
+func (r reduction) combine(s int) lang.Op {
+	if r.combines == nil {
+		return lang.Add
+	}
+	return r.combines[s]
+}
+
 // identity is where r's sum s starts, and what an element past n adds to
 // it, in every lane of w: +0, or -Inf for a max and +Inf for a min.
 func (r reduction) identity(s int, w lanes) value.Value {
-	if r.combines == nil || r.combines[s] == lang.Add {
-		return zero(w)
+	if r.combine(s) == lang.Add {
+		return zero(w) // the zero initializer, as the sums have always had
 	}
-	id, _ := reduce.Fold(r.combines[s])
+	id, _ := reduce.Fold(r.combine(s))
 	return w.f(id)
 }
 
@@ -86,10 +94,10 @@ func (r reduction) identities(w lanes) []value.Value {
 // fold emits the combine of r's sum s of acc with x: acc + x, or the
 // DSL's max(acc, x) or min(acc, x).
 func (r reduction) fold(b *llvm.Block, s int, acc, x value.Value) value.Value {
-	if r.combines == nil || r.combines[s] == lang.Add {
+	if r.combine(s) == lang.Add {
 		return b.NewFAdd(acc, x)
 	}
-	return selectMinMax(b, acc, x, r.combines[s] == lang.Max)
+	return selectMinMax(b, acc, x, r.combine(s) == lang.Max)
 }
 
 // prepared is in as r's terms read it at w lanes of elements from index at.

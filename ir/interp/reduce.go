@@ -76,8 +76,8 @@ func (p *Program) ReduceScalars(h []float64, t int, sigmaW2 float64) []float32 {
 // ReducePartials computes the chunk partials of the reductions over the
 // coordinates of bufs (theta, g, the states, in ABI order, one tensor's
 // range, n coordinates each): partials[i][c] is the sum (max, min) of term
-// r<i> over chunk c < reduce.ReduceChunks(n), in the kernels' order. g is privatized
-// as the step privatizes it, with the noise nz (nil: g as given), whose
+// r<i> over chunk c < reduce.ReduceChunks(n), in the kernels' order. g is
+// privatized as the step privatizes it, with the noise nz (nil: g as given), whose
 // Offset is the global index of the buffers' first coordinate; where kept
 // is not nil (n floats) and nz draws, the privatized g is stored there.
 // scalars are ReduceScalars'.
