@@ -145,7 +145,7 @@ type info struct {
 	ClampWarning    bool                  `json:"clamp_warning"`   // the clamp warning watches it (runtime.Optimizer.ClampWarning): fg_warnings after a step
 	NoiseMode       string                `json:"noise_mode"`      // "philox" or "secure" (runtime.Optimizer.NoiseMode)
 	NoiseScheme     string                `json:"noise_scheme"`    // the mode's scheme and its version: rng.Version or rng.SecureVersion
-	Reductions      int                   `json:"reductions"`      // the per-tensor sums the step reads (docs/runtime.md, "Reductions"): each tensor is a range of its own
+	Reductions      int                   `json:"reductions"`      // the per-tensor reductions (sums, maxima, minima) the step reads (docs/runtime.md, "Reductions"): each tensor is a range of its own
 }
 
 // observation is runtime.Observation: kind "two_point" or "" (one point).

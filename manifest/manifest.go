@@ -26,6 +26,12 @@ const Format = "fibergen-manifest/1"
 // 1, whose pass took none.
 const ReduceVersion = 2
 
+// ReduceFoldVersion is ReduceVersion's calling convention for a pass one
+// of whose terms is a max or a min (Reduce.Combine): a runtime that
+// finishes every term as a sum refuses it, not summing maxima. A pass of
+// sums alone stays ReduceVersion, its manifest without Combine.
+const ReduceFoldVersion = 3
+
 // Manifest is one optimizer's kernel ABI.
 type Manifest struct {
 	Format       string   `json:"format"`
@@ -133,11 +139,13 @@ type Kernels struct {
 // from -Inf (+Inf). Given a place for it (version 2), they also write the
 // privatized g, which the step then reads.
 type Reduce struct {
-	// Version is the pass's calling convention (ReduceVersion); a runtime
-	// refuses any other.
-	Version      int      `json:"version"`
-	Terms        []string `json:"terms"`   // r0, r1, …: what the step's reductions sum (max, min)
-	Combine      []string `json:"combine"` // each term's: sum, max or min
+	// Version is the pass's calling convention (ReduceVersion, or
+	// ReduceFoldVersion with Combine); a runtime refuses any other.
+	Version int      `json:"version"`
+	Terms   []string `json:"terms"` // r0, r1, …: what the step's reductions sum (max, min)
+	// Combine is each term's combine, "sum", "max" or "min", where one is
+	// not a sum (ReduceFoldVersion); absent, every term is a sum.
+	Combine      []string `json:"combine,omitempty"`
 	Reads        []string `json:"reads"`   // the buffers it reads
 	Scalars      []string `json:"scalars"` // its host scalars, then sqrt(sigma_w2)
 	Chunk        int      `json:"chunk"`
@@ -196,6 +204,16 @@ func Read(path string) (*Manifest, []byte, error) {
 	return m, data, nil
 }
 
+// WantVersion is the version this fibergen builds and calls a pass of r's
+// combines with: ReduceFoldVersion where r says how its terms combine,
+// else ReduceVersion.
+func (r *Reduce) WantVersion() int {
+	if len(r.Combine) > 0 {
+		return ReduceFoldVersion
+	}
+	return ReduceVersion
+}
+
 // Decode decodes and checks a manifest's bytes.
 func Decode(data []byte) (*Manifest, error) {
 	var m Manifest
@@ -205,8 +223,8 @@ func Decode(data []byte) (*Manifest, error) {
 	if m.Format != Format {
 		return nil, fmt.Errorf("manifest format %q, this fibergen reads %q (rebuild with fibergen build)", m.Format, Format)
 	}
-	if r := m.Kernels.Reduce; r != nil && r.Version != ReduceVersion {
-		return nil, fmt.Errorf("manifest of %s: its reduction pass is version %d, this fibergen calls version %d (rebuild with fibergen build)", m.Optimizer, max(r.Version, 1), ReduceVersion)
+	if r := m.Kernels.Reduce; r != nil && r.Version != r.WantVersion() {
+		return nil, fmt.Errorf("manifest of %s: its reduction pass is version %d, this fibergen calls version %d (rebuild with fibergen build)", m.Optimizer, max(r.Version, 1), r.WantVersion())
 	}
 	return &m, nil
 }

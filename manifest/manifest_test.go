@@ -52,6 +52,8 @@ func TestReadErrors(t *testing.T) {
 		{"not json", "{", "not a fibergen manifest"},
 		{"old format", strings.Replace(string(good), manifest.Format, "fibergen-manifest/0", 1), "rebuild with fibergen build"},
 		{"old reduction pass", strings.Replace(string(lamb), `"version": 2,`, "", 1), "manifest of lamb: its reduction pass is version 1, this fibergen calls version 2 (rebuild with fibergen build)"},
+		{"sums told to fold", strings.Replace(string(lamb), `"version": 2,`, `"version": 2, "combine": ["sum", "max"],`, 1), "manifest of lamb: its reduction pass is version 2, this fibergen calls version 3"},
+		{"folds without combines", strings.Replace(string(lamb), `"version": 2,`, `"version": 3,`, 1), "manifest of lamb: its reduction pass is version 3, this fibergen calls version 2"},
 		{"other IR", strings.Replace(string(good), `"name": "dp_sgd"`, `"name": "other"`, 1), "holds the IR of other"},
 	} {
 		path := filepath.Join(dir, c.name+".json")

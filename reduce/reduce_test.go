@@ -215,3 +215,54 @@ func TestChunkFolds(t *testing.T) {
 		t.Errorf("Finish(max) over a NaN partial: %v, want NaN", got)
 	}
 }
+
+// laneOrderFold folds chunk c of xs as docs/kernels.md describes the
+// kernels' reduction with combine for +, written independently of
+// FoldChunk as laneOrderSum is of SumChunk.
+func laneOrderFold(xs []float32, c int, identity float32, combine func(acc, x float32) float32) float32 {
+	var lanes [32]float32
+	for l := range lanes {
+		lanes[l] = identity
+		for row := 0; row < ReduceChunk/128; row++ {
+			for k := range 4 {
+				if i := c*ReduceChunk + row*128 + 4*l + k; i < len(xs) {
+					lanes[l] = combine(lanes[l], xs[i])
+				}
+			}
+		}
+	}
+	for _, off := range []int{16, 8, 4, 2, 1} {
+		prev := lanes
+		for l := range lanes {
+			lanes[l] = combine(prev[l], prev[l^off])
+		}
+	}
+	return lanes[0]
+}
+
+// TestFoldChunkOrder holds the max and min of chunks of ±0 ties and NaNs
+// of several payloads, whose bits only the order decides, to the lane
+// order.
+func TestFoldChunkOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 5, 127, 4095, 4097, 3*4096 + 129} {
+		for _, nans := range []bool{false, true} {
+			xs := make([]float32, n)
+			for i := range xs {
+				xs[i] = float32(math.Copysign(0, r.NormFloat64()))
+				if nans && r.IntN(500) == 0 {
+					xs[i] = math.Float32frombits(0x7fc00000 | uint32(r.IntN(1<<22)))
+				}
+			}
+			for _, op := range []lang.Op{lang.Max, lang.Min} {
+				id, combine := Fold(op)
+				for c := range ReduceChunks(n) {
+					got := FoldChunk(c, n, id, combine, func(i int) float32 { return xs[i] })
+					if want := laneOrderFold(xs, c, id, combine); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("n %d chunk %d %s (NaNs %v): FoldChunk %#x, the lane order %#x", n, c, op, nans, math.Float32bits(got), math.Float32bits(want))
+					}
+				}
+			}
+		}
+	}
+}

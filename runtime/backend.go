@@ -302,6 +302,7 @@ func runLimited(work []func() error, limit int) error {
 		}
 	}
 	var wg sync.WaitGroup
+	defer wg.Wait() // before a panic of the caller's items goes up: no worker outlives the call
 	for range min(limit, len(work)) - 1 {
 		wg.Go(run)
 	}

@@ -77,7 +77,9 @@ func stepReduced(t *testing.T, dir string, backend runtime.Backend, secure, priv
 
 // TestReduceExtremes: a per-tensor max and min (testdata/extremes.dsl)
 // step bit for bit alike on the go, cpu and ptxsim backends in both noise
-// schemes (min's term reads g, so the pass privatizes and keeps it), and
+// schemes (min's term reads g, so the pass privatizes and keeps it), the
+// states too (signed, a max of ±0 ties, has the sign the fold order
+// gives), and
 // each is its tensor's exact extreme, which no order of folding changes:
 // after one step on gradients the test privatized itself, every
 // coordinate of peak holds its tensor's max |θ| before the step, and of
@@ -89,7 +91,8 @@ func TestReduceExtremes(t *testing.T) {
 		var first []float32
 		for _, b := range backends {
 			theta, grads := reduceInputs(3)
-			got := flatParams(t, stepReduced(t, dir, b, secure, false, nil, theta, grads))
+			ts := stepReduced(t, dir, b, secure, false, nil, theta, grads)
+			got := slices.Concat(flatParams(t, ts), flatStates(t, ts, "peak", "low", "signed"))
 			if first == nil {
 				first = got
 			} else if d := floatbits.Diff(first, got); d != "" {
@@ -111,6 +114,22 @@ func TestReduceExtremes(t *testing.T) {
 			checkFilled(t, b, tn, "low", low)
 		}
 	}
+}
+
+// flatStates concatenates the tensors' states, state after state.
+func flatStates(t *testing.T, ts []*runtime.Tensor, states ...string) []float32 {
+	t.Helper()
+	var out []float32
+	for _, st := range states {
+		for _, tn := range ts {
+			s, err := tn.State(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s...)
+		}
+	}
+	return out
 }
 
 // checkFilled fails unless every coordinate of tn's state holds want.

@@ -302,15 +302,20 @@ func (g *generator) stabilityCheck(fl *ir.Filter) []jen.Code {
 	setting, args := g.settingFormat(fl.Model)
 	msg := fl.UnstableFormat(setting)
 	m, rho := jen.Id("m"+exportedName(fl.State)), jen.Id("rho")
-	stable := rho.Clone().Op("<").Lit(1)
-	if fl.Bounded {
-		stable = rho.Clone().Op("<=").Lit(ir.MaxBoundedRadius)
-	}
 	return []jen.Code{
 		jen.List(m, jen.Id("_"), jen.Id("_")).Op(":=").Id(filterFunc(fl.State)).Call(jen.Id("h")),
-		jen.If(rho.Clone().Op(":=").Id("feedingRadius").Call(m, jen.Lit(len(fl.States)), jen.Lit(fl.Target)), jen.Op("!").Parens(stable)).Block(
+		jen.If(rho.Clone().Op(":=").Id("feedingRadius").Call(m, jen.Lit(len(fl.States)), jen.Lit(fl.Target)), jen.Op("!").Parens(stableCond(fl, rho))).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(append(append([]jen.Code{jen.Lit(msg)}, args...), rho.Clone())...))),
 	}
+}
+
+// stableCond is the condition on the spectral radius rho under which fl
+// is stable (ir.Filter.Stable).
+func stableCond(fl *ir.Filter, rho *jen.Statement) *jen.Statement {
+	if fl.Bounded {
+		return rho.Clone().Op("<=").Lit(ir.MaxBoundedRadius)
+	}
+	return rho.Clone().Op("<").Lit(1)
 }
 
 // spliceGains splices the functions of package gain that the generated

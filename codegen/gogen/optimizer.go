@@ -66,9 +66,9 @@ func (g *generator) genOptimizer() {
 		scalars = append(scalars, jen.Id("r"))
 	}
 	args := append([]jen.Code{host.Clone().Dot("Scalars").Call(scalars...), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
-	if g.fn.Reduce != nil { // the reductions' scalars are checked before the step, as the runtime does
+	if g.fn.Reduce != nil { // the reductions' scalars are checked before the step, as the runtime does (no coordinates: nothing to spoil)
 		reduce = append(reduce, jen.Id("s").Op(":=").Add(args[0]),
-			jen.If(jen.Err().Op(":=").Id("s").Dot("checkFinite").Call(), jen.Err().Op("!=").Nil()).Block(
+			jen.If(jen.Err().Op(":=").Id("s").Dot("checkFinite").Call(), jen.Len(jen.Id("theta")).Op(">").Lit(0).Op("&&").Err().Op("!=").Nil()).Block(
 				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.fn.Name+": step %d: %w"), jen.Id("o").Dot("T"), jen.Err()))))
 		args[0] = jen.Id("s")
 		g.genCheckFinite()

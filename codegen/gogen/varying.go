@@ -62,7 +62,7 @@ func (g *generator) varyingCheck(fl *ir.Filter) jen.Code {
 	m, rho := jen.Id("m"+exportedName(fl.State)), jen.Id("rho")
 	return jen.Add(
 		jen.List(m, jen.Id("_"), jen.Id("_")).Op(":=").Id(varyingFilterFunc(fl.State)).Call(jen.Id("h"), jen.Id("t"), jen.Id("sigmaW2"), jen.Id("sc")), jen.Line(),
-		jen.If(rho.Clone().Op(":=").Id("feedingRadius").Call(m.Clone(), jen.Lit(len(fl.States)), jen.Lit(fl.Target)), jen.Op("!").Parens(rho.Clone().Op("<=").Lit(ir.MaxBoundedRadius))).Block(
+		jen.If(rho.Clone().Op(":=").Id("feedingRadius").Call(m.Clone(), jen.Lit(len(fl.States)), jen.Lit(fl.Target)), jen.Op("!").Parens(stableCond(fl, rho))).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(ir.UnstableStepFormat(fl.State, fl.Stability)), jen.Id("t"), settingText(setting, args), rho.Clone()))))
 }
 

@@ -43,8 +43,12 @@ func (k *kernel) emitReducePass() {
 	for _, v := range ir.HostScalars(k.fn.Reduce) {
 		scalars = append(scalars, ir.ExprString(v))
 	}
-	k.Kernels.Reduce = &manifest.Reduce{Version: manifest.ReduceVersion, Terms: k.fn.ReduceTerms(), Combine: k.fn.ReduceCombineNames(), Reads: k.fn.ReduceReads(), Scalars: append(scalars, "sqrt(sigma_w2)"),
+	k.Kernels.Reduce = &manifest.Reduce{Terms: k.fn.ReduceTerms(), Reads: k.fn.ReduceReads(), Scalars: append(scalars, "sqrt(sigma_w2)"),
 		Chunk: ReduceChunk, Kernel: kernel.symbol, KernelABI: kernel.String(), HostFunction: host.symbol, HostABI: host.String()}
+	if names := k.fn.ReduceCombineNames(); slices.ContainsFunc(names, func(c string) bool { return c != "sum" }) {
+		k.Kernels.Reduce.Combine = names
+	}
+	k.Kernels.Reduce.Version = k.Kernels.Reduce.WantVersion()
 	k.emitReduceKernel(kernel)
 	k.emitReduceHost(host)
 }

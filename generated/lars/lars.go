@@ -770,7 +770,7 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 		Step: uint32(o.T),
 	}, theta, g, o.Buf)
 	s := o.host.Scalars(o.T, sigmaW2, r)
-	if err := s.checkFinite(); err != nil {
+	if err := s.checkFinite(); len(theta) > 0 && err != nil {
 		return fmt.Errorf("lars: step %d: %w", o.T, err)
 	}
 	Step(s, Noise{

@@ -75,7 +75,8 @@ type Backend interface {
 	// Reduce runs the reduction pass of r over each of its tensors of m,
 	// g privatized with r.Noise as the step privatizes it, into partials
 	// (len r.Len()), tensor after tensor (r.Split): a tensor's
-	// partials[i·chunks + c] is term i's partial sum over chunk c of its
+	// partials[i·chunks + c] is term i's partial sum (max, min: its
+	// combine, ir.Func.ReduceCombines) over chunk c of its
 	// reduce.ReduceChunk-coordinate chunks. It writes no buffer of m;
 	// with r.Keep it keeps the privatized g for the Step that follows.
 	Reduce(m Memory, r Reduce, partials []float32) error
