@@ -29,7 +29,8 @@ install: deps
 	$(GO) install ./cmd/fibergen
 
 ## gpu-bundle: the GPU checks as static binaries in bin/gpu/ for a GPU host without Go or LLVM,
-## with libfibergen.so and the built optimizers for the PyTorch binding's CUDA tests;
+## with libfibergen.so and the built optimizers for the PyTorch binding's CUDA tests (and
+## runtime/testdata's, for the runtime's);
 ## scripts/gpu-check.sh OUTDIR runs them there (docs/benchmarks.md)
 gpu-bundle: deps
 	@mkdir -p bin/gpu
@@ -38,7 +39,7 @@ gpu-bundle: deps
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o bin/gpu/cudadrv.test ./runtime/cudadrv
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/fibergen ./cmd/fibergen
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -ldflags='-s -w' -o bin/gpu/libfibergen.so ./capi
-	rm -rf bin/gpu/generated && bin/gpu/fibergen build -o bin/gpu/generated $(DSL) >/dev/null
+	rm -rf bin/gpu/generated && bin/gpu/fibergen build -o bin/gpu/generated $(DSL) runtime/testdata/*.dsl >/dev/null
 	rm -f bin/gpu/generated/*/*.go bin/gpu/generated/*/*.ll  # the GPU host needs no Go and no LLVM (go vet ./... would take the .go for packages)
 	tar czf bin/gpu.tgz -C bin gpu  # the bundle as one file, for a tool that carries few (docs/benchmarks.md)
 

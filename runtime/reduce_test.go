@@ -90,9 +90,7 @@ func TestReduceExtremes(t *testing.T) {
 	for _, secure := range []bool{false, true} {
 		var first []float32
 		for _, b := range backends {
-			theta, grads := reduceInputs(3)
-			ts := stepReduced(t, dir, b, secure, false, nil, theta, grads)
-			got := slices.Concat(flatParams(t, ts), flatStates(t, ts, "peak", "low", "signed"))
+			got := runExtremes(t, dir, b, secure)
 			if first == nil {
 				first = got
 			} else if d := floatbits.Diff(first, got); d != "" {
@@ -114,6 +112,15 @@ func TestReduceExtremes(t *testing.T) {
 			checkFilled(t, b, tn, "low", low)
 		}
 	}
+}
+
+// runExtremes steps extremes (dir) on backend over three steps of
+// reduceInputs and returns the parameters, then the states.
+func runExtremes(t *testing.T, dir string, backend runtime.Backend, secure bool) []float32 {
+	t.Helper()
+	theta, grads := reduceInputs(3)
+	ts := stepReduced(t, dir, backend, secure, false, nil, theta, grads)
+	return slices.Concat(flatParams(t, ts), flatStates(t, ts, "peak", "low", "signed"))
 }
 
 // flatStates concatenates the tensors' states, state after state.
@@ -318,18 +325,23 @@ func TestReduceGeneratedPackage(t *testing.T) {
 	}
 }
 
-// TestCUDAReduce holds lamb and lars on a real GPU, Philox and secure, bit
-// for bit to the go backend: the reduction kernel's partials, summed on the
-// host, give the step the same scalars as the Go reference.
+// TestCUDAReduce holds lamb, lars and testdata/extremes.dsl (a per-tensor
+// max and min, ±0 ties among them) on a real GPU, Philox and secure, bit
+// for bit to the go backend: the reduction kernel's partials, finished on
+// the host, give the step the same scalars as the Go reference.
 func TestCUDAReduce(t *testing.T) {
 	needCUDA(t)
-	for _, opt := range []string{"lamb", "lars"} {
-		for _, secure := range []bool{false, true} {
+	for _, secure := range []bool{false, true} {
+		for _, opt := range []string{"lamb", "lars"} {
 			want := runReduced(t, opt, runtime.Go, secure)
 			got := runReduced(t, opt, runtime.CUDA, secure)
 			if d := floatbits.Diff(want, got); d != "" {
 				t.Errorf("%s (secure %v): cuda against go: %s", opt, secure, d)
 			}
+		}
+		dir := testdataDir(t, "extremes")
+		if d := floatbits.Diff(runExtremes(t, dir, runtime.Go, secure), runExtremes(t, dir, runtime.CUDA, secure)); d != "" {
+			t.Errorf("extremes (secure %v): cuda against go: %s", secure, d)
 		}
 	}
 }
