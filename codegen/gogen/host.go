@@ -262,6 +262,12 @@ func (g *generator) genFilters() {
 // genFilter generates the function returning fl's model at hypers h, in the
 // arguments of the gain functions: M and b, and the index of the state.
 func (g *generator) genFilter(fl *ir.Filter) {
+	g.genModelFunc(fl, filterFunc(fl.State), "at hypers h: z_t = M z_{t-1} + b w_t", jen.Id("h").Id("Hypers"))
+}
+
+// genModelFunc generates the function name(params) returning fl's model
+// (which it is, as its comment says), as genFilter's.
+func (g *generator) genModelFunc(fl *ir.Filter, name, which string, params ...jen.Code) {
 	e := g.newEnv()
 	body := e.hostPart(fl.Model)
 	var entries []jen.Code
@@ -270,10 +276,10 @@ func (g *generator) genFilter(fl *ir.Filter) {
 	}
 	k := len(fl.States)
 	body = append(body, jen.Return(jen.Index().Float64().Values(entries[:k*k]...), jen.Index().Float64().Values(entries[k*k:]...), jen.Lit(fl.Target)))
-	g.file.Commentf("%s returns the noise model of state %s at hypers h: z_t = M z_{t-1} + b w_t", filterFunc(fl.State), fl.State)
+	g.file.Commentf("%s returns the noise model of state %s %s", name, fl.State, which)
 	g.file.Commentf("with z = (%s), M %d×%d row major, and the index of %s in z.", strings.Join(fl.States, ", "), k, k, fl.State)
 	results := []jen.Code{jen.List(jen.Id("m"), jen.Id("b")).Index().Float64(), jen.Id("target").Int()}
-	g.file.Func().Id(filterFunc(fl.State)).Params(jen.Id("h").Id("Hypers")).Params(results...).Block(body...)
+	g.file.Func().Id(name).Params(params...).Params(results...).Block(body...)
 }
 
 // settingFormat is a format for the hypers block b reads, "name=%v, ...",

@@ -41,19 +41,8 @@ func varyingFilterFunc(state string) string { return "varyingFilter" + exportedN
 // genVaryingFilter generates the function returning fl's model at hypers
 // h, step t, noise variance sigmaW2 and the scalars sc at t, as genFilter's.
 func (g *generator) genVaryingFilter(fl *ir.Filter) {
-	e := g.newEnv()
-	body := e.hostPart(fl.Model)
-	var entries []jen.Code
-	for _, s := range fl.Model.Stores() {
-		entries = append(entries, e.ref(s.Args[0]))
-	}
-	k := len(fl.States)
-	body = append(body, jen.Return(jen.Index().Float64().Values(entries[:k*k]...), jen.Index().Float64().Values(entries[k*k:]...), jen.Lit(fl.Target)))
-	g.file.Commentf("%s returns the noise model of state %s at step t: z_t = M_t z_{t-1} + b_t w_t", varyingFilterFunc(fl.State), fl.State)
-	g.file.Commentf("with z = (%s), M %d×%d row major, and the index of %s in z.", strings.Join(fl.States, ", "), k, k, fl.State)
-	results := []jen.Code{jen.List(jen.Id("m"), jen.Id("b")).Index().Float64(), jen.Id("target").Int()}
-	params := []jen.Code{jen.Id("h").Id("Hypers"), jen.Id("t").Int(), jen.Id("sigmaW2").Float64(), jen.Id("sc").Index().Float64()}
-	g.file.Func().Id(varyingFilterFunc(fl.State)).Params(params...).Params(results...).Block(body...)
+	g.genModelFunc(fl, varyingFilterFunc(fl.State), "at step t: z_t = M_t z_{t-1} + b_t w_t",
+		jen.Id("h").Id("Hypers"), jen.Id("t").Int(), jen.Id("sigmaW2").Float64(), jen.Id("sc").Index().Float64())
 }
 
 // varyingCheck is the check of one time-varying filter at step t.
