@@ -40,7 +40,7 @@ package main
 // version is a second literal in internal/version (CABI, which fibergen
 // --version prints and which cannot import this package main): change
 // both, capi/version_test.go keeps them equal.
-#define FG_ABI_VERSION 9
+#define FG_ABI_VERSION 10
 #define FG_OK 0
 #define FG_ERROR 1
 #define FG_NONFINITE 2
@@ -76,7 +76,8 @@ const (
 // fg_info's clamp_warning, the open option no_clamp_warning); 9 added the
 // secure noise mode (the open option noise_mode, fg_info's noise_mode and
 // noise_scheme, fg_share_key and fg_set_key for ranks to agree on a key,
-// fg_checkpoint_info's noise_mode).
+// fg_checkpoint_info's noise_mode); 10 added fg_set_tensors_hypers and
+// fg_tensor_hypers, a parameter group's ranges set and read in one call.
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

@@ -49,6 +49,68 @@ func fg_set_tensor_hypers(h C.int64_t, name, valuesJSON *C.char, err *C.char, er
 	})
 }
 
+// fg_set_tensors_hypers is fg_set_tensor_hypers for each tensor of the
+// JSON array of names, all with the same hypers, checked once
+// (runtime.Optimizer.SetTensorsHypers): one call for a parameter group
+// whose parameters are ranges of their own (an optimizer with per-tensor
+// reductions), where a scheduler sets a group's hypers at every step. On
+// an error nothing changes.
+//
+//export fg_set_tensors_hypers
+func fg_set_tensors_hypers(h C.int64_t, namesJSON, valuesJSON *C.char, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		var names []string
+		var values map[string]float64
+		if e := decodeJSON("tensor names", C.GoString(namesJSON), &names); e != nil {
+			return e
+		}
+		if e := decodeJSON("tensor hypers", C.GoString(valuesJSON), &values); e != nil {
+			return e
+		}
+		ts, e := tensorsNamed(o, names)
+		if e != nil {
+			return e
+		}
+		return o.SetTensorsHypers(ts, values)
+	})
+}
+
+// fg_tensor_hypers writes to *out (freed with fg_free) a JSON object of
+// the optimizer's hypers ("hypers", as fg_info's) and, for each tensor of
+// the JSON array of names, fg_info's description of it ("tensors", in that
+// order): what a caller that just set hypers reads back without fg_info's
+// every tensor.
+//
+//export fg_tensor_hypers
+func fg_tensor_hypers(h C.int64_t, namesJSON *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		var names []string
+		if e := decodeJSON("tensor names", C.GoString(namesJSON), &names); e != nil {
+			return e
+		}
+		ts, e := tensorsNamed(o, names)
+		if e != nil {
+			return e
+		}
+		return jsonAnswer("tensor hypers", out, func() (any, error) {
+			return map[string]any{"hypers": o.Hypers(), "tensors": tensorInfos(ts)}, nil
+		})
+	})
+}
+
+// tensorsNamed are the optimizer's tensors of those names, in order.
+func tensorsNamed(o *runtime.Optimizer, names []string) ([]*runtime.Tensor, error) {
+	var out []*runtime.Tensor
+	for _, name := range names {
+		t, e := tensorNamed(o, name)
+		if e != nil {
+			return nil, e
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // tensorNamed is the optimizer's tensor of that name.
 func tensorNamed(o *runtime.Optimizer, name string) (*runtime.Tensor, error) {
 	ts := o.Tensors()
@@ -68,10 +130,10 @@ type tensorInfo struct {
 	Hypers []runtime.Hyper    `json:"hypers"` // every hyper as it steps with them
 }
 
-// tensorInfos describes the optimizer's tensors.
-func tensorInfos(o *runtime.Optimizer) []tensorInfo {
+// tensorInfos describes the tensors ts.
+func tensorInfos(ts []*runtime.Tensor) []tensorInfo {
 	out := []tensorInfo{}
-	for _, t := range o.Tensors() {
+	for _, t := range ts {
 		own := t.Hypers()
 		if own == nil {
 			own = map[string]float64{}

@@ -229,7 +229,7 @@ func infoOf(o *runtime.Optimizer) info {
 	obs := o.Observation()
 	x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), HostISA: o.HostISA(), Hypers: o.Hypers(),
 		Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
-		LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o), HostBufferPad: hostBufferPads(o),
+		LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o.Tensors()), HostBufferPad: hostBufferPads(o),
 		ClampWarning: o.ClampWarning()}
 	mode, scheme := o.NoiseMode()
 	x.NoiseMode, x.NoiseScheme = mode.String(), scheme

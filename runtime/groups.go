@@ -25,17 +25,34 @@ import (
 // example's gradient. An empty map removes the overrides. On an error
 // nothing changes.
 func (t *Tensor) SetHypers(values map[string]float64) error {
-	o := t.o
+	return t.o.SetTensorsHypers([]*Tensor{t}, values)
+}
+
+// SetTensorsHypers is SetHypers for each of the tensors ts, of o, with
+// the same values, checked once (the check depends on o's hypers and the
+// values alone): a parameter group whose parameters are tensors of their
+// own takes a scheduler's hypers at the cost of one tensor. On an error
+// nothing changes.
+func (o *Optimizer) SetTensorsHypers(ts []*Tensor, values map[string]float64) error {
 	defer o.lock()()
-	if len(values) == 0 {
+	for _, t := range ts {
+		if t.o != o {
+			return fmt.Errorf("runtime: tensor %s is not %s's", t.Name, o.Name())
+		}
+	}
+	var h []float64
+	if len(values) > 0 {
+		var err error
+		if h, err = o.tensorHypers(o.hypers, o.set, values); err != nil {
+			return fmt.Errorf("runtime: tensor %s: %w", ts[0].Name, err)
+		}
+	}
+	for _, t := range ts {
 		t.overrides, t.hypers = nil, nil
-		return nil
+		if h != nil {
+			t.overrides, t.hypers = maps.Clone(values), h
+		}
 	}
-	h, err := o.tensorHypers(o.hypers, o.set, values)
-	if err != nil {
-		return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
-	}
-	t.overrides, t.hypers = maps.Clone(values), h
 	return nil
 }
 
@@ -78,18 +95,24 @@ func observeHypers(fn *ir.Func) map[string]bool {
 
 // tensorSettings computes every tensor's hypers from new base hypers and
 // set names, before the optimizer takes them: nil for a tensor without
-// overrides.
+// overrides. Tensors with the same overrides (a parameter group's, each
+// parameter a tensor) share one computation.
 func (o *Optimizer) tensorSettings(base []float64, set map[string]bool) ([][]float64, error) {
 	out := make([][]float64, len(o.tensors))
+	var firsts []int // the first tensor of each distinct overrides
 	for i, t := range o.tensors {
 		if t.overrides == nil {
+			continue
+		}
+		if j := slices.IndexFunc(firsts, func(f int) bool { return maps.Equal(o.tensors[f].overrides, t.overrides) }); j >= 0 {
+			out[i] = out[firsts[j]]
 			continue
 		}
 		h, err := o.tensorHypers(base, set, t.overrides)
 		if err != nil {
 			return nil, fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
 		}
-		out[i] = h
+		out[i], firsts = h, append(firsts, i)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -140,6 +141,52 @@ func TestTensorHypersRefused(t *testing.T) {
 	}
 	if got := fts[1].Hypers(); got != nil {
 		t.Errorf("refused overrides left %v", got)
+	}
+}
+
+// TestSetTensorsHypers: SetTensorsHypers gives several tensors the same
+// overrides in one check, each then holding what SetHypers would give it;
+// refused — hypers out of range, a tensor of another optimizer — it
+// changes none; and after the optimizer's hypers change, tensors that share
+// overrides step with the hypers computed once for them all.
+func TestSetTensorsHypers(t *testing.T) {
+	theta, _ := inputs(0)
+	dir := kernelDir(t, "fiber_cosine")
+	o, ts := openSized(t, dir, runtime.Options{}, tensorSizes, theta)
+	_, other := openSized(t, dir, runtime.Options{}, tensorSizes, theta)
+	own := map[string]float64{"lr": 0.02}
+	if err := o.SetTensorsHypers([]*runtime.Tensor{ts[0], ts[2]}, own); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		ts   []*runtime.Tensor
+		h    map[string]float64
+		want string
+	}{
+		{"out of range", []*runtime.Tensor{ts[1], ts[0]}, map[string]float64{"beta1": 1}, "outside its range"},
+		{"another optimizer's", []*runtime.Tensor{ts[1], other[0]}, own, "is not fiber_cosine's"},
+	} {
+		if err := o.SetTensorsHypers(c.ts, c.h); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+	if err := o.SetHyper("lr", 0.5); err != nil { // lr_min follows each tensor's lr: recomputed
+		t.Fatal(err)
+	}
+	single, sts := openSized(t, dir, runtime.Options{}, tensorSizes, theta)
+	for _, i := range []int{0, 2} {
+		if err := sts[i].SetHypers(own); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := single.SetHyper("lr", 0.5); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ts {
+		if got, want := fmt.Sprint(ts[i].Hypers(), ts[i].HyperValues()), fmt.Sprint(sts[i].Hypers(), sts[i].HyperValues()); got != want {
+			t.Errorf("tensor %s: %s, set one at a time %s", ts[i].Name, got, want)
+		}
 	}
 }
 

@@ -249,6 +249,16 @@ class Handle:
     def set_tensor_hypers(self, name: str, values: dict[str, float]) -> None:
         call("set_tensor_hypers", self.h, name.encode(), encode(values, "hypers"))
 
+    def set_tensors_hypers(self, names: list[str], values: dict[str, float]) -> None:
+        """set_tensor_hypers for each of names, in one call."""
+        call("set_tensors_hypers", self.h, json.dumps(names).encode(), encode(values, "hypers"))
+
+    def tensor_hypers(self, names: list[str]) -> dict:
+        """The optimizer's hypers and the named tensors, as info() has them."""
+        out = ctypes.c_void_p()
+        call("tensor_hypers", self.h, json.dumps(names).encode(), ctypes.byref(out))
+        return json.loads(take_string(out))
+
     def set_dp(self, clip: float, noise_multiplier: float, batch_size: int) -> None:
         call("set_dp", self.h, clip, noise_multiplier, batch_size)
 

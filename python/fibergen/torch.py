@@ -565,8 +565,7 @@ class Optimizer(torch.optim.Optimizer):
             # a group's own value: one that differs from group 0's, or one group 0 did not give (which the
             # runtime may derive for each group from the group's own hypers: fiber_cosine's lr_min)
             if (own := {k: x for k, x in v.items() if k not in values[0] or x != values[0][k]}) != g.own:
-                for name in g.ranges:
-                    self._handle.set_tensor_hypers(name, own)
+                self._handle.set_tensors_hypers(g.ranges, own)
                 overrides = True
         if base or overrides:
             self._refresh_hypers()
@@ -576,8 +575,9 @@ class Optimizer(torch.optim.Optimizer):
 
     def _refresh_hypers(self) -> None:
         """Takes every group's hypers as the runtime holds them, and a
-        group's own (its range's overrides)."""
-        info = self._handle.info()
+        group's own (its range's overrides): of each group's first range, as
+        its ranges have the same."""
+        info = self._handle.tensor_hypers([g.ranges[0] for g in self._groups[1:] if g.ranges])
         base = {h["name"]: h["value"] for h in info["hypers"]}
         tensors = {t["name"]: t for t in info["tensors"]}
         for g in self._groups:

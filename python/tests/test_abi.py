@@ -101,3 +101,26 @@ def test_shard_and_ranges(generated):
     assert lr(info["tensors"][1]["hypers"]) == 0.25 and lr(info["tensors"][0]["hypers"]) == lr(info["hypers"]) == 1e-3
     assert info["host_buffer_pad"][:3] == [0, 80, 160] and len(info["host_buffer_pad"]) == len(info["buffers"])
     h.close()
+
+
+def test_tensors_hypers(generated):
+    """fg_set_tensors_hypers gives several ranges the same hypers in one
+    call, and changes none where a name is unknown or the hypers are
+    refused; fg_tensor_hypers reads back the named ranges alone, as fg_info
+    has them."""
+    h = _lib.Handle(generated / "fiber", backend="go")
+    for name, n in (("a", 3), ("b", 5), ("c", 2)):
+        h.register_range(name, n)
+    h.set_tensor_hypers("c", {"lr": 0.5})
+    h.set_tensors_hypers(["a", "c"], {"lr": 0.25})
+    for names, values, match in ((["a", "nope"], {"lr": 0.125}, "no tensor \"nope\""), (["b", "c"], {"kappa": 0.5}, "shapes the observation")):
+        with pytest.raises(_lib.FibergenError, match=match):
+            h.set_tensors_hypers(names, values)
+    got = h.tensor_hypers(["c", "a"])
+    info = h.info()
+    assert [t["name"] for t in got["tensors"]] == ["c", "a"] and got["hypers"] == info["hypers"]
+    assert got["tensors"] == [info["tensors"][2], info["tensors"][0]]
+    assert [t["own"] for t in info["tensors"]] == [{"lr": 0.25}, {}, {"lr": 0.25}]
+    with pytest.raises(_lib.FibergenError, match="tensor names"):
+        h.tensor_hypers("a")  # a string, not an array
+    h.close()
