@@ -41,7 +41,7 @@ func (o *Optimizer) SetTensorsHypers(ts []*Tensor, values map[string]float64) er
 		}
 	}
 	var h []float64
-	if len(values) > 0 {
+	if len(values) > 0 && len(ts) > 0 {
 		var err error
 		if h, err = o.tensorHypers(o.hypers, o.set, values); err != nil {
 			return fmt.Errorf("runtime: tensor %s: %w", ts[0].Name, err)

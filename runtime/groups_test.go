@@ -167,6 +167,9 @@ func TestSetTensorsHypers(t *testing.T) {
 		{"out of range", []*runtime.Tensor{ts[1], ts[0]}, map[string]float64{"beta1": 1}, "outside its range"},
 		{"another optimizer's", []*runtime.Tensor{ts[1], other[0]}, own, "is not fiber_cosine's"},
 	} {
+		if err := o.SetTensorsHypers(nil, c.h); err != nil {
+			t.Errorf("%s, for no tensors: %v", c.name, err)
+		}
 		if err := o.SetTensorsHypers(c.ts, c.h); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
 		}
