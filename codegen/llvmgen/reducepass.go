@@ -273,7 +273,9 @@ func pickLane(b *llvm.Block, vals []value.Value, off value.Value) []value.Value 
 // draws, groups groups or octets a call: from first where it starts a
 // block of draws (a Philox group of four, a secure octet of eight), else
 // from the block that holds it, one call more, the row then read from
-// inside; each gives the same bits as one element's draw at a time.
+// inside; each gives the same bits as one element's draw at a time. w must
+// be a multiple of a call's elements (4·groups, secure 8·groups): the
+// calls fill the row whole.
 func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
 	name := fmt.Sprintf("%s_noise_row%d_%d_%v", k.Name, w, groups, secure)
 	if f := funcNamed(k.m, name); f != nil {
@@ -282,6 +284,9 @@ func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
 	params, d := helperDraw(secure, k.noise.host)
 	f, b := newHelper(k.m, name, w.f32(), params...)
 	per := d.block() * int64(groups)
+	if int64(w)%per != 0 { // an emitter's mistake, which would return the row unwritten
+		panic(fmt.Sprintf("llvmgen: a noise row of %d elements, not whole calls of %d", w, per))
+	}
 	row := llvm.NewAlloca(types.NewArray(uint64(int64(w)+per), f32)) // a call's more, for a row that starts inside a block
 	row.Align = 4
 	b.Insts = append(b.Insts, row)
