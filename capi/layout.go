@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -100,25 +99,26 @@ func fg_tensor_hypers(h C.int64_t, namesJSON *C.char, out **C.char, err *C.char,
 
 // tensorsNamed are the optimizer's tensors of those names, in order.
 func tensorsNamed(o *runtime.Optimizer, names []string) ([]*runtime.Tensor, error) {
-	var out []*runtime.Tensor
-	for _, name := range names {
-		t, e := tensorNamed(o, name)
-		if e != nil {
-			return nil, e
+	byName := map[string]*runtime.Tensor{}
+	for _, t := range o.Tensors() {
+		byName[t.Name] = t
+	}
+	out := make([]*runtime.Tensor, len(names))
+	for i, name := range names {
+		if out[i] = byName[name]; out[i] == nil {
+			return nil, fmt.Errorf("fibergen: %s has no tensor %q", o.Name(), name)
 		}
-		out = append(out, t)
 	}
 	return out, nil
 }
 
 // tensorNamed is the optimizer's tensor of that name.
 func tensorNamed(o *runtime.Optimizer, name string) (*runtime.Tensor, error) {
-	ts := o.Tensors()
-	i := slices.IndexFunc(ts, func(t *runtime.Tensor) bool { return t.Name == name })
-	if i < 0 {
-		return nil, fmt.Errorf("fibergen: %s has no tensor %q", o.Name(), name)
+	ts, err := tensorsNamed(o, []string{name})
+	if err != nil {
+		return nil, err
 	}
-	return ts[i], nil
+	return ts[0], nil
 }
 
 // tensorInfo is a tensor as fg_info reports it.

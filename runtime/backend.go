@@ -133,11 +133,8 @@ type cpuBackend struct {
 	// reduce is the reduction pass's host function, loaded from so at its
 	// first use (reduce.go).
 	reduce *hostkernel.Reduce
-	// kept is the gradient the last reduction pass kept (backend.Reduce's
-	// Keep), reused as scratch by the next; keptFresh: the step after that
-	// pass has not read it yet.
-	kept      []float32
-	keptFresh bool
+	// kept is the gradient the last reduction pass kept.
+	kept backend.KeptGradient[[]float32]
 	// partials are the norm partials of the last Privatize, reused by the
 	// next (Norms sets every one it reads): a step allocates none.
 	partials []float32
@@ -230,11 +227,11 @@ func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
 // stepBuffers are the buffers step s reads: the own ones, the gradient
 // the last Reduce kept (s.Kept) in place of g.
 func (b *cpuBackend) stepBuffers(s backend.Step) ([][]float32, error) {
-	if err := s.CheckKept(b.keptFresh); err != nil || !s.Kept {
+	if kept, err := b.kept.Take(s); err != nil || !kept {
 		return b.bufs, err
 	}
 	bufs := slices.Clone(b.bufs)
-	bufs[ir.GradBuffer], b.keptFresh = b.kept, false // read once: the next step reads what the next pass keeps
+	bufs[ir.GradBuffer] = b.kept.Buf
 	return bufs, nil
 }
 

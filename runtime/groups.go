@@ -47,11 +47,12 @@ func (o *Optimizer) SetTensorsHypers(ts []*Tensor, values map[string]float64) er
 			return fmt.Errorf("runtime: tensor %s: %w", ts[0].Name, err)
 		}
 	}
+	var over map[string]float64 // shared, as h is: nothing changes either in place
+	if h != nil {
+		over = maps.Clone(values)
+	}
 	for _, t := range ts {
-		t.overrides, t.hypers = nil, nil
-		if h != nil {
-			t.overrides, t.hypers = maps.Clone(values), h
-		}
+		t.overrides, t.hypers = over, h
 	}
 	return nil
 }

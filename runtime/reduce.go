@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
@@ -99,15 +100,23 @@ func (o *Optimizer) reduceTensors(a backend.Step) []reduceTensor {
 }
 
 // reduceEntry is the reduction pass of step a over the tensors ts, each
-// with the scalars of its hypers.
+// with the scalars of its hypers, computed once for each distinct setting
+// (a parameter group's tensors share theirs).
 func (o *Optimizer) reduceEntry(a backend.Step, ts []reduceTensor, sigmaW2 float64) backend.Reduce {
 	r := backend.Reduce{Reference: o.prog, Terms: o.prog.Func.NumReductions(), Noise: a.Noise, Offset: a.Offset,
 		Keep: a.Noise.Mode != rng.Off && o.red.readsGrad}
 	if k := o.m.Kernels.Reduce; k != nil {
 		r.Kernel, r.HostFunction = k.Kernel, k.HostFunction
 	}
-	for _, t := range ts {
-		r.Tensors = append(r.Tensors, backend.ReduceTensor{Lo: t.lo, Hi: t.hi, Scalars: o.prog.ReduceScalars(t.hypers, o.t, sigmaW2)})
+	var firsts []int // the first tensor of each distinct setting
+	for i, t := range ts {
+		rt := backend.ReduceTensor{Lo: t.lo, Hi: t.hi}
+		if j := slices.IndexFunc(firsts, func(f int) bool { return slices.Equal(ts[f].hypers, t.hypers) }); j >= 0 {
+			rt.Scalars = r.Tensors[firsts[j]].Scalars
+		} else {
+			rt.Scalars, firsts = o.prog.ReduceScalars(t.hypers, o.t, sigmaW2), append(firsts, i)
+		}
+		r.Tensors = append(r.Tensors, rt)
 	}
 	return r
 }
@@ -147,22 +156,22 @@ func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, partials []float
 	if err != nil {
 		return err
 	}
-	b.keptFresh = false
-	if r.Keep && len(b.kept) != len(b.bufs[ir.GradBuffer]) {
-		b.kept = make([]float32, len(b.bufs[ir.GradBuffer]))
+	b.kept.Passing()
+	if r.Keep && len(b.kept.Buf) != len(b.bufs[ir.GradBuffer]) {
+		b.kept.Buf = make([]float32, len(b.bufs[ir.GradBuffer]))
 	}
 	var work []func() error
 	for i, part := range r.Split(partials) {
 		var kept []float32
 		if t := r.Tensors[i]; r.Keep {
-			kept = b.kept[t.Lo:t.Hi]
+			kept = b.kept.Buf[t.Lo:t.Hi]
 		}
 		work = append(work, b.reduceTensor(host, r, r.Tensors[i], part, kept)...)
 	}
 	if err := runLimited(work, max(b.threads, 1)); err != nil {
 		return err
 	}
-	b.keptFresh = r.Keep
+	b.kept.Passed(r.Keep)
 	return nil
 }
 

@@ -22,15 +22,10 @@ var reduceSizes = []int{9001, 1, 7, 4096, 130}
 // runReduced opens opt on backend over reduceSizes, gives the tensor c its
 // own weight decay, and runs three steps of inputs' gradients under the
 // options' noise (the secure scheme with a fixed key where asked); it
-// returns the parameters.
-func runReduced(t *testing.T, opt string, backend runtime.Backend, secure bool) []float32 {
-	return runReducedNoise(t, opt, backend, secure, false)
-}
-
-// runReducedNoise is runReduced; with privatized, the test draws the
-// noise into the gradients itself (rng.Stream.Privatize, the stream the
-// optimizer would draw) and the optimizer takes them as privatized.
-func runReducedNoise(t *testing.T, opt string, backend runtime.Backend, secure, privatized bool) []float32 {
+// returns the parameters. With privatized, the test draws the noise into
+// the gradients itself (rng.Stream.Privatize, the stream the optimizer
+// would draw) and the optimizer takes them as privatized.
+func runReduced(t *testing.T, opt string, backend runtime.Backend, secure, privatized bool) []float32 {
 	t.Helper()
 	theta, grads := reduceInputs(3)
 	return flatParams(t, stepReduced(t, kernelDir(t, opt), backend, secure, privatized, map[string]float64{"wd": 0}, theta, grads))
@@ -38,8 +33,8 @@ func runReducedNoise(t *testing.T, opt string, backend runtime.Backend, secure, 
 
 // stepReduced opens the optimizer of dir on backend over reduceSizes of
 // theta, gives the tensor c the hypers own (nil: none), and steps on
-// grads as runReducedNoise does; where privatized, the test privatizes
-// grads in place. It returns the tensors.
+// grads as runReduced does; where privatized, the test privatizes grads
+// in place. It returns the tensors.
 func stepReduced(t *testing.T, dir string, backend runtime.Backend, secure, privatized bool, own map[string]float64, theta []float32, grads [][]float32) []*runtime.Tensor {
 	t.Helper()
 	o := openDP(t, dir, simOptions(t, runtime.Options{Backend: backend, SecureNoise: secure}), testDP)
@@ -120,23 +115,7 @@ func runExtremes(t *testing.T, dir string, backend runtime.Backend, secure bool)
 	t.Helper()
 	theta, grads := reduceInputs(3)
 	ts := stepReduced(t, dir, backend, secure, false, nil, theta, grads)
-	return slices.Concat(flatParams(t, ts), flatStates(t, ts, "peak", "low", "signed"))
-}
-
-// flatStates concatenates the tensors' states, state after state.
-func flatStates(t *testing.T, ts []*runtime.Tensor, states ...string) []float32 {
-	t.Helper()
-	var out []float32
-	for _, st := range states {
-		for _, tn := range ts {
-			s, err := tn.State(st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s...)
-		}
-	}
-	return out
+	return slices.Concat(flatParams(t, ts), flatState(t, ts, "peak"), flatState(t, ts, "low"), flatState(t, ts, "signed"))
 }
 
 // checkFilled fails unless every coordinate of tn's state holds want.
@@ -160,8 +139,8 @@ func checkFilled(t *testing.T, b runtime.Backend, tn *runtime.Tensor, state stri
 func TestReduceKeptGradient(t *testing.T) {
 	for _, secure := range []bool{false, true} {
 		for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
-			want := runReducedNoise(t, "lamb", b, secure, true)
-			if d := floatbits.Diff(want, runReduced(t, "lamb", b, secure)); d != "" {
+			want := runReduced(t, "lamb", b, secure, true)
+			if d := floatbits.Diff(want, runReduced(t, "lamb", b, secure, false)); d != "" {
 				t.Errorf("lamb (secure %v) on %s: drawn in the pass against privatized by the test: %s", secure, b, d)
 			}
 		}
@@ -196,7 +175,7 @@ func TestReduceBackends(t *testing.T) {
 		for _, secure := range []bool{false, true} {
 			var first []float32
 			for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
-				got := runReduced(t, opt, b, secure)
+				got := runReduced(t, opt, b, secure, false)
 				if first == nil {
 					first = got
 					continue
@@ -333,8 +312,8 @@ func TestCUDAReduce(t *testing.T) {
 	needCUDA(t)
 	for _, secure := range []bool{false, true} {
 		for _, opt := range []string{"lamb", "lars"} {
-			want := runReduced(t, opt, runtime.Go, secure)
-			got := runReduced(t, opt, runtime.CUDA, secure)
+			want := runReduced(t, opt, runtime.Go, secure, false)
+			got := runReduced(t, opt, runtime.CUDA, secure, false)
 			if d := floatbits.Diff(want, got); d != "" {
 				t.Errorf("%s (secure %v): cuda against go: %s", opt, secure, d)
 			}
@@ -354,7 +333,7 @@ func TestCUDAStepDeviceReduce(t *testing.T) {
 	ctx := cudaContext(t)
 	theta, grads := reduceInputs(3)
 	for _, opt := range []string{"lamb", "lars"} {
-		want := runReduced(t, opt, runtime.Go, false)
+		want := runReduced(t, opt, runtime.Go, false, false)
 		o, err := runtime.Open(ptxDir(t, opt), runtime.Options{Backend: runtime.CUDA})
 		if err != nil {
 			t.Fatal(err)

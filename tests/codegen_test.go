@@ -293,29 +293,17 @@ func runtimeRun(t *testing.T, fn *ir.Func, sets []setting, theta, grads []float3
 // probeSeed keys the noise both the probe and the interpreter draw.
 const probeSeed = 7
 
-// scheduleDSL's filter m has the coefficient b = 0.5 + t / warmup: it grows
-// from the first step where b > 1, step 3 at warmup = 4.
-const scheduleDSL = `optimizer schedule
-hyper lr = 0.1 in [0, inf)
-hyper warmup = 1e9 in [1, inf)
-scalar b = 0
-state m = 0
-step {
-	host {
-		b = 0.5 + t / warmup
-	}
-	m = b * m + g
-	theta = theta - lr * m
-}
-`
-
 // TestGeneratedVaryingCheck checks that the generated package refuses the
 // step at which a time-varying filter grows, with the runtime's message
 // (interp.Program.CheckVarying), and changes nothing: neither theta nor
 // its step counter.
 func TestGeneratedVaryingCheck(t *testing.T) {
 	t.Parallel()
-	got, u := runGenerated(t, scheduleDSL, `h := schedule.Defaults()
+	src, err := os.ReadFile(filepath.Join("testdata", "schedule.dsl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, u := runGenerated(t, string(src), `h := schedule.Defaults()
 	must(h.Set("warmup", 4))
 	theta, g := []float32{1, 2, 3}, []float32{0.5, -1, 2}`)
 	e := interpEngine(t, u.Func, []setting{{"warmup", 4}})

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -116,21 +116,17 @@ func TestRunVaryingBackends(t *testing.T) {
 	}
 }
 
-// scheduleDSL is a filter whose coefficient b follows a schedule past 1
-// when warmup is small: unstable from the step where b > 1.
-const scheduleDSL = `optimizer schedule
-hyper lr = 0.1 in [0, inf)
-hyper warmup = %s in [1, inf)
-scalar b = 0
-state m = 0
-step {
-	host {
-		b = 0.5 + t / warmup
+// scheduleDSL is tests/testdata/schedule.dsl (shared with the generated
+// package's test) with its default warmup: unstable from the step where
+// b > 1 when warmup is small.
+func scheduleDSL(t *testing.T, warmup string) []byte {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "schedule.dsl"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	m = b * m + g
-	theta = theta - lr * m
+	return bytes.Replace(src, []byte("hyper warmup = 1e9"), []byte("hyper warmup = "+warmup), 1)
 }
-`
 
 // TestVaryingUnstable checks that a time-varying filter that grows at a
 // step of its schedule is refused with the step and the region: at the
@@ -139,9 +135,9 @@ step {
 // is written either way.
 func TestVaryingUnstable(t *testing.T) {
 	dir := t.TempDir()
-	bad := writeFile(t, dir, "bad.dsl", []byte(fmt.Sprintf(scheduleDSL, "100")))
+	bad := writeFile(t, dir, "bad.dsl", scheduleDSL(t, "100"))
 	r := runMain("build", bad, "-o", filepath.Join(dir, "out"))
-	want := `bad.dsl:5:7: at the defaults: the filter of state m is unstable at step 51 (b=1.01): its spectral radius there is 1.01, above 1, so m grows (it is stable where 1 - b > 0 and 1 + b > 0)`
+	want := `bad.dsl:9:7: at the defaults: the filter of state m is unstable at step 51 (b=1.01): its spectral radius there is 1.01, above 1, so m grows (it is stable where 1 - b > 0 and 1 + b > 0)`
 	if r.code != 1 || !strings.Contains(r.stderr, want) {
 		t.Errorf("build: exit %d, stderr %q, want 1 and %q", r.code, r.stderr, want)
 	}
@@ -149,7 +145,7 @@ func TestVaryingUnstable(t *testing.T) {
 		t.Errorf("build wrote %s despite the error (%v)", filepath.Join(dir, "out"), err)
 	}
 
-	good := writeFile(t, dir, "good.dsl", []byte(fmt.Sprintf(scheduleDSL, "1e9")))
+	good := writeFile(t, dir, "good.dsl", scheduleDSL(t, "1e9"))
 	rng := rand.New(rand.NewPCG(1, 2))
 	th, g, out := runInputs(t, randFloats(rng, 8), randFloats(rng, 5*8), 5)
 	r = runMain("run", good, "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--set", "warmup=4")

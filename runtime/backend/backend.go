@@ -148,14 +148,33 @@ type Step struct {
 	Kept bool
 }
 
-// CheckKept refuses a step on a kept gradient (s.Kept) where the backend
-// holds none that the step after its reduction pass has not read (fresh
-// false), or where the step would draw noise of its own.
-func (s Step) CheckKept(fresh bool) error {
-	if s.Kept && (!fresh || s.Noise.Mode != rng.Off) {
-		return errors.New("runtime: a step on the kept gradient, with no reduction pass that kept it or with noise of its own")
+// KeptGradient is the gradient a backend's last reduction pass kept
+// (Reduce.Keep) for the step after it, in memory B of the backend's own
+// (host floats, a device pointer), reused by the next pass.
+type KeptGradient[B any] struct {
+	Buf   B
+	fresh bool // kept by the last pass, and not read by a step yet
+}
+
+// Passing marks a reduction pass under way: until it ends, nothing kept.
+func (k *KeptGradient[B]) Passing() { k.fresh = false }
+
+// Passed marks the end of a pass that kept the gradient in Buf, or not.
+func (k *KeptGradient[B]) Passed(keep bool) { k.fresh = keep }
+
+// Take returns whether step s reads the kept gradient (s.Kept), which it
+// reads once: the next step reads what the next pass keeps. It refuses a
+// step on a kept gradient where the last pass kept none, or one a step
+// read already, or where the step would draw noise of its own.
+func (k *KeptGradient[B]) Take(s Step) (bool, error) {
+	if !s.Kept {
+		return false, nil
 	}
-	return nil
+	if !k.fresh || s.Noise.Mode != rng.Off {
+		return false, errors.New("runtime: a step on the kept gradient, with no reduction pass that kept it or with noise of its own")
+	}
+	k.fresh = false
+	return true, nil
 }
 
 // Privatize is one privatization: k rows of n floats (per-example

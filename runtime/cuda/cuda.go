@@ -58,11 +58,8 @@ type Backend struct {
 	// scratch is device memory that the kernels' partials go through
 	// (reduction pass, diagnostics).
 	scratch deviceScratch
-	// kept is the gradient the last reduction pass kept (backend.Reduce's
-	// Keep), reused by the next; keptFresh: the step after that pass has
-	// not read it yet.
-	kept      deviceScratch
-	keptFresh bool
+	// kept is the gradient the last reduction pass kept.
+	kept backend.KeptGradient[deviceScratch]
 }
 
 // deviceScratch is device memory kept between steps and grown when a call
@@ -96,11 +93,6 @@ func (s *deviceScratch) free(ctx *cudadrv.Context) error {
 	err := ctx.Free(s.ptr)
 	s.ptr, s.bytes = 0, 0
 	return err
-}
-
-// scratchFor returns the scratch memory, at least bytes long.
-func (b *Backend) scratchFor(bytes int) (cudadrv.DevicePtr, error) {
-	return b.scratch.grow(b.k.ctx, bytes)
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -184,12 +176,11 @@ func (b *Backend) Step(m backend.Memory, s backend.Step) error {
 			return err
 		}
 	}
-	if err := s.CheckKept(b.keptFresh); err != nil {
+	if kept, err := b.kept.Take(s); err != nil {
 		return err
-	}
-	if s.Kept {
+	} else if kept {
 		bufs = slices.Clone(bufs)
-		bufs[ir.GradBuffer], b.keptFresh = b.kept.ptr, false // read once
+		bufs[ir.GradBuffer] = b.kept.Buf.ptr
 	}
 	for _, seg := range s.Segments {
 		if err := b.k.launchStep(offsetPtrs(bufs, seg.Lo), seg.Hi-seg.Lo, seg.Scalars, s, s.Offset+int64(seg.Lo)); err != nil {
@@ -309,7 +300,7 @@ func (b *Backend) release() error {
 	for _, p := range b.dev {
 		errs = append(errs, b.k.ctx.Free(p))
 	}
-	errs = append(errs, b.scratch.free(b.k.ctx), b.kept.free(b.k.ctx))
+	errs = append(errs, b.scratch.free(b.k.ctx), b.kept.Buf.free(b.k.ctx))
 	b.dev = nil
 	errs = append(errs, b.k.close())
 	b.k = nil

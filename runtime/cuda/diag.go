@@ -17,7 +17,7 @@ func (b *Backend) Partials(m backend.Memory, d backend.Diagnostic, seg backend.S
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	out, err := b.scratchFor(8 * len(num))
+	out, err := b.scratch.grow(b.k.ctx, 8*len(num))
 	if err != nil {
 		return fmt.Errorf("runtime: %s: %w", d.Kernel, err)
 	}

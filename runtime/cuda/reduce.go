@@ -15,29 +15,28 @@ func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, partials []float32)
 	if len(partials) != r.Len() {
 		return fmt.Errorf("runtime: %s: %d partials for %d", r.Kernel, len(partials), r.Len())
 	}
-	b.keptFresh = false
-	if len(partials) == 0 {
-		b.keptFresh = r.Keep
-		return nil
-	}
+	b.kept.Passing()
 	bufs, size := b.buffers(m)
 	fn, err := b.k.mod.Function(r.Kernel)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	out, err := b.scratchFor(4 * len(partials))
+	out, err := b.scratch.grow(b.k.ctx, 4*len(partials))
 	if err != nil {
 		return fmt.Errorf("runtime: %s: %w", r.Kernel, err)
 	}
 	var kept cudadrv.DevicePtr // null: not kept
 	if r.Keep {
-		if kept, err = b.kept.grow(b.k.ctx, 4*size); err != nil {
+		if kept, err = b.kept.Buf.grow(b.k.ctx, 4*size); err != nil {
 			return fmt.Errorf("runtime: %s: %w", r.Kernel, err)
 		}
 	}
 	nz, at := r.Noise, 0
 	for _, t := range r.Tensors {
 		n := t.Hi - t.Lo
+		if n == 0 { // no chunk to launch for, no partial, nothing to keep
+			continue
+		}
 		var args []any
 		for _, p := range offsetPtrs(bufs, t.Lo) {
 			args = append(args, p)
@@ -55,9 +54,11 @@ func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, partials []float32)
 		}
 		at += r.Terms * reduce.ReduceChunks(n)
 	}
-	if err := b.k.ctx.CopyDtoH(partials, out); err != nil {
-		return fmt.Errorf("runtime: %s: %w", r.Kernel, err)
+	if len(partials) > 0 {
+		if err := b.k.ctx.CopyDtoH(partials, out); err != nil {
+			return fmt.Errorf("runtime: %s: %w", r.Kernel, err)
+		}
 	}
-	b.keptFresh = r.Keep
+	b.kept.Passed(r.Keep)
 	return nil
 }

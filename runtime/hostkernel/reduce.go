@@ -50,11 +50,7 @@ func (d *Reduce) Run(bufs [][]float32, scalars []float32, n int, r Range, partia
 	for _, p := range []any{&ptrs[0], &scalars[0], rp, &partials[0]} {
 		pin.Pin(p)
 	}
-	var keep uintptr
-	if kept != nil {
-		pin.Pin(&kept[0])
-		keep = uintptr(unsafe.Pointer(&kept[0]))
-	}
+	keep := pinned(&pin, kept) // 0: nothing kept
 	purego.SyscallN(d.fn, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&scalars[0])), uintptr(n),
 		uintptr(unsafe.Pointer(rp)), uintptr(unsafe.Pointer(&partials[0])), keep)
 	return nil
