@@ -57,7 +57,9 @@ func writeReduce(w io.Writer, r *Reduce) {
 	}
 	fmt.Fprintf(w, "  reduction pass: %s; %d operations; per tensor:\n", what, r.Operations)
 	for _, t := range r.Terms {
-		sym := map[string]string{"sum": "Σ", "max": "max over the tensor of", "min": "min over the tensor of"}[t.Combine]
-		fmt.Fprintf(w, "    %s(%s) = %s %s\n", t.Combine, t.Name, sym, t.Expr)
+		fmt.Fprintf(w, "    %s(%s) = %s %s\n", t.Combine, t.Name, combineText[t.Combine], t.Expr)
 	}
 }
+
+// combineText says what each combine does to a term, before the term.
+var combineText = map[string]string{"sum": "Σ", "max": "max over the tensor of", "min": "min over the tensor of"}

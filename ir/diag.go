@@ -150,12 +150,17 @@ func (d *Diagnostic) FixedFloor() bool {
 // readsOp reports whether v or a value it reads is an op value; seen holds
 // the values visited.
 func readsOp(v *Value, op Op, seen map[*Value]bool) bool {
-	if v.Op == op {
+	return reads(v, func(v *Value) bool { return v.Op == op }, seen)
+}
+
+// reads reports whether v or a value it reads is one of which.
+func reads(v *Value, which func(*Value) bool, seen map[*Value]bool) bool {
+	if which(v) {
 		return true
 	}
 	if seen[v] {
 		return false
 	}
 	seen[v] = true
-	return slices.ContainsFunc(v.Args, func(a *Value) bool { return readsOp(a, op, seen) })
+	return slices.ContainsFunc(v.Args, func(a *Value) bool { return reads(a, which, seen) })
 }

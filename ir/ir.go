@@ -171,6 +171,12 @@ func (b *Block) Stores() []*Value {
 	return out
 }
 
+// ReadsScalar says whether b, optimized (no dead values), reads scalar
+// name.
+func (b *Block) ReadsScalar(name string) bool {
+	return slices.ContainsFunc(b.Values, func(v *Value) bool { return v.Op == OpScalar && v.Name == name })
+}
+
 // Hyper is a hyperparameter with its default and allowed range. A
 // Derived hyper's default is an expression of earlier hypers, which
 // Func.HyperDefaults computes; Default is its value at their defaults.

@@ -51,10 +51,8 @@ func exprText(v *Value) lang.Text {
 		return lit
 	case OpHyper, OpLoad, OpScalar:
 		return lang.Atom(v.Name)
-	case OpReduce: // the tensor's sum of the reduce block's term
-		return lang.Call("sum", lang.Atom(v.Name))
-	case OpReduceMax, OpReduceMin: // its max, its min
-		return lang.Call(reduceCombines[v.Op].Name(), lang.Atom(v.Name))
+	case OpReduce, OpReduceMax, OpReduceMin: // the tensor's sum (max, min) of the reduce block's term
+		return lang.Call(CombineName(reduceCombines[v.Op]), lang.Atom(v.Name))
 	case OpNumel:
 		return lang.Atom(v.Op.String())
 	case OpStepIndex, OpSigmaW2:

@@ -22,6 +22,25 @@ var reduceCombines = map[Op]lang.Op{OpReduce: lang.Add, OpReduceMax: lang.Max, O
 // IsReduce reports whether o reads a per-tensor reduction of a term.
 func (o Op) IsReduce() bool { _, ok := reduceCombines[o]; return ok }
 
+// ReduceOf is the step's read of a term that the pass combines with c
+// (lang.Add, lang.Max, lang.Min).
+func ReduceOf(c lang.Op) Op {
+	for op, oc := range reduceCombines {
+		if oc == c {
+			return op
+		}
+	}
+	return OpInvalid
+}
+
+// CombineName names a combine as the DSL does: sum, max or min.
+func CombineName(c lang.Op) string {
+	if c == lang.Add {
+		return "sum"
+	}
+	return c.Name()
+}
+
 // ReduceCombines lists how the reduction pass combines each term r<i>
 // (ReduceTerms order): lang.Add, lang.Max or lang.Min, as the step's read
 // of it says; lang.Add for a term the step no longer reads.
@@ -29,13 +48,21 @@ func (f *Func) ReduceCombines() []lang.Op {
 	out := make([]lang.Op, f.NumReductions())
 	for i := range out {
 		out[i] = lang.Add
-		for _, v := range f.Step.Values {
-			if v.Op.IsReduce() && v.Name == ReduceTerm(i) {
-				out[i] = reduceCombines[v.Op]
-			}
+	}
+	terms := f.ReduceTerms()
+	for _, v := range f.Step.Values {
+		if i := slices.Index(terms, v.Name); v.Op.IsReduce() && i >= 0 {
+			out[i] = reduceCombines[v.Op]
 		}
 	}
 	return out
+}
+
+// ReduceFolds reports whether a term of the pass is a max or a min, not a
+// sum: the pass then needs the folds (reduce.FoldChunk) and its manifest
+// says how each term combines.
+func (f *Func) ReduceFolds() bool {
+	return slices.ContainsFunc(f.ReduceCombines(), func(c lang.Op) bool { return c != lang.Add })
 }
 
 // ReduceTerm is the name of the reduce block's i-th term, which the step's
@@ -64,12 +91,8 @@ func (f *Func) ReduceTerms() []string {
 // or min (ReduceCombines order).
 func (f *Func) ReduceCombineNames() []string {
 	var out []string
-	for _, op := range f.ReduceCombines() {
-		name := op.Name()
-		if op == lang.Add {
-			name = "sum"
-		}
-		out = append(out, name)
+	for _, c := range f.ReduceCombines() {
+		out = append(out, CombineName(c))
 	}
 	return out
 }
@@ -105,10 +128,5 @@ func NonFiniteHostFormat(i int, expr string) string {
 // ReadsReduction reports whether the uniform value v reads a per-tensor
 // sum or size: a value of the tensor, not of the hypers and the step alone.
 func ReadsReduction(v *Value) bool {
-	for op := range reduceCombines {
-		if readsOp(v, op, map[*Value]bool{}) {
-			return true
-		}
-	}
-	return readsOp(v, OpNumel, map[*Value]bool{})
+	return reads(v, func(v *Value) bool { return v.Op.IsReduce() || v.Op == OpNumel }, map[*Value]bool{})
 }

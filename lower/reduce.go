@@ -3,6 +3,7 @@ package lower
 import (
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // reduction lowers norm(x), sum(x), mean(x), max(x) and min(x) in step: the
@@ -25,7 +26,11 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 	if x.Fun.Name == "norm" {
 		term = l.op(ir.OpMul, arg, arg)
 	}
-	r := l.b.NewValue(reduceOps[x.Fun.Name], ir.F64, true)
+	op := ir.OpReduce // norm, sum and mean read a sum
+	if c, ok := lang.Calls[x.Fun.Name]; ok { // max, min
+		op = ir.ReduceOf(c)
+	}
+	r := l.b.NewValue(op, ir.F64, true)
 	r.Name = ir.ReduceTerm(len(l.terms))
 	l.terms = append(l.terms, term)
 	switch x.Fun.Name {
@@ -36,9 +41,6 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 	}
 	return r
 }
-
-// reduceOps are the step's reads of each reduction's term.
-var reduceOps = map[string]ir.Op{"norm": ir.OpReduce, "sum": ir.OpReduce, "mean": ir.OpReduce, "max": ir.OpReduceMax, "min": ir.OpReduceMin}
 
 // lowerReduce builds the reduce block from the terms the step's
 // reductions sum: a copy of each term's backward slice, whose loads read

@@ -33,13 +33,11 @@ var CoreSource string
 //go:embed fold.go
 var FoldSource string
 
-// Fold is how a per-tensor reduction that combines with op (lang.Add: a
-// sum; lang.Max, lang.Min) folds its terms: its identity and its combine,
-// the DSL's operation in float32 (lang.Eval32).
+// Fold is how a per-tensor max (lang.Max) or min (lang.Min) folds its
+// terms: its identity and its combine, the DSL's operation in float32
+// (lang.Eval32). A sum is SumChunk's and Total's.
 func Fold(op lang.Op) (identity float32, combine func(acc, x float32) float32) {
 	switch op {
-	case lang.Add:
-		identity = 0
 	case lang.Max:
 		identity = float32(math.Inf(-1))
 	case lang.Min:

@@ -57,7 +57,7 @@ func TestGeneratedCodeBuilds(t *testing.T) {
 		t.Fatalf("no testdata/dsl/*.dsl (err %v)", err)
 	}
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "go.mod"), "module fibergenprobe\n\ngo 1.26\n")
+	writeModule(t, dir)
 	theta0, grads := probeInputs()
 	var probes []probe
 	for _, path := range paths {
@@ -71,8 +71,7 @@ func TestGeneratedCodeBuilds(t *testing.T) {
 			continue
 		}
 		fn := u.Func
-		writeFile(t, filepath.Join(dir, fn.Name, fn.Name+".go"), string(u.GoCode))
-		writeFile(t, filepath.Join(dir, fn.Name, fn.Name+".json"), string(u.Manifest)) // embedded by the package
+		writePackage(t, dir, u)
 		sets, ok := probeSets[fn.Name]
 		if !ok {
 			t.Errorf("%s: add optimizer %s to probeSets", path, fn.Name)
@@ -227,6 +226,21 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
+// writeModule writes the go.mod of the temporary module fibergenprobe.
+func writeModule(t *testing.T, dir string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "go.mod"), "module fibergenprobe\n\ngo 1.26\n")
+}
+
+// writePackage writes u's generated package into the module at dir, with
+// the manifest it embeds.
+func writePackage(t *testing.T, dir string, u *pipeline.Unit) {
+	t.Helper()
+	name := u.Func.Name
+	writeFile(t, filepath.Join(dir, name, name+".go"), string(u.GoCode))
+	writeFile(t, filepath.Join(dir, name, name+".json"), string(u.Manifest))
+}
+
 // goTool runs the go command in dir, offline, and returns its output.
 func goTool(t *testing.T, dir string, args ...string) string {
 	t.Helper()
@@ -299,11 +313,7 @@ const probeSeed = 7
 // its step counter.
 func TestGeneratedVaryingCheck(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile(filepath.Join("testdata", "schedule.dsl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, u := runGenerated(t, string(src), `h := schedule.Defaults()
+	got, u := runGenerated(t, filepath.Join("testdata", "schedule.dsl"), `h := schedule.Defaults()
 	must(h.Set("warmup", 4))
 	theta, g := []float32{1, 2, 3}, []float32{0.5, -1, 2}`)
 	e := interpEngine(t, u.Func, []setting{{"warmup", 4}})
@@ -319,35 +329,37 @@ func TestGeneratedVaryingCheck(t *testing.T) {
 }
 
 // TestGeneratedNonFiniteReduction checks that the generated package of an
-// optimizer with reductions refuses a step whose host value is not
-// finite (a division by the norm of a zero gradient), with the runtime's
-// message, and changes nothing.
+// optimizer with reductions (testdata/dsl/unguarded.dsl) refuses a step
+// whose host value is not finite (a division by the norm of a zero
+// gradient), with the runtime's message, and changes nothing.
 func TestGeneratedNonFiniteReduction(t *testing.T) {
 	t.Parallel()
-	src := "optimizer normed\nhyper lr = 0.1\nstep {\n\ttheta = theta - lr / norm(g) * g\n}\n"
-	got, u := runGenerated(t, src, `h := normed.Defaults()
+	got, u := runGenerated(t, filepath.Join("testdata", "dsl", "unguarded.dsl"), `h := unguarded.Defaults()
 	theta, g := []float32{1, 2, 3}, []float32{0, 0, 0}`)
-	want := "0 true normed: step 0: " + fmt.Sprintf(ir.NonFiniteHostFormat(0, ir.ExprString(ir.HostScalars(u.Func.Step)[0])), float32(math.Inf(1))) + "\n"
+	want := "0 true unguarded: step 0: " + fmt.Sprintf(ir.NonFiniteHostFormat(0, ir.ExprString(ir.HostScalars(u.Func.Step)[0])), float32(math.Inf(1))) + "\n"
 	if got != want {
 		t.Errorf("the generated package printed\n%s\nwant\n%s", got, want)
 	}
 }
 
-// runGenerated builds src's generated package into a temporary module
-// and runs a main that, after setup (which defines h, theta and g), steps
+// runGenerated builds the generated package of the DSL file path into a
+// temporary module and runs a main that, after setup (which defines h, theta and g), steps
 // it without noise up to five times, printing after each its step counter, whether
 // theta is unchanged and Update's error, and stopping at the first error.
-func runGenerated(t *testing.T, src, setup string) (string, *pipeline.Unit) {
+func runGenerated(t *testing.T, path, setup string) (string, *pipeline.Unit) {
 	t.Helper()
-	u, errs, err := pipeline.Compile("probe.dsl", []byte(src))
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, errs, err := pipeline.Compile(path, src)
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("%v %v", errs, err)
 	}
 	name := u.Func.Name
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "go.mod"), "module fibergenprobe\n\ngo 1.26\n")
-	writeFile(t, filepath.Join(dir, name, name+".go"), string(u.GoCode))
-	writeFile(t, filepath.Join(dir, name, name+".json"), string(u.Manifest))
+	writeModule(t, dir)
+	writePackage(t, dir, u)
 	writeFile(t, filepath.Join(dir, "probe", "main.go"), fmt.Sprintf(`package main
 
 import (

@@ -48,6 +48,9 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	if len(fn.Filters) > 0 {
 		g.genFilters()
 	}
+	if len(fn.Filters) > 0 || len(fn.Varying) > 0 {
+		g.spliceGains()
+	}
 	g.genVaryingCheck()
 	g.genDiagnostics()
 	g.genHelpers()

@@ -245,8 +245,8 @@ func (g *generator) scalarBlock(b *ir.Block, steady bool) []jen.Code {
 }
 
 // genFilters generates one function per filter returning its model at
-// hypers h, checkFilters, which Validate calls, and splices the functions
-// of package gain that they need.
+// hypers h and checkFilters, which Validate calls (spliceGains brings the
+// functions of package gain they call).
 func (g *generator) genFilters() {
 	var checks []jen.Code
 	for _, fl := range g.fn.Filters {
@@ -256,7 +256,6 @@ func (g *generator) genFilters() {
 	checks = append(checks, jen.Return(jen.Nil()))
 	g.file.Comment("checkFilters reports a filter that is not stable at hypers h.")
 	g.file.Func().Params(jen.Id("h").Id("Hypers")).Id("checkFilters").Params().Error().Block(checks...)
-	g.spliceGains()
 }
 
 // genFilter generates the function returning fl's model at hypers h, in the
@@ -325,7 +324,7 @@ func stableCond(fl *ir.Filter, rho *jen.Statement) *jen.Statement {
 }
 
 // spliceGains splices the functions of package gain that the generated
-// code calls: FeedingRadius (checkFilters), SteadyGain for the
+// code calls: FeedingRadius (checkFilters, checkVarying), SteadyGain for the
 // attenuation solved numerically, NewFiniteGain for attenuation_t.
 func (g *generator) spliceGains() {
 	roots := []string{"FeedingRadius"}

@@ -60,18 +60,15 @@ func (g *generator) genOptimizer() {
 	host := jen.Id("o").Dot("host")
 	nz := jen.Id("Noise").Values(jen.Dict{jen.Id("On"): jen.Id("o").Dot("Noise"), jen.Id("Seed"): jen.Id("o").Dot("Seed"), jen.Id("Step"): jen.Uint32().Call(jen.Id("o").Dot("T"))})
 	scalars := []jen.Code{jen.Id("o").Dot("T"), jen.Id("sigmaW2")}
-	var reduce []jen.Code
-	if g.fn.Reduce != nil { // the buffers are one tensor
-		reduce = []jen.Code{jen.Id("r").Op(":=").Add(host.Clone()).Dot("Reduce").Call(append([]jen.Code{jen.Id("o").Dot("T"), jen.Id("sigmaW2"), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)...)}
-		scalars = append(scalars, jen.Id("r"))
-	}
 	args := append([]jen.Code{host.Clone().Dot("Scalars").Call(scalars...), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
-	if g.fn.Reduce != nil { // the reductions' scalars are checked before the step, as the runtime does (no coordinates: nothing to spoil)
-		reduce = append(reduce, jen.Id("s").Op(":=").Add(args[0]),
+	var reduce []jen.Code
+	if g.fn.Reduce != nil { // the buffers are one tensor, whose scalars are checked before the step, as the runtime does (no coordinates: nothing to spoil)
+		args[0] = host.Clone().Dot("Scalars").Call(append(scalars, jen.Id("r"))...)
+		reduce = []jen.Code{jen.Id("r").Op(":=").Add(host.Clone()).Dot("Reduce").Call(append([]jen.Code{jen.Id("o").Dot("T"), jen.Id("sigmaW2"), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)...),
+			jen.Id("s").Op(":=").Add(args[0]),
 			jen.If(jen.Err().Op(":=").Id("s").Dot("checkFinite").Call(), jen.Len(jen.Id("theta")).Op(">").Lit(0).Op("&&").Err().Op("!=").Nil()).Block(
-				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.fn.Name+": step %d: %w"), jen.Id("o").Dot("T"), jen.Err()))))
+				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.fn.Name+": step %d: %w"), jen.Id("o").Dot("T"), jen.Err())))}
 		args[0] = jen.Id("s")
-		g.genCheckFinite()
 	}
 	g.file.Comment("Update runs step o.T on theta with the gradient g and the DP noise")
 	g.file.Comment("variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is")
@@ -108,17 +105,24 @@ func (g *generator) genOptimizer() {
 
 // genCheckFinite emits Scalars.checkFinite, which reports the first host
 // scalar that is NaN or ±Inf, with the runtime's message
-// (ir.NonFiniteHostFormat).
+// (ir.NonFiniteHostFormat), one a scalar in nonFiniteFormats.
 func (g *generator) genCheckFinite() {
-	var body []jen.Code
+	var fields, formats []jen.Code
 	for i, v := range g.scalars {
-		x := jen.Id("s").Dot(g.names[v])
-		body = append(body, jen.If(x.Clone().Op("!=").Add(x.Clone()).Op("||").Qual("math", "IsInf").Call(jen.Float64().Call(x.Clone()), jen.Lit(0))).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(ir.NonFiniteHostFormat(i, ir.ExprString(v))), x.Clone()))))
+		fields = append(fields, jen.Id("s").Dot(g.names[v]))
+		formats = append(formats, jen.Line().Lit(ir.NonFiniteHostFormat(i, ir.ExprString(v))))
 	}
+	formats = append(formats, jen.Line())
+	x := jen.Id("x")
+	g.file.Comment("nonFiniteFormats are checkFinite's messages, one a host scalar.")
+	g.file.Var().Id("nonFiniteFormats").Op("=").Index().String().Values(formats...)
 	g.file.Comment("checkFinite reports the first host scalar that is NaN or ±Inf: a reduction")
 	g.file.Comment("gave the step a value that would spoil the tensor.")
-	g.file.Func().Params(jen.Id("s").Id("Scalars")).Id("checkFinite").Params().Error().Block(append(body, jen.Return(jen.Nil()))...)
+	g.file.Func().Params(jen.Id("s").Id("Scalars")).Id("checkFinite").Params().Error().Block(
+		jen.For(jen.List(jen.Id("i"), x).Op(":=").Range().Index().Float32().Values(fields...)).Block(
+			jen.If(x.Clone().Op("!=").Add(x.Clone()).Op("||").Qual("math", "IsInf").Call(jen.Float64().Call(x.Clone()), jen.Lit(0))).Block(
+				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Id("nonFiniteFormats").Index(jen.Id("i")), x.Clone())))),
+		jen.Return(jen.Nil()))
 }
 
 // varyingCheckCall is Update's call of Host.checkVarying, or nothing for

@@ -1,11 +1,5 @@
 package gogen
 
-import (
-	"slices"
-
-	"github.com/fibergen/fibergen/lang"
-)
-
 // genPrivatize splices package reduce's core, which every generated package
 // has: the chunked reduction of the kernels (SumChunk), the privatize
 // functions (per-example clipping; docs/kernels.md, "Privatize") that are
@@ -14,7 +8,7 @@ import (
 // where the step reads a per-tensor max or min.
 func (g *generator) genPrivatize() {
 	g.splice(reduceCore)
-	if slices.ContainsFunc(g.fn.ReduceCombines(), func(op lang.Op) bool { return op != lang.Add }) {
+	if g.fn.ReduceFolds() {
 		g.splice(reduceFold)
 	}
 }

@@ -18,6 +18,7 @@ func (g *generator) genReduce() {
 	if g.fn.Reduce == nil {
 		return
 	}
+	g.genCheckFinite()
 	g.file.Comment("Reduced holds one tensor's reductions, the norms, sums, means, maxima and")
 	g.file.Comment("minima the step reads (Host.Reduce): the total of each term (its float64")
 	g.file.Comment("sum, its max or its min) and the tensor's size.")

@@ -1,7 +1,6 @@
 package gogen
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -26,9 +25,6 @@ func (g *generator) genVaryingCheck() {
 		body = append(body, g.varyingCheck(fl))
 	}
 	body = append(body, jen.Return(jen.Nil()))
-	if len(g.fn.Filters) == 0 { // else genFilters splices it
-		g.splice(gainFile, "FeedingRadius")
-	}
 	g.file.Comment("checkVarying reports a time-varying filter that grows at step t: the")
 	g.file.Comment("spectral radius of its transition there, from the coefficients the hypers,")
 	g.file.Comment("t and the scalars at t give it, above 1.")
@@ -73,7 +69,7 @@ func (g *generator) varyingSetting(fl *ir.Filter) (string, []jen.Code) {
 		parts, args = append(parts, hypers), hargs
 	}
 	for i, name := range g.fn.Scalars {
-		if slices.ContainsFunc(fl.Model.Values, func(v *ir.Value) bool { return v.Op == ir.OpScalar && v.Name == name }) {
+		if fl.Model.ReadsScalar(name) {
 			parts = append(parts, name+"=%v")
 			args = append(args, jen.Id("sc").Index(jen.Lit(i)))
 		}

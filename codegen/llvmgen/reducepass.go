@@ -45,8 +45,8 @@ func (k *kernel) emitReducePass() {
 	}
 	k.Kernels.Reduce = &manifest.Reduce{Terms: k.fn.ReduceTerms(), Reads: k.fn.ReduceReads(), Scalars: append(scalars, "sqrt(sigma_w2)"),
 		Chunk: ReduceChunk, Kernel: kernel.symbol, KernelABI: kernel.String(), HostFunction: host.symbol, HostABI: host.String()}
-	if names := k.fn.ReduceCombineNames(); slices.ContainsFunc(names, func(c string) bool { return c != "sum" }) {
-		k.Kernels.Reduce.Combine = names
+	if k.fn.ReduceFolds() {
+		k.Kernels.Reduce.Combine = k.fn.ReduceCombineNames()
 	}
 	k.Kernels.Reduce.Version = k.Kernels.Reduce.WantVersion()
 	k.emitReduceKernel(kernel)

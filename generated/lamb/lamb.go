@@ -703,6 +703,30 @@ func Step(s Scalars, nz Noise, theta, g, m, v []float32) {
 	}
 }
 
+// nonFiniteFormats are checkFinite's messages, one a host scalar.
+var nonFiniteFormats = []string{
+	"the host value S0 = beta1 is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S1 = 1 - beta1 is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S2 = beta2 is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S3 = 1 - beta2 is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S4 = 1 - beta1 ** (t + 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S5 = 1 - beta2 ** (t + 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S6 = eps is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S7 = wd is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S8 = lr * select(sqrt(sum(r0)) > 0, select(sqrt(sum(r1)) > 0, sqrt(sum(r0)) / sqrt(sum(r1)), 1), 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+}
+
+// checkFinite reports the first host scalar that is NaN or ±Inf: a reduction
+// gave the step a value that would spoil the tensor.
+func (s Scalars) checkFinite() error {
+	for i, x := range []float32{s.S0, s.S1, s.S2, s.S3, s.S4, s.S5, s.S6, s.S7, s.S8} {
+		if x != x || math.IsInf(float64(x), 0) {
+			return fmt.Errorf(nonFiniteFormats[i], x)
+		}
+	}
+	return nil
+}
+
 // Reduced holds one tensor's reductions, the norms, sums, means, maxima and
 // minima the step reads (Host.Reduce): the total of each term (its float64
 // sum, its max or its min) and the tensor's size.
@@ -820,39 +844,6 @@ func New(h Hypers, n int) (*Optimizer, error) {
 	}
 	Init(h, o.M, o.V)
 	return o, nil
-}
-
-// checkFinite reports the first host scalar that is NaN or ±Inf: a reduction
-// gave the step a value that would spoil the tensor.
-func (s Scalars) checkFinite() error {
-	if s.S0 != s.S0 || math.IsInf(float64(s.S0), 0) {
-		return fmt.Errorf("the host value S0 = beta1 is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S0)
-	}
-	if s.S1 != s.S1 || math.IsInf(float64(s.S1), 0) {
-		return fmt.Errorf("the host value S1 = 1 - beta1 is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S1)
-	}
-	if s.S2 != s.S2 || math.IsInf(float64(s.S2), 0) {
-		return fmt.Errorf("the host value S2 = beta2 is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S2)
-	}
-	if s.S3 != s.S3 || math.IsInf(float64(s.S3), 0) {
-		return fmt.Errorf("the host value S3 = 1 - beta2 is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S3)
-	}
-	if s.S4 != s.S4 || math.IsInf(float64(s.S4), 0) {
-		return fmt.Errorf("the host value S4 = 1 - beta1 ** (t + 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S4)
-	}
-	if s.S5 != s.S5 || math.IsInf(float64(s.S5), 0) {
-		return fmt.Errorf("the host value S5 = 1 - beta2 ** (t + 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S5)
-	}
-	if s.S6 != s.S6 || math.IsInf(float64(s.S6), 0) {
-		return fmt.Errorf("the host value S6 = eps is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S6)
-	}
-	if s.S7 != s.S7 || math.IsInf(float64(s.S7), 0) {
-		return fmt.Errorf("the host value S7 = wd is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S7)
-	}
-	if s.S8 != s.S8 || math.IsInf(float64(s.S8), 0) {
-		return fmt.Errorf("the host value S8 = lr * select(sqrt(sum(r0)) > 0, select(sqrt(sum(r1)) > 0, sqrt(sum(r0)) / sqrt(sum(r1)), 1), 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S8)
-	}
-	return nil
 }
 
 // Update runs step o.T on theta with the gradient g and the DP noise

@@ -645,6 +645,24 @@ func Step(s Scalars, nz Noise, theta, g, buf []float32) {
 	}
 }
 
+// nonFiniteFormats are checkFinite's messages, one a host scalar.
+var nonFiniteFormats = []string{
+	"the host value S0 = mu is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S1 = wd is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+	"the host value S2 = lr * select(sqrt(sum(r0)) > 0, select(sqrt(sum(r1)) > 0, eta * sqrt(sum(r0)) / (sqrt(sum(r1)) + wd * sqrt(sum(r0))), 1), 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))",
+}
+
+// checkFinite reports the first host scalar that is NaN or ±Inf: a reduction
+// gave the step a value that would spoil the tensor.
+func (s Scalars) checkFinite() error {
+	for i, x := range []float32{s.S0, s.S1, s.S2} {
+		if x != x || math.IsInf(float64(x), 0) {
+			return fmt.Errorf(nonFiniteFormats[i], x)
+		}
+	}
+	return nil
+}
+
 // Reduced holds one tensor's reductions, the norms, sums, means, maxima and
 // minima the step reads (Host.Reduce): the total of each term (its float64
 // sum, its max or its min) and the tensor's size.
@@ -723,21 +741,6 @@ func New(h Hypers, n int) (*Optimizer, error) {
 	}
 	Init(h, o.Buf)
 	return o, nil
-}
-
-// checkFinite reports the first host scalar that is NaN or ±Inf: a reduction
-// gave the step a value that would spoil the tensor.
-func (s Scalars) checkFinite() error {
-	if s.S0 != s.S0 || math.IsInf(float64(s.S0), 0) {
-		return fmt.Errorf("the host value S0 = mu is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S0)
-	}
-	if s.S1 != s.S1 || math.IsInf(float64(s.S1), 0) {
-		return fmt.Errorf("the host value S1 = wd is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S1)
-	}
-	if s.S2 != s.S2 || math.IsInf(float64(s.S2), 0) {
-		return fmt.Errorf("the host value S2 = lr * select(sqrt(sum(r0)) > 0, select(sqrt(sum(r1)) > 0, eta * sqrt(sum(r0)) / (sqrt(sum(r1)) + wd * sqrt(sum(r0))), 1), 1) is %v: the step would spoil the tensor, so it did not run (guard the reduction, e.g. select(norm(u) > 0, …, 1))", s.S2)
-	}
-	return nil
 }
 
 // Update runs step o.T on theta with the gradient g and the DP noise

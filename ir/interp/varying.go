@@ -2,7 +2,6 @@ package interp
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/gain"
@@ -74,14 +73,9 @@ func (p *Program) varyingSetting(fl *ir.Filter, h []float64, scal []float64) str
 		parts = append(parts, s)
 	}
 	for i, name := range p.Func.Scalars {
-		if readsScalar(fl.Model, name) {
+		if fl.Model.ReadsScalar(name) {
 			parts = append(parts, fmt.Sprintf("%s=%v", name, scal[i]))
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// readsScalar says whether b, optimized (no dead values), reads scalar name.
-func readsScalar(b *ir.Block, name string) bool {
-	return slices.ContainsFunc(b.Values, func(v *ir.Value) bool { return v.Op == ir.OpScalar && v.Name == name })
 }
