@@ -154,6 +154,24 @@ func (w lanes) u32(x uint32) value.Value { return w.konst(i32c(x)) }
 func (w lanes) u64(x int64) value.Value  { return w.konst(i64c(x)) }
 func (w lanes) f(x float32) value.Value  { return w.konst(f32c(x)) }
 
+// packLanes puts the scalars xs in the lanes of a vector, in order.
+func packLanes(b *llvm.Block, xs []value.Value) value.Value {
+	var v value.Value = constantUndef(lanes(len(xs)).vec(xs[0].Type()))
+	for i, x := range xs {
+		v = b.NewInsertElement(v, x, i32c(uint32(i)))
+	}
+	return v
+}
+
+// unpackLanes is the w lanes of the vector x, in order.
+func unpackLanes(b *llvm.Block, x value.Value, w lanes) []value.Value {
+	out := make([]value.Value, w)
+	for i := range out {
+		out[i] = b.NewExtractElement(x, i32c(uint32(i)))
+	}
+	return out
+}
+
 // splat puts the scalar x in every lane.
 func (w lanes) splat(b *llvm.Block, x value.Value) value.Value {
 	if w == 1 {

@@ -171,11 +171,16 @@ func (d *draw) add(b *llvm.Block, w lanes, x, z value.Value) value.Value {
 // call calls f, a noise function of (seed or key, step, site, index), on
 // the gradient noise's site and the index i.
 func (d *draw) call(b *llvm.Block, f *llvm.Func, i value.Value) value.Value {
-	args := []value.Value{d.seed}
+	return b.NewCall(f, append(d.keyArgs(), d.step, i32c(rng.GradientSite), i)...)
+}
+
+// keyArgs are the arguments that key a noise function: the seed, or the
+// secure scheme's four key words.
+func (d *draw) keyArgs() []value.Value {
 	if d.secure() {
-		args = d.key
+		return slices.Clone(d.key)
 	}
-	return b.NewCall(f, append(args, d.step, i32c(rng.GradientSite), i)...)
+	return []value.Value{d.seed}
 }
 
 // args are what the body reads besides the buffers: the host scalars.
@@ -293,11 +298,7 @@ func (k *kernel) storeCoords(b *llvm.Block, ptr value.Value, xs []value.Value, v
 			}
 			continue
 		}
-		var v value.Value = constantUndef(vec4)
-		for l := 0; l < 4; l++ {
-			v = b.NewInsertElement(v, xs[c+l], i32c(uint32(l)))
-		}
-		store(b, v, b.NewBitCast(b.NewGetElementPtr(f32, ptr, i64c(int64(c))), vecPtr), 16)
+		store(b, packLanes(b, xs[c:c+4]), b.NewBitCast(b.NewGetElementPtr(f32, ptr, i64c(int64(c))), vecPtr), 16)
 	}
 }
 

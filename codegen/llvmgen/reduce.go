@@ -1,6 +1,8 @@
 package llvmgen
 
 import (
+	"slices"
+
 	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -37,17 +39,13 @@ type reduction struct {
 	// inputs are the float arrays read: row r of input k starts at
 	// ins[k] + r·n.
 	inputs int
-	// prepare, where set, returns the inputs as the terms read them at w
-	// lanes of elements (the gradient privatized), from their loaded
-	// values; at is the index in the row of lane 0's element (the lanes'
-	// follow it).
-	prepare func(b *llvm.Block, w lanes, in []value.Value, at value.Value) []value.Value
-	// keep, where set, is a float pointer at which the loops store the
-	// prepared input keepInput of every element below n, at its index in
-	// the row (one row only); where it is null at run time they store
-	// nothing.
-	keep      value.Value
-	keepInput int
+	// noise, where set, privatizes input grad (g) as the step does before
+	// the terms read it (reduction.privatized).
+	noise *passNoise
+	// keep, where set (with noise), is a float pointer at which the loops
+	// store the privatized g of every element below n, at its index in the
+	// row (one row only); where it is null at run time they store nothing.
+	keep value.Value
 	// terms returns the float32 terms to sum at w lanes of elements, from
 	// the (prepared) inputs' values there. Every result is a sum of its
 	// own. An emitter calls it once per copy of the loop it emits.
@@ -100,15 +98,37 @@ func (r reduction) fold(b *llvm.Block, s int, acc, x value.Value) value.Value {
 	return selectMinMax(b, acc, x, r.combine(s) == lang.Max)
 }
 
-// prepared is in as r's terms read it at w lanes of elements from index at.
-func (r reduction) prepared(b *llvm.Block, w lanes, in []value.Value, at value.Value) []value.Value {
-	if r.prepare == nil {
-		return in
-	}
-	return r.prepare(b, w, in, at)
+// passNoise is the DP noise a reduction pass adds to input grad, g.
+type passNoise struct {
+	grad int
+	// draw returns the Gaussians of the elements a loop takes at once (a
+	// device lane's four, a host row's 128) from index at of the row.
+	draw func(b *llvm.Block, at value.Value) value.Value
+	// add adds z, w lanes of them, to g's values x: g privatized.
+	add func(b *llvm.Block, w lanes, x, z value.Value) value.Value
 }
 
-// keepStore emits, after block b, the store of r's kept input of in (w
+// drawn is the noise of the elements from index at, drawn once before the
+// loops branch on how they load them; nil without noise.
+func (r reduction) drawn(b *llvm.Block, at value.Value) value.Value {
+	if r.noise == nil {
+		return nil
+	}
+	return r.noise.draw(b, at)
+}
+
+// privatized is in, w lanes of the inputs' values, as r's terms read
+// them: g with the noise z (drawn) added.
+func (r reduction) privatized(b *llvm.Block, w lanes, in []value.Value, z value.Value) []value.Value {
+	if r.noise == nil {
+		return in
+	}
+	in = slices.Clone(in)
+	in[r.noise.grad] = r.noise.add(b, w, in[r.noise.grad], z)
+	return in
+}
+
+// keepStore emits, after block b, the store of the privatized g of in (w
 // lanes of elements from index at) at r.keep + at, where r.keep is not
 // null and cond (nil: true) holds, and returns the block after it.
 func (k *kernel) keepStore(f *llvm.Func, b *llvm.Block, r reduction, in []value.Value, w lanes, at, cond value.Value) *llvm.Block {
@@ -121,7 +141,7 @@ func (k *kernel) keepStore(f *llvm.Func, b *llvm.Block, r reduction, in []value.
 	}
 	st, done := f.NewBlock(k.label("keep")), f.NewBlock(k.label("kept"))
 	b.NewCondBr(on, st, done)
-	store(st, in[r.keepInput], st.NewBitCast(st.NewGetElementPtr(f32, r.keep, at), types.NewPointer(w.f32())), 4)
+	storeLanes(st, in[r.noise.grad], st.NewGetElementPtr(f32, r.keep, at), w, false)
 	st.NewBr(done)
 	return done
 }
@@ -233,17 +253,19 @@ func (k *kernel) warpReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 // clamped below n, the terms of the elements past n skipped.
 func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []value.Value, base, n, aligned value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 	full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(4)), n)
+	z := r.drawn(b, base)
 	add := func(b *llvm.Block, vals [][]value.Value, masked bool) (*llvm.Block, []value.Value) {
 		out := append([]value.Value(nil), acc...)
-		vals = k.preparedLane(b, r, vals, base)
+		vals = r.privatizedLane(b, vals, z)
 		for e := range 4 {
 			var in []value.Value
 			for _, v := range vals {
 				in = append(in, v[e])
 			}
-			inRange := b.NewICmp(enum.IPredSLT, b.NewAdd(base, i64c(int64(e))), n)
+			at := b.NewAdd(base, i64c(int64(e)))
+			inRange := b.NewICmp(enum.IPredSLT, at, n)
 			if r.keep != nil { // not even the index's add for a reduction that keeps nothing
-				b = k.keepStore(f, b, r, in, 1, b.NewAdd(base, i64c(int64(e))), inRange)
+				b = k.keepStore(f, b, r, in, 1, at, inRange)
 			}
 			for s, t := range r.terms(b, 1, in) {
 				if masked {
@@ -276,29 +298,17 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 	})
 }
 
-// preparedLane is a device lane's values of its four elements from index
-// base (vals[input][element]) as r's terms read them: prepared as vectors
-// of four, so that a lane draws its noise at once (noiseLane).
-func (k *kernel) preparedLane(b *llvm.Block, r reduction, vals [][]value.Value, base value.Value) [][]value.Value {
-	if r.prepare == nil {
+// privatizedLane is a device lane's values of its four elements
+// (vals[input][element]) as r's terms read them: g privatized as a vector
+// of four with the lane's noise z, drawn at once (noiseLane).
+func (r reduction) privatizedLane(b *llvm.Block, vals [][]value.Value, z value.Value) [][]value.Value {
+	if r.noise == nil {
 		return vals
 	}
-	w := lanes(laneElems)
-	packed := make([]value.Value, len(vals))
-	for i, v := range vals {
-		var x value.Value = constantUndef(w.f32())
-		for e, elem := range v {
-			x = b.NewInsertElement(x, elem, i32c(uint32(e)))
-		}
-		packed[i] = x
-	}
-	out := make([][]value.Value, len(vals))
-	for i, x := range r.prepare(b, w, packed, base) {
-		for e := range laneElems {
-			out[i] = append(out[i], b.NewExtractElement(x, i32c(uint32(e))))
-		}
-	}
-	return out
+	vals = slices.Clone(vals)
+	g := r.noise.add(b, laneElems, packLanes(b, vals[r.noise.grad]), z)
+	vals[r.noise.grad] = unpackLanes(b, g, laneElems)
+	return vals
 }
 
 // hostReduce emits, from block b of the host function f, the reduction r
@@ -317,14 +327,15 @@ func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 				k.prefetchRows(b, ptrs, b.NewAdd(base, i64c(prefetchAhead)))
 			}
 			full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(reduceRow)), n)
+			z := r.drawn(b, base)
 			return k.ifElse(f, b, full, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-				in := r.prepared(b, reduceRow, rowLoads(b, ptrs, base), base)
+				in := r.privatized(b, reduceRow, rowLoads(b, ptrs, base), z)
 				b = k.keepStore(f, b, r, in, reduceRow, base, nil)
 				return b, rowTerms(b, r, in, nil, acc)
 			}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 				b, padded := k.padRows(f, b, ptrs, base, n)
 				mask := rowMask(b, base, n)
-				in := r.prepared(b, reduceRow, rowLoads(b, padded, i64c(0)), base)
+				in := r.privatized(b, reduceRow, rowLoads(b, padded, i64c(0)), z)
 				b = k.keepTail(f, b, r, in, base, n)
 				return b, rowTerms(b, r, in, mask, acc)
 			})
@@ -393,7 +404,7 @@ func (k *kernel) keepTail(f *llvm.Func, b *llvm.Block, r reduction, in []value.V
 		return b
 	}
 	row := k.stackRow(f, b)
-	store(b, in[r.keepInput], b.NewBitCast(row, types.NewPointer(rowVec)), 4)
+	store(b, in[r.noise.grad], b.NewBitCast(row, types.NewPointer(rowVec)), 4)
 	return k.forLoop(f, b, "keep", i64c(0), b.NewSelect(b.NewICmp(enum.IPredNE, r.keep, constant.NewNull(f32Ptr)), b.NewSub(n, base), i64c(0)), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
 		st := b.NewStore(load(b, f32, b.NewGetElementPtr(f32, row, e), 4), b.NewGetElementPtr(f32, r.keep, b.NewAdd(base, e)))
 		st.Align, st.Volatile = 4, true

@@ -84,7 +84,7 @@ func (k *kernel) emitReduceKernel(sig signature) {
 	d := &draw{seed: rest[2], step: rest[3], offset: offset, sigma: scalars[ns-1], drawFuncs: k.noise.device}
 	outs := k.termRows(b, rest[9], n)
 	k.modeSwitch(f, b, rest[4], d, paramValues(rest[5:9]), func(b *llvm.Block, d *draw) {
-		r := k.reducePass(d, 1, scalars[:ns-1], rest[10])
+		r := k.reducePass(d, k.noiseLane, scalars[:ns-1], rest[10])
 		k.warpReduce(f, b, r, k.reducePtrs(ptrs), outs, i64c(1), n).NewRet(nil)
 	})
 }
@@ -123,7 +123,7 @@ func (k *kernel) emitReduceLoops(sig signature, w lanes) *llvm.Func {
 	philox, mode, key := k.rangeDraw(b, ps[3], scalars[ns-1])
 	outs := k.termRows(b, ps[4], ps[2])
 	k.modeSwitch(f, b, mode, philox, key, func(b *llvm.Block, d *draw) {
-		r := k.reducePass(d, w, scalars[:ns-1], ps[5])
+		r := k.reducePass(d, func(secure bool) *llvm.Func { return k.noiseRow(reduceRow, w, secure) }, scalars[:ns-1], ps[5])
 		k.hostReduce(f, b, r, k.reducePtrs(ptrs), outs, ps[2], lo, hi).NewRet(nil)
 	})
 	return f
@@ -149,10 +149,11 @@ func (k *kernel) reducePtrs(ptrs []value.Value) []value.Value {
 }
 
 // reducePass is the reduction of the reduce block's terms, g privatized
-// with the noise d (nil: none) at the global index of each element, drawn
-// groups wide on the host (noiseRow), and kept at the float pointer kept
+// with the noise d (nil: none) at the global index of each element, the
+// Gaussians of the elements a loop takes at once drawn by noise(secure)
+// (noiseLane, or a host's noiseRow), and kept at the float pointer kept
 // (null at run time: not kept); scalars are the block's host scalars.
-func (k *kernel) reducePass(d *draw, groups lanes, scalars []value.Value, kept value.Value) reduction {
+func (k *kernel) reducePass(d *draw, noise func(secure bool) *llvm.Func, scalars []value.Value, kept value.Value) reduction {
 	reads := k.fn.ReduceReads()
 	g := slices.Index(reads, ir.GradName)
 	r := reduction{inputs: len(reads), sums: k.fn.NumReductions(), combines: k.fn.ReduceCombines(), prefetch: true,
@@ -162,27 +163,11 @@ func (k *kernel) reducePass(d *draw, groups lanes, scalars []value.Value, kept v
 	if d == nil || g < 0 {
 		return r
 	}
-	r.keep, r.keepInput = kept, g
-	r.prepare = func(b *llvm.Block, w lanes, in []value.Value, at value.Value) []value.Value {
-		in = slices.Clone(in)
-		in[g] = d.add(b, w, in[g], k.drawLanes(b, w, groups, d, b.NewAdd(d.offset, at)))
-		return in
-	}
+	helper := noise(d.secure())
+	r.keep, r.noise = kept, &passNoise{grad: g, add: d.add, draw: func(b *llvm.Block, at value.Value) value.Value {
+		return b.NewCall(helper, append(d.keyArgs(), d.step, b.NewAdd(d.offset, at))...)
+	}}
 	return r
-}
-
-// drawLanes draws the Gaussians of w consecutive elements from global
-// index first: a device lane's four (noiseLane), or a host row's
-// (noiseRow, groups wide).
-func (k *kernel) drawLanes(b *llvm.Block, w, groups lanes, d *draw, first value.Value) value.Value {
-	args := []value.Value{d.seed}
-	if d.secure() {
-		args = d.key
-	}
-	if w == laneElems {
-		return b.NewCall(k.noiseLane(d.secure()), append(args, d.step, first)...)
-	}
-	return b.NewCall(k.noiseRow(w, groups, d.secure()), append(args, d.step, first)...)
 }
 
 // laneElems is the number of consecutive elements a lane of the device's
@@ -226,11 +211,7 @@ func (k *kernel) noiseLane(secure bool) *llvm.Func {
 	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		return b, pickLane(b, append(k.blockValues(b, d, idx), k.blockValues(b, d, b.NewAdd(idx, i64c(1)))...), off)
 	})
-	var out value.Value = constantUndef(lanes(laneElems).f32())
-	for e, v := range z {
-		out = b.NewInsertElement(out, v, i32c(uint32(e)))
-	}
-	b.NewRet(out)
+	b.NewRet(packLanes(b, z))
 	return f
 }
 

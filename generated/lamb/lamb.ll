@@ -9416,7 +9416,7 @@ with_noise:
 	%37 = add i64 %n, 4095
 	%38 = sdiv i64 %37, u0x1000
 	%39 = mul i64 1, %38
-	br label %task.head.295
+	br label %task.head.298
 
 with_secure_noise:
 	%40 = bitcast float %r.8 to i32
@@ -9450,7 +9450,7 @@ with_secure_noise:
 	%68 = add i64 %n, 4095
 	%69 = sdiv i64 %68, u0x1000
 	%70 = mul i64 1, %69
-	br label %task.head.325
+	br label %task.head.328
 
 unknown_mode:
 	ret void
@@ -9851,12 +9851,12 @@ stored.294:
 	%431 = add i64 %71, %18
 	br label %task.head.284
 
-task.head.295:
-	%432 = phi i64 [ %34, %with_noise ], [ %912, %stored.324 ]
+task.head.298:
+	%432 = phi i64 [ %34, %with_noise ], [ %846, %stored.324 ]
 	%433 = icmp slt i64 %432, %39
-	br i1 %433, label %task.296, label %task.done.297
+	br i1 %433, label %task.299, label %task.done.300
 
-task.296:
+task.299:
 	%434 = sdiv i64 %432, %38
 	%435 = srem i64 %432, %38
 	%436 = mul i64 %434, %n
@@ -9897,1131 +9897,999 @@ task.296:
 	%471 = and i64 %470, 15
 	%472 = icmp eq i64 %471, 0
 	%473 = and i1 %467, %472
-	br label %row.head.298
+	br label %row.head.301
 
-task.done.297:
+task.done.300:
 	ret void
 
-row.head.298:
-	%474 = phi i64 [ 0, %task.296 ], [ %711, %join.303 ]
-	%475 = phi float [ 0.0, %task.296 ], [ %709, %join.303 ]
-	%476 = phi float [ 0.0, %task.296 ], [ %710, %join.303 ]
+row.head.301:
+	%474 = phi i64 [ 0, %task.299 ], [ %659, %join.306 ]
+	%475 = phi float [ 0.0, %task.299 ], [ %657, %join.306 ]
+	%476 = phi float [ 0.0, %task.299 ], [ %658, %join.306 ]
 	%477 = icmp slt i64 %474, %449
-	br i1 %477, label %row.299, label %row.done.300
+	br i1 %477, label %row.302, label %row.done.303
 
-row.299:
+row.302:
 	%478 = mul i64 %474, 128
 	%479 = add i64 %444, %478
 	%480 = shl i64 %36, 2
 	%481 = add i64 %479, %480
 	%482 = add i64 %481, 4
 	%483 = icmp sle i64 %482, %n
-	%484 = and i1 %473, %483
-	br i1 %484, label %then.301, label %else.302
+	%484 = add i64 %offset, %481
+	%485 = call <4 x float> @lamb_noise_lane_false(i64 %seed, i32 %step, i64 %484)
+	%486 = and i1 %473, %483
+	br i1 %486, label %then.304, label %else.305
 
-row.done.300:
-	%485 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %475, i32 16, i32 31)
-	%486 = fadd float %475, %485
-	%487 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %476, i32 16, i32 31)
-	%488 = fadd float %476, %487
-	%489 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %486, i32 8, i32 31)
-	%490 = fadd float %486, %489
+row.done.303:
+	%487 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %475, i32 16, i32 31)
+	%488 = fadd float %475, %487
+	%489 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %476, i32 16, i32 31)
+	%490 = fadd float %476, %489
 	%491 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %488, i32 8, i32 31)
 	%492 = fadd float %488, %491
-	%493 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %490, i32 4, i32 31)
+	%493 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %490, i32 8, i32 31)
 	%494 = fadd float %490, %493
 	%495 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %492, i32 4, i32 31)
 	%496 = fadd float %492, %495
-	%497 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %494, i32 2, i32 31)
+	%497 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %494, i32 4, i32 31)
 	%498 = fadd float %494, %497
 	%499 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %496, i32 2, i32 31)
 	%500 = fadd float %496, %499
-	%501 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %498, i32 1, i32 31)
+	%501 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %498, i32 2, i32 31)
 	%502 = fadd float %498, %501
 	%503 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %500, i32 1, i32 31)
 	%504 = fadd float %500, %503
-	%505 = icmp eq i64 %36, 0
-	br i1 %505, label %lane0.323, label %stored.324
+	%505 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %502, i32 1, i32 31)
+	%506 = fadd float %502, %505
+	%507 = icmp eq i64 %36, 0
+	br i1 %507, label %lane0.323, label %stored.324
 
-then.301:
-	%506 = getelementptr float, float* %437, i64 %481
-	%507 = getelementptr float, float* %506, i64 0
-	%508 = bitcast float* %507 to <4 x float>*
-	%509 = load <4 x float>, <4 x float>* %508, align 16
-	%510 = extractelement <4 x float> %509, i32 0
-	%511 = extractelement <4 x float> %509, i32 1
-	%512 = extractelement <4 x float> %509, i32 2
-	%513 = extractelement <4 x float> %509, i32 3
-	%514 = getelementptr float, float* %439, i64 %481
-	%515 = getelementptr float, float* %514, i64 0
-	%516 = bitcast float* %515 to <4 x float>*
-	%517 = load <4 x float>, <4 x float>* %516, align 16
-	%518 = extractelement <4 x float> %517, i32 0
-	%519 = extractelement <4 x float> %517, i32 1
-	%520 = extractelement <4 x float> %517, i32 2
-	%521 = extractelement <4 x float> %517, i32 3
-	%522 = getelementptr float, float* %441, i64 %481
-	%523 = getelementptr float, float* %522, i64 0
-	%524 = bitcast float* %523 to <4 x float>*
-	%525 = load <4 x float>, <4 x float>* %524, align 16
-	%526 = extractelement <4 x float> %525, i32 0
-	%527 = extractelement <4 x float> %525, i32 1
-	%528 = extractelement <4 x float> %525, i32 2
-	%529 = extractelement <4 x float> %525, i32 3
-	%530 = getelementptr float, float* %443, i64 %481
-	%531 = getelementptr float, float* %530, i64 0
-	%532 = bitcast float* %531 to <4 x float>*
-	%533 = load <4 x float>, <4 x float>* %532, align 16
-	%534 = extractelement <4 x float> %533, i32 0
-	%535 = extractelement <4 x float> %533, i32 1
-	%536 = extractelement <4 x float> %533, i32 2
-	%537 = extractelement <4 x float> %533, i32 3
-	%538 = insertelement <4 x float> undef, float %510, i32 0
-	%539 = insertelement <4 x float> %538, float %511, i32 1
-	%540 = insertelement <4 x float> %539, float %512, i32 2
-	%541 = insertelement <4 x float> %540, float %513, i32 3
-	%542 = insertelement <4 x float> undef, float %518, i32 0
-	%543 = insertelement <4 x float> %542, float %519, i32 1
-	%544 = insertelement <4 x float> %543, float %520, i32 2
-	%545 = insertelement <4 x float> %544, float %521, i32 3
-	%546 = insertelement <4 x float> undef, float %526, i32 0
-	%547 = insertelement <4 x float> %546, float %527, i32 1
-	%548 = insertelement <4 x float> %547, float %528, i32 2
-	%549 = insertelement <4 x float> %548, float %529, i32 3
-	%550 = insertelement <4 x float> undef, float %534, i32 0
-	%551 = insertelement <4 x float> %550, float %535, i32 1
-	%552 = insertelement <4 x float> %551, float %536, i32 2
-	%553 = insertelement <4 x float> %552, float %537, i32 3
-	%554 = add i64 %offset, %481
-	%555 = call <4 x float> @lamb_noise_lane_false(i64 %seed, i32 %step, i64 %554)
-	%556 = insertelement <4 x float> undef, float %r.8, i32 0
-	%557 = insertelement <4 x float> %556, float %r.8, i32 1
-	%558 = insertelement <4 x float> %557, float %r.8, i32 2
-	%559 = insertelement <4 x float> %558, float %r.8, i32 3
-	%560 = fmul <4 x float> %559, %555
-	%561 = fadd <4 x float> %545, %560
-	%562 = extractelement <4 x float> %541, i32 0
-	%563 = extractelement <4 x float> %541, i32 1
-	%564 = extractelement <4 x float> %541, i32 2
-	%565 = extractelement <4 x float> %541, i32 3
-	%566 = extractelement <4 x float> %561, i32 0
-	%567 = extractelement <4 x float> %561, i32 1
-	%568 = extractelement <4 x float> %561, i32 2
-	%569 = extractelement <4 x float> %561, i32 3
-	%570 = extractelement <4 x float> %549, i32 0
-	%571 = extractelement <4 x float> %549, i32 1
-	%572 = extractelement <4 x float> %549, i32 2
-	%573 = extractelement <4 x float> %549, i32 3
-	%574 = extractelement <4 x float> %553, i32 0
-	%575 = extractelement <4 x float> %553, i32 1
-	%576 = extractelement <4 x float> %553, i32 2
-	%577 = extractelement <4 x float> %553, i32 3
-	%578 = add i64 %481, 0
-	%579 = icmp slt i64 %578, %n
-	%580 = add i64 %481, 0
-	%581 = icmp ne float* %kept, null
-	%582 = and i1 %581, %579
-	br i1 %582, label %keep.307, label %kept.308
+then.304:
+	%508 = getelementptr float, float* %437, i64 %481
+	%509 = getelementptr float, float* %508, i64 0
+	%510 = bitcast float* %509 to <4 x float>*
+	%511 = load <4 x float>, <4 x float>* %510, align 16
+	%512 = extractelement <4 x float> %511, i32 0
+	%513 = extractelement <4 x float> %511, i32 1
+	%514 = extractelement <4 x float> %511, i32 2
+	%515 = extractelement <4 x float> %511, i32 3
+	%516 = getelementptr float, float* %439, i64 %481
+	%517 = getelementptr float, float* %516, i64 0
+	%518 = bitcast float* %517 to <4 x float>*
+	%519 = load <4 x float>, <4 x float>* %518, align 16
+	%520 = extractelement <4 x float> %519, i32 0
+	%521 = extractelement <4 x float> %519, i32 1
+	%522 = extractelement <4 x float> %519, i32 2
+	%523 = extractelement <4 x float> %519, i32 3
+	%524 = getelementptr float, float* %441, i64 %481
+	%525 = getelementptr float, float* %524, i64 0
+	%526 = bitcast float* %525 to <4 x float>*
+	%527 = load <4 x float>, <4 x float>* %526, align 16
+	%528 = extractelement <4 x float> %527, i32 0
+	%529 = extractelement <4 x float> %527, i32 1
+	%530 = extractelement <4 x float> %527, i32 2
+	%531 = extractelement <4 x float> %527, i32 3
+	%532 = getelementptr float, float* %443, i64 %481
+	%533 = getelementptr float, float* %532, i64 0
+	%534 = bitcast float* %533 to <4 x float>*
+	%535 = load <4 x float>, <4 x float>* %534, align 16
+	%536 = extractelement <4 x float> %535, i32 0
+	%537 = extractelement <4 x float> %535, i32 1
+	%538 = extractelement <4 x float> %535, i32 2
+	%539 = extractelement <4 x float> %535, i32 3
+	%540 = insertelement <4 x float> undef, float %520, i32 0
+	%541 = insertelement <4 x float> %540, float %521, i32 1
+	%542 = insertelement <4 x float> %541, float %522, i32 2
+	%543 = insertelement <4 x float> %542, float %523, i32 3
+	%544 = insertelement <4 x float> undef, float %r.8, i32 0
+	%545 = insertelement <4 x float> %544, float %r.8, i32 1
+	%546 = insertelement <4 x float> %545, float %r.8, i32 2
+	%547 = insertelement <4 x float> %546, float %r.8, i32 3
+	%548 = fmul <4 x float> %547, %485
+	%549 = fadd <4 x float> %543, %548
+	%550 = extractelement <4 x float> %549, i32 0
+	%551 = extractelement <4 x float> %549, i32 1
+	%552 = extractelement <4 x float> %549, i32 2
+	%553 = extractelement <4 x float> %549, i32 3
+	%554 = add i64 %481, 0
+	%555 = icmp slt i64 %554, %n
+	%556 = icmp ne float* %kept, null
+	%557 = and i1 %556, %555
+	br i1 %557, label %keep.307, label %kept.308
 
-else.302:
-	%583 = sub i64 %n, 1
-	%584 = add i64 %481, 0
+else.305:
+	%558 = sub i64 %n, 1
+	%559 = add i64 %481, 0
+	%560 = icmp slt i64 %559, %n
+	%561 = select i1 %560, i64 %559, i64 %558
+	%562 = getelementptr float, float* %437, i64 %561
+	%563 = load float, float* %562, align 4
+	%564 = add i64 %481, 1
+	%565 = icmp slt i64 %564, %n
+	%566 = select i1 %565, i64 %564, i64 %558
+	%567 = getelementptr float, float* %437, i64 %566
+	%568 = load float, float* %567, align 4
+	%569 = add i64 %481, 2
+	%570 = icmp slt i64 %569, %n
+	%571 = select i1 %570, i64 %569, i64 %558
+	%572 = getelementptr float, float* %437, i64 %571
+	%573 = load float, float* %572, align 4
+	%574 = add i64 %481, 3
+	%575 = icmp slt i64 %574, %n
+	%576 = select i1 %575, i64 %574, i64 %558
+	%577 = getelementptr float, float* %437, i64 %576
+	%578 = load float, float* %577, align 4
+	%579 = add i64 %481, 0
+	%580 = icmp slt i64 %579, %n
+	%581 = select i1 %580, i64 %579, i64 %558
+	%582 = getelementptr float, float* %439, i64 %581
+	%583 = load float, float* %582, align 4
+	%584 = add i64 %481, 1
 	%585 = icmp slt i64 %584, %n
-	%586 = select i1 %585, i64 %584, i64 %583
-	%587 = getelementptr float, float* %437, i64 %586
+	%586 = select i1 %585, i64 %584, i64 %558
+	%587 = getelementptr float, float* %439, i64 %586
 	%588 = load float, float* %587, align 4
-	%589 = add i64 %481, 1
+	%589 = add i64 %481, 2
 	%590 = icmp slt i64 %589, %n
-	%591 = select i1 %590, i64 %589, i64 %583
-	%592 = getelementptr float, float* %437, i64 %591
+	%591 = select i1 %590, i64 %589, i64 %558
+	%592 = getelementptr float, float* %439, i64 %591
 	%593 = load float, float* %592, align 4
-	%594 = add i64 %481, 2
+	%594 = add i64 %481, 3
 	%595 = icmp slt i64 %594, %n
-	%596 = select i1 %595, i64 %594, i64 %583
-	%597 = getelementptr float, float* %437, i64 %596
+	%596 = select i1 %595, i64 %594, i64 %558
+	%597 = getelementptr float, float* %439, i64 %596
 	%598 = load float, float* %597, align 4
-	%599 = add i64 %481, 3
+	%599 = add i64 %481, 0
 	%600 = icmp slt i64 %599, %n
-	%601 = select i1 %600, i64 %599, i64 %583
-	%602 = getelementptr float, float* %437, i64 %601
+	%601 = select i1 %600, i64 %599, i64 %558
+	%602 = getelementptr float, float* %441, i64 %601
 	%603 = load float, float* %602, align 4
-	%604 = add i64 %481, 0
+	%604 = add i64 %481, 1
 	%605 = icmp slt i64 %604, %n
-	%606 = select i1 %605, i64 %604, i64 %583
-	%607 = getelementptr float, float* %439, i64 %606
+	%606 = select i1 %605, i64 %604, i64 %558
+	%607 = getelementptr float, float* %441, i64 %606
 	%608 = load float, float* %607, align 4
-	%609 = add i64 %481, 1
+	%609 = add i64 %481, 2
 	%610 = icmp slt i64 %609, %n
-	%611 = select i1 %610, i64 %609, i64 %583
-	%612 = getelementptr float, float* %439, i64 %611
+	%611 = select i1 %610, i64 %609, i64 %558
+	%612 = getelementptr float, float* %441, i64 %611
 	%613 = load float, float* %612, align 4
-	%614 = add i64 %481, 2
+	%614 = add i64 %481, 3
 	%615 = icmp slt i64 %614, %n
-	%616 = select i1 %615, i64 %614, i64 %583
-	%617 = getelementptr float, float* %439, i64 %616
+	%616 = select i1 %615, i64 %614, i64 %558
+	%617 = getelementptr float, float* %441, i64 %616
 	%618 = load float, float* %617, align 4
-	%619 = add i64 %481, 3
+	%619 = add i64 %481, 0
 	%620 = icmp slt i64 %619, %n
-	%621 = select i1 %620, i64 %619, i64 %583
-	%622 = getelementptr float, float* %439, i64 %621
+	%621 = select i1 %620, i64 %619, i64 %558
+	%622 = getelementptr float, float* %443, i64 %621
 	%623 = load float, float* %622, align 4
-	%624 = add i64 %481, 0
+	%624 = add i64 %481, 1
 	%625 = icmp slt i64 %624, %n
-	%626 = select i1 %625, i64 %624, i64 %583
-	%627 = getelementptr float, float* %441, i64 %626
+	%626 = select i1 %625, i64 %624, i64 %558
+	%627 = getelementptr float, float* %443, i64 %626
 	%628 = load float, float* %627, align 4
-	%629 = add i64 %481, 1
+	%629 = add i64 %481, 2
 	%630 = icmp slt i64 %629, %n
-	%631 = select i1 %630, i64 %629, i64 %583
-	%632 = getelementptr float, float* %441, i64 %631
+	%631 = select i1 %630, i64 %629, i64 %558
+	%632 = getelementptr float, float* %443, i64 %631
 	%633 = load float, float* %632, align 4
-	%634 = add i64 %481, 2
+	%634 = add i64 %481, 3
 	%635 = icmp slt i64 %634, %n
-	%636 = select i1 %635, i64 %634, i64 %583
-	%637 = getelementptr float, float* %441, i64 %636
+	%636 = select i1 %635, i64 %634, i64 %558
+	%637 = getelementptr float, float* %443, i64 %636
 	%638 = load float, float* %637, align 4
-	%639 = add i64 %481, 3
-	%640 = icmp slt i64 %639, %n
-	%641 = select i1 %640, i64 %639, i64 %583
-	%642 = getelementptr float, float* %441, i64 %641
-	%643 = load float, float* %642, align 4
-	%644 = add i64 %481, 0
-	%645 = icmp slt i64 %644, %n
-	%646 = select i1 %645, i64 %644, i64 %583
-	%647 = getelementptr float, float* %443, i64 %646
-	%648 = load float, float* %647, align 4
-	%649 = add i64 %481, 1
-	%650 = icmp slt i64 %649, %n
-	%651 = select i1 %650, i64 %649, i64 %583
-	%652 = getelementptr float, float* %443, i64 %651
-	%653 = load float, float* %652, align 4
-	%654 = add i64 %481, 2
-	%655 = icmp slt i64 %654, %n
-	%656 = select i1 %655, i64 %654, i64 %583
-	%657 = getelementptr float, float* %443, i64 %656
-	%658 = load float, float* %657, align 4
-	%659 = add i64 %481, 3
-	%660 = icmp slt i64 %659, %n
-	%661 = select i1 %660, i64 %659, i64 %583
-	%662 = getelementptr float, float* %443, i64 %661
-	%663 = load float, float* %662, align 4
-	%664 = insertelement <4 x float> undef, float %588, i32 0
-	%665 = insertelement <4 x float> %664, float %593, i32 1
-	%666 = insertelement <4 x float> %665, float %598, i32 2
-	%667 = insertelement <4 x float> %666, float %603, i32 3
-	%668 = insertelement <4 x float> undef, float %608, i32 0
-	%669 = insertelement <4 x float> %668, float %613, i32 1
-	%670 = insertelement <4 x float> %669, float %618, i32 2
-	%671 = insertelement <4 x float> %670, float %623, i32 3
-	%672 = insertelement <4 x float> undef, float %628, i32 0
-	%673 = insertelement <4 x float> %672, float %633, i32 1
-	%674 = insertelement <4 x float> %673, float %638, i32 2
-	%675 = insertelement <4 x float> %674, float %643, i32 3
-	%676 = insertelement <4 x float> undef, float %648, i32 0
-	%677 = insertelement <4 x float> %676, float %653, i32 1
-	%678 = insertelement <4 x float> %677, float %658, i32 2
-	%679 = insertelement <4 x float> %678, float %663, i32 3
-	%680 = add i64 %offset, %481
-	%681 = call <4 x float> @lamb_noise_lane_false(i64 %seed, i32 %step, i64 %680)
-	%682 = insertelement <4 x float> undef, float %r.8, i32 0
-	%683 = insertelement <4 x float> %682, float %r.8, i32 1
-	%684 = insertelement <4 x float> %683, float %r.8, i32 2
-	%685 = insertelement <4 x float> %684, float %r.8, i32 3
-	%686 = fmul <4 x float> %685, %681
-	%687 = fadd <4 x float> %671, %686
-	%688 = extractelement <4 x float> %667, i32 0
-	%689 = extractelement <4 x float> %667, i32 1
-	%690 = extractelement <4 x float> %667, i32 2
-	%691 = extractelement <4 x float> %667, i32 3
-	%692 = extractelement <4 x float> %687, i32 0
-	%693 = extractelement <4 x float> %687, i32 1
-	%694 = extractelement <4 x float> %687, i32 2
-	%695 = extractelement <4 x float> %687, i32 3
-	%696 = extractelement <4 x float> %675, i32 0
-	%697 = extractelement <4 x float> %675, i32 1
-	%698 = extractelement <4 x float> %675, i32 2
-	%699 = extractelement <4 x float> %675, i32 3
-	%700 = extractelement <4 x float> %679, i32 0
-	%701 = extractelement <4 x float> %679, i32 1
-	%702 = extractelement <4 x float> %679, i32 2
-	%703 = extractelement <4 x float> %679, i32 3
-	%704 = add i64 %481, 0
-	%705 = icmp slt i64 %704, %n
-	%706 = add i64 %481, 0
-	%707 = icmp ne float* %kept, null
-	%708 = and i1 %707, %705
-	br i1 %708, label %keep.315, label %kept.316
+	%639 = insertelement <4 x float> undef, float %583, i32 0
+	%640 = insertelement <4 x float> %639, float %588, i32 1
+	%641 = insertelement <4 x float> %640, float %593, i32 2
+	%642 = insertelement <4 x float> %641, float %598, i32 3
+	%643 = insertelement <4 x float> undef, float %r.8, i32 0
+	%644 = insertelement <4 x float> %643, float %r.8, i32 1
+	%645 = insertelement <4 x float> %644, float %r.8, i32 2
+	%646 = insertelement <4 x float> %645, float %r.8, i32 3
+	%647 = fmul <4 x float> %646, %485
+	%648 = fadd <4 x float> %642, %647
+	%649 = extractelement <4 x float> %648, i32 0
+	%650 = extractelement <4 x float> %648, i32 1
+	%651 = extractelement <4 x float> %648, i32 2
+	%652 = extractelement <4 x float> %648, i32 3
+	%653 = add i64 %481, 0
+	%654 = icmp slt i64 %653, %n
+	%655 = icmp ne float* %kept, null
+	%656 = and i1 %655, %654
+	br i1 %656, label %keep.315, label %kept.316
 
-join.303:
-	%709 = phi float [ %805, %kept.314 ], [ %907, %kept.322 ]
-	%710 = phi float [ %806, %kept.314 ], [ %909, %kept.322 ]
-	%711 = add i64 %474, 1
-	br label %row.head.298
+join.306:
+	%657 = phi float [ %746, %kept.314 ], [ %841, %kept.322 ]
+	%658 = phi float [ %747, %kept.314 ], [ %843, %kept.322 ]
+	%659 = add i64 %474, 1
+	br label %row.head.301
 
 keep.307:
-	%712 = getelementptr float, float* %kept, i64 %580
-	%713 = bitcast float* %712 to float*
-	store float %566, float* %713, align 4
+	%660 = getelementptr float, float* %kept, i64 %554
+	store float %550, float* %660, align 4
 	br label %kept.308
 
 kept.308:
-	%714 = fmul float %562, %562
-	%715 = fmul float %r.0, %570
-	%716 = fmul float %r.1, %566
-	%717 = fadd float %715, %716
-	%718 = fdiv float %717, %r.2
-	%719 = fmul float %r.3, %574
-	%720 = fmul float %566, %566
-	%721 = fmul float %r.4, %720
-	%722 = fadd float %719, %721
-	%723 = fdiv float %722, %r.5
-	%724 = call float @llvm.sqrt.f32(float %723)
-	%725 = fadd float %724, %r.6
-	%726 = fdiv float %718, %725
-	%727 = fmul float %r.7, %562
-	%728 = fadd float %726, %727
-	%729 = fmul float %728, %728
-	%730 = fadd float %475, %714
-	%731 = fadd float %476, %729
-	%732 = add i64 %481, 1
-	%733 = icmp slt i64 %732, %n
-	%734 = add i64 %481, 1
-	%735 = icmp ne float* %kept, null
-	%736 = and i1 %735, %733
-	br i1 %736, label %keep.309, label %kept.310
+	%661 = fmul float %512, %512
+	%662 = fmul float %r.0, %528
+	%663 = fmul float %r.1, %550
+	%664 = fadd float %662, %663
+	%665 = fdiv float %664, %r.2
+	%666 = fmul float %r.3, %536
+	%667 = fmul float %550, %550
+	%668 = fmul float %r.4, %667
+	%669 = fadd float %666, %668
+	%670 = fdiv float %669, %r.5
+	%671 = call float @llvm.sqrt.f32(float %670)
+	%672 = fadd float %671, %r.6
+	%673 = fdiv float %665, %672
+	%674 = fmul float %r.7, %512
+	%675 = fadd float %673, %674
+	%676 = fmul float %675, %675
+	%677 = fadd float %475, %661
+	%678 = fadd float %476, %676
+	%679 = add i64 %481, 1
+	%680 = icmp slt i64 %679, %n
+	%681 = icmp ne float* %kept, null
+	%682 = and i1 %681, %680
+	br i1 %682, label %keep.309, label %kept.310
 
 keep.309:
-	%737 = getelementptr float, float* %kept, i64 %734
-	%738 = bitcast float* %737 to float*
-	store float %567, float* %738, align 4
+	%683 = getelementptr float, float* %kept, i64 %679
+	store float %551, float* %683, align 4
 	br label %kept.310
 
 kept.310:
-	%739 = fmul float %563, %563
-	%740 = fmul float %r.0, %571
-	%741 = fmul float %r.1, %567
-	%742 = fadd float %740, %741
-	%743 = fdiv float %742, %r.2
-	%744 = fmul float %r.3, %575
-	%745 = fmul float %567, %567
-	%746 = fmul float %r.4, %745
-	%747 = fadd float %744, %746
-	%748 = fdiv float %747, %r.5
-	%749 = call float @llvm.sqrt.f32(float %748)
-	%750 = fadd float %749, %r.6
-	%751 = fdiv float %743, %750
-	%752 = fmul float %r.7, %563
-	%753 = fadd float %751, %752
-	%754 = fmul float %753, %753
-	%755 = fadd float %730, %739
-	%756 = fadd float %731, %754
-	%757 = add i64 %481, 2
-	%758 = icmp slt i64 %757, %n
-	%759 = add i64 %481, 2
-	%760 = icmp ne float* %kept, null
-	%761 = and i1 %760, %758
-	br i1 %761, label %keep.311, label %kept.312
+	%684 = fmul float %513, %513
+	%685 = fmul float %r.0, %529
+	%686 = fmul float %r.1, %551
+	%687 = fadd float %685, %686
+	%688 = fdiv float %687, %r.2
+	%689 = fmul float %r.3, %537
+	%690 = fmul float %551, %551
+	%691 = fmul float %r.4, %690
+	%692 = fadd float %689, %691
+	%693 = fdiv float %692, %r.5
+	%694 = call float @llvm.sqrt.f32(float %693)
+	%695 = fadd float %694, %r.6
+	%696 = fdiv float %688, %695
+	%697 = fmul float %r.7, %513
+	%698 = fadd float %696, %697
+	%699 = fmul float %698, %698
+	%700 = fadd float %677, %684
+	%701 = fadd float %678, %699
+	%702 = add i64 %481, 2
+	%703 = icmp slt i64 %702, %n
+	%704 = icmp ne float* %kept, null
+	%705 = and i1 %704, %703
+	br i1 %705, label %keep.311, label %kept.312
 
 keep.311:
-	%762 = getelementptr float, float* %kept, i64 %759
-	%763 = bitcast float* %762 to float*
-	store float %568, float* %763, align 4
+	%706 = getelementptr float, float* %kept, i64 %702
+	store float %552, float* %706, align 4
 	br label %kept.312
 
 kept.312:
-	%764 = fmul float %564, %564
-	%765 = fmul float %r.0, %572
-	%766 = fmul float %r.1, %568
-	%767 = fadd float %765, %766
-	%768 = fdiv float %767, %r.2
-	%769 = fmul float %r.3, %576
-	%770 = fmul float %568, %568
-	%771 = fmul float %r.4, %770
-	%772 = fadd float %769, %771
-	%773 = fdiv float %772, %r.5
-	%774 = call float @llvm.sqrt.f32(float %773)
-	%775 = fadd float %774, %r.6
-	%776 = fdiv float %768, %775
-	%777 = fmul float %r.7, %564
-	%778 = fadd float %776, %777
-	%779 = fmul float %778, %778
-	%780 = fadd float %755, %764
-	%781 = fadd float %756, %779
-	%782 = add i64 %481, 3
-	%783 = icmp slt i64 %782, %n
-	%784 = add i64 %481, 3
-	%785 = icmp ne float* %kept, null
-	%786 = and i1 %785, %783
-	br i1 %786, label %keep.313, label %kept.314
+	%707 = fmul float %514, %514
+	%708 = fmul float %r.0, %530
+	%709 = fmul float %r.1, %552
+	%710 = fadd float %708, %709
+	%711 = fdiv float %710, %r.2
+	%712 = fmul float %r.3, %538
+	%713 = fmul float %552, %552
+	%714 = fmul float %r.4, %713
+	%715 = fadd float %712, %714
+	%716 = fdiv float %715, %r.5
+	%717 = call float @llvm.sqrt.f32(float %716)
+	%718 = fadd float %717, %r.6
+	%719 = fdiv float %711, %718
+	%720 = fmul float %r.7, %514
+	%721 = fadd float %719, %720
+	%722 = fmul float %721, %721
+	%723 = fadd float %700, %707
+	%724 = fadd float %701, %722
+	%725 = add i64 %481, 3
+	%726 = icmp slt i64 %725, %n
+	%727 = icmp ne float* %kept, null
+	%728 = and i1 %727, %726
+	br i1 %728, label %keep.313, label %kept.314
 
 keep.313:
-	%787 = getelementptr float, float* %kept, i64 %784
-	%788 = bitcast float* %787 to float*
-	store float %569, float* %788, align 4
+	%729 = getelementptr float, float* %kept, i64 %725
+	store float %553, float* %729, align 4
 	br label %kept.314
 
 kept.314:
-	%789 = fmul float %565, %565
-	%790 = fmul float %r.0, %573
-	%791 = fmul float %r.1, %569
-	%792 = fadd float %790, %791
-	%793 = fdiv float %792, %r.2
-	%794 = fmul float %r.3, %577
-	%795 = fmul float %569, %569
-	%796 = fmul float %r.4, %795
-	%797 = fadd float %794, %796
-	%798 = fdiv float %797, %r.5
-	%799 = call float @llvm.sqrt.f32(float %798)
-	%800 = fadd float %799, %r.6
-	%801 = fdiv float %793, %800
-	%802 = fmul float %r.7, %565
-	%803 = fadd float %801, %802
-	%804 = fmul float %803, %803
-	%805 = fadd float %780, %789
-	%806 = fadd float %781, %804
-	br label %join.303
+	%730 = fmul float %515, %515
+	%731 = fmul float %r.0, %531
+	%732 = fmul float %r.1, %553
+	%733 = fadd float %731, %732
+	%734 = fdiv float %733, %r.2
+	%735 = fmul float %r.3, %539
+	%736 = fmul float %553, %553
+	%737 = fmul float %r.4, %736
+	%738 = fadd float %735, %737
+	%739 = fdiv float %738, %r.5
+	%740 = call float @llvm.sqrt.f32(float %739)
+	%741 = fadd float %740, %r.6
+	%742 = fdiv float %734, %741
+	%743 = fmul float %r.7, %515
+	%744 = fadd float %742, %743
+	%745 = fmul float %744, %744
+	%746 = fadd float %723, %730
+	%747 = fadd float %724, %745
+	br label %join.306
 
 keep.315:
-	%807 = getelementptr float, float* %kept, i64 %706
-	%808 = bitcast float* %807 to float*
-	store float %692, float* %808, align 4
+	%748 = getelementptr float, float* %kept, i64 %653
+	store float %649, float* %748, align 4
 	br label %kept.316
 
 kept.316:
-	%809 = fmul float %688, %688
-	%810 = fmul float %r.0, %696
-	%811 = fmul float %r.1, %692
-	%812 = fadd float %810, %811
-	%813 = fdiv float %812, %r.2
-	%814 = fmul float %r.3, %700
-	%815 = fmul float %692, %692
-	%816 = fmul float %r.4, %815
-	%817 = fadd float %814, %816
-	%818 = fdiv float %817, %r.5
-	%819 = call float @llvm.sqrt.f32(float %818)
-	%820 = fadd float %819, %r.6
-	%821 = fdiv float %813, %820
-	%822 = fmul float %r.7, %688
-	%823 = fadd float %821, %822
-	%824 = fmul float %823, %823
-	%825 = select i1 %705, float %809, float 0.0
-	%826 = fadd float %475, %825
-	%827 = select i1 %705, float %824, float 0.0
-	%828 = fadd float %476, %827
-	%829 = add i64 %481, 1
-	%830 = icmp slt i64 %829, %n
-	%831 = add i64 %481, 1
-	%832 = icmp ne float* %kept, null
-	%833 = and i1 %832, %830
-	br i1 %833, label %keep.317, label %kept.318
+	%749 = fmul float %563, %563
+	%750 = fmul float %r.0, %603
+	%751 = fmul float %r.1, %649
+	%752 = fadd float %750, %751
+	%753 = fdiv float %752, %r.2
+	%754 = fmul float %r.3, %623
+	%755 = fmul float %649, %649
+	%756 = fmul float %r.4, %755
+	%757 = fadd float %754, %756
+	%758 = fdiv float %757, %r.5
+	%759 = call float @llvm.sqrt.f32(float %758)
+	%760 = fadd float %759, %r.6
+	%761 = fdiv float %753, %760
+	%762 = fmul float %r.7, %563
+	%763 = fadd float %761, %762
+	%764 = fmul float %763, %763
+	%765 = select i1 %654, float %749, float 0.0
+	%766 = fadd float %475, %765
+	%767 = select i1 %654, float %764, float 0.0
+	%768 = fadd float %476, %767
+	%769 = add i64 %481, 1
+	%770 = icmp slt i64 %769, %n
+	%771 = icmp ne float* %kept, null
+	%772 = and i1 %771, %770
+	br i1 %772, label %keep.317, label %kept.318
 
 keep.317:
-	%834 = getelementptr float, float* %kept, i64 %831
-	%835 = bitcast float* %834 to float*
-	store float %693, float* %835, align 4
+	%773 = getelementptr float, float* %kept, i64 %769
+	store float %650, float* %773, align 4
 	br label %kept.318
 
 kept.318:
-	%836 = fmul float %689, %689
-	%837 = fmul float %r.0, %697
-	%838 = fmul float %r.1, %693
-	%839 = fadd float %837, %838
-	%840 = fdiv float %839, %r.2
-	%841 = fmul float %r.3, %701
-	%842 = fmul float %693, %693
-	%843 = fmul float %r.4, %842
-	%844 = fadd float %841, %843
-	%845 = fdiv float %844, %r.5
-	%846 = call float @llvm.sqrt.f32(float %845)
-	%847 = fadd float %846, %r.6
-	%848 = fdiv float %840, %847
-	%849 = fmul float %r.7, %689
-	%850 = fadd float %848, %849
-	%851 = fmul float %850, %850
-	%852 = select i1 %830, float %836, float 0.0
-	%853 = fadd float %826, %852
-	%854 = select i1 %830, float %851, float 0.0
-	%855 = fadd float %828, %854
-	%856 = add i64 %481, 2
-	%857 = icmp slt i64 %856, %n
-	%858 = add i64 %481, 2
-	%859 = icmp ne float* %kept, null
-	%860 = and i1 %859, %857
-	br i1 %860, label %keep.319, label %kept.320
+	%774 = fmul float %568, %568
+	%775 = fmul float %r.0, %608
+	%776 = fmul float %r.1, %650
+	%777 = fadd float %775, %776
+	%778 = fdiv float %777, %r.2
+	%779 = fmul float %r.3, %628
+	%780 = fmul float %650, %650
+	%781 = fmul float %r.4, %780
+	%782 = fadd float %779, %781
+	%783 = fdiv float %782, %r.5
+	%784 = call float @llvm.sqrt.f32(float %783)
+	%785 = fadd float %784, %r.6
+	%786 = fdiv float %778, %785
+	%787 = fmul float %r.7, %568
+	%788 = fadd float %786, %787
+	%789 = fmul float %788, %788
+	%790 = select i1 %770, float %774, float 0.0
+	%791 = fadd float %766, %790
+	%792 = select i1 %770, float %789, float 0.0
+	%793 = fadd float %768, %792
+	%794 = add i64 %481, 2
+	%795 = icmp slt i64 %794, %n
+	%796 = icmp ne float* %kept, null
+	%797 = and i1 %796, %795
+	br i1 %797, label %keep.319, label %kept.320
 
 keep.319:
-	%861 = getelementptr float, float* %kept, i64 %858
-	%862 = bitcast float* %861 to float*
-	store float %694, float* %862, align 4
+	%798 = getelementptr float, float* %kept, i64 %794
+	store float %651, float* %798, align 4
 	br label %kept.320
 
 kept.320:
-	%863 = fmul float %690, %690
-	%864 = fmul float %r.0, %698
-	%865 = fmul float %r.1, %694
-	%866 = fadd float %864, %865
-	%867 = fdiv float %866, %r.2
-	%868 = fmul float %r.3, %702
-	%869 = fmul float %694, %694
-	%870 = fmul float %r.4, %869
-	%871 = fadd float %868, %870
-	%872 = fdiv float %871, %r.5
-	%873 = call float @llvm.sqrt.f32(float %872)
-	%874 = fadd float %873, %r.6
-	%875 = fdiv float %867, %874
-	%876 = fmul float %r.7, %690
-	%877 = fadd float %875, %876
-	%878 = fmul float %877, %877
-	%879 = select i1 %857, float %863, float 0.0
-	%880 = fadd float %853, %879
-	%881 = select i1 %857, float %878, float 0.0
-	%882 = fadd float %855, %881
-	%883 = add i64 %481, 3
-	%884 = icmp slt i64 %883, %n
-	%885 = add i64 %481, 3
-	%886 = icmp ne float* %kept, null
-	%887 = and i1 %886, %884
-	br i1 %887, label %keep.321, label %kept.322
+	%799 = fmul float %573, %573
+	%800 = fmul float %r.0, %613
+	%801 = fmul float %r.1, %651
+	%802 = fadd float %800, %801
+	%803 = fdiv float %802, %r.2
+	%804 = fmul float %r.3, %633
+	%805 = fmul float %651, %651
+	%806 = fmul float %r.4, %805
+	%807 = fadd float %804, %806
+	%808 = fdiv float %807, %r.5
+	%809 = call float @llvm.sqrt.f32(float %808)
+	%810 = fadd float %809, %r.6
+	%811 = fdiv float %803, %810
+	%812 = fmul float %r.7, %573
+	%813 = fadd float %811, %812
+	%814 = fmul float %813, %813
+	%815 = select i1 %795, float %799, float 0.0
+	%816 = fadd float %791, %815
+	%817 = select i1 %795, float %814, float 0.0
+	%818 = fadd float %793, %817
+	%819 = add i64 %481, 3
+	%820 = icmp slt i64 %819, %n
+	%821 = icmp ne float* %kept, null
+	%822 = and i1 %821, %820
+	br i1 %822, label %keep.321, label %kept.322
 
 keep.321:
-	%888 = getelementptr float, float* %kept, i64 %885
-	%889 = bitcast float* %888 to float*
-	store float %695, float* %889, align 4
+	%823 = getelementptr float, float* %kept, i64 %819
+	store float %652, float* %823, align 4
 	br label %kept.322
 
 kept.322:
-	%890 = fmul float %691, %691
-	%891 = fmul float %r.0, %699
-	%892 = fmul float %r.1, %695
-	%893 = fadd float %891, %892
-	%894 = fdiv float %893, %r.2
-	%895 = fmul float %r.3, %703
-	%896 = fmul float %695, %695
-	%897 = fmul float %r.4, %896
-	%898 = fadd float %895, %897
-	%899 = fdiv float %898, %r.5
-	%900 = call float @llvm.sqrt.f32(float %899)
-	%901 = fadd float %900, %r.6
-	%902 = fdiv float %894, %901
-	%903 = fmul float %r.7, %691
-	%904 = fadd float %902, %903
-	%905 = fmul float %904, %904
-	%906 = select i1 %884, float %890, float 0.0
-	%907 = fadd float %880, %906
-	%908 = select i1 %884, float %905, float 0.0
-	%909 = fadd float %882, %908
-	br label %join.303
+	%824 = fmul float %578, %578
+	%825 = fmul float %r.0, %618
+	%826 = fmul float %r.1, %652
+	%827 = fadd float %825, %826
+	%828 = fdiv float %827, %r.2
+	%829 = fmul float %r.3, %638
+	%830 = fmul float %652, %652
+	%831 = fmul float %r.4, %830
+	%832 = fadd float %829, %831
+	%833 = fdiv float %832, %r.5
+	%834 = call float @llvm.sqrt.f32(float %833)
+	%835 = fadd float %834, %r.6
+	%836 = fdiv float %828, %835
+	%837 = fmul float %r.7, %578
+	%838 = fadd float %836, %837
+	%839 = fmul float %838, %838
+	%840 = select i1 %820, float %824, float 0.0
+	%841 = fadd float %816, %840
+	%842 = select i1 %820, float %839, float 0.0
+	%843 = fadd float %818, %842
+	br label %join.306
 
 lane0.323:
-	%910 = getelementptr float, float* %3, i64 %432
-	store float %502, float* %910, align 4
-	%911 = getelementptr float, float* %5, i64 %432
-	store float %504, float* %911, align 4
+	%844 = getelementptr float, float* %3, i64 %432
+	store float %504, float* %844, align 4
+	%845 = getelementptr float, float* %5, i64 %432
+	store float %506, float* %845, align 4
 	br label %stored.324
 
 stored.324:
-	%912 = add i64 %432, %35
-	br label %task.head.295
+	%846 = add i64 %432, %35
+	br label %task.head.298
 
-task.head.325:
-	%913 = phi i64 [ %65, %with_secure_noise ], [ %1421, %stored.354 ]
-	%914 = icmp slt i64 %913, %70
-	br i1 %914, label %task.326, label %task.done.327
+task.head.328:
+	%847 = phi i64 [ %65, %with_secure_noise ], [ %1289, %stored.354 ]
+	%848 = icmp slt i64 %847, %70
+	br i1 %848, label %task.329, label %task.done.330
 
-task.326:
-	%915 = sdiv i64 %913, %69
-	%916 = srem i64 %913, %69
-	%917 = mul i64 %915, %n
-	%918 = getelementptr float, float* %p.theta, i64 %917
-	%919 = mul i64 %915, %n
-	%920 = getelementptr float, float* %p.g, i64 %919
-	%921 = mul i64 %915, %n
-	%922 = getelementptr float, float* %p.m, i64 %921
-	%923 = mul i64 %915, %n
-	%924 = getelementptr float, float* %p.v, i64 %923
-	%925 = mul i64 %916, u0x1000
-	%926 = sub i64 %n, %925
-	%927 = add i64 %926, 127
-	%928 = sdiv i64 %927, 128
-	%929 = icmp slt i64 %928, 32
-	%930 = select i1 %929, i64 %928, i64 32
-	%931 = ptrtoint float* %918 to i64
-	%932 = shl i64 0, 2
-	%933 = add i64 %931, %932
-	%934 = and i64 %933, 15
-	%935 = icmp eq i64 %934, 0
-	%936 = and i1 true, %935
-	%937 = ptrtoint float* %920 to i64
-	%938 = shl i64 0, 2
-	%939 = add i64 %937, %938
-	%940 = and i64 %939, 15
-	%941 = icmp eq i64 %940, 0
-	%942 = and i1 %936, %941
-	%943 = ptrtoint float* %922 to i64
-	%944 = shl i64 0, 2
-	%945 = add i64 %943, %944
-	%946 = and i64 %945, 15
-	%947 = icmp eq i64 %946, 0
-	%948 = and i1 %942, %947
-	%949 = ptrtoint float* %924 to i64
-	%950 = shl i64 0, 2
-	%951 = add i64 %949, %950
-	%952 = and i64 %951, 15
-	%953 = icmp eq i64 %952, 0
-	%954 = and i1 %948, %953
-	br label %row.head.328
+task.329:
+	%849 = sdiv i64 %847, %69
+	%850 = srem i64 %847, %69
+	%851 = mul i64 %849, %n
+	%852 = getelementptr float, float* %p.theta, i64 %851
+	%853 = mul i64 %849, %n
+	%854 = getelementptr float, float* %p.g, i64 %853
+	%855 = mul i64 %849, %n
+	%856 = getelementptr float, float* %p.m, i64 %855
+	%857 = mul i64 %849, %n
+	%858 = getelementptr float, float* %p.v, i64 %857
+	%859 = mul i64 %850, u0x1000
+	%860 = sub i64 %n, %859
+	%861 = add i64 %860, 127
+	%862 = sdiv i64 %861, 128
+	%863 = icmp slt i64 %862, 32
+	%864 = select i1 %863, i64 %862, i64 32
+	%865 = ptrtoint float* %852 to i64
+	%866 = shl i64 0, 2
+	%867 = add i64 %865, %866
+	%868 = and i64 %867, 15
+	%869 = icmp eq i64 %868, 0
+	%870 = and i1 true, %869
+	%871 = ptrtoint float* %854 to i64
+	%872 = shl i64 0, 2
+	%873 = add i64 %871, %872
+	%874 = and i64 %873, 15
+	%875 = icmp eq i64 %874, 0
+	%876 = and i1 %870, %875
+	%877 = ptrtoint float* %856 to i64
+	%878 = shl i64 0, 2
+	%879 = add i64 %877, %878
+	%880 = and i64 %879, 15
+	%881 = icmp eq i64 %880, 0
+	%882 = and i1 %876, %881
+	%883 = ptrtoint float* %858 to i64
+	%884 = shl i64 0, 2
+	%885 = add i64 %883, %884
+	%886 = and i64 %885, 15
+	%887 = icmp eq i64 %886, 0
+	%888 = and i1 %882, %887
+	br label %row.head.331
 
-task.done.327:
+task.done.330:
 	ret void
 
-row.head.328:
-	%955 = phi i64 [ 0, %task.326 ], [ %1220, %join.333 ]
-	%956 = phi float [ 0.0, %task.326 ], [ %1218, %join.333 ]
-	%957 = phi float [ 0.0, %task.326 ], [ %1219, %join.333 ]
-	%958 = icmp slt i64 %955, %930
-	br i1 %958, label %row.329, label %row.done.330
+row.head.331:
+	%889 = phi i64 [ 0, %task.329 ], [ %1102, %join.336 ]
+	%890 = phi float [ 0.0, %task.329 ], [ %1100, %join.336 ]
+	%891 = phi float [ 0.0, %task.329 ], [ %1101, %join.336 ]
+	%892 = icmp slt i64 %889, %864
+	br i1 %892, label %row.332, label %row.done.333
 
-row.329:
-	%959 = mul i64 %955, 128
-	%960 = add i64 %925, %959
-	%961 = shl i64 %67, 2
-	%962 = add i64 %960, %961
-	%963 = add i64 %962, 4
-	%964 = icmp sle i64 %963, %n
-	%965 = and i1 %954, %964
-	br i1 %965, label %then.331, label %else.332
+row.332:
+	%893 = mul i64 %889, 128
+	%894 = add i64 %859, %893
+	%895 = shl i64 %67, 2
+	%896 = add i64 %894, %895
+	%897 = add i64 %896, 4
+	%898 = icmp sle i64 %897, %n
+	%899 = add i64 %offset, %896
+	%900 = call <4 x float> @lamb_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %899)
+	%901 = and i1 %888, %898
+	br i1 %901, label %then.334, label %else.335
 
-row.done.330:
-	%966 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %956, i32 16, i32 31)
-	%967 = fadd float %956, %966
-	%968 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %957, i32 16, i32 31)
-	%969 = fadd float %957, %968
-	%970 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %967, i32 8, i32 31)
-	%971 = fadd float %967, %970
-	%972 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %969, i32 8, i32 31)
-	%973 = fadd float %969, %972
-	%974 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %971, i32 4, i32 31)
-	%975 = fadd float %971, %974
-	%976 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %973, i32 4, i32 31)
-	%977 = fadd float %973, %976
-	%978 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %975, i32 2, i32 31)
-	%979 = fadd float %975, %978
-	%980 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %977, i32 2, i32 31)
-	%981 = fadd float %977, %980
-	%982 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %979, i32 1, i32 31)
-	%983 = fadd float %979, %982
-	%984 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %981, i32 1, i32 31)
-	%985 = fadd float %981, %984
-	%986 = icmp eq i64 %67, 0
-	br i1 %986, label %lane0.353, label %stored.354
+row.done.333:
+	%902 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %890, i32 16, i32 31)
+	%903 = fadd float %890, %902
+	%904 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %891, i32 16, i32 31)
+	%905 = fadd float %891, %904
+	%906 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %903, i32 8, i32 31)
+	%907 = fadd float %903, %906
+	%908 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %905, i32 8, i32 31)
+	%909 = fadd float %905, %908
+	%910 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %907, i32 4, i32 31)
+	%911 = fadd float %907, %910
+	%912 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %909, i32 4, i32 31)
+	%913 = fadd float %909, %912
+	%914 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %911, i32 2, i32 31)
+	%915 = fadd float %911, %914
+	%916 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %913, i32 2, i32 31)
+	%917 = fadd float %913, %916
+	%918 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %915, i32 1, i32 31)
+	%919 = fadd float %915, %918
+	%920 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %917, i32 1, i32 31)
+	%921 = fadd float %917, %920
+	%922 = icmp eq i64 %67, 0
+	br i1 %922, label %lane0.353, label %stored.354
 
-then.331:
-	%987 = getelementptr float, float* %918, i64 %962
-	%988 = getelementptr float, float* %987, i64 0
-	%989 = bitcast float* %988 to <4 x float>*
-	%990 = load <4 x float>, <4 x float>* %989, align 16
-	%991 = extractelement <4 x float> %990, i32 0
-	%992 = extractelement <4 x float> %990, i32 1
-	%993 = extractelement <4 x float> %990, i32 2
-	%994 = extractelement <4 x float> %990, i32 3
-	%995 = getelementptr float, float* %920, i64 %962
-	%996 = getelementptr float, float* %995, i64 0
-	%997 = bitcast float* %996 to <4 x float>*
-	%998 = load <4 x float>, <4 x float>* %997, align 16
-	%999 = extractelement <4 x float> %998, i32 0
-	%1000 = extractelement <4 x float> %998, i32 1
-	%1001 = extractelement <4 x float> %998, i32 2
-	%1002 = extractelement <4 x float> %998, i32 3
-	%1003 = getelementptr float, float* %922, i64 %962
-	%1004 = getelementptr float, float* %1003, i64 0
-	%1005 = bitcast float* %1004 to <4 x float>*
-	%1006 = load <4 x float>, <4 x float>* %1005, align 16
-	%1007 = extractelement <4 x float> %1006, i32 0
-	%1008 = extractelement <4 x float> %1006, i32 1
-	%1009 = extractelement <4 x float> %1006, i32 2
-	%1010 = extractelement <4 x float> %1006, i32 3
-	%1011 = getelementptr float, float* %924, i64 %962
-	%1012 = getelementptr float, float* %1011, i64 0
-	%1013 = bitcast float* %1012 to <4 x float>*
-	%1014 = load <4 x float>, <4 x float>* %1013, align 16
-	%1015 = extractelement <4 x float> %1014, i32 0
-	%1016 = extractelement <4 x float> %1014, i32 1
-	%1017 = extractelement <4 x float> %1014, i32 2
-	%1018 = extractelement <4 x float> %1014, i32 3
-	%1019 = insertelement <4 x float> undef, float %991, i32 0
-	%1020 = insertelement <4 x float> %1019, float %992, i32 1
-	%1021 = insertelement <4 x float> %1020, float %993, i32 2
-	%1022 = insertelement <4 x float> %1021, float %994, i32 3
-	%1023 = insertelement <4 x float> undef, float %999, i32 0
-	%1024 = insertelement <4 x float> %1023, float %1000, i32 1
-	%1025 = insertelement <4 x float> %1024, float %1001, i32 2
-	%1026 = insertelement <4 x float> %1025, float %1002, i32 3
-	%1027 = insertelement <4 x float> undef, float %1007, i32 0
-	%1028 = insertelement <4 x float> %1027, float %1008, i32 1
-	%1029 = insertelement <4 x float> %1028, float %1009, i32 2
-	%1030 = insertelement <4 x float> %1029, float %1010, i32 3
-	%1031 = insertelement <4 x float> undef, float %1015, i32 0
-	%1032 = insertelement <4 x float> %1031, float %1016, i32 1
-	%1033 = insertelement <4 x float> %1032, float %1017, i32 2
-	%1034 = insertelement <4 x float> %1033, float %1018, i32 3
-	%1035 = add i64 %offset, %962
-	%1036 = call <4 x float> @lamb_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %1035)
-	%1037 = insertelement <4 x float> undef, float %r.8, i32 0
-	%1038 = insertelement <4 x float> %1037, float %r.8, i32 1
-	%1039 = insertelement <4 x float> %1038, float %r.8, i32 2
-	%1040 = insertelement <4 x float> %1039, float %r.8, i32 3
-	%1041 = fmul <4 x float> %1040, %1036
-	%1042 = fadd <4 x float> %1026, %1041
-	%1043 = insertelement <4 x float> undef, float %53, i32 0
-	%1044 = insertelement <4 x float> %1043, float %53, i32 1
-	%1045 = insertelement <4 x float> %1044, float %53, i32 2
-	%1046 = insertelement <4 x float> %1045, float %53, i32 3
-	%1047 = fmul <4 x float> %1042, %1046
-	%1048 = fadd <4 x float> %1047, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1049 = fsub <4 x float> %1048, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1050 = insertelement <4 x float> undef, float %49, i32 0
-	%1051 = insertelement <4 x float> %1050, float %49, i32 1
-	%1052 = insertelement <4 x float> %1051, float %49, i32 2
-	%1053 = insertelement <4 x float> %1052, float %49, i32 3
-	%1054 = fmul <4 x float> %1049, %1053
-	%1055 = fcmp oeq float %49, 0.0
-	%1056 = select i1 %1055, <4 x float> %1042, <4 x float> %1054
-	%1057 = extractelement <4 x float> %1022, i32 0
-	%1058 = extractelement <4 x float> %1022, i32 1
-	%1059 = extractelement <4 x float> %1022, i32 2
-	%1060 = extractelement <4 x float> %1022, i32 3
-	%1061 = extractelement <4 x float> %1056, i32 0
-	%1062 = extractelement <4 x float> %1056, i32 1
-	%1063 = extractelement <4 x float> %1056, i32 2
-	%1064 = extractelement <4 x float> %1056, i32 3
-	%1065 = extractelement <4 x float> %1030, i32 0
-	%1066 = extractelement <4 x float> %1030, i32 1
-	%1067 = extractelement <4 x float> %1030, i32 2
-	%1068 = extractelement <4 x float> %1030, i32 3
-	%1069 = extractelement <4 x float> %1034, i32 0
-	%1070 = extractelement <4 x float> %1034, i32 1
-	%1071 = extractelement <4 x float> %1034, i32 2
-	%1072 = extractelement <4 x float> %1034, i32 3
-	%1073 = add i64 %962, 0
-	%1074 = icmp slt i64 %1073, %n
-	%1075 = add i64 %962, 0
-	%1076 = icmp ne float* %kept, null
-	%1077 = and i1 %1076, %1074
-	br i1 %1077, label %keep.337, label %kept.338
+then.334:
+	%923 = getelementptr float, float* %852, i64 %896
+	%924 = getelementptr float, float* %923, i64 0
+	%925 = bitcast float* %924 to <4 x float>*
+	%926 = load <4 x float>, <4 x float>* %925, align 16
+	%927 = extractelement <4 x float> %926, i32 0
+	%928 = extractelement <4 x float> %926, i32 1
+	%929 = extractelement <4 x float> %926, i32 2
+	%930 = extractelement <4 x float> %926, i32 3
+	%931 = getelementptr float, float* %854, i64 %896
+	%932 = getelementptr float, float* %931, i64 0
+	%933 = bitcast float* %932 to <4 x float>*
+	%934 = load <4 x float>, <4 x float>* %933, align 16
+	%935 = extractelement <4 x float> %934, i32 0
+	%936 = extractelement <4 x float> %934, i32 1
+	%937 = extractelement <4 x float> %934, i32 2
+	%938 = extractelement <4 x float> %934, i32 3
+	%939 = getelementptr float, float* %856, i64 %896
+	%940 = getelementptr float, float* %939, i64 0
+	%941 = bitcast float* %940 to <4 x float>*
+	%942 = load <4 x float>, <4 x float>* %941, align 16
+	%943 = extractelement <4 x float> %942, i32 0
+	%944 = extractelement <4 x float> %942, i32 1
+	%945 = extractelement <4 x float> %942, i32 2
+	%946 = extractelement <4 x float> %942, i32 3
+	%947 = getelementptr float, float* %858, i64 %896
+	%948 = getelementptr float, float* %947, i64 0
+	%949 = bitcast float* %948 to <4 x float>*
+	%950 = load <4 x float>, <4 x float>* %949, align 16
+	%951 = extractelement <4 x float> %950, i32 0
+	%952 = extractelement <4 x float> %950, i32 1
+	%953 = extractelement <4 x float> %950, i32 2
+	%954 = extractelement <4 x float> %950, i32 3
+	%955 = insertelement <4 x float> undef, float %935, i32 0
+	%956 = insertelement <4 x float> %955, float %936, i32 1
+	%957 = insertelement <4 x float> %956, float %937, i32 2
+	%958 = insertelement <4 x float> %957, float %938, i32 3
+	%959 = insertelement <4 x float> undef, float %r.8, i32 0
+	%960 = insertelement <4 x float> %959, float %r.8, i32 1
+	%961 = insertelement <4 x float> %960, float %r.8, i32 2
+	%962 = insertelement <4 x float> %961, float %r.8, i32 3
+	%963 = fmul <4 x float> %962, %900
+	%964 = fadd <4 x float> %958, %963
+	%965 = insertelement <4 x float> undef, float %53, i32 0
+	%966 = insertelement <4 x float> %965, float %53, i32 1
+	%967 = insertelement <4 x float> %966, float %53, i32 2
+	%968 = insertelement <4 x float> %967, float %53, i32 3
+	%969 = fmul <4 x float> %964, %968
+	%970 = fadd <4 x float> %969, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%971 = fsub <4 x float> %970, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%972 = insertelement <4 x float> undef, float %49, i32 0
+	%973 = insertelement <4 x float> %972, float %49, i32 1
+	%974 = insertelement <4 x float> %973, float %49, i32 2
+	%975 = insertelement <4 x float> %974, float %49, i32 3
+	%976 = fmul <4 x float> %971, %975
+	%977 = fcmp oeq float %49, 0.0
+	%978 = select i1 %977, <4 x float> %964, <4 x float> %976
+	%979 = extractelement <4 x float> %978, i32 0
+	%980 = extractelement <4 x float> %978, i32 1
+	%981 = extractelement <4 x float> %978, i32 2
+	%982 = extractelement <4 x float> %978, i32 3
+	%983 = add i64 %896, 0
+	%984 = icmp slt i64 %983, %n
+	%985 = icmp ne float* %kept, null
+	%986 = and i1 %985, %984
+	br i1 %986, label %keep.337, label %kept.338
 
-else.332:
-	%1078 = sub i64 %n, 1
-	%1079 = add i64 %962, 0
-	%1080 = icmp slt i64 %1079, %n
-	%1081 = select i1 %1080, i64 %1079, i64 %1078
-	%1082 = getelementptr float, float* %918, i64 %1081
-	%1083 = load float, float* %1082, align 4
-	%1084 = add i64 %962, 1
-	%1085 = icmp slt i64 %1084, %n
-	%1086 = select i1 %1085, i64 %1084, i64 %1078
-	%1087 = getelementptr float, float* %918, i64 %1086
-	%1088 = load float, float* %1087, align 4
-	%1089 = add i64 %962, 2
-	%1090 = icmp slt i64 %1089, %n
-	%1091 = select i1 %1090, i64 %1089, i64 %1078
-	%1092 = getelementptr float, float* %918, i64 %1091
-	%1093 = load float, float* %1092, align 4
-	%1094 = add i64 %962, 3
-	%1095 = icmp slt i64 %1094, %n
-	%1096 = select i1 %1095, i64 %1094, i64 %1078
-	%1097 = getelementptr float, float* %918, i64 %1096
-	%1098 = load float, float* %1097, align 4
-	%1099 = add i64 %962, 0
-	%1100 = icmp slt i64 %1099, %n
-	%1101 = select i1 %1100, i64 %1099, i64 %1078
-	%1102 = getelementptr float, float* %920, i64 %1101
-	%1103 = load float, float* %1102, align 4
-	%1104 = add i64 %962, 1
-	%1105 = icmp slt i64 %1104, %n
-	%1106 = select i1 %1105, i64 %1104, i64 %1078
-	%1107 = getelementptr float, float* %920, i64 %1106
-	%1108 = load float, float* %1107, align 4
-	%1109 = add i64 %962, 2
-	%1110 = icmp slt i64 %1109, %n
-	%1111 = select i1 %1110, i64 %1109, i64 %1078
-	%1112 = getelementptr float, float* %920, i64 %1111
-	%1113 = load float, float* %1112, align 4
-	%1114 = add i64 %962, 3
-	%1115 = icmp slt i64 %1114, %n
-	%1116 = select i1 %1115, i64 %1114, i64 %1078
-	%1117 = getelementptr float, float* %920, i64 %1116
-	%1118 = load float, float* %1117, align 4
-	%1119 = add i64 %962, 0
-	%1120 = icmp slt i64 %1119, %n
-	%1121 = select i1 %1120, i64 %1119, i64 %1078
-	%1122 = getelementptr float, float* %922, i64 %1121
-	%1123 = load float, float* %1122, align 4
-	%1124 = add i64 %962, 1
-	%1125 = icmp slt i64 %1124, %n
-	%1126 = select i1 %1125, i64 %1124, i64 %1078
-	%1127 = getelementptr float, float* %922, i64 %1126
-	%1128 = load float, float* %1127, align 4
-	%1129 = add i64 %962, 2
-	%1130 = icmp slt i64 %1129, %n
-	%1131 = select i1 %1130, i64 %1129, i64 %1078
-	%1132 = getelementptr float, float* %922, i64 %1131
-	%1133 = load float, float* %1132, align 4
-	%1134 = add i64 %962, 3
-	%1135 = icmp slt i64 %1134, %n
-	%1136 = select i1 %1135, i64 %1134, i64 %1078
-	%1137 = getelementptr float, float* %922, i64 %1136
-	%1138 = load float, float* %1137, align 4
-	%1139 = add i64 %962, 0
-	%1140 = icmp slt i64 %1139, %n
-	%1141 = select i1 %1140, i64 %1139, i64 %1078
-	%1142 = getelementptr float, float* %924, i64 %1141
-	%1143 = load float, float* %1142, align 4
-	%1144 = add i64 %962, 1
-	%1145 = icmp slt i64 %1144, %n
-	%1146 = select i1 %1145, i64 %1144, i64 %1078
-	%1147 = getelementptr float, float* %924, i64 %1146
-	%1148 = load float, float* %1147, align 4
-	%1149 = add i64 %962, 2
-	%1150 = icmp slt i64 %1149, %n
-	%1151 = select i1 %1150, i64 %1149, i64 %1078
-	%1152 = getelementptr float, float* %924, i64 %1151
-	%1153 = load float, float* %1152, align 4
-	%1154 = add i64 %962, 3
-	%1155 = icmp slt i64 %1154, %n
-	%1156 = select i1 %1155, i64 %1154, i64 %1078
-	%1157 = getelementptr float, float* %924, i64 %1156
-	%1158 = load float, float* %1157, align 4
-	%1159 = insertelement <4 x float> undef, float %1083, i32 0
-	%1160 = insertelement <4 x float> %1159, float %1088, i32 1
-	%1161 = insertelement <4 x float> %1160, float %1093, i32 2
-	%1162 = insertelement <4 x float> %1161, float %1098, i32 3
-	%1163 = insertelement <4 x float> undef, float %1103, i32 0
-	%1164 = insertelement <4 x float> %1163, float %1108, i32 1
-	%1165 = insertelement <4 x float> %1164, float %1113, i32 2
-	%1166 = insertelement <4 x float> %1165, float %1118, i32 3
-	%1167 = insertelement <4 x float> undef, float %1123, i32 0
-	%1168 = insertelement <4 x float> %1167, float %1128, i32 1
-	%1169 = insertelement <4 x float> %1168, float %1133, i32 2
-	%1170 = insertelement <4 x float> %1169, float %1138, i32 3
-	%1171 = insertelement <4 x float> undef, float %1143, i32 0
-	%1172 = insertelement <4 x float> %1171, float %1148, i32 1
-	%1173 = insertelement <4 x float> %1172, float %1153, i32 2
-	%1174 = insertelement <4 x float> %1173, float %1158, i32 3
-	%1175 = add i64 %offset, %962
-	%1176 = call <4 x float> @lamb_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %1175)
-	%1177 = insertelement <4 x float> undef, float %r.8, i32 0
-	%1178 = insertelement <4 x float> %1177, float %r.8, i32 1
-	%1179 = insertelement <4 x float> %1178, float %r.8, i32 2
-	%1180 = insertelement <4 x float> %1179, float %r.8, i32 3
-	%1181 = fmul <4 x float> %1180, %1176
-	%1182 = fadd <4 x float> %1166, %1181
-	%1183 = insertelement <4 x float> undef, float %53, i32 0
-	%1184 = insertelement <4 x float> %1183, float %53, i32 1
-	%1185 = insertelement <4 x float> %1184, float %53, i32 2
-	%1186 = insertelement <4 x float> %1185, float %53, i32 3
-	%1187 = fmul <4 x float> %1182, %1186
-	%1188 = fadd <4 x float> %1187, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1189 = fsub <4 x float> %1188, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1190 = insertelement <4 x float> undef, float %49, i32 0
-	%1191 = insertelement <4 x float> %1190, float %49, i32 1
-	%1192 = insertelement <4 x float> %1191, float %49, i32 2
-	%1193 = insertelement <4 x float> %1192, float %49, i32 3
-	%1194 = fmul <4 x float> %1189, %1193
-	%1195 = fcmp oeq float %49, 0.0
-	%1196 = select i1 %1195, <4 x float> %1182, <4 x float> %1194
-	%1197 = extractelement <4 x float> %1162, i32 0
-	%1198 = extractelement <4 x float> %1162, i32 1
-	%1199 = extractelement <4 x float> %1162, i32 2
-	%1200 = extractelement <4 x float> %1162, i32 3
-	%1201 = extractelement <4 x float> %1196, i32 0
-	%1202 = extractelement <4 x float> %1196, i32 1
-	%1203 = extractelement <4 x float> %1196, i32 2
-	%1204 = extractelement <4 x float> %1196, i32 3
-	%1205 = extractelement <4 x float> %1170, i32 0
-	%1206 = extractelement <4 x float> %1170, i32 1
-	%1207 = extractelement <4 x float> %1170, i32 2
-	%1208 = extractelement <4 x float> %1170, i32 3
-	%1209 = extractelement <4 x float> %1174, i32 0
-	%1210 = extractelement <4 x float> %1174, i32 1
-	%1211 = extractelement <4 x float> %1174, i32 2
-	%1212 = extractelement <4 x float> %1174, i32 3
-	%1213 = add i64 %962, 0
-	%1214 = icmp slt i64 %1213, %n
-	%1215 = add i64 %962, 0
-	%1216 = icmp ne float* %kept, null
-	%1217 = and i1 %1216, %1214
-	br i1 %1217, label %keep.345, label %kept.346
+else.335:
+	%987 = sub i64 %n, 1
+	%988 = add i64 %896, 0
+	%989 = icmp slt i64 %988, %n
+	%990 = select i1 %989, i64 %988, i64 %987
+	%991 = getelementptr float, float* %852, i64 %990
+	%992 = load float, float* %991, align 4
+	%993 = add i64 %896, 1
+	%994 = icmp slt i64 %993, %n
+	%995 = select i1 %994, i64 %993, i64 %987
+	%996 = getelementptr float, float* %852, i64 %995
+	%997 = load float, float* %996, align 4
+	%998 = add i64 %896, 2
+	%999 = icmp slt i64 %998, %n
+	%1000 = select i1 %999, i64 %998, i64 %987
+	%1001 = getelementptr float, float* %852, i64 %1000
+	%1002 = load float, float* %1001, align 4
+	%1003 = add i64 %896, 3
+	%1004 = icmp slt i64 %1003, %n
+	%1005 = select i1 %1004, i64 %1003, i64 %987
+	%1006 = getelementptr float, float* %852, i64 %1005
+	%1007 = load float, float* %1006, align 4
+	%1008 = add i64 %896, 0
+	%1009 = icmp slt i64 %1008, %n
+	%1010 = select i1 %1009, i64 %1008, i64 %987
+	%1011 = getelementptr float, float* %854, i64 %1010
+	%1012 = load float, float* %1011, align 4
+	%1013 = add i64 %896, 1
+	%1014 = icmp slt i64 %1013, %n
+	%1015 = select i1 %1014, i64 %1013, i64 %987
+	%1016 = getelementptr float, float* %854, i64 %1015
+	%1017 = load float, float* %1016, align 4
+	%1018 = add i64 %896, 2
+	%1019 = icmp slt i64 %1018, %n
+	%1020 = select i1 %1019, i64 %1018, i64 %987
+	%1021 = getelementptr float, float* %854, i64 %1020
+	%1022 = load float, float* %1021, align 4
+	%1023 = add i64 %896, 3
+	%1024 = icmp slt i64 %1023, %n
+	%1025 = select i1 %1024, i64 %1023, i64 %987
+	%1026 = getelementptr float, float* %854, i64 %1025
+	%1027 = load float, float* %1026, align 4
+	%1028 = add i64 %896, 0
+	%1029 = icmp slt i64 %1028, %n
+	%1030 = select i1 %1029, i64 %1028, i64 %987
+	%1031 = getelementptr float, float* %856, i64 %1030
+	%1032 = load float, float* %1031, align 4
+	%1033 = add i64 %896, 1
+	%1034 = icmp slt i64 %1033, %n
+	%1035 = select i1 %1034, i64 %1033, i64 %987
+	%1036 = getelementptr float, float* %856, i64 %1035
+	%1037 = load float, float* %1036, align 4
+	%1038 = add i64 %896, 2
+	%1039 = icmp slt i64 %1038, %n
+	%1040 = select i1 %1039, i64 %1038, i64 %987
+	%1041 = getelementptr float, float* %856, i64 %1040
+	%1042 = load float, float* %1041, align 4
+	%1043 = add i64 %896, 3
+	%1044 = icmp slt i64 %1043, %n
+	%1045 = select i1 %1044, i64 %1043, i64 %987
+	%1046 = getelementptr float, float* %856, i64 %1045
+	%1047 = load float, float* %1046, align 4
+	%1048 = add i64 %896, 0
+	%1049 = icmp slt i64 %1048, %n
+	%1050 = select i1 %1049, i64 %1048, i64 %987
+	%1051 = getelementptr float, float* %858, i64 %1050
+	%1052 = load float, float* %1051, align 4
+	%1053 = add i64 %896, 1
+	%1054 = icmp slt i64 %1053, %n
+	%1055 = select i1 %1054, i64 %1053, i64 %987
+	%1056 = getelementptr float, float* %858, i64 %1055
+	%1057 = load float, float* %1056, align 4
+	%1058 = add i64 %896, 2
+	%1059 = icmp slt i64 %1058, %n
+	%1060 = select i1 %1059, i64 %1058, i64 %987
+	%1061 = getelementptr float, float* %858, i64 %1060
+	%1062 = load float, float* %1061, align 4
+	%1063 = add i64 %896, 3
+	%1064 = icmp slt i64 %1063, %n
+	%1065 = select i1 %1064, i64 %1063, i64 %987
+	%1066 = getelementptr float, float* %858, i64 %1065
+	%1067 = load float, float* %1066, align 4
+	%1068 = insertelement <4 x float> undef, float %1012, i32 0
+	%1069 = insertelement <4 x float> %1068, float %1017, i32 1
+	%1070 = insertelement <4 x float> %1069, float %1022, i32 2
+	%1071 = insertelement <4 x float> %1070, float %1027, i32 3
+	%1072 = insertelement <4 x float> undef, float %r.8, i32 0
+	%1073 = insertelement <4 x float> %1072, float %r.8, i32 1
+	%1074 = insertelement <4 x float> %1073, float %r.8, i32 2
+	%1075 = insertelement <4 x float> %1074, float %r.8, i32 3
+	%1076 = fmul <4 x float> %1075, %900
+	%1077 = fadd <4 x float> %1071, %1076
+	%1078 = insertelement <4 x float> undef, float %53, i32 0
+	%1079 = insertelement <4 x float> %1078, float %53, i32 1
+	%1080 = insertelement <4 x float> %1079, float %53, i32 2
+	%1081 = insertelement <4 x float> %1080, float %53, i32 3
+	%1082 = fmul <4 x float> %1077, %1081
+	%1083 = fadd <4 x float> %1082, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1084 = fsub <4 x float> %1083, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1085 = insertelement <4 x float> undef, float %49, i32 0
+	%1086 = insertelement <4 x float> %1085, float %49, i32 1
+	%1087 = insertelement <4 x float> %1086, float %49, i32 2
+	%1088 = insertelement <4 x float> %1087, float %49, i32 3
+	%1089 = fmul <4 x float> %1084, %1088
+	%1090 = fcmp oeq float %49, 0.0
+	%1091 = select i1 %1090, <4 x float> %1077, <4 x float> %1089
+	%1092 = extractelement <4 x float> %1091, i32 0
+	%1093 = extractelement <4 x float> %1091, i32 1
+	%1094 = extractelement <4 x float> %1091, i32 2
+	%1095 = extractelement <4 x float> %1091, i32 3
+	%1096 = add i64 %896, 0
+	%1097 = icmp slt i64 %1096, %n
+	%1098 = icmp ne float* %kept, null
+	%1099 = and i1 %1098, %1097
+	br i1 %1099, label %keep.345, label %kept.346
 
-join.333:
-	%1218 = phi float [ %1314, %kept.344 ], [ %1416, %kept.352 ]
-	%1219 = phi float [ %1315, %kept.344 ], [ %1418, %kept.352 ]
-	%1220 = add i64 %955, 1
-	br label %row.head.328
+join.336:
+	%1100 = phi float [ %1189, %kept.344 ], [ %1284, %kept.352 ]
+	%1101 = phi float [ %1190, %kept.344 ], [ %1286, %kept.352 ]
+	%1102 = add i64 %889, 1
+	br label %row.head.331
 
 keep.337:
-	%1221 = getelementptr float, float* %kept, i64 %1075
-	%1222 = bitcast float* %1221 to float*
-	store float %1061, float* %1222, align 4
+	%1103 = getelementptr float, float* %kept, i64 %983
+	store float %979, float* %1103, align 4
 	br label %kept.338
 
 kept.338:
-	%1223 = fmul float %1057, %1057
-	%1224 = fmul float %r.0, %1065
-	%1225 = fmul float %r.1, %1061
-	%1226 = fadd float %1224, %1225
-	%1227 = fdiv float %1226, %r.2
-	%1228 = fmul float %r.3, %1069
-	%1229 = fmul float %1061, %1061
-	%1230 = fmul float %r.4, %1229
-	%1231 = fadd float %1228, %1230
-	%1232 = fdiv float %1231, %r.5
-	%1233 = call float @llvm.sqrt.f32(float %1232)
-	%1234 = fadd float %1233, %r.6
-	%1235 = fdiv float %1227, %1234
-	%1236 = fmul float %r.7, %1057
-	%1237 = fadd float %1235, %1236
-	%1238 = fmul float %1237, %1237
-	%1239 = fadd float %956, %1223
-	%1240 = fadd float %957, %1238
-	%1241 = add i64 %962, 1
-	%1242 = icmp slt i64 %1241, %n
-	%1243 = add i64 %962, 1
-	%1244 = icmp ne float* %kept, null
-	%1245 = and i1 %1244, %1242
-	br i1 %1245, label %keep.339, label %kept.340
+	%1104 = fmul float %927, %927
+	%1105 = fmul float %r.0, %943
+	%1106 = fmul float %r.1, %979
+	%1107 = fadd float %1105, %1106
+	%1108 = fdiv float %1107, %r.2
+	%1109 = fmul float %r.3, %951
+	%1110 = fmul float %979, %979
+	%1111 = fmul float %r.4, %1110
+	%1112 = fadd float %1109, %1111
+	%1113 = fdiv float %1112, %r.5
+	%1114 = call float @llvm.sqrt.f32(float %1113)
+	%1115 = fadd float %1114, %r.6
+	%1116 = fdiv float %1108, %1115
+	%1117 = fmul float %r.7, %927
+	%1118 = fadd float %1116, %1117
+	%1119 = fmul float %1118, %1118
+	%1120 = fadd float %890, %1104
+	%1121 = fadd float %891, %1119
+	%1122 = add i64 %896, 1
+	%1123 = icmp slt i64 %1122, %n
+	%1124 = icmp ne float* %kept, null
+	%1125 = and i1 %1124, %1123
+	br i1 %1125, label %keep.339, label %kept.340
 
 keep.339:
-	%1246 = getelementptr float, float* %kept, i64 %1243
-	%1247 = bitcast float* %1246 to float*
-	store float %1062, float* %1247, align 4
+	%1126 = getelementptr float, float* %kept, i64 %1122
+	store float %980, float* %1126, align 4
 	br label %kept.340
 
 kept.340:
-	%1248 = fmul float %1058, %1058
-	%1249 = fmul float %r.0, %1066
-	%1250 = fmul float %r.1, %1062
-	%1251 = fadd float %1249, %1250
-	%1252 = fdiv float %1251, %r.2
-	%1253 = fmul float %r.3, %1070
-	%1254 = fmul float %1062, %1062
-	%1255 = fmul float %r.4, %1254
-	%1256 = fadd float %1253, %1255
-	%1257 = fdiv float %1256, %r.5
-	%1258 = call float @llvm.sqrt.f32(float %1257)
-	%1259 = fadd float %1258, %r.6
-	%1260 = fdiv float %1252, %1259
-	%1261 = fmul float %r.7, %1058
-	%1262 = fadd float %1260, %1261
-	%1263 = fmul float %1262, %1262
-	%1264 = fadd float %1239, %1248
-	%1265 = fadd float %1240, %1263
-	%1266 = add i64 %962, 2
-	%1267 = icmp slt i64 %1266, %n
-	%1268 = add i64 %962, 2
-	%1269 = icmp ne float* %kept, null
-	%1270 = and i1 %1269, %1267
-	br i1 %1270, label %keep.341, label %kept.342
+	%1127 = fmul float %928, %928
+	%1128 = fmul float %r.0, %944
+	%1129 = fmul float %r.1, %980
+	%1130 = fadd float %1128, %1129
+	%1131 = fdiv float %1130, %r.2
+	%1132 = fmul float %r.3, %952
+	%1133 = fmul float %980, %980
+	%1134 = fmul float %r.4, %1133
+	%1135 = fadd float %1132, %1134
+	%1136 = fdiv float %1135, %r.5
+	%1137 = call float @llvm.sqrt.f32(float %1136)
+	%1138 = fadd float %1137, %r.6
+	%1139 = fdiv float %1131, %1138
+	%1140 = fmul float %r.7, %928
+	%1141 = fadd float %1139, %1140
+	%1142 = fmul float %1141, %1141
+	%1143 = fadd float %1120, %1127
+	%1144 = fadd float %1121, %1142
+	%1145 = add i64 %896, 2
+	%1146 = icmp slt i64 %1145, %n
+	%1147 = icmp ne float* %kept, null
+	%1148 = and i1 %1147, %1146
+	br i1 %1148, label %keep.341, label %kept.342
 
 keep.341:
-	%1271 = getelementptr float, float* %kept, i64 %1268
-	%1272 = bitcast float* %1271 to float*
-	store float %1063, float* %1272, align 4
+	%1149 = getelementptr float, float* %kept, i64 %1145
+	store float %981, float* %1149, align 4
 	br label %kept.342
 
 kept.342:
-	%1273 = fmul float %1059, %1059
-	%1274 = fmul float %r.0, %1067
-	%1275 = fmul float %r.1, %1063
-	%1276 = fadd float %1274, %1275
-	%1277 = fdiv float %1276, %r.2
-	%1278 = fmul float %r.3, %1071
-	%1279 = fmul float %1063, %1063
-	%1280 = fmul float %r.4, %1279
-	%1281 = fadd float %1278, %1280
-	%1282 = fdiv float %1281, %r.5
-	%1283 = call float @llvm.sqrt.f32(float %1282)
-	%1284 = fadd float %1283, %r.6
-	%1285 = fdiv float %1277, %1284
-	%1286 = fmul float %r.7, %1059
-	%1287 = fadd float %1285, %1286
-	%1288 = fmul float %1287, %1287
-	%1289 = fadd float %1264, %1273
-	%1290 = fadd float %1265, %1288
-	%1291 = add i64 %962, 3
-	%1292 = icmp slt i64 %1291, %n
-	%1293 = add i64 %962, 3
-	%1294 = icmp ne float* %kept, null
-	%1295 = and i1 %1294, %1292
-	br i1 %1295, label %keep.343, label %kept.344
+	%1150 = fmul float %929, %929
+	%1151 = fmul float %r.0, %945
+	%1152 = fmul float %r.1, %981
+	%1153 = fadd float %1151, %1152
+	%1154 = fdiv float %1153, %r.2
+	%1155 = fmul float %r.3, %953
+	%1156 = fmul float %981, %981
+	%1157 = fmul float %r.4, %1156
+	%1158 = fadd float %1155, %1157
+	%1159 = fdiv float %1158, %r.5
+	%1160 = call float @llvm.sqrt.f32(float %1159)
+	%1161 = fadd float %1160, %r.6
+	%1162 = fdiv float %1154, %1161
+	%1163 = fmul float %r.7, %929
+	%1164 = fadd float %1162, %1163
+	%1165 = fmul float %1164, %1164
+	%1166 = fadd float %1143, %1150
+	%1167 = fadd float %1144, %1165
+	%1168 = add i64 %896, 3
+	%1169 = icmp slt i64 %1168, %n
+	%1170 = icmp ne float* %kept, null
+	%1171 = and i1 %1170, %1169
+	br i1 %1171, label %keep.343, label %kept.344
 
 keep.343:
-	%1296 = getelementptr float, float* %kept, i64 %1293
-	%1297 = bitcast float* %1296 to float*
-	store float %1064, float* %1297, align 4
+	%1172 = getelementptr float, float* %kept, i64 %1168
+	store float %982, float* %1172, align 4
 	br label %kept.344
 
 kept.344:
-	%1298 = fmul float %1060, %1060
-	%1299 = fmul float %r.0, %1068
-	%1300 = fmul float %r.1, %1064
-	%1301 = fadd float %1299, %1300
-	%1302 = fdiv float %1301, %r.2
-	%1303 = fmul float %r.3, %1072
-	%1304 = fmul float %1064, %1064
-	%1305 = fmul float %r.4, %1304
-	%1306 = fadd float %1303, %1305
-	%1307 = fdiv float %1306, %r.5
-	%1308 = call float @llvm.sqrt.f32(float %1307)
-	%1309 = fadd float %1308, %r.6
-	%1310 = fdiv float %1302, %1309
-	%1311 = fmul float %r.7, %1060
-	%1312 = fadd float %1310, %1311
-	%1313 = fmul float %1312, %1312
-	%1314 = fadd float %1289, %1298
-	%1315 = fadd float %1290, %1313
-	br label %join.333
+	%1173 = fmul float %930, %930
+	%1174 = fmul float %r.0, %946
+	%1175 = fmul float %r.1, %982
+	%1176 = fadd float %1174, %1175
+	%1177 = fdiv float %1176, %r.2
+	%1178 = fmul float %r.3, %954
+	%1179 = fmul float %982, %982
+	%1180 = fmul float %r.4, %1179
+	%1181 = fadd float %1178, %1180
+	%1182 = fdiv float %1181, %r.5
+	%1183 = call float @llvm.sqrt.f32(float %1182)
+	%1184 = fadd float %1183, %r.6
+	%1185 = fdiv float %1177, %1184
+	%1186 = fmul float %r.7, %930
+	%1187 = fadd float %1185, %1186
+	%1188 = fmul float %1187, %1187
+	%1189 = fadd float %1166, %1173
+	%1190 = fadd float %1167, %1188
+	br label %join.336
 
 keep.345:
-	%1316 = getelementptr float, float* %kept, i64 %1215
-	%1317 = bitcast float* %1316 to float*
-	store float %1201, float* %1317, align 4
+	%1191 = getelementptr float, float* %kept, i64 %1096
+	store float %1092, float* %1191, align 4
 	br label %kept.346
 
 kept.346:
-	%1318 = fmul float %1197, %1197
-	%1319 = fmul float %r.0, %1205
-	%1320 = fmul float %r.1, %1201
-	%1321 = fadd float %1319, %1320
-	%1322 = fdiv float %1321, %r.2
-	%1323 = fmul float %r.3, %1209
-	%1324 = fmul float %1201, %1201
-	%1325 = fmul float %r.4, %1324
-	%1326 = fadd float %1323, %1325
-	%1327 = fdiv float %1326, %r.5
-	%1328 = call float @llvm.sqrt.f32(float %1327)
-	%1329 = fadd float %1328, %r.6
-	%1330 = fdiv float %1322, %1329
-	%1331 = fmul float %r.7, %1197
-	%1332 = fadd float %1330, %1331
-	%1333 = fmul float %1332, %1332
-	%1334 = select i1 %1214, float %1318, float 0.0
-	%1335 = fadd float %956, %1334
-	%1336 = select i1 %1214, float %1333, float 0.0
-	%1337 = fadd float %957, %1336
-	%1338 = add i64 %962, 1
-	%1339 = icmp slt i64 %1338, %n
-	%1340 = add i64 %962, 1
-	%1341 = icmp ne float* %kept, null
-	%1342 = and i1 %1341, %1339
-	br i1 %1342, label %keep.347, label %kept.348
+	%1192 = fmul float %992, %992
+	%1193 = fmul float %r.0, %1032
+	%1194 = fmul float %r.1, %1092
+	%1195 = fadd float %1193, %1194
+	%1196 = fdiv float %1195, %r.2
+	%1197 = fmul float %r.3, %1052
+	%1198 = fmul float %1092, %1092
+	%1199 = fmul float %r.4, %1198
+	%1200 = fadd float %1197, %1199
+	%1201 = fdiv float %1200, %r.5
+	%1202 = call float @llvm.sqrt.f32(float %1201)
+	%1203 = fadd float %1202, %r.6
+	%1204 = fdiv float %1196, %1203
+	%1205 = fmul float %r.7, %992
+	%1206 = fadd float %1204, %1205
+	%1207 = fmul float %1206, %1206
+	%1208 = select i1 %1097, float %1192, float 0.0
+	%1209 = fadd float %890, %1208
+	%1210 = select i1 %1097, float %1207, float 0.0
+	%1211 = fadd float %891, %1210
+	%1212 = add i64 %896, 1
+	%1213 = icmp slt i64 %1212, %n
+	%1214 = icmp ne float* %kept, null
+	%1215 = and i1 %1214, %1213
+	br i1 %1215, label %keep.347, label %kept.348
 
 keep.347:
-	%1343 = getelementptr float, float* %kept, i64 %1340
-	%1344 = bitcast float* %1343 to float*
-	store float %1202, float* %1344, align 4
+	%1216 = getelementptr float, float* %kept, i64 %1212
+	store float %1093, float* %1216, align 4
 	br label %kept.348
 
 kept.348:
-	%1345 = fmul float %1198, %1198
-	%1346 = fmul float %r.0, %1206
-	%1347 = fmul float %r.1, %1202
-	%1348 = fadd float %1346, %1347
-	%1349 = fdiv float %1348, %r.2
-	%1350 = fmul float %r.3, %1210
-	%1351 = fmul float %1202, %1202
-	%1352 = fmul float %r.4, %1351
-	%1353 = fadd float %1350, %1352
-	%1354 = fdiv float %1353, %r.5
-	%1355 = call float @llvm.sqrt.f32(float %1354)
-	%1356 = fadd float %1355, %r.6
-	%1357 = fdiv float %1349, %1356
-	%1358 = fmul float %r.7, %1198
-	%1359 = fadd float %1357, %1358
-	%1360 = fmul float %1359, %1359
-	%1361 = select i1 %1339, float %1345, float 0.0
-	%1362 = fadd float %1335, %1361
-	%1363 = select i1 %1339, float %1360, float 0.0
-	%1364 = fadd float %1337, %1363
-	%1365 = add i64 %962, 2
-	%1366 = icmp slt i64 %1365, %n
-	%1367 = add i64 %962, 2
-	%1368 = icmp ne float* %kept, null
-	%1369 = and i1 %1368, %1366
-	br i1 %1369, label %keep.349, label %kept.350
+	%1217 = fmul float %997, %997
+	%1218 = fmul float %r.0, %1037
+	%1219 = fmul float %r.1, %1093
+	%1220 = fadd float %1218, %1219
+	%1221 = fdiv float %1220, %r.2
+	%1222 = fmul float %r.3, %1057
+	%1223 = fmul float %1093, %1093
+	%1224 = fmul float %r.4, %1223
+	%1225 = fadd float %1222, %1224
+	%1226 = fdiv float %1225, %r.5
+	%1227 = call float @llvm.sqrt.f32(float %1226)
+	%1228 = fadd float %1227, %r.6
+	%1229 = fdiv float %1221, %1228
+	%1230 = fmul float %r.7, %997
+	%1231 = fadd float %1229, %1230
+	%1232 = fmul float %1231, %1231
+	%1233 = select i1 %1213, float %1217, float 0.0
+	%1234 = fadd float %1209, %1233
+	%1235 = select i1 %1213, float %1232, float 0.0
+	%1236 = fadd float %1211, %1235
+	%1237 = add i64 %896, 2
+	%1238 = icmp slt i64 %1237, %n
+	%1239 = icmp ne float* %kept, null
+	%1240 = and i1 %1239, %1238
+	br i1 %1240, label %keep.349, label %kept.350
 
 keep.349:
-	%1370 = getelementptr float, float* %kept, i64 %1367
-	%1371 = bitcast float* %1370 to float*
-	store float %1203, float* %1371, align 4
+	%1241 = getelementptr float, float* %kept, i64 %1237
+	store float %1094, float* %1241, align 4
 	br label %kept.350
 
 kept.350:
-	%1372 = fmul float %1199, %1199
-	%1373 = fmul float %r.0, %1207
-	%1374 = fmul float %r.1, %1203
-	%1375 = fadd float %1373, %1374
-	%1376 = fdiv float %1375, %r.2
-	%1377 = fmul float %r.3, %1211
-	%1378 = fmul float %1203, %1203
-	%1379 = fmul float %r.4, %1378
-	%1380 = fadd float %1377, %1379
-	%1381 = fdiv float %1380, %r.5
-	%1382 = call float @llvm.sqrt.f32(float %1381)
-	%1383 = fadd float %1382, %r.6
-	%1384 = fdiv float %1376, %1383
-	%1385 = fmul float %r.7, %1199
-	%1386 = fadd float %1384, %1385
-	%1387 = fmul float %1386, %1386
-	%1388 = select i1 %1366, float %1372, float 0.0
-	%1389 = fadd float %1362, %1388
-	%1390 = select i1 %1366, float %1387, float 0.0
-	%1391 = fadd float %1364, %1390
-	%1392 = add i64 %962, 3
-	%1393 = icmp slt i64 %1392, %n
-	%1394 = add i64 %962, 3
-	%1395 = icmp ne float* %kept, null
-	%1396 = and i1 %1395, %1393
-	br i1 %1396, label %keep.351, label %kept.352
+	%1242 = fmul float %1002, %1002
+	%1243 = fmul float %r.0, %1042
+	%1244 = fmul float %r.1, %1094
+	%1245 = fadd float %1243, %1244
+	%1246 = fdiv float %1245, %r.2
+	%1247 = fmul float %r.3, %1062
+	%1248 = fmul float %1094, %1094
+	%1249 = fmul float %r.4, %1248
+	%1250 = fadd float %1247, %1249
+	%1251 = fdiv float %1250, %r.5
+	%1252 = call float @llvm.sqrt.f32(float %1251)
+	%1253 = fadd float %1252, %r.6
+	%1254 = fdiv float %1246, %1253
+	%1255 = fmul float %r.7, %1002
+	%1256 = fadd float %1254, %1255
+	%1257 = fmul float %1256, %1256
+	%1258 = select i1 %1238, float %1242, float 0.0
+	%1259 = fadd float %1234, %1258
+	%1260 = select i1 %1238, float %1257, float 0.0
+	%1261 = fadd float %1236, %1260
+	%1262 = add i64 %896, 3
+	%1263 = icmp slt i64 %1262, %n
+	%1264 = icmp ne float* %kept, null
+	%1265 = and i1 %1264, %1263
+	br i1 %1265, label %keep.351, label %kept.352
 
 keep.351:
-	%1397 = getelementptr float, float* %kept, i64 %1394
-	%1398 = bitcast float* %1397 to float*
-	store float %1204, float* %1398, align 4
+	%1266 = getelementptr float, float* %kept, i64 %1262
+	store float %1095, float* %1266, align 4
 	br label %kept.352
 
 kept.352:
-	%1399 = fmul float %1200, %1200
-	%1400 = fmul float %r.0, %1208
-	%1401 = fmul float %r.1, %1204
-	%1402 = fadd float %1400, %1401
-	%1403 = fdiv float %1402, %r.2
-	%1404 = fmul float %r.3, %1212
-	%1405 = fmul float %1204, %1204
-	%1406 = fmul float %r.4, %1405
-	%1407 = fadd float %1404, %1406
-	%1408 = fdiv float %1407, %r.5
-	%1409 = call float @llvm.sqrt.f32(float %1408)
-	%1410 = fadd float %1409, %r.6
-	%1411 = fdiv float %1403, %1410
-	%1412 = fmul float %r.7, %1200
-	%1413 = fadd float %1411, %1412
-	%1414 = fmul float %1413, %1413
-	%1415 = select i1 %1393, float %1399, float 0.0
-	%1416 = fadd float %1389, %1415
-	%1417 = select i1 %1393, float %1414, float 0.0
-	%1418 = fadd float %1391, %1417
-	br label %join.333
+	%1267 = fmul float %1007, %1007
+	%1268 = fmul float %r.0, %1047
+	%1269 = fmul float %r.1, %1095
+	%1270 = fadd float %1268, %1269
+	%1271 = fdiv float %1270, %r.2
+	%1272 = fmul float %r.3, %1067
+	%1273 = fmul float %1095, %1095
+	%1274 = fmul float %r.4, %1273
+	%1275 = fadd float %1272, %1274
+	%1276 = fdiv float %1275, %r.5
+	%1277 = call float @llvm.sqrt.f32(float %1276)
+	%1278 = fadd float %1277, %r.6
+	%1279 = fdiv float %1271, %1278
+	%1280 = fmul float %r.7, %1007
+	%1281 = fadd float %1279, %1280
+	%1282 = fmul float %1281, %1281
+	%1283 = select i1 %1263, float %1267, float 0.0
+	%1284 = fadd float %1259, %1283
+	%1285 = select i1 %1263, float %1282, float 0.0
+	%1286 = fadd float %1261, %1285
+	br label %join.336
 
 lane0.353:
-	%1419 = getelementptr float, float* %3, i64 %913
-	store float %983, float* %1419, align 4
-	%1420 = getelementptr float, float* %5, i64 %913
-	store float %985, float* %1420, align 4
+	%1287 = getelementptr float, float* %3, i64 %847
+	store float %919, float* %1287, align 4
+	%1288 = getelementptr float, float* %5, i64 %847
+	store float %921, float* %1288, align 4
 	br label %stored.354
 
 stored.354:
-	%1421 = add i64 %913, %66
-	br label %task.head.325
+	%1289 = add i64 %847, %66
+	br label %task.head.328
 }
 
 define internal <4 x float> @lamb_noise_lane_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
@@ -11030,17 +10898,17 @@ entry:
 	%1 = and i64 %first, 3
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.304, label %else.305
+	br i1 %3, label %then.295, label %else.296
 
-then.304:
+then.295:
 	%4 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %0)
 	%5 = extractelement <4 x float> %4, i32 0
 	%6 = extractelement <4 x float> %4, i32 1
 	%7 = extractelement <4 x float> %4, i32 2
 	%8 = extractelement <4 x float> %4, i32 3
-	br label %join.306
+	br label %join.297
 
-else.305:
+else.296:
 	%9 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %0)
 	%10 = extractelement <4 x float> %9, i32 0
 	%11 = extractelement <4 x float> %9, i32 1
@@ -11092,13 +10960,13 @@ else.305:
 	%57 = and i64 %1, 4
 	%58 = icmp ne i64 %57, 0
 	%59 = select i1 %58, float %19, float %56
-	br label %join.306
+	br label %join.297
 
-join.306:
-	%60 = phi float [ %5, %then.304 ], [ %29, %else.305 ]
-	%61 = phi float [ %6, %then.304 ], [ %39, %else.305 ]
-	%62 = phi float [ %7, %then.304 ], [ %49, %else.305 ]
-	%63 = phi float [ %8, %then.304 ], [ %59, %else.305 ]
+join.297:
+	%60 = phi float [ %5, %then.295 ], [ %29, %else.296 ]
+	%61 = phi float [ %6, %then.295 ], [ %39, %else.296 ]
+	%62 = phi float [ %7, %then.295 ], [ %49, %else.296 ]
+	%63 = phi float [ %8, %then.295 ], [ %59, %else.296 ]
 	%64 = insertelement <4 x float> undef, float %60, i32 0
 	%65 = insertelement <4 x float> %64, float %61, i32 1
 	%66 = insertelement <4 x float> %65, float %62, i32 2
@@ -11112,9 +10980,9 @@ entry:
 	%1 = and i64 %first, 7
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.334, label %else.335
+	br i1 %3, label %then.325, label %else.326
 
-then.334:
+then.325:
 	%4 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %0)
 	%5 = extractvalue [8 x float] %4, 0
 	%6 = extractvalue [8 x float] %4, 1
@@ -11164,9 +11032,9 @@ then.334:
 	%50 = and i64 %1, 4
 	%51 = icmp ne i64 %50, 0
 	%52 = select i1 %51, float %12, float %49
-	br label %join.336
+	br label %join.327
 
-else.335:
+else.326:
 	%53 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %0)
 	%54 = extractvalue [8 x float] %53, 0
 	%55 = extractvalue [8 x float] %53, 1
@@ -11266,13 +11134,13 @@ else.335:
 	%149 = and i64 %1, 8
 	%150 = icmp ne i64 %149, 0
 	%151 = select i1 %150, float %148, float %147
-	br label %join.336
+	br label %join.327
 
-join.336:
-	%152 = phi float [ %22, %then.334 ], [ %91, %else.335 ]
-	%153 = phi float [ %32, %then.334 ], [ %111, %else.335 ]
-	%154 = phi float [ %42, %then.334 ], [ %131, %else.335 ]
-	%155 = phi float [ %52, %then.334 ], [ %151, %else.335 ]
+join.327:
+	%152 = phi float [ %22, %then.325 ], [ %91, %else.326 ]
+	%153 = phi float [ %32, %then.325 ], [ %111, %else.326 ]
+	%154 = phi float [ %42, %then.325 ], [ %131, %else.326 ]
+	%155 = phi float [ %52, %then.325 ], [ %151, %else.326 ]
 	%156 = insertelement <4 x float> undef, float %152, i32 0
 	%157 = insertelement <4 x float> %156, float %153, i32 1
 	%158 = insertelement <4 x float> %157, float %154, i32 2
@@ -11360,7 +11228,7 @@ without_noise:
 with_noise:
 	%66 = add i64 %n, 4095
 	%67 = sdiv i64 %66, u0x1000
-	br label %task.head.376
+	br label %task.head.385
 
 with_secure_noise:
 	%68 = bitcast float %39 to i32
@@ -11379,7 +11247,7 @@ with_secure_noise:
 	%81 = bitcast i32 %80 to float
 	%82 = add i64 %n, 4095
 	%83 = sdiv i64 %82, u0x1000
-	br label %task.head.411
+	br label %task.head.420
 
 unknown_mode:
 	ret void
@@ -11804,12 +11672,12 @@ pad.done.375:
 	%398 = fadd <32 x float> %396, %397
 	br label %join.363
 
-task.head.376:
-	%399 = phi i64 [ %41, %with_noise ], [ %546, %row.done.381 ]
+task.head.385:
+	%399 = phi i64 [ %41, %with_noise ], [ %548, %row.done.390 ]
 	%400 = icmp slt i64 %399, %43
-	br i1 %400, label %task.377, label %task.done.378
+	br i1 %400, label %task.386, label %task.done.387
 
-task.377:
+task.386:
 	%401 = sdiv i64 %399, %67
 	%402 = srem i64 %399, %67
 	%403 = mul i64 %401, %n
@@ -11826,19 +11694,19 @@ task.377:
 	%414 = sdiv i64 %413, 128
 	%415 = icmp slt i64 %414, 32
 	%416 = select i1 %415, i64 %414, i64 32
-	br label %row.head.379
+	br label %row.head.388
 
-task.done.378:
+task.done.387:
 	ret void
 
-row.head.379:
-	%417 = phi i64 [ 0, %task.377 ], [ %696, %join.384 ]
-	%418 = phi <32 x float> [ zeroinitializer, %task.377 ], [ %694, %join.384 ]
-	%419 = phi <32 x float> [ zeroinitializer, %task.377 ], [ %695, %join.384 ]
+row.head.388:
+	%417 = phi i64 [ 0, %task.386 ], [ %696, %join.393 ]
+	%418 = phi <32 x float> [ zeroinitializer, %task.386 ], [ %694, %join.393 ]
+	%419 = phi <32 x float> [ zeroinitializer, %task.386 ], [ %695, %join.393 ]
 	%420 = icmp slt i64 %417, %416
-	br i1 %420, label %row.380, label %row.done.381
+	br i1 %420, label %row.389, label %row.done.390
 
-row.380:
+row.389:
 	%421 = mul i64 %417, 128
 	%422 = add i64 %411, %421
 	%423 = add i64 %422, 512
@@ -11972,53 +11840,53 @@ row.380:
 	call void @llvm.prefetch.p0i8(i8* %519, i32 0, i32 3, i32 1)
 	%520 = add i64 %422, 128
 	%521 = icmp sle i64 %520, %n
-	br i1 %521, label %then.382, label %else.383
+	%522 = add i64 %45, %422
+	%523 = call <128 x float> @lamb_noise_row128_8_false(i64 %47, i32 %49, i64 %522)
+	br i1 %521, label %then.391, label %else.392
 
-row.done.381:
-	%522 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%523 = fadd <32 x float> %418, %522
-	%524 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%525 = fadd <32 x float> %419, %524
-	%526 = shufflevector <32 x float> %523, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%527 = fadd <32 x float> %523, %526
+row.done.390:
+	%524 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%525 = fadd <32 x float> %418, %524
+	%526 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%527 = fadd <32 x float> %419, %526
 	%528 = shufflevector <32 x float> %525, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%529 = fadd <32 x float> %525, %528
-	%530 = shufflevector <32 x float> %527, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%530 = shufflevector <32 x float> %527, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%531 = fadd <32 x float> %527, %530
 	%532 = shufflevector <32 x float> %529, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%533 = fadd <32 x float> %529, %532
-	%534 = shufflevector <32 x float> %531, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%534 = shufflevector <32 x float> %531, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%535 = fadd <32 x float> %531, %534
 	%536 = shufflevector <32 x float> %533, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%537 = fadd <32 x float> %533, %536
-	%538 = shufflevector <32 x float> %535, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%538 = shufflevector <32 x float> %535, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%539 = fadd <32 x float> %535, %538
 	%540 = shufflevector <32 x float> %537, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%541 = fadd <32 x float> %537, %540
-	%542 = extractelement <32 x float> %539, i32 0
-	%543 = getelementptr float, float* %61, i64 %399
-	store float %542, float* %543, align 4
+	%542 = shufflevector <32 x float> %539, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%543 = fadd <32 x float> %539, %542
 	%544 = extractelement <32 x float> %541, i32 0
-	%545 = getelementptr float, float* %63, i64 %399
+	%545 = getelementptr float, float* %61, i64 %399
 	store float %544, float* %545, align 4
-	%546 = add i64 %399, 1
-	br label %task.head.376
+	%546 = extractelement <32 x float> %543, i32 0
+	%547 = getelementptr float, float* %63, i64 %399
+	store float %546, float* %547, align 4
+	%548 = add i64 %399, 1
+	br label %task.head.385
 
-then.382:
-	%547 = getelementptr float, float* %404, i64 %422
-	%548 = bitcast float* %547 to <128 x float>*
-	%549 = load <128 x float>, <128 x float>* %548, align 4
-	%550 = getelementptr float, float* %406, i64 %422
-	%551 = bitcast float* %550 to <128 x float>*
-	%552 = load <128 x float>, <128 x float>* %551, align 4
-	%553 = getelementptr float, float* %408, i64 %422
-	%554 = bitcast float* %553 to <128 x float>*
-	%555 = load <128 x float>, <128 x float>* %554, align 4
-	%556 = getelementptr float, float* %410, i64 %422
-	%557 = bitcast float* %556 to <128 x float>*
-	%558 = load <128 x float>, <128 x float>* %557, align 4
-	%559 = add i64 %45, %422
-	%560 = call <128 x float> @lamb_noise_row128_8_false(i64 %47, i32 %49, i64 %559)
+then.391:
+	%549 = getelementptr float, float* %404, i64 %422
+	%550 = bitcast float* %549 to <128 x float>*
+	%551 = load <128 x float>, <128 x float>* %550, align 4
+	%552 = getelementptr float, float* %406, i64 %422
+	%553 = bitcast float* %552 to <128 x float>*
+	%554 = load <128 x float>, <128 x float>* %553, align 4
+	%555 = getelementptr float, float* %408, i64 %422
+	%556 = bitcast float* %555 to <128 x float>*
+	%557 = load <128 x float>, <128 x float>* %556, align 4
+	%558 = getelementptr float, float* %410, i64 %422
+	%559 = bitcast float* %558 to <128 x float>*
+	%560 = load <128 x float>, <128 x float>* %559, align 4
 	%561 = insertelement <128 x float> undef, float %39, i32 0
 	%562 = insertelement <128 x float> %561, float %39, i32 1
 	%563 = insertelement <128 x float> %562, float %39, i32 2
@@ -12147,22 +12015,22 @@ then.382:
 	%686 = insertelement <128 x float> %685, float %39, i32 125
 	%687 = insertelement <128 x float> %686, float %39, i32 126
 	%688 = insertelement <128 x float> %687, float %39, i32 127
-	%689 = fmul <128 x float> %688, %560
-	%690 = fadd <128 x float> %552, %689
+	%689 = fmul <128 x float> %688, %523
+	%690 = fadd <128 x float> %554, %689
 	%691 = icmp ne float* %kept, null
 	br i1 %691, label %keep.394, label %kept.395
 
-else.383:
+else.392:
 	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
 	%692 = bitcast <128 x float>* %9 to float*
 	%693 = sub i64 %n, %422
 	br label %pad.head.396
 
-join.384:
-	%694 = phi <32 x float> [ %738, %kept.395 ], [ %983, %keep.done.410 ]
-	%695 = phi <32 x float> [ %746, %kept.395 ], [ %992, %keep.done.410 ]
+join.393:
+	%694 = phi <32 x float> [ %738, %kept.395 ], [ %981, %keep.done.410 ]
+	%695 = phi <32 x float> [ %746, %kept.395 ], [ %990, %keep.done.410 ]
 	%696 = add i64 %417, 1
-	br label %row.head.379
+	br label %row.head.388
 
 keep.394:
 	%697 = getelementptr float, float* %kept, i64 %422
@@ -12187,12 +12055,12 @@ kept.395:
 	%712 = shufflevector <128 x float> %711, <128 x float> undef, <128 x i32> zeroinitializer
 	%713 = insertelement <128 x float> undef, float %37, i32 0
 	%714 = shufflevector <128 x float> %713, <128 x float> undef, <128 x i32> zeroinitializer
-	%715 = fmul <128 x float> %549, %549
-	%716 = fmul <128 x float> %700, %555
+	%715 = fmul <128 x float> %551, %551
+	%716 = fmul <128 x float> %700, %557
 	%717 = fmul <128 x float> %702, %690
 	%718 = fadd <128 x float> %716, %717
 	%719 = fdiv <128 x float> %718, %704
-	%720 = fmul <128 x float> %706, %558
+	%720 = fmul <128 x float> %706, %560
 	%721 = fmul <128 x float> %690, %690
 	%722 = fmul <128 x float> %708, %721
 	%723 = fadd <128 x float> %720, %722
@@ -12200,7 +12068,7 @@ kept.395:
 	%725 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %724)
 	%726 = fadd <128 x float> %725, %712
 	%727 = fdiv <128 x float> %719, %726
-	%728 = fmul <128 x float> %714, %549
+	%728 = fmul <128 x float> %714, %551
 	%729 = fadd <128 x float> %727, %728
 	%730 = fmul <128 x float> %729, %729
 	%731 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
@@ -12219,10 +12087,10 @@ kept.395:
 	%744 = fadd <32 x float> %742, %743
 	%745 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%746 = fadd <32 x float> %744, %745
-	br label %join.384
+	br label %join.393
 
 pad.head.396:
-	%747 = phi i64 [ 0, %else.383 ], [ %753, %pad.397 ]
+	%747 = phi i64 [ 0, %else.392 ], [ %753, %pad.397 ]
 	%748 = icmp slt i64 %747, %693
 	br i1 %748, label %pad.397, label %pad.done.398
 
@@ -12314,389 +12182,389 @@ pad.done.407:
 	%796 = getelementptr float, float* %772, i64 0
 	%797 = bitcast float* %796 to <128 x float>*
 	%798 = load <128 x float>, <128 x float>* %797, align 4
-	%799 = add i64 %45, %422
-	%800 = call <128 x float> @lamb_noise_row128_8_false(i64 %47, i32 %49, i64 %799)
-	%801 = insertelement <128 x float> undef, float %39, i32 0
-	%802 = insertelement <128 x float> %801, float %39, i32 1
-	%803 = insertelement <128 x float> %802, float %39, i32 2
-	%804 = insertelement <128 x float> %803, float %39, i32 3
-	%805 = insertelement <128 x float> %804, float %39, i32 4
-	%806 = insertelement <128 x float> %805, float %39, i32 5
-	%807 = insertelement <128 x float> %806, float %39, i32 6
-	%808 = insertelement <128 x float> %807, float %39, i32 7
-	%809 = insertelement <128 x float> %808, float %39, i32 8
-	%810 = insertelement <128 x float> %809, float %39, i32 9
-	%811 = insertelement <128 x float> %810, float %39, i32 10
-	%812 = insertelement <128 x float> %811, float %39, i32 11
-	%813 = insertelement <128 x float> %812, float %39, i32 12
-	%814 = insertelement <128 x float> %813, float %39, i32 13
-	%815 = insertelement <128 x float> %814, float %39, i32 14
-	%816 = insertelement <128 x float> %815, float %39, i32 15
-	%817 = insertelement <128 x float> %816, float %39, i32 16
-	%818 = insertelement <128 x float> %817, float %39, i32 17
-	%819 = insertelement <128 x float> %818, float %39, i32 18
-	%820 = insertelement <128 x float> %819, float %39, i32 19
-	%821 = insertelement <128 x float> %820, float %39, i32 20
-	%822 = insertelement <128 x float> %821, float %39, i32 21
-	%823 = insertelement <128 x float> %822, float %39, i32 22
-	%824 = insertelement <128 x float> %823, float %39, i32 23
-	%825 = insertelement <128 x float> %824, float %39, i32 24
-	%826 = insertelement <128 x float> %825, float %39, i32 25
-	%827 = insertelement <128 x float> %826, float %39, i32 26
-	%828 = insertelement <128 x float> %827, float %39, i32 27
-	%829 = insertelement <128 x float> %828, float %39, i32 28
-	%830 = insertelement <128 x float> %829, float %39, i32 29
-	%831 = insertelement <128 x float> %830, float %39, i32 30
-	%832 = insertelement <128 x float> %831, float %39, i32 31
-	%833 = insertelement <128 x float> %832, float %39, i32 32
-	%834 = insertelement <128 x float> %833, float %39, i32 33
-	%835 = insertelement <128 x float> %834, float %39, i32 34
-	%836 = insertelement <128 x float> %835, float %39, i32 35
-	%837 = insertelement <128 x float> %836, float %39, i32 36
-	%838 = insertelement <128 x float> %837, float %39, i32 37
-	%839 = insertelement <128 x float> %838, float %39, i32 38
-	%840 = insertelement <128 x float> %839, float %39, i32 39
-	%841 = insertelement <128 x float> %840, float %39, i32 40
-	%842 = insertelement <128 x float> %841, float %39, i32 41
-	%843 = insertelement <128 x float> %842, float %39, i32 42
-	%844 = insertelement <128 x float> %843, float %39, i32 43
-	%845 = insertelement <128 x float> %844, float %39, i32 44
-	%846 = insertelement <128 x float> %845, float %39, i32 45
-	%847 = insertelement <128 x float> %846, float %39, i32 46
-	%848 = insertelement <128 x float> %847, float %39, i32 47
-	%849 = insertelement <128 x float> %848, float %39, i32 48
-	%850 = insertelement <128 x float> %849, float %39, i32 49
-	%851 = insertelement <128 x float> %850, float %39, i32 50
-	%852 = insertelement <128 x float> %851, float %39, i32 51
-	%853 = insertelement <128 x float> %852, float %39, i32 52
-	%854 = insertelement <128 x float> %853, float %39, i32 53
-	%855 = insertelement <128 x float> %854, float %39, i32 54
-	%856 = insertelement <128 x float> %855, float %39, i32 55
-	%857 = insertelement <128 x float> %856, float %39, i32 56
-	%858 = insertelement <128 x float> %857, float %39, i32 57
-	%859 = insertelement <128 x float> %858, float %39, i32 58
-	%860 = insertelement <128 x float> %859, float %39, i32 59
-	%861 = insertelement <128 x float> %860, float %39, i32 60
-	%862 = insertelement <128 x float> %861, float %39, i32 61
-	%863 = insertelement <128 x float> %862, float %39, i32 62
-	%864 = insertelement <128 x float> %863, float %39, i32 63
-	%865 = insertelement <128 x float> %864, float %39, i32 64
-	%866 = insertelement <128 x float> %865, float %39, i32 65
-	%867 = insertelement <128 x float> %866, float %39, i32 66
-	%868 = insertelement <128 x float> %867, float %39, i32 67
-	%869 = insertelement <128 x float> %868, float %39, i32 68
-	%870 = insertelement <128 x float> %869, float %39, i32 69
-	%871 = insertelement <128 x float> %870, float %39, i32 70
-	%872 = insertelement <128 x float> %871, float %39, i32 71
-	%873 = insertelement <128 x float> %872, float %39, i32 72
-	%874 = insertelement <128 x float> %873, float %39, i32 73
-	%875 = insertelement <128 x float> %874, float %39, i32 74
-	%876 = insertelement <128 x float> %875, float %39, i32 75
-	%877 = insertelement <128 x float> %876, float %39, i32 76
-	%878 = insertelement <128 x float> %877, float %39, i32 77
-	%879 = insertelement <128 x float> %878, float %39, i32 78
-	%880 = insertelement <128 x float> %879, float %39, i32 79
-	%881 = insertelement <128 x float> %880, float %39, i32 80
-	%882 = insertelement <128 x float> %881, float %39, i32 81
-	%883 = insertelement <128 x float> %882, float %39, i32 82
-	%884 = insertelement <128 x float> %883, float %39, i32 83
-	%885 = insertelement <128 x float> %884, float %39, i32 84
-	%886 = insertelement <128 x float> %885, float %39, i32 85
-	%887 = insertelement <128 x float> %886, float %39, i32 86
-	%888 = insertelement <128 x float> %887, float %39, i32 87
-	%889 = insertelement <128 x float> %888, float %39, i32 88
-	%890 = insertelement <128 x float> %889, float %39, i32 89
-	%891 = insertelement <128 x float> %890, float %39, i32 90
-	%892 = insertelement <128 x float> %891, float %39, i32 91
-	%893 = insertelement <128 x float> %892, float %39, i32 92
-	%894 = insertelement <128 x float> %893, float %39, i32 93
-	%895 = insertelement <128 x float> %894, float %39, i32 94
-	%896 = insertelement <128 x float> %895, float %39, i32 95
-	%897 = insertelement <128 x float> %896, float %39, i32 96
-	%898 = insertelement <128 x float> %897, float %39, i32 97
-	%899 = insertelement <128 x float> %898, float %39, i32 98
-	%900 = insertelement <128 x float> %899, float %39, i32 99
-	%901 = insertelement <128 x float> %900, float %39, i32 100
-	%902 = insertelement <128 x float> %901, float %39, i32 101
-	%903 = insertelement <128 x float> %902, float %39, i32 102
-	%904 = insertelement <128 x float> %903, float %39, i32 103
-	%905 = insertelement <128 x float> %904, float %39, i32 104
-	%906 = insertelement <128 x float> %905, float %39, i32 105
-	%907 = insertelement <128 x float> %906, float %39, i32 106
-	%908 = insertelement <128 x float> %907, float %39, i32 107
-	%909 = insertelement <128 x float> %908, float %39, i32 108
-	%910 = insertelement <128 x float> %909, float %39, i32 109
-	%911 = insertelement <128 x float> %910, float %39, i32 110
-	%912 = insertelement <128 x float> %911, float %39, i32 111
-	%913 = insertelement <128 x float> %912, float %39, i32 112
-	%914 = insertelement <128 x float> %913, float %39, i32 113
-	%915 = insertelement <128 x float> %914, float %39, i32 114
-	%916 = insertelement <128 x float> %915, float %39, i32 115
-	%917 = insertelement <128 x float> %916, float %39, i32 116
-	%918 = insertelement <128 x float> %917, float %39, i32 117
-	%919 = insertelement <128 x float> %918, float %39, i32 118
-	%920 = insertelement <128 x float> %919, float %39, i32 119
-	%921 = insertelement <128 x float> %920, float %39, i32 120
-	%922 = insertelement <128 x float> %921, float %39, i32 121
-	%923 = insertelement <128 x float> %922, float %39, i32 122
-	%924 = insertelement <128 x float> %923, float %39, i32 123
-	%925 = insertelement <128 x float> %924, float %39, i32 124
-	%926 = insertelement <128 x float> %925, float %39, i32 125
-	%927 = insertelement <128 x float> %926, float %39, i32 126
-	%928 = insertelement <128 x float> %927, float %39, i32 127
-	%929 = fmul <128 x float> %928, %800
-	%930 = fadd <128 x float> %792, %929
+	%799 = insertelement <128 x float> undef, float %39, i32 0
+	%800 = insertelement <128 x float> %799, float %39, i32 1
+	%801 = insertelement <128 x float> %800, float %39, i32 2
+	%802 = insertelement <128 x float> %801, float %39, i32 3
+	%803 = insertelement <128 x float> %802, float %39, i32 4
+	%804 = insertelement <128 x float> %803, float %39, i32 5
+	%805 = insertelement <128 x float> %804, float %39, i32 6
+	%806 = insertelement <128 x float> %805, float %39, i32 7
+	%807 = insertelement <128 x float> %806, float %39, i32 8
+	%808 = insertelement <128 x float> %807, float %39, i32 9
+	%809 = insertelement <128 x float> %808, float %39, i32 10
+	%810 = insertelement <128 x float> %809, float %39, i32 11
+	%811 = insertelement <128 x float> %810, float %39, i32 12
+	%812 = insertelement <128 x float> %811, float %39, i32 13
+	%813 = insertelement <128 x float> %812, float %39, i32 14
+	%814 = insertelement <128 x float> %813, float %39, i32 15
+	%815 = insertelement <128 x float> %814, float %39, i32 16
+	%816 = insertelement <128 x float> %815, float %39, i32 17
+	%817 = insertelement <128 x float> %816, float %39, i32 18
+	%818 = insertelement <128 x float> %817, float %39, i32 19
+	%819 = insertelement <128 x float> %818, float %39, i32 20
+	%820 = insertelement <128 x float> %819, float %39, i32 21
+	%821 = insertelement <128 x float> %820, float %39, i32 22
+	%822 = insertelement <128 x float> %821, float %39, i32 23
+	%823 = insertelement <128 x float> %822, float %39, i32 24
+	%824 = insertelement <128 x float> %823, float %39, i32 25
+	%825 = insertelement <128 x float> %824, float %39, i32 26
+	%826 = insertelement <128 x float> %825, float %39, i32 27
+	%827 = insertelement <128 x float> %826, float %39, i32 28
+	%828 = insertelement <128 x float> %827, float %39, i32 29
+	%829 = insertelement <128 x float> %828, float %39, i32 30
+	%830 = insertelement <128 x float> %829, float %39, i32 31
+	%831 = insertelement <128 x float> %830, float %39, i32 32
+	%832 = insertelement <128 x float> %831, float %39, i32 33
+	%833 = insertelement <128 x float> %832, float %39, i32 34
+	%834 = insertelement <128 x float> %833, float %39, i32 35
+	%835 = insertelement <128 x float> %834, float %39, i32 36
+	%836 = insertelement <128 x float> %835, float %39, i32 37
+	%837 = insertelement <128 x float> %836, float %39, i32 38
+	%838 = insertelement <128 x float> %837, float %39, i32 39
+	%839 = insertelement <128 x float> %838, float %39, i32 40
+	%840 = insertelement <128 x float> %839, float %39, i32 41
+	%841 = insertelement <128 x float> %840, float %39, i32 42
+	%842 = insertelement <128 x float> %841, float %39, i32 43
+	%843 = insertelement <128 x float> %842, float %39, i32 44
+	%844 = insertelement <128 x float> %843, float %39, i32 45
+	%845 = insertelement <128 x float> %844, float %39, i32 46
+	%846 = insertelement <128 x float> %845, float %39, i32 47
+	%847 = insertelement <128 x float> %846, float %39, i32 48
+	%848 = insertelement <128 x float> %847, float %39, i32 49
+	%849 = insertelement <128 x float> %848, float %39, i32 50
+	%850 = insertelement <128 x float> %849, float %39, i32 51
+	%851 = insertelement <128 x float> %850, float %39, i32 52
+	%852 = insertelement <128 x float> %851, float %39, i32 53
+	%853 = insertelement <128 x float> %852, float %39, i32 54
+	%854 = insertelement <128 x float> %853, float %39, i32 55
+	%855 = insertelement <128 x float> %854, float %39, i32 56
+	%856 = insertelement <128 x float> %855, float %39, i32 57
+	%857 = insertelement <128 x float> %856, float %39, i32 58
+	%858 = insertelement <128 x float> %857, float %39, i32 59
+	%859 = insertelement <128 x float> %858, float %39, i32 60
+	%860 = insertelement <128 x float> %859, float %39, i32 61
+	%861 = insertelement <128 x float> %860, float %39, i32 62
+	%862 = insertelement <128 x float> %861, float %39, i32 63
+	%863 = insertelement <128 x float> %862, float %39, i32 64
+	%864 = insertelement <128 x float> %863, float %39, i32 65
+	%865 = insertelement <128 x float> %864, float %39, i32 66
+	%866 = insertelement <128 x float> %865, float %39, i32 67
+	%867 = insertelement <128 x float> %866, float %39, i32 68
+	%868 = insertelement <128 x float> %867, float %39, i32 69
+	%869 = insertelement <128 x float> %868, float %39, i32 70
+	%870 = insertelement <128 x float> %869, float %39, i32 71
+	%871 = insertelement <128 x float> %870, float %39, i32 72
+	%872 = insertelement <128 x float> %871, float %39, i32 73
+	%873 = insertelement <128 x float> %872, float %39, i32 74
+	%874 = insertelement <128 x float> %873, float %39, i32 75
+	%875 = insertelement <128 x float> %874, float %39, i32 76
+	%876 = insertelement <128 x float> %875, float %39, i32 77
+	%877 = insertelement <128 x float> %876, float %39, i32 78
+	%878 = insertelement <128 x float> %877, float %39, i32 79
+	%879 = insertelement <128 x float> %878, float %39, i32 80
+	%880 = insertelement <128 x float> %879, float %39, i32 81
+	%881 = insertelement <128 x float> %880, float %39, i32 82
+	%882 = insertelement <128 x float> %881, float %39, i32 83
+	%883 = insertelement <128 x float> %882, float %39, i32 84
+	%884 = insertelement <128 x float> %883, float %39, i32 85
+	%885 = insertelement <128 x float> %884, float %39, i32 86
+	%886 = insertelement <128 x float> %885, float %39, i32 87
+	%887 = insertelement <128 x float> %886, float %39, i32 88
+	%888 = insertelement <128 x float> %887, float %39, i32 89
+	%889 = insertelement <128 x float> %888, float %39, i32 90
+	%890 = insertelement <128 x float> %889, float %39, i32 91
+	%891 = insertelement <128 x float> %890, float %39, i32 92
+	%892 = insertelement <128 x float> %891, float %39, i32 93
+	%893 = insertelement <128 x float> %892, float %39, i32 94
+	%894 = insertelement <128 x float> %893, float %39, i32 95
+	%895 = insertelement <128 x float> %894, float %39, i32 96
+	%896 = insertelement <128 x float> %895, float %39, i32 97
+	%897 = insertelement <128 x float> %896, float %39, i32 98
+	%898 = insertelement <128 x float> %897, float %39, i32 99
+	%899 = insertelement <128 x float> %898, float %39, i32 100
+	%900 = insertelement <128 x float> %899, float %39, i32 101
+	%901 = insertelement <128 x float> %900, float %39, i32 102
+	%902 = insertelement <128 x float> %901, float %39, i32 103
+	%903 = insertelement <128 x float> %902, float %39, i32 104
+	%904 = insertelement <128 x float> %903, float %39, i32 105
+	%905 = insertelement <128 x float> %904, float %39, i32 106
+	%906 = insertelement <128 x float> %905, float %39, i32 107
+	%907 = insertelement <128 x float> %906, float %39, i32 108
+	%908 = insertelement <128 x float> %907, float %39, i32 109
+	%909 = insertelement <128 x float> %908, float %39, i32 110
+	%910 = insertelement <128 x float> %909, float %39, i32 111
+	%911 = insertelement <128 x float> %910, float %39, i32 112
+	%912 = insertelement <128 x float> %911, float %39, i32 113
+	%913 = insertelement <128 x float> %912, float %39, i32 114
+	%914 = insertelement <128 x float> %913, float %39, i32 115
+	%915 = insertelement <128 x float> %914, float %39, i32 116
+	%916 = insertelement <128 x float> %915, float %39, i32 117
+	%917 = insertelement <128 x float> %916, float %39, i32 118
+	%918 = insertelement <128 x float> %917, float %39, i32 119
+	%919 = insertelement <128 x float> %918, float %39, i32 120
+	%920 = insertelement <128 x float> %919, float %39, i32 121
+	%921 = insertelement <128 x float> %920, float %39, i32 122
+	%922 = insertelement <128 x float> %921, float %39, i32 123
+	%923 = insertelement <128 x float> %922, float %39, i32 124
+	%924 = insertelement <128 x float> %923, float %39, i32 125
+	%925 = insertelement <128 x float> %924, float %39, i32 126
+	%926 = insertelement <128 x float> %925, float %39, i32 127
+	%927 = fmul <128 x float> %926, %523
+	%928 = fadd <128 x float> %792, %927
 	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
-	%931 = bitcast <128 x float>* %5 to float*
-	%932 = bitcast float* %931 to <128 x float>*
-	store <128 x float> %930, <128 x float>* %932, align 4
-	%933 = icmp ne float* %kept, null
-	%934 = sub i64 %n, %422
-	%935 = select i1 %933, i64 %934, i64 0
+	%929 = bitcast <128 x float>* %5 to float*
+	%930 = bitcast float* %929 to <128 x float>*
+	store <128 x float> %928, <128 x float>* %930, align 4
+	%931 = icmp ne float* %kept, null
+	%932 = sub i64 %n, %422
+	%933 = select i1 %931, i64 %932, i64 0
 	br label %keep.head.408
 
 keep.head.408:
-	%936 = phi i64 [ 0, %pad.done.407 ], [ %942, %keep.409 ]
-	%937 = icmp slt i64 %936, %935
-	br i1 %937, label %keep.409, label %keep.done.410
+	%934 = phi i64 [ 0, %pad.done.407 ], [ %940, %keep.409 ]
+	%935 = icmp slt i64 %934, %933
+	br i1 %935, label %keep.409, label %keep.done.410
 
 keep.409:
-	%938 = getelementptr float, float* %931, i64 %936
-	%939 = load float, float* %938, align 4
-	%940 = add i64 %422, %936
-	%941 = getelementptr float, float* %kept, i64 %940
-	store volatile float %939, float* %941, align 4
-	%942 = add i64 %936, 1
+	%936 = getelementptr float, float* %929, i64 %934
+	%937 = load float, float* %936, align 4
+	%938 = add i64 %422, %934
+	%939 = getelementptr float, float* %kept, i64 %938
+	store volatile float %937, float* %939, align 4
+	%940 = add i64 %934, 1
 	br label %keep.head.408
 
 keep.done.410:
-	%943 = insertelement <128 x float> undef, float %23, i32 0
+	%941 = insertelement <128 x float> undef, float %23, i32 0
+	%942 = shufflevector <128 x float> %941, <128 x float> undef, <128 x i32> zeroinitializer
+	%943 = insertelement <128 x float> undef, float %25, i32 0
 	%944 = shufflevector <128 x float> %943, <128 x float> undef, <128 x i32> zeroinitializer
-	%945 = insertelement <128 x float> undef, float %25, i32 0
+	%945 = insertelement <128 x float> undef, float %27, i32 0
 	%946 = shufflevector <128 x float> %945, <128 x float> undef, <128 x i32> zeroinitializer
-	%947 = insertelement <128 x float> undef, float %27, i32 0
+	%947 = insertelement <128 x float> undef, float %29, i32 0
 	%948 = shufflevector <128 x float> %947, <128 x float> undef, <128 x i32> zeroinitializer
-	%949 = insertelement <128 x float> undef, float %29, i32 0
+	%949 = insertelement <128 x float> undef, float %31, i32 0
 	%950 = shufflevector <128 x float> %949, <128 x float> undef, <128 x i32> zeroinitializer
-	%951 = insertelement <128 x float> undef, float %31, i32 0
+	%951 = insertelement <128 x float> undef, float %33, i32 0
 	%952 = shufflevector <128 x float> %951, <128 x float> undef, <128 x i32> zeroinitializer
-	%953 = insertelement <128 x float> undef, float %33, i32 0
+	%953 = insertelement <128 x float> undef, float %35, i32 0
 	%954 = shufflevector <128 x float> %953, <128 x float> undef, <128 x i32> zeroinitializer
-	%955 = insertelement <128 x float> undef, float %35, i32 0
+	%955 = insertelement <128 x float> undef, float %37, i32 0
 	%956 = shufflevector <128 x float> %955, <128 x float> undef, <128 x i32> zeroinitializer
-	%957 = insertelement <128 x float> undef, float %37, i32 0
-	%958 = shufflevector <128 x float> %957, <128 x float> undef, <128 x i32> zeroinitializer
-	%959 = fmul <128 x float> %789, %789
-	%960 = fmul <128 x float> %944, %795
-	%961 = fmul <128 x float> %946, %930
-	%962 = fadd <128 x float> %960, %961
-	%963 = fdiv <128 x float> %962, %948
-	%964 = fmul <128 x float> %950, %798
-	%965 = fmul <128 x float> %930, %930
-	%966 = fmul <128 x float> %952, %965
-	%967 = fadd <128 x float> %964, %966
-	%968 = fdiv <128 x float> %967, %954
-	%969 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %968)
-	%970 = fadd <128 x float> %969, %956
-	%971 = fdiv <128 x float> %963, %970
-	%972 = fmul <128 x float> %958, %789
-	%973 = fadd <128 x float> %971, %972
-	%974 = fmul <128 x float> %973, %973
-	%975 = select <128 x i1> %786, <128 x float> %959, <128 x float> zeroinitializer
-	%976 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%977 = fadd <32 x float> %418, %976
-	%978 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%957 = fmul <128 x float> %789, %789
+	%958 = fmul <128 x float> %942, %795
+	%959 = fmul <128 x float> %944, %928
+	%960 = fadd <128 x float> %958, %959
+	%961 = fdiv <128 x float> %960, %946
+	%962 = fmul <128 x float> %948, %798
+	%963 = fmul <128 x float> %928, %928
+	%964 = fmul <128 x float> %950, %963
+	%965 = fadd <128 x float> %962, %964
+	%966 = fdiv <128 x float> %965, %952
+	%967 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %966)
+	%968 = fadd <128 x float> %967, %954
+	%969 = fdiv <128 x float> %961, %968
+	%970 = fmul <128 x float> %956, %789
+	%971 = fadd <128 x float> %969, %970
+	%972 = fmul <128 x float> %971, %971
+	%973 = select <128 x i1> %786, <128 x float> %957, <128 x float> zeroinitializer
+	%974 = shufflevector <128 x float> %973, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%975 = fadd <32 x float> %418, %974
+	%976 = shufflevector <128 x float> %973, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%977 = fadd <32 x float> %975, %976
+	%978 = shufflevector <128 x float> %973, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%979 = fadd <32 x float> %977, %978
-	%980 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%980 = shufflevector <128 x float> %973, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%981 = fadd <32 x float> %979, %980
-	%982 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%983 = fadd <32 x float> %981, %982
-	%984 = select <128 x i1> %786, <128 x float> %974, <128 x float> zeroinitializer
-	%985 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%986 = fadd <32 x float> %419, %985
-	%987 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%982 = select <128 x i1> %786, <128 x float> %972, <128 x float> zeroinitializer
+	%983 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%984 = fadd <32 x float> %419, %983
+	%985 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%986 = fadd <32 x float> %984, %985
+	%987 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%988 = fadd <32 x float> %986, %987
-	%989 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%989 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%990 = fadd <32 x float> %988, %989
-	%991 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%992 = fadd <32 x float> %990, %991
-	br label %join.384
+	br label %join.393
 
-task.head.411:
-	%993 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.416 ]
-	%994 = icmp slt i64 %993, %43
-	br i1 %994, label %task.412, label %task.done.413
+task.head.420:
+	%991 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.425 ]
+	%992 = icmp slt i64 %991, %43
+	br i1 %992, label %task.421, label %task.done.422
 
-task.412:
-	%995 = sdiv i64 %993, %83
-	%996 = srem i64 %993, %83
-	%997 = mul i64 %995, %n
-	%998 = getelementptr float, float* %15, i64 %997
-	%999 = mul i64 %995, %n
-	%1000 = getelementptr float, float* %17, i64 %999
-	%1001 = mul i64 %995, %n
-	%1002 = getelementptr float, float* %19, i64 %1001
-	%1003 = mul i64 %995, %n
-	%1004 = getelementptr float, float* %21, i64 %1003
-	%1005 = mul i64 %996, u0x1000
-	%1006 = sub i64 %n, %1005
-	%1007 = add i64 %1006, 127
-	%1008 = sdiv i64 %1007, 128
-	%1009 = icmp slt i64 %1008, 32
-	%1010 = select i1 %1009, i64 %1008, i64 32
-	br label %row.head.414
+task.421:
+	%993 = sdiv i64 %991, %83
+	%994 = srem i64 %991, %83
+	%995 = mul i64 %993, %n
+	%996 = getelementptr float, float* %15, i64 %995
+	%997 = mul i64 %993, %n
+	%998 = getelementptr float, float* %17, i64 %997
+	%999 = mul i64 %993, %n
+	%1000 = getelementptr float, float* %19, i64 %999
+	%1001 = mul i64 %993, %n
+	%1002 = getelementptr float, float* %21, i64 %1001
+	%1003 = mul i64 %994, u0x1000
+	%1004 = sub i64 %n, %1003
+	%1005 = add i64 %1004, 127
+	%1006 = sdiv i64 %1005, 128
+	%1007 = icmp slt i64 %1006, 32
+	%1008 = select i1 %1007, i64 %1006, i64 32
+	br label %row.head.423
 
-task.done.413:
+task.done.422:
 	ret void
 
-row.head.414:
-	%1011 = phi i64 [ 0, %task.412 ], [ %1552, %join.419 ]
-	%1012 = phi <32 x float> [ zeroinitializer, %task.412 ], [ %1550, %join.419 ]
-	%1013 = phi <32 x float> [ zeroinitializer, %task.412 ], [ %1551, %join.419 ]
-	%1014 = icmp slt i64 %1011, %1010
-	br i1 %1014, label %row.415, label %row.done.416
+row.head.423:
+	%1009 = phi i64 [ 0, %task.421 ], [ %1550, %join.428 ]
+	%1010 = phi <32 x float> [ zeroinitializer, %task.421 ], [ %1548, %join.428 ]
+	%1011 = phi <32 x float> [ zeroinitializer, %task.421 ], [ %1549, %join.428 ]
+	%1012 = icmp slt i64 %1009, %1008
+	br i1 %1012, label %row.424, label %row.done.425
 
-row.415:
-	%1015 = mul i64 %1011, 128
-	%1016 = add i64 %1005, %1015
-	%1017 = add i64 %1016, 512
-	%1018 = add i64 %1017, 0
-	%1019 = getelementptr float, float* %998, i64 %1018
-	%1020 = bitcast float* %1019 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1020, i32 0, i32 3, i32 1)
-	%1021 = add i64 %1017, 16
-	%1022 = getelementptr float, float* %998, i64 %1021
-	%1023 = bitcast float* %1022 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1023, i32 0, i32 3, i32 1)
-	%1024 = add i64 %1017, 32
-	%1025 = getelementptr float, float* %998, i64 %1024
-	%1026 = bitcast float* %1025 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1026, i32 0, i32 3, i32 1)
-	%1027 = add i64 %1017, 48
-	%1028 = getelementptr float, float* %998, i64 %1027
-	%1029 = bitcast float* %1028 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1029, i32 0, i32 3, i32 1)
-	%1030 = add i64 %1017, 64
-	%1031 = getelementptr float, float* %998, i64 %1030
-	%1032 = bitcast float* %1031 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1032, i32 0, i32 3, i32 1)
-	%1033 = add i64 %1017, 80
-	%1034 = getelementptr float, float* %998, i64 %1033
-	%1035 = bitcast float* %1034 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1035, i32 0, i32 3, i32 1)
-	%1036 = add i64 %1017, 96
-	%1037 = getelementptr float, float* %998, i64 %1036
-	%1038 = bitcast float* %1037 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1038, i32 0, i32 3, i32 1)
-	%1039 = add i64 %1017, 112
-	%1040 = getelementptr float, float* %998, i64 %1039
-	%1041 = bitcast float* %1040 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1041, i32 0, i32 3, i32 1)
-	%1042 = add i64 %1017, 0
-	%1043 = getelementptr float, float* %1000, i64 %1042
-	%1044 = bitcast float* %1043 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1044, i32 0, i32 3, i32 1)
-	%1045 = add i64 %1017, 16
-	%1046 = getelementptr float, float* %1000, i64 %1045
-	%1047 = bitcast float* %1046 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1047, i32 0, i32 3, i32 1)
-	%1048 = add i64 %1017, 32
-	%1049 = getelementptr float, float* %1000, i64 %1048
-	%1050 = bitcast float* %1049 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1050, i32 0, i32 3, i32 1)
-	%1051 = add i64 %1017, 48
-	%1052 = getelementptr float, float* %1000, i64 %1051
-	%1053 = bitcast float* %1052 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1053, i32 0, i32 3, i32 1)
-	%1054 = add i64 %1017, 64
-	%1055 = getelementptr float, float* %1000, i64 %1054
-	%1056 = bitcast float* %1055 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1056, i32 0, i32 3, i32 1)
-	%1057 = add i64 %1017, 80
-	%1058 = getelementptr float, float* %1000, i64 %1057
-	%1059 = bitcast float* %1058 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1059, i32 0, i32 3, i32 1)
-	%1060 = add i64 %1017, 96
-	%1061 = getelementptr float, float* %1000, i64 %1060
-	%1062 = bitcast float* %1061 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1062, i32 0, i32 3, i32 1)
-	%1063 = add i64 %1017, 112
-	%1064 = getelementptr float, float* %1000, i64 %1063
-	%1065 = bitcast float* %1064 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1065, i32 0, i32 3, i32 1)
-	%1066 = add i64 %1017, 0
-	%1067 = getelementptr float, float* %1002, i64 %1066
-	%1068 = bitcast float* %1067 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1068, i32 0, i32 3, i32 1)
-	%1069 = add i64 %1017, 16
-	%1070 = getelementptr float, float* %1002, i64 %1069
-	%1071 = bitcast float* %1070 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1071, i32 0, i32 3, i32 1)
-	%1072 = add i64 %1017, 32
-	%1073 = getelementptr float, float* %1002, i64 %1072
-	%1074 = bitcast float* %1073 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1074, i32 0, i32 3, i32 1)
-	%1075 = add i64 %1017, 48
-	%1076 = getelementptr float, float* %1002, i64 %1075
-	%1077 = bitcast float* %1076 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1077, i32 0, i32 3, i32 1)
-	%1078 = add i64 %1017, 64
-	%1079 = getelementptr float, float* %1002, i64 %1078
-	%1080 = bitcast float* %1079 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1080, i32 0, i32 3, i32 1)
-	%1081 = add i64 %1017, 80
-	%1082 = getelementptr float, float* %1002, i64 %1081
-	%1083 = bitcast float* %1082 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1083, i32 0, i32 3, i32 1)
-	%1084 = add i64 %1017, 96
-	%1085 = getelementptr float, float* %1002, i64 %1084
-	%1086 = bitcast float* %1085 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1086, i32 0, i32 3, i32 1)
-	%1087 = add i64 %1017, 112
-	%1088 = getelementptr float, float* %1002, i64 %1087
-	%1089 = bitcast float* %1088 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1089, i32 0, i32 3, i32 1)
-	%1090 = add i64 %1017, 0
-	%1091 = getelementptr float, float* %1004, i64 %1090
-	%1092 = bitcast float* %1091 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1092, i32 0, i32 3, i32 1)
-	%1093 = add i64 %1017, 16
-	%1094 = getelementptr float, float* %1004, i64 %1093
-	%1095 = bitcast float* %1094 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1095, i32 0, i32 3, i32 1)
-	%1096 = add i64 %1017, 32
-	%1097 = getelementptr float, float* %1004, i64 %1096
-	%1098 = bitcast float* %1097 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1098, i32 0, i32 3, i32 1)
-	%1099 = add i64 %1017, 48
-	%1100 = getelementptr float, float* %1004, i64 %1099
-	%1101 = bitcast float* %1100 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1101, i32 0, i32 3, i32 1)
-	%1102 = add i64 %1017, 64
-	%1103 = getelementptr float, float* %1004, i64 %1102
-	%1104 = bitcast float* %1103 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1104, i32 0, i32 3, i32 1)
-	%1105 = add i64 %1017, 80
-	%1106 = getelementptr float, float* %1004, i64 %1105
-	%1107 = bitcast float* %1106 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1107, i32 0, i32 3, i32 1)
-	%1108 = add i64 %1017, 96
-	%1109 = getelementptr float, float* %1004, i64 %1108
-	%1110 = bitcast float* %1109 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1110, i32 0, i32 3, i32 1)
-	%1111 = add i64 %1017, 112
-	%1112 = getelementptr float, float* %1004, i64 %1111
-	%1113 = bitcast float* %1112 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1113, i32 0, i32 3, i32 1)
-	%1114 = add i64 %1016, 128
-	%1115 = icmp sle i64 %1114, %n
-	br i1 %1115, label %then.417, label %else.418
+row.424:
+	%1013 = mul i64 %1009, 128
+	%1014 = add i64 %1003, %1013
+	%1015 = add i64 %1014, 512
+	%1016 = add i64 %1015, 0
+	%1017 = getelementptr float, float* %996, i64 %1016
+	%1018 = bitcast float* %1017 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1018, i32 0, i32 3, i32 1)
+	%1019 = add i64 %1015, 16
+	%1020 = getelementptr float, float* %996, i64 %1019
+	%1021 = bitcast float* %1020 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1021, i32 0, i32 3, i32 1)
+	%1022 = add i64 %1015, 32
+	%1023 = getelementptr float, float* %996, i64 %1022
+	%1024 = bitcast float* %1023 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1024, i32 0, i32 3, i32 1)
+	%1025 = add i64 %1015, 48
+	%1026 = getelementptr float, float* %996, i64 %1025
+	%1027 = bitcast float* %1026 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1027, i32 0, i32 3, i32 1)
+	%1028 = add i64 %1015, 64
+	%1029 = getelementptr float, float* %996, i64 %1028
+	%1030 = bitcast float* %1029 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1030, i32 0, i32 3, i32 1)
+	%1031 = add i64 %1015, 80
+	%1032 = getelementptr float, float* %996, i64 %1031
+	%1033 = bitcast float* %1032 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1033, i32 0, i32 3, i32 1)
+	%1034 = add i64 %1015, 96
+	%1035 = getelementptr float, float* %996, i64 %1034
+	%1036 = bitcast float* %1035 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1036, i32 0, i32 3, i32 1)
+	%1037 = add i64 %1015, 112
+	%1038 = getelementptr float, float* %996, i64 %1037
+	%1039 = bitcast float* %1038 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1039, i32 0, i32 3, i32 1)
+	%1040 = add i64 %1015, 0
+	%1041 = getelementptr float, float* %998, i64 %1040
+	%1042 = bitcast float* %1041 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1042, i32 0, i32 3, i32 1)
+	%1043 = add i64 %1015, 16
+	%1044 = getelementptr float, float* %998, i64 %1043
+	%1045 = bitcast float* %1044 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1045, i32 0, i32 3, i32 1)
+	%1046 = add i64 %1015, 32
+	%1047 = getelementptr float, float* %998, i64 %1046
+	%1048 = bitcast float* %1047 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1048, i32 0, i32 3, i32 1)
+	%1049 = add i64 %1015, 48
+	%1050 = getelementptr float, float* %998, i64 %1049
+	%1051 = bitcast float* %1050 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1051, i32 0, i32 3, i32 1)
+	%1052 = add i64 %1015, 64
+	%1053 = getelementptr float, float* %998, i64 %1052
+	%1054 = bitcast float* %1053 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1054, i32 0, i32 3, i32 1)
+	%1055 = add i64 %1015, 80
+	%1056 = getelementptr float, float* %998, i64 %1055
+	%1057 = bitcast float* %1056 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1057, i32 0, i32 3, i32 1)
+	%1058 = add i64 %1015, 96
+	%1059 = getelementptr float, float* %998, i64 %1058
+	%1060 = bitcast float* %1059 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1060, i32 0, i32 3, i32 1)
+	%1061 = add i64 %1015, 112
+	%1062 = getelementptr float, float* %998, i64 %1061
+	%1063 = bitcast float* %1062 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1063, i32 0, i32 3, i32 1)
+	%1064 = add i64 %1015, 0
+	%1065 = getelementptr float, float* %1000, i64 %1064
+	%1066 = bitcast float* %1065 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1066, i32 0, i32 3, i32 1)
+	%1067 = add i64 %1015, 16
+	%1068 = getelementptr float, float* %1000, i64 %1067
+	%1069 = bitcast float* %1068 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1069, i32 0, i32 3, i32 1)
+	%1070 = add i64 %1015, 32
+	%1071 = getelementptr float, float* %1000, i64 %1070
+	%1072 = bitcast float* %1071 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1072, i32 0, i32 3, i32 1)
+	%1073 = add i64 %1015, 48
+	%1074 = getelementptr float, float* %1000, i64 %1073
+	%1075 = bitcast float* %1074 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1075, i32 0, i32 3, i32 1)
+	%1076 = add i64 %1015, 64
+	%1077 = getelementptr float, float* %1000, i64 %1076
+	%1078 = bitcast float* %1077 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1078, i32 0, i32 3, i32 1)
+	%1079 = add i64 %1015, 80
+	%1080 = getelementptr float, float* %1000, i64 %1079
+	%1081 = bitcast float* %1080 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1081, i32 0, i32 3, i32 1)
+	%1082 = add i64 %1015, 96
+	%1083 = getelementptr float, float* %1000, i64 %1082
+	%1084 = bitcast float* %1083 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1084, i32 0, i32 3, i32 1)
+	%1085 = add i64 %1015, 112
+	%1086 = getelementptr float, float* %1000, i64 %1085
+	%1087 = bitcast float* %1086 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1087, i32 0, i32 3, i32 1)
+	%1088 = add i64 %1015, 0
+	%1089 = getelementptr float, float* %1002, i64 %1088
+	%1090 = bitcast float* %1089 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1090, i32 0, i32 3, i32 1)
+	%1091 = add i64 %1015, 16
+	%1092 = getelementptr float, float* %1002, i64 %1091
+	%1093 = bitcast float* %1092 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1093, i32 0, i32 3, i32 1)
+	%1094 = add i64 %1015, 32
+	%1095 = getelementptr float, float* %1002, i64 %1094
+	%1096 = bitcast float* %1095 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1096, i32 0, i32 3, i32 1)
+	%1097 = add i64 %1015, 48
+	%1098 = getelementptr float, float* %1002, i64 %1097
+	%1099 = bitcast float* %1098 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1099, i32 0, i32 3, i32 1)
+	%1100 = add i64 %1015, 64
+	%1101 = getelementptr float, float* %1002, i64 %1100
+	%1102 = bitcast float* %1101 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1102, i32 0, i32 3, i32 1)
+	%1103 = add i64 %1015, 80
+	%1104 = getelementptr float, float* %1002, i64 %1103
+	%1105 = bitcast float* %1104 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1105, i32 0, i32 3, i32 1)
+	%1106 = add i64 %1015, 96
+	%1107 = getelementptr float, float* %1002, i64 %1106
+	%1108 = bitcast float* %1107 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1108, i32 0, i32 3, i32 1)
+	%1109 = add i64 %1015, 112
+	%1110 = getelementptr float, float* %1002, i64 %1109
+	%1111 = bitcast float* %1110 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1111, i32 0, i32 3, i32 1)
+	%1112 = add i64 %1014, 128
+	%1113 = icmp sle i64 %1112, %n
+	%1114 = add i64 %45, %1014
+	%1115 = call <128 x float> @lamb_noise_row128_8_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1114)
+	br i1 %1113, label %then.426, label %else.427
 
-row.done.416:
-	%1116 = shufflevector <32 x float> %1012, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%1117 = fadd <32 x float> %1012, %1116
-	%1118 = shufflevector <32 x float> %1013, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%1119 = fadd <32 x float> %1013, %1118
+row.done.425:
+	%1116 = shufflevector <32 x float> %1010, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%1117 = fadd <32 x float> %1010, %1116
+	%1118 = shufflevector <32 x float> %1011, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%1119 = fadd <32 x float> %1011, %1118
 	%1120 = shufflevector <32 x float> %1117, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%1121 = fadd <32 x float> %1117, %1120
 	%1122 = shufflevector <32 x float> %1119, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
@@ -12714,1055 +12582,1051 @@ row.done.416:
 	%1134 = shufflevector <32 x float> %1131, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%1135 = fadd <32 x float> %1131, %1134
 	%1136 = extractelement <32 x float> %1133, i32 0
-	%1137 = getelementptr float, float* %61, i64 %993
+	%1137 = getelementptr float, float* %61, i64 %991
 	store float %1136, float* %1137, align 4
 	%1138 = extractelement <32 x float> %1135, i32 0
-	%1139 = getelementptr float, float* %63, i64 %993
+	%1139 = getelementptr float, float* %63, i64 %991
 	store float %1138, float* %1139, align 4
-	%1140 = add i64 %993, 1
-	br label %task.head.411
+	%1140 = add i64 %991, 1
+	br label %task.head.420
 
-then.417:
-	%1141 = getelementptr float, float* %998, i64 %1016
+then.426:
+	%1141 = getelementptr float, float* %996, i64 %1014
 	%1142 = bitcast float* %1141 to <128 x float>*
 	%1143 = load <128 x float>, <128 x float>* %1142, align 4
-	%1144 = getelementptr float, float* %1000, i64 %1016
+	%1144 = getelementptr float, float* %998, i64 %1014
 	%1145 = bitcast float* %1144 to <128 x float>*
 	%1146 = load <128 x float>, <128 x float>* %1145, align 4
-	%1147 = getelementptr float, float* %1002, i64 %1016
+	%1147 = getelementptr float, float* %1000, i64 %1014
 	%1148 = bitcast float* %1147 to <128 x float>*
 	%1149 = load <128 x float>, <128 x float>* %1148, align 4
-	%1150 = getelementptr float, float* %1004, i64 %1016
+	%1150 = getelementptr float, float* %1002, i64 %1014
 	%1151 = bitcast float* %1150 to <128 x float>*
 	%1152 = load <128 x float>, <128 x float>* %1151, align 4
-	%1153 = add i64 %45, %1016
-	%1154 = call <128 x float> @lamb_noise_row128_8_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1153)
-	%1155 = insertelement <128 x float> undef, float %39, i32 0
-	%1156 = insertelement <128 x float> %1155, float %39, i32 1
-	%1157 = insertelement <128 x float> %1156, float %39, i32 2
-	%1158 = insertelement <128 x float> %1157, float %39, i32 3
-	%1159 = insertelement <128 x float> %1158, float %39, i32 4
-	%1160 = insertelement <128 x float> %1159, float %39, i32 5
-	%1161 = insertelement <128 x float> %1160, float %39, i32 6
-	%1162 = insertelement <128 x float> %1161, float %39, i32 7
-	%1163 = insertelement <128 x float> %1162, float %39, i32 8
-	%1164 = insertelement <128 x float> %1163, float %39, i32 9
-	%1165 = insertelement <128 x float> %1164, float %39, i32 10
-	%1166 = insertelement <128 x float> %1165, float %39, i32 11
-	%1167 = insertelement <128 x float> %1166, float %39, i32 12
-	%1168 = insertelement <128 x float> %1167, float %39, i32 13
-	%1169 = insertelement <128 x float> %1168, float %39, i32 14
-	%1170 = insertelement <128 x float> %1169, float %39, i32 15
-	%1171 = insertelement <128 x float> %1170, float %39, i32 16
-	%1172 = insertelement <128 x float> %1171, float %39, i32 17
-	%1173 = insertelement <128 x float> %1172, float %39, i32 18
-	%1174 = insertelement <128 x float> %1173, float %39, i32 19
-	%1175 = insertelement <128 x float> %1174, float %39, i32 20
-	%1176 = insertelement <128 x float> %1175, float %39, i32 21
-	%1177 = insertelement <128 x float> %1176, float %39, i32 22
-	%1178 = insertelement <128 x float> %1177, float %39, i32 23
-	%1179 = insertelement <128 x float> %1178, float %39, i32 24
-	%1180 = insertelement <128 x float> %1179, float %39, i32 25
-	%1181 = insertelement <128 x float> %1180, float %39, i32 26
-	%1182 = insertelement <128 x float> %1181, float %39, i32 27
-	%1183 = insertelement <128 x float> %1182, float %39, i32 28
-	%1184 = insertelement <128 x float> %1183, float %39, i32 29
-	%1185 = insertelement <128 x float> %1184, float %39, i32 30
-	%1186 = insertelement <128 x float> %1185, float %39, i32 31
-	%1187 = insertelement <128 x float> %1186, float %39, i32 32
-	%1188 = insertelement <128 x float> %1187, float %39, i32 33
-	%1189 = insertelement <128 x float> %1188, float %39, i32 34
-	%1190 = insertelement <128 x float> %1189, float %39, i32 35
-	%1191 = insertelement <128 x float> %1190, float %39, i32 36
-	%1192 = insertelement <128 x float> %1191, float %39, i32 37
-	%1193 = insertelement <128 x float> %1192, float %39, i32 38
-	%1194 = insertelement <128 x float> %1193, float %39, i32 39
-	%1195 = insertelement <128 x float> %1194, float %39, i32 40
-	%1196 = insertelement <128 x float> %1195, float %39, i32 41
-	%1197 = insertelement <128 x float> %1196, float %39, i32 42
-	%1198 = insertelement <128 x float> %1197, float %39, i32 43
-	%1199 = insertelement <128 x float> %1198, float %39, i32 44
-	%1200 = insertelement <128 x float> %1199, float %39, i32 45
-	%1201 = insertelement <128 x float> %1200, float %39, i32 46
-	%1202 = insertelement <128 x float> %1201, float %39, i32 47
-	%1203 = insertelement <128 x float> %1202, float %39, i32 48
-	%1204 = insertelement <128 x float> %1203, float %39, i32 49
-	%1205 = insertelement <128 x float> %1204, float %39, i32 50
-	%1206 = insertelement <128 x float> %1205, float %39, i32 51
-	%1207 = insertelement <128 x float> %1206, float %39, i32 52
-	%1208 = insertelement <128 x float> %1207, float %39, i32 53
-	%1209 = insertelement <128 x float> %1208, float %39, i32 54
-	%1210 = insertelement <128 x float> %1209, float %39, i32 55
-	%1211 = insertelement <128 x float> %1210, float %39, i32 56
-	%1212 = insertelement <128 x float> %1211, float %39, i32 57
-	%1213 = insertelement <128 x float> %1212, float %39, i32 58
-	%1214 = insertelement <128 x float> %1213, float %39, i32 59
-	%1215 = insertelement <128 x float> %1214, float %39, i32 60
-	%1216 = insertelement <128 x float> %1215, float %39, i32 61
-	%1217 = insertelement <128 x float> %1216, float %39, i32 62
-	%1218 = insertelement <128 x float> %1217, float %39, i32 63
-	%1219 = insertelement <128 x float> %1218, float %39, i32 64
-	%1220 = insertelement <128 x float> %1219, float %39, i32 65
-	%1221 = insertelement <128 x float> %1220, float %39, i32 66
-	%1222 = insertelement <128 x float> %1221, float %39, i32 67
-	%1223 = insertelement <128 x float> %1222, float %39, i32 68
-	%1224 = insertelement <128 x float> %1223, float %39, i32 69
-	%1225 = insertelement <128 x float> %1224, float %39, i32 70
-	%1226 = insertelement <128 x float> %1225, float %39, i32 71
-	%1227 = insertelement <128 x float> %1226, float %39, i32 72
-	%1228 = insertelement <128 x float> %1227, float %39, i32 73
-	%1229 = insertelement <128 x float> %1228, float %39, i32 74
-	%1230 = insertelement <128 x float> %1229, float %39, i32 75
-	%1231 = insertelement <128 x float> %1230, float %39, i32 76
-	%1232 = insertelement <128 x float> %1231, float %39, i32 77
-	%1233 = insertelement <128 x float> %1232, float %39, i32 78
-	%1234 = insertelement <128 x float> %1233, float %39, i32 79
-	%1235 = insertelement <128 x float> %1234, float %39, i32 80
-	%1236 = insertelement <128 x float> %1235, float %39, i32 81
-	%1237 = insertelement <128 x float> %1236, float %39, i32 82
-	%1238 = insertelement <128 x float> %1237, float %39, i32 83
-	%1239 = insertelement <128 x float> %1238, float %39, i32 84
-	%1240 = insertelement <128 x float> %1239, float %39, i32 85
-	%1241 = insertelement <128 x float> %1240, float %39, i32 86
-	%1242 = insertelement <128 x float> %1241, float %39, i32 87
-	%1243 = insertelement <128 x float> %1242, float %39, i32 88
-	%1244 = insertelement <128 x float> %1243, float %39, i32 89
-	%1245 = insertelement <128 x float> %1244, float %39, i32 90
-	%1246 = insertelement <128 x float> %1245, float %39, i32 91
-	%1247 = insertelement <128 x float> %1246, float %39, i32 92
-	%1248 = insertelement <128 x float> %1247, float %39, i32 93
-	%1249 = insertelement <128 x float> %1248, float %39, i32 94
-	%1250 = insertelement <128 x float> %1249, float %39, i32 95
-	%1251 = insertelement <128 x float> %1250, float %39, i32 96
-	%1252 = insertelement <128 x float> %1251, float %39, i32 97
-	%1253 = insertelement <128 x float> %1252, float %39, i32 98
-	%1254 = insertelement <128 x float> %1253, float %39, i32 99
-	%1255 = insertelement <128 x float> %1254, float %39, i32 100
-	%1256 = insertelement <128 x float> %1255, float %39, i32 101
-	%1257 = insertelement <128 x float> %1256, float %39, i32 102
-	%1258 = insertelement <128 x float> %1257, float %39, i32 103
-	%1259 = insertelement <128 x float> %1258, float %39, i32 104
-	%1260 = insertelement <128 x float> %1259, float %39, i32 105
-	%1261 = insertelement <128 x float> %1260, float %39, i32 106
-	%1262 = insertelement <128 x float> %1261, float %39, i32 107
-	%1263 = insertelement <128 x float> %1262, float %39, i32 108
-	%1264 = insertelement <128 x float> %1263, float %39, i32 109
-	%1265 = insertelement <128 x float> %1264, float %39, i32 110
-	%1266 = insertelement <128 x float> %1265, float %39, i32 111
-	%1267 = insertelement <128 x float> %1266, float %39, i32 112
-	%1268 = insertelement <128 x float> %1267, float %39, i32 113
-	%1269 = insertelement <128 x float> %1268, float %39, i32 114
-	%1270 = insertelement <128 x float> %1269, float %39, i32 115
-	%1271 = insertelement <128 x float> %1270, float %39, i32 116
-	%1272 = insertelement <128 x float> %1271, float %39, i32 117
-	%1273 = insertelement <128 x float> %1272, float %39, i32 118
-	%1274 = insertelement <128 x float> %1273, float %39, i32 119
-	%1275 = insertelement <128 x float> %1274, float %39, i32 120
-	%1276 = insertelement <128 x float> %1275, float %39, i32 121
-	%1277 = insertelement <128 x float> %1276, float %39, i32 122
-	%1278 = insertelement <128 x float> %1277, float %39, i32 123
-	%1279 = insertelement <128 x float> %1278, float %39, i32 124
-	%1280 = insertelement <128 x float> %1279, float %39, i32 125
-	%1281 = insertelement <128 x float> %1280, float %39, i32 126
-	%1282 = insertelement <128 x float> %1281, float %39, i32 127
-	%1283 = fmul <128 x float> %1282, %1154
-	%1284 = fadd <128 x float> %1146, %1283
-	%1285 = insertelement <128 x float> undef, float %81, i32 0
-	%1286 = insertelement <128 x float> %1285, float %81, i32 1
-	%1287 = insertelement <128 x float> %1286, float %81, i32 2
-	%1288 = insertelement <128 x float> %1287, float %81, i32 3
-	%1289 = insertelement <128 x float> %1288, float %81, i32 4
-	%1290 = insertelement <128 x float> %1289, float %81, i32 5
-	%1291 = insertelement <128 x float> %1290, float %81, i32 6
-	%1292 = insertelement <128 x float> %1291, float %81, i32 7
-	%1293 = insertelement <128 x float> %1292, float %81, i32 8
-	%1294 = insertelement <128 x float> %1293, float %81, i32 9
-	%1295 = insertelement <128 x float> %1294, float %81, i32 10
-	%1296 = insertelement <128 x float> %1295, float %81, i32 11
-	%1297 = insertelement <128 x float> %1296, float %81, i32 12
-	%1298 = insertelement <128 x float> %1297, float %81, i32 13
-	%1299 = insertelement <128 x float> %1298, float %81, i32 14
-	%1300 = insertelement <128 x float> %1299, float %81, i32 15
-	%1301 = insertelement <128 x float> %1300, float %81, i32 16
-	%1302 = insertelement <128 x float> %1301, float %81, i32 17
-	%1303 = insertelement <128 x float> %1302, float %81, i32 18
-	%1304 = insertelement <128 x float> %1303, float %81, i32 19
-	%1305 = insertelement <128 x float> %1304, float %81, i32 20
-	%1306 = insertelement <128 x float> %1305, float %81, i32 21
-	%1307 = insertelement <128 x float> %1306, float %81, i32 22
-	%1308 = insertelement <128 x float> %1307, float %81, i32 23
-	%1309 = insertelement <128 x float> %1308, float %81, i32 24
-	%1310 = insertelement <128 x float> %1309, float %81, i32 25
-	%1311 = insertelement <128 x float> %1310, float %81, i32 26
-	%1312 = insertelement <128 x float> %1311, float %81, i32 27
-	%1313 = insertelement <128 x float> %1312, float %81, i32 28
-	%1314 = insertelement <128 x float> %1313, float %81, i32 29
-	%1315 = insertelement <128 x float> %1314, float %81, i32 30
-	%1316 = insertelement <128 x float> %1315, float %81, i32 31
-	%1317 = insertelement <128 x float> %1316, float %81, i32 32
-	%1318 = insertelement <128 x float> %1317, float %81, i32 33
-	%1319 = insertelement <128 x float> %1318, float %81, i32 34
-	%1320 = insertelement <128 x float> %1319, float %81, i32 35
-	%1321 = insertelement <128 x float> %1320, float %81, i32 36
-	%1322 = insertelement <128 x float> %1321, float %81, i32 37
-	%1323 = insertelement <128 x float> %1322, float %81, i32 38
-	%1324 = insertelement <128 x float> %1323, float %81, i32 39
-	%1325 = insertelement <128 x float> %1324, float %81, i32 40
-	%1326 = insertelement <128 x float> %1325, float %81, i32 41
-	%1327 = insertelement <128 x float> %1326, float %81, i32 42
-	%1328 = insertelement <128 x float> %1327, float %81, i32 43
-	%1329 = insertelement <128 x float> %1328, float %81, i32 44
-	%1330 = insertelement <128 x float> %1329, float %81, i32 45
-	%1331 = insertelement <128 x float> %1330, float %81, i32 46
-	%1332 = insertelement <128 x float> %1331, float %81, i32 47
-	%1333 = insertelement <128 x float> %1332, float %81, i32 48
-	%1334 = insertelement <128 x float> %1333, float %81, i32 49
-	%1335 = insertelement <128 x float> %1334, float %81, i32 50
-	%1336 = insertelement <128 x float> %1335, float %81, i32 51
-	%1337 = insertelement <128 x float> %1336, float %81, i32 52
-	%1338 = insertelement <128 x float> %1337, float %81, i32 53
-	%1339 = insertelement <128 x float> %1338, float %81, i32 54
-	%1340 = insertelement <128 x float> %1339, float %81, i32 55
-	%1341 = insertelement <128 x float> %1340, float %81, i32 56
-	%1342 = insertelement <128 x float> %1341, float %81, i32 57
-	%1343 = insertelement <128 x float> %1342, float %81, i32 58
-	%1344 = insertelement <128 x float> %1343, float %81, i32 59
-	%1345 = insertelement <128 x float> %1344, float %81, i32 60
-	%1346 = insertelement <128 x float> %1345, float %81, i32 61
-	%1347 = insertelement <128 x float> %1346, float %81, i32 62
-	%1348 = insertelement <128 x float> %1347, float %81, i32 63
-	%1349 = insertelement <128 x float> %1348, float %81, i32 64
-	%1350 = insertelement <128 x float> %1349, float %81, i32 65
-	%1351 = insertelement <128 x float> %1350, float %81, i32 66
-	%1352 = insertelement <128 x float> %1351, float %81, i32 67
-	%1353 = insertelement <128 x float> %1352, float %81, i32 68
-	%1354 = insertelement <128 x float> %1353, float %81, i32 69
-	%1355 = insertelement <128 x float> %1354, float %81, i32 70
-	%1356 = insertelement <128 x float> %1355, float %81, i32 71
-	%1357 = insertelement <128 x float> %1356, float %81, i32 72
-	%1358 = insertelement <128 x float> %1357, float %81, i32 73
-	%1359 = insertelement <128 x float> %1358, float %81, i32 74
-	%1360 = insertelement <128 x float> %1359, float %81, i32 75
-	%1361 = insertelement <128 x float> %1360, float %81, i32 76
-	%1362 = insertelement <128 x float> %1361, float %81, i32 77
-	%1363 = insertelement <128 x float> %1362, float %81, i32 78
-	%1364 = insertelement <128 x float> %1363, float %81, i32 79
-	%1365 = insertelement <128 x float> %1364, float %81, i32 80
-	%1366 = insertelement <128 x float> %1365, float %81, i32 81
-	%1367 = insertelement <128 x float> %1366, float %81, i32 82
-	%1368 = insertelement <128 x float> %1367, float %81, i32 83
-	%1369 = insertelement <128 x float> %1368, float %81, i32 84
-	%1370 = insertelement <128 x float> %1369, float %81, i32 85
-	%1371 = insertelement <128 x float> %1370, float %81, i32 86
-	%1372 = insertelement <128 x float> %1371, float %81, i32 87
-	%1373 = insertelement <128 x float> %1372, float %81, i32 88
-	%1374 = insertelement <128 x float> %1373, float %81, i32 89
-	%1375 = insertelement <128 x float> %1374, float %81, i32 90
-	%1376 = insertelement <128 x float> %1375, float %81, i32 91
-	%1377 = insertelement <128 x float> %1376, float %81, i32 92
-	%1378 = insertelement <128 x float> %1377, float %81, i32 93
-	%1379 = insertelement <128 x float> %1378, float %81, i32 94
-	%1380 = insertelement <128 x float> %1379, float %81, i32 95
-	%1381 = insertelement <128 x float> %1380, float %81, i32 96
-	%1382 = insertelement <128 x float> %1381, float %81, i32 97
-	%1383 = insertelement <128 x float> %1382, float %81, i32 98
-	%1384 = insertelement <128 x float> %1383, float %81, i32 99
-	%1385 = insertelement <128 x float> %1384, float %81, i32 100
-	%1386 = insertelement <128 x float> %1385, float %81, i32 101
-	%1387 = insertelement <128 x float> %1386, float %81, i32 102
-	%1388 = insertelement <128 x float> %1387, float %81, i32 103
-	%1389 = insertelement <128 x float> %1388, float %81, i32 104
-	%1390 = insertelement <128 x float> %1389, float %81, i32 105
-	%1391 = insertelement <128 x float> %1390, float %81, i32 106
-	%1392 = insertelement <128 x float> %1391, float %81, i32 107
-	%1393 = insertelement <128 x float> %1392, float %81, i32 108
-	%1394 = insertelement <128 x float> %1393, float %81, i32 109
-	%1395 = insertelement <128 x float> %1394, float %81, i32 110
-	%1396 = insertelement <128 x float> %1395, float %81, i32 111
-	%1397 = insertelement <128 x float> %1396, float %81, i32 112
-	%1398 = insertelement <128 x float> %1397, float %81, i32 113
-	%1399 = insertelement <128 x float> %1398, float %81, i32 114
-	%1400 = insertelement <128 x float> %1399, float %81, i32 115
-	%1401 = insertelement <128 x float> %1400, float %81, i32 116
-	%1402 = insertelement <128 x float> %1401, float %81, i32 117
-	%1403 = insertelement <128 x float> %1402, float %81, i32 118
-	%1404 = insertelement <128 x float> %1403, float %81, i32 119
-	%1405 = insertelement <128 x float> %1404, float %81, i32 120
-	%1406 = insertelement <128 x float> %1405, float %81, i32 121
-	%1407 = insertelement <128 x float> %1406, float %81, i32 122
-	%1408 = insertelement <128 x float> %1407, float %81, i32 123
-	%1409 = insertelement <128 x float> %1408, float %81, i32 124
-	%1410 = insertelement <128 x float> %1409, float %81, i32 125
-	%1411 = insertelement <128 x float> %1410, float %81, i32 126
-	%1412 = insertelement <128 x float> %1411, float %81, i32 127
-	%1413 = fmul <128 x float> %1284, %1412
-	%1414 = fadd <128 x float> %1413, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1415 = fsub <128 x float> %1414, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1416 = insertelement <128 x float> undef, float %77, i32 0
-	%1417 = insertelement <128 x float> %1416, float %77, i32 1
-	%1418 = insertelement <128 x float> %1417, float %77, i32 2
-	%1419 = insertelement <128 x float> %1418, float %77, i32 3
-	%1420 = insertelement <128 x float> %1419, float %77, i32 4
-	%1421 = insertelement <128 x float> %1420, float %77, i32 5
-	%1422 = insertelement <128 x float> %1421, float %77, i32 6
-	%1423 = insertelement <128 x float> %1422, float %77, i32 7
-	%1424 = insertelement <128 x float> %1423, float %77, i32 8
-	%1425 = insertelement <128 x float> %1424, float %77, i32 9
-	%1426 = insertelement <128 x float> %1425, float %77, i32 10
-	%1427 = insertelement <128 x float> %1426, float %77, i32 11
-	%1428 = insertelement <128 x float> %1427, float %77, i32 12
-	%1429 = insertelement <128 x float> %1428, float %77, i32 13
-	%1430 = insertelement <128 x float> %1429, float %77, i32 14
-	%1431 = insertelement <128 x float> %1430, float %77, i32 15
-	%1432 = insertelement <128 x float> %1431, float %77, i32 16
-	%1433 = insertelement <128 x float> %1432, float %77, i32 17
-	%1434 = insertelement <128 x float> %1433, float %77, i32 18
-	%1435 = insertelement <128 x float> %1434, float %77, i32 19
-	%1436 = insertelement <128 x float> %1435, float %77, i32 20
-	%1437 = insertelement <128 x float> %1436, float %77, i32 21
-	%1438 = insertelement <128 x float> %1437, float %77, i32 22
-	%1439 = insertelement <128 x float> %1438, float %77, i32 23
-	%1440 = insertelement <128 x float> %1439, float %77, i32 24
-	%1441 = insertelement <128 x float> %1440, float %77, i32 25
-	%1442 = insertelement <128 x float> %1441, float %77, i32 26
-	%1443 = insertelement <128 x float> %1442, float %77, i32 27
-	%1444 = insertelement <128 x float> %1443, float %77, i32 28
-	%1445 = insertelement <128 x float> %1444, float %77, i32 29
-	%1446 = insertelement <128 x float> %1445, float %77, i32 30
-	%1447 = insertelement <128 x float> %1446, float %77, i32 31
-	%1448 = insertelement <128 x float> %1447, float %77, i32 32
-	%1449 = insertelement <128 x float> %1448, float %77, i32 33
-	%1450 = insertelement <128 x float> %1449, float %77, i32 34
-	%1451 = insertelement <128 x float> %1450, float %77, i32 35
-	%1452 = insertelement <128 x float> %1451, float %77, i32 36
-	%1453 = insertelement <128 x float> %1452, float %77, i32 37
-	%1454 = insertelement <128 x float> %1453, float %77, i32 38
-	%1455 = insertelement <128 x float> %1454, float %77, i32 39
-	%1456 = insertelement <128 x float> %1455, float %77, i32 40
-	%1457 = insertelement <128 x float> %1456, float %77, i32 41
-	%1458 = insertelement <128 x float> %1457, float %77, i32 42
-	%1459 = insertelement <128 x float> %1458, float %77, i32 43
-	%1460 = insertelement <128 x float> %1459, float %77, i32 44
-	%1461 = insertelement <128 x float> %1460, float %77, i32 45
-	%1462 = insertelement <128 x float> %1461, float %77, i32 46
-	%1463 = insertelement <128 x float> %1462, float %77, i32 47
-	%1464 = insertelement <128 x float> %1463, float %77, i32 48
-	%1465 = insertelement <128 x float> %1464, float %77, i32 49
-	%1466 = insertelement <128 x float> %1465, float %77, i32 50
-	%1467 = insertelement <128 x float> %1466, float %77, i32 51
-	%1468 = insertelement <128 x float> %1467, float %77, i32 52
-	%1469 = insertelement <128 x float> %1468, float %77, i32 53
-	%1470 = insertelement <128 x float> %1469, float %77, i32 54
-	%1471 = insertelement <128 x float> %1470, float %77, i32 55
-	%1472 = insertelement <128 x float> %1471, float %77, i32 56
-	%1473 = insertelement <128 x float> %1472, float %77, i32 57
-	%1474 = insertelement <128 x float> %1473, float %77, i32 58
-	%1475 = insertelement <128 x float> %1474, float %77, i32 59
-	%1476 = insertelement <128 x float> %1475, float %77, i32 60
-	%1477 = insertelement <128 x float> %1476, float %77, i32 61
-	%1478 = insertelement <128 x float> %1477, float %77, i32 62
-	%1479 = insertelement <128 x float> %1478, float %77, i32 63
-	%1480 = insertelement <128 x float> %1479, float %77, i32 64
-	%1481 = insertelement <128 x float> %1480, float %77, i32 65
-	%1482 = insertelement <128 x float> %1481, float %77, i32 66
-	%1483 = insertelement <128 x float> %1482, float %77, i32 67
-	%1484 = insertelement <128 x float> %1483, float %77, i32 68
-	%1485 = insertelement <128 x float> %1484, float %77, i32 69
-	%1486 = insertelement <128 x float> %1485, float %77, i32 70
-	%1487 = insertelement <128 x float> %1486, float %77, i32 71
-	%1488 = insertelement <128 x float> %1487, float %77, i32 72
-	%1489 = insertelement <128 x float> %1488, float %77, i32 73
-	%1490 = insertelement <128 x float> %1489, float %77, i32 74
-	%1491 = insertelement <128 x float> %1490, float %77, i32 75
-	%1492 = insertelement <128 x float> %1491, float %77, i32 76
-	%1493 = insertelement <128 x float> %1492, float %77, i32 77
-	%1494 = insertelement <128 x float> %1493, float %77, i32 78
-	%1495 = insertelement <128 x float> %1494, float %77, i32 79
-	%1496 = insertelement <128 x float> %1495, float %77, i32 80
-	%1497 = insertelement <128 x float> %1496, float %77, i32 81
-	%1498 = insertelement <128 x float> %1497, float %77, i32 82
-	%1499 = insertelement <128 x float> %1498, float %77, i32 83
-	%1500 = insertelement <128 x float> %1499, float %77, i32 84
-	%1501 = insertelement <128 x float> %1500, float %77, i32 85
-	%1502 = insertelement <128 x float> %1501, float %77, i32 86
-	%1503 = insertelement <128 x float> %1502, float %77, i32 87
-	%1504 = insertelement <128 x float> %1503, float %77, i32 88
-	%1505 = insertelement <128 x float> %1504, float %77, i32 89
-	%1506 = insertelement <128 x float> %1505, float %77, i32 90
-	%1507 = insertelement <128 x float> %1506, float %77, i32 91
-	%1508 = insertelement <128 x float> %1507, float %77, i32 92
-	%1509 = insertelement <128 x float> %1508, float %77, i32 93
-	%1510 = insertelement <128 x float> %1509, float %77, i32 94
-	%1511 = insertelement <128 x float> %1510, float %77, i32 95
-	%1512 = insertelement <128 x float> %1511, float %77, i32 96
-	%1513 = insertelement <128 x float> %1512, float %77, i32 97
-	%1514 = insertelement <128 x float> %1513, float %77, i32 98
-	%1515 = insertelement <128 x float> %1514, float %77, i32 99
-	%1516 = insertelement <128 x float> %1515, float %77, i32 100
-	%1517 = insertelement <128 x float> %1516, float %77, i32 101
-	%1518 = insertelement <128 x float> %1517, float %77, i32 102
-	%1519 = insertelement <128 x float> %1518, float %77, i32 103
-	%1520 = insertelement <128 x float> %1519, float %77, i32 104
-	%1521 = insertelement <128 x float> %1520, float %77, i32 105
-	%1522 = insertelement <128 x float> %1521, float %77, i32 106
-	%1523 = insertelement <128 x float> %1522, float %77, i32 107
-	%1524 = insertelement <128 x float> %1523, float %77, i32 108
-	%1525 = insertelement <128 x float> %1524, float %77, i32 109
-	%1526 = insertelement <128 x float> %1525, float %77, i32 110
-	%1527 = insertelement <128 x float> %1526, float %77, i32 111
-	%1528 = insertelement <128 x float> %1527, float %77, i32 112
-	%1529 = insertelement <128 x float> %1528, float %77, i32 113
-	%1530 = insertelement <128 x float> %1529, float %77, i32 114
-	%1531 = insertelement <128 x float> %1530, float %77, i32 115
-	%1532 = insertelement <128 x float> %1531, float %77, i32 116
-	%1533 = insertelement <128 x float> %1532, float %77, i32 117
-	%1534 = insertelement <128 x float> %1533, float %77, i32 118
-	%1535 = insertelement <128 x float> %1534, float %77, i32 119
-	%1536 = insertelement <128 x float> %1535, float %77, i32 120
-	%1537 = insertelement <128 x float> %1536, float %77, i32 121
-	%1538 = insertelement <128 x float> %1537, float %77, i32 122
-	%1539 = insertelement <128 x float> %1538, float %77, i32 123
-	%1540 = insertelement <128 x float> %1539, float %77, i32 124
-	%1541 = insertelement <128 x float> %1540, float %77, i32 125
-	%1542 = insertelement <128 x float> %1541, float %77, i32 126
-	%1543 = insertelement <128 x float> %1542, float %77, i32 127
-	%1544 = fmul <128 x float> %1415, %1543
-	%1545 = fcmp oeq float %77, 0.0
-	%1546 = select i1 %1545, <128 x float> %1284, <128 x float> %1544
-	%1547 = icmp ne float* %kept, null
-	br i1 %1547, label %keep.429, label %kept.430
+	%1153 = insertelement <128 x float> undef, float %39, i32 0
+	%1154 = insertelement <128 x float> %1153, float %39, i32 1
+	%1155 = insertelement <128 x float> %1154, float %39, i32 2
+	%1156 = insertelement <128 x float> %1155, float %39, i32 3
+	%1157 = insertelement <128 x float> %1156, float %39, i32 4
+	%1158 = insertelement <128 x float> %1157, float %39, i32 5
+	%1159 = insertelement <128 x float> %1158, float %39, i32 6
+	%1160 = insertelement <128 x float> %1159, float %39, i32 7
+	%1161 = insertelement <128 x float> %1160, float %39, i32 8
+	%1162 = insertelement <128 x float> %1161, float %39, i32 9
+	%1163 = insertelement <128 x float> %1162, float %39, i32 10
+	%1164 = insertelement <128 x float> %1163, float %39, i32 11
+	%1165 = insertelement <128 x float> %1164, float %39, i32 12
+	%1166 = insertelement <128 x float> %1165, float %39, i32 13
+	%1167 = insertelement <128 x float> %1166, float %39, i32 14
+	%1168 = insertelement <128 x float> %1167, float %39, i32 15
+	%1169 = insertelement <128 x float> %1168, float %39, i32 16
+	%1170 = insertelement <128 x float> %1169, float %39, i32 17
+	%1171 = insertelement <128 x float> %1170, float %39, i32 18
+	%1172 = insertelement <128 x float> %1171, float %39, i32 19
+	%1173 = insertelement <128 x float> %1172, float %39, i32 20
+	%1174 = insertelement <128 x float> %1173, float %39, i32 21
+	%1175 = insertelement <128 x float> %1174, float %39, i32 22
+	%1176 = insertelement <128 x float> %1175, float %39, i32 23
+	%1177 = insertelement <128 x float> %1176, float %39, i32 24
+	%1178 = insertelement <128 x float> %1177, float %39, i32 25
+	%1179 = insertelement <128 x float> %1178, float %39, i32 26
+	%1180 = insertelement <128 x float> %1179, float %39, i32 27
+	%1181 = insertelement <128 x float> %1180, float %39, i32 28
+	%1182 = insertelement <128 x float> %1181, float %39, i32 29
+	%1183 = insertelement <128 x float> %1182, float %39, i32 30
+	%1184 = insertelement <128 x float> %1183, float %39, i32 31
+	%1185 = insertelement <128 x float> %1184, float %39, i32 32
+	%1186 = insertelement <128 x float> %1185, float %39, i32 33
+	%1187 = insertelement <128 x float> %1186, float %39, i32 34
+	%1188 = insertelement <128 x float> %1187, float %39, i32 35
+	%1189 = insertelement <128 x float> %1188, float %39, i32 36
+	%1190 = insertelement <128 x float> %1189, float %39, i32 37
+	%1191 = insertelement <128 x float> %1190, float %39, i32 38
+	%1192 = insertelement <128 x float> %1191, float %39, i32 39
+	%1193 = insertelement <128 x float> %1192, float %39, i32 40
+	%1194 = insertelement <128 x float> %1193, float %39, i32 41
+	%1195 = insertelement <128 x float> %1194, float %39, i32 42
+	%1196 = insertelement <128 x float> %1195, float %39, i32 43
+	%1197 = insertelement <128 x float> %1196, float %39, i32 44
+	%1198 = insertelement <128 x float> %1197, float %39, i32 45
+	%1199 = insertelement <128 x float> %1198, float %39, i32 46
+	%1200 = insertelement <128 x float> %1199, float %39, i32 47
+	%1201 = insertelement <128 x float> %1200, float %39, i32 48
+	%1202 = insertelement <128 x float> %1201, float %39, i32 49
+	%1203 = insertelement <128 x float> %1202, float %39, i32 50
+	%1204 = insertelement <128 x float> %1203, float %39, i32 51
+	%1205 = insertelement <128 x float> %1204, float %39, i32 52
+	%1206 = insertelement <128 x float> %1205, float %39, i32 53
+	%1207 = insertelement <128 x float> %1206, float %39, i32 54
+	%1208 = insertelement <128 x float> %1207, float %39, i32 55
+	%1209 = insertelement <128 x float> %1208, float %39, i32 56
+	%1210 = insertelement <128 x float> %1209, float %39, i32 57
+	%1211 = insertelement <128 x float> %1210, float %39, i32 58
+	%1212 = insertelement <128 x float> %1211, float %39, i32 59
+	%1213 = insertelement <128 x float> %1212, float %39, i32 60
+	%1214 = insertelement <128 x float> %1213, float %39, i32 61
+	%1215 = insertelement <128 x float> %1214, float %39, i32 62
+	%1216 = insertelement <128 x float> %1215, float %39, i32 63
+	%1217 = insertelement <128 x float> %1216, float %39, i32 64
+	%1218 = insertelement <128 x float> %1217, float %39, i32 65
+	%1219 = insertelement <128 x float> %1218, float %39, i32 66
+	%1220 = insertelement <128 x float> %1219, float %39, i32 67
+	%1221 = insertelement <128 x float> %1220, float %39, i32 68
+	%1222 = insertelement <128 x float> %1221, float %39, i32 69
+	%1223 = insertelement <128 x float> %1222, float %39, i32 70
+	%1224 = insertelement <128 x float> %1223, float %39, i32 71
+	%1225 = insertelement <128 x float> %1224, float %39, i32 72
+	%1226 = insertelement <128 x float> %1225, float %39, i32 73
+	%1227 = insertelement <128 x float> %1226, float %39, i32 74
+	%1228 = insertelement <128 x float> %1227, float %39, i32 75
+	%1229 = insertelement <128 x float> %1228, float %39, i32 76
+	%1230 = insertelement <128 x float> %1229, float %39, i32 77
+	%1231 = insertelement <128 x float> %1230, float %39, i32 78
+	%1232 = insertelement <128 x float> %1231, float %39, i32 79
+	%1233 = insertelement <128 x float> %1232, float %39, i32 80
+	%1234 = insertelement <128 x float> %1233, float %39, i32 81
+	%1235 = insertelement <128 x float> %1234, float %39, i32 82
+	%1236 = insertelement <128 x float> %1235, float %39, i32 83
+	%1237 = insertelement <128 x float> %1236, float %39, i32 84
+	%1238 = insertelement <128 x float> %1237, float %39, i32 85
+	%1239 = insertelement <128 x float> %1238, float %39, i32 86
+	%1240 = insertelement <128 x float> %1239, float %39, i32 87
+	%1241 = insertelement <128 x float> %1240, float %39, i32 88
+	%1242 = insertelement <128 x float> %1241, float %39, i32 89
+	%1243 = insertelement <128 x float> %1242, float %39, i32 90
+	%1244 = insertelement <128 x float> %1243, float %39, i32 91
+	%1245 = insertelement <128 x float> %1244, float %39, i32 92
+	%1246 = insertelement <128 x float> %1245, float %39, i32 93
+	%1247 = insertelement <128 x float> %1246, float %39, i32 94
+	%1248 = insertelement <128 x float> %1247, float %39, i32 95
+	%1249 = insertelement <128 x float> %1248, float %39, i32 96
+	%1250 = insertelement <128 x float> %1249, float %39, i32 97
+	%1251 = insertelement <128 x float> %1250, float %39, i32 98
+	%1252 = insertelement <128 x float> %1251, float %39, i32 99
+	%1253 = insertelement <128 x float> %1252, float %39, i32 100
+	%1254 = insertelement <128 x float> %1253, float %39, i32 101
+	%1255 = insertelement <128 x float> %1254, float %39, i32 102
+	%1256 = insertelement <128 x float> %1255, float %39, i32 103
+	%1257 = insertelement <128 x float> %1256, float %39, i32 104
+	%1258 = insertelement <128 x float> %1257, float %39, i32 105
+	%1259 = insertelement <128 x float> %1258, float %39, i32 106
+	%1260 = insertelement <128 x float> %1259, float %39, i32 107
+	%1261 = insertelement <128 x float> %1260, float %39, i32 108
+	%1262 = insertelement <128 x float> %1261, float %39, i32 109
+	%1263 = insertelement <128 x float> %1262, float %39, i32 110
+	%1264 = insertelement <128 x float> %1263, float %39, i32 111
+	%1265 = insertelement <128 x float> %1264, float %39, i32 112
+	%1266 = insertelement <128 x float> %1265, float %39, i32 113
+	%1267 = insertelement <128 x float> %1266, float %39, i32 114
+	%1268 = insertelement <128 x float> %1267, float %39, i32 115
+	%1269 = insertelement <128 x float> %1268, float %39, i32 116
+	%1270 = insertelement <128 x float> %1269, float %39, i32 117
+	%1271 = insertelement <128 x float> %1270, float %39, i32 118
+	%1272 = insertelement <128 x float> %1271, float %39, i32 119
+	%1273 = insertelement <128 x float> %1272, float %39, i32 120
+	%1274 = insertelement <128 x float> %1273, float %39, i32 121
+	%1275 = insertelement <128 x float> %1274, float %39, i32 122
+	%1276 = insertelement <128 x float> %1275, float %39, i32 123
+	%1277 = insertelement <128 x float> %1276, float %39, i32 124
+	%1278 = insertelement <128 x float> %1277, float %39, i32 125
+	%1279 = insertelement <128 x float> %1278, float %39, i32 126
+	%1280 = insertelement <128 x float> %1279, float %39, i32 127
+	%1281 = fmul <128 x float> %1280, %1115
+	%1282 = fadd <128 x float> %1146, %1281
+	%1283 = insertelement <128 x float> undef, float %81, i32 0
+	%1284 = insertelement <128 x float> %1283, float %81, i32 1
+	%1285 = insertelement <128 x float> %1284, float %81, i32 2
+	%1286 = insertelement <128 x float> %1285, float %81, i32 3
+	%1287 = insertelement <128 x float> %1286, float %81, i32 4
+	%1288 = insertelement <128 x float> %1287, float %81, i32 5
+	%1289 = insertelement <128 x float> %1288, float %81, i32 6
+	%1290 = insertelement <128 x float> %1289, float %81, i32 7
+	%1291 = insertelement <128 x float> %1290, float %81, i32 8
+	%1292 = insertelement <128 x float> %1291, float %81, i32 9
+	%1293 = insertelement <128 x float> %1292, float %81, i32 10
+	%1294 = insertelement <128 x float> %1293, float %81, i32 11
+	%1295 = insertelement <128 x float> %1294, float %81, i32 12
+	%1296 = insertelement <128 x float> %1295, float %81, i32 13
+	%1297 = insertelement <128 x float> %1296, float %81, i32 14
+	%1298 = insertelement <128 x float> %1297, float %81, i32 15
+	%1299 = insertelement <128 x float> %1298, float %81, i32 16
+	%1300 = insertelement <128 x float> %1299, float %81, i32 17
+	%1301 = insertelement <128 x float> %1300, float %81, i32 18
+	%1302 = insertelement <128 x float> %1301, float %81, i32 19
+	%1303 = insertelement <128 x float> %1302, float %81, i32 20
+	%1304 = insertelement <128 x float> %1303, float %81, i32 21
+	%1305 = insertelement <128 x float> %1304, float %81, i32 22
+	%1306 = insertelement <128 x float> %1305, float %81, i32 23
+	%1307 = insertelement <128 x float> %1306, float %81, i32 24
+	%1308 = insertelement <128 x float> %1307, float %81, i32 25
+	%1309 = insertelement <128 x float> %1308, float %81, i32 26
+	%1310 = insertelement <128 x float> %1309, float %81, i32 27
+	%1311 = insertelement <128 x float> %1310, float %81, i32 28
+	%1312 = insertelement <128 x float> %1311, float %81, i32 29
+	%1313 = insertelement <128 x float> %1312, float %81, i32 30
+	%1314 = insertelement <128 x float> %1313, float %81, i32 31
+	%1315 = insertelement <128 x float> %1314, float %81, i32 32
+	%1316 = insertelement <128 x float> %1315, float %81, i32 33
+	%1317 = insertelement <128 x float> %1316, float %81, i32 34
+	%1318 = insertelement <128 x float> %1317, float %81, i32 35
+	%1319 = insertelement <128 x float> %1318, float %81, i32 36
+	%1320 = insertelement <128 x float> %1319, float %81, i32 37
+	%1321 = insertelement <128 x float> %1320, float %81, i32 38
+	%1322 = insertelement <128 x float> %1321, float %81, i32 39
+	%1323 = insertelement <128 x float> %1322, float %81, i32 40
+	%1324 = insertelement <128 x float> %1323, float %81, i32 41
+	%1325 = insertelement <128 x float> %1324, float %81, i32 42
+	%1326 = insertelement <128 x float> %1325, float %81, i32 43
+	%1327 = insertelement <128 x float> %1326, float %81, i32 44
+	%1328 = insertelement <128 x float> %1327, float %81, i32 45
+	%1329 = insertelement <128 x float> %1328, float %81, i32 46
+	%1330 = insertelement <128 x float> %1329, float %81, i32 47
+	%1331 = insertelement <128 x float> %1330, float %81, i32 48
+	%1332 = insertelement <128 x float> %1331, float %81, i32 49
+	%1333 = insertelement <128 x float> %1332, float %81, i32 50
+	%1334 = insertelement <128 x float> %1333, float %81, i32 51
+	%1335 = insertelement <128 x float> %1334, float %81, i32 52
+	%1336 = insertelement <128 x float> %1335, float %81, i32 53
+	%1337 = insertelement <128 x float> %1336, float %81, i32 54
+	%1338 = insertelement <128 x float> %1337, float %81, i32 55
+	%1339 = insertelement <128 x float> %1338, float %81, i32 56
+	%1340 = insertelement <128 x float> %1339, float %81, i32 57
+	%1341 = insertelement <128 x float> %1340, float %81, i32 58
+	%1342 = insertelement <128 x float> %1341, float %81, i32 59
+	%1343 = insertelement <128 x float> %1342, float %81, i32 60
+	%1344 = insertelement <128 x float> %1343, float %81, i32 61
+	%1345 = insertelement <128 x float> %1344, float %81, i32 62
+	%1346 = insertelement <128 x float> %1345, float %81, i32 63
+	%1347 = insertelement <128 x float> %1346, float %81, i32 64
+	%1348 = insertelement <128 x float> %1347, float %81, i32 65
+	%1349 = insertelement <128 x float> %1348, float %81, i32 66
+	%1350 = insertelement <128 x float> %1349, float %81, i32 67
+	%1351 = insertelement <128 x float> %1350, float %81, i32 68
+	%1352 = insertelement <128 x float> %1351, float %81, i32 69
+	%1353 = insertelement <128 x float> %1352, float %81, i32 70
+	%1354 = insertelement <128 x float> %1353, float %81, i32 71
+	%1355 = insertelement <128 x float> %1354, float %81, i32 72
+	%1356 = insertelement <128 x float> %1355, float %81, i32 73
+	%1357 = insertelement <128 x float> %1356, float %81, i32 74
+	%1358 = insertelement <128 x float> %1357, float %81, i32 75
+	%1359 = insertelement <128 x float> %1358, float %81, i32 76
+	%1360 = insertelement <128 x float> %1359, float %81, i32 77
+	%1361 = insertelement <128 x float> %1360, float %81, i32 78
+	%1362 = insertelement <128 x float> %1361, float %81, i32 79
+	%1363 = insertelement <128 x float> %1362, float %81, i32 80
+	%1364 = insertelement <128 x float> %1363, float %81, i32 81
+	%1365 = insertelement <128 x float> %1364, float %81, i32 82
+	%1366 = insertelement <128 x float> %1365, float %81, i32 83
+	%1367 = insertelement <128 x float> %1366, float %81, i32 84
+	%1368 = insertelement <128 x float> %1367, float %81, i32 85
+	%1369 = insertelement <128 x float> %1368, float %81, i32 86
+	%1370 = insertelement <128 x float> %1369, float %81, i32 87
+	%1371 = insertelement <128 x float> %1370, float %81, i32 88
+	%1372 = insertelement <128 x float> %1371, float %81, i32 89
+	%1373 = insertelement <128 x float> %1372, float %81, i32 90
+	%1374 = insertelement <128 x float> %1373, float %81, i32 91
+	%1375 = insertelement <128 x float> %1374, float %81, i32 92
+	%1376 = insertelement <128 x float> %1375, float %81, i32 93
+	%1377 = insertelement <128 x float> %1376, float %81, i32 94
+	%1378 = insertelement <128 x float> %1377, float %81, i32 95
+	%1379 = insertelement <128 x float> %1378, float %81, i32 96
+	%1380 = insertelement <128 x float> %1379, float %81, i32 97
+	%1381 = insertelement <128 x float> %1380, float %81, i32 98
+	%1382 = insertelement <128 x float> %1381, float %81, i32 99
+	%1383 = insertelement <128 x float> %1382, float %81, i32 100
+	%1384 = insertelement <128 x float> %1383, float %81, i32 101
+	%1385 = insertelement <128 x float> %1384, float %81, i32 102
+	%1386 = insertelement <128 x float> %1385, float %81, i32 103
+	%1387 = insertelement <128 x float> %1386, float %81, i32 104
+	%1388 = insertelement <128 x float> %1387, float %81, i32 105
+	%1389 = insertelement <128 x float> %1388, float %81, i32 106
+	%1390 = insertelement <128 x float> %1389, float %81, i32 107
+	%1391 = insertelement <128 x float> %1390, float %81, i32 108
+	%1392 = insertelement <128 x float> %1391, float %81, i32 109
+	%1393 = insertelement <128 x float> %1392, float %81, i32 110
+	%1394 = insertelement <128 x float> %1393, float %81, i32 111
+	%1395 = insertelement <128 x float> %1394, float %81, i32 112
+	%1396 = insertelement <128 x float> %1395, float %81, i32 113
+	%1397 = insertelement <128 x float> %1396, float %81, i32 114
+	%1398 = insertelement <128 x float> %1397, float %81, i32 115
+	%1399 = insertelement <128 x float> %1398, float %81, i32 116
+	%1400 = insertelement <128 x float> %1399, float %81, i32 117
+	%1401 = insertelement <128 x float> %1400, float %81, i32 118
+	%1402 = insertelement <128 x float> %1401, float %81, i32 119
+	%1403 = insertelement <128 x float> %1402, float %81, i32 120
+	%1404 = insertelement <128 x float> %1403, float %81, i32 121
+	%1405 = insertelement <128 x float> %1404, float %81, i32 122
+	%1406 = insertelement <128 x float> %1405, float %81, i32 123
+	%1407 = insertelement <128 x float> %1406, float %81, i32 124
+	%1408 = insertelement <128 x float> %1407, float %81, i32 125
+	%1409 = insertelement <128 x float> %1408, float %81, i32 126
+	%1410 = insertelement <128 x float> %1409, float %81, i32 127
+	%1411 = fmul <128 x float> %1282, %1410
+	%1412 = fadd <128 x float> %1411, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1413 = fsub <128 x float> %1412, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1414 = insertelement <128 x float> undef, float %77, i32 0
+	%1415 = insertelement <128 x float> %1414, float %77, i32 1
+	%1416 = insertelement <128 x float> %1415, float %77, i32 2
+	%1417 = insertelement <128 x float> %1416, float %77, i32 3
+	%1418 = insertelement <128 x float> %1417, float %77, i32 4
+	%1419 = insertelement <128 x float> %1418, float %77, i32 5
+	%1420 = insertelement <128 x float> %1419, float %77, i32 6
+	%1421 = insertelement <128 x float> %1420, float %77, i32 7
+	%1422 = insertelement <128 x float> %1421, float %77, i32 8
+	%1423 = insertelement <128 x float> %1422, float %77, i32 9
+	%1424 = insertelement <128 x float> %1423, float %77, i32 10
+	%1425 = insertelement <128 x float> %1424, float %77, i32 11
+	%1426 = insertelement <128 x float> %1425, float %77, i32 12
+	%1427 = insertelement <128 x float> %1426, float %77, i32 13
+	%1428 = insertelement <128 x float> %1427, float %77, i32 14
+	%1429 = insertelement <128 x float> %1428, float %77, i32 15
+	%1430 = insertelement <128 x float> %1429, float %77, i32 16
+	%1431 = insertelement <128 x float> %1430, float %77, i32 17
+	%1432 = insertelement <128 x float> %1431, float %77, i32 18
+	%1433 = insertelement <128 x float> %1432, float %77, i32 19
+	%1434 = insertelement <128 x float> %1433, float %77, i32 20
+	%1435 = insertelement <128 x float> %1434, float %77, i32 21
+	%1436 = insertelement <128 x float> %1435, float %77, i32 22
+	%1437 = insertelement <128 x float> %1436, float %77, i32 23
+	%1438 = insertelement <128 x float> %1437, float %77, i32 24
+	%1439 = insertelement <128 x float> %1438, float %77, i32 25
+	%1440 = insertelement <128 x float> %1439, float %77, i32 26
+	%1441 = insertelement <128 x float> %1440, float %77, i32 27
+	%1442 = insertelement <128 x float> %1441, float %77, i32 28
+	%1443 = insertelement <128 x float> %1442, float %77, i32 29
+	%1444 = insertelement <128 x float> %1443, float %77, i32 30
+	%1445 = insertelement <128 x float> %1444, float %77, i32 31
+	%1446 = insertelement <128 x float> %1445, float %77, i32 32
+	%1447 = insertelement <128 x float> %1446, float %77, i32 33
+	%1448 = insertelement <128 x float> %1447, float %77, i32 34
+	%1449 = insertelement <128 x float> %1448, float %77, i32 35
+	%1450 = insertelement <128 x float> %1449, float %77, i32 36
+	%1451 = insertelement <128 x float> %1450, float %77, i32 37
+	%1452 = insertelement <128 x float> %1451, float %77, i32 38
+	%1453 = insertelement <128 x float> %1452, float %77, i32 39
+	%1454 = insertelement <128 x float> %1453, float %77, i32 40
+	%1455 = insertelement <128 x float> %1454, float %77, i32 41
+	%1456 = insertelement <128 x float> %1455, float %77, i32 42
+	%1457 = insertelement <128 x float> %1456, float %77, i32 43
+	%1458 = insertelement <128 x float> %1457, float %77, i32 44
+	%1459 = insertelement <128 x float> %1458, float %77, i32 45
+	%1460 = insertelement <128 x float> %1459, float %77, i32 46
+	%1461 = insertelement <128 x float> %1460, float %77, i32 47
+	%1462 = insertelement <128 x float> %1461, float %77, i32 48
+	%1463 = insertelement <128 x float> %1462, float %77, i32 49
+	%1464 = insertelement <128 x float> %1463, float %77, i32 50
+	%1465 = insertelement <128 x float> %1464, float %77, i32 51
+	%1466 = insertelement <128 x float> %1465, float %77, i32 52
+	%1467 = insertelement <128 x float> %1466, float %77, i32 53
+	%1468 = insertelement <128 x float> %1467, float %77, i32 54
+	%1469 = insertelement <128 x float> %1468, float %77, i32 55
+	%1470 = insertelement <128 x float> %1469, float %77, i32 56
+	%1471 = insertelement <128 x float> %1470, float %77, i32 57
+	%1472 = insertelement <128 x float> %1471, float %77, i32 58
+	%1473 = insertelement <128 x float> %1472, float %77, i32 59
+	%1474 = insertelement <128 x float> %1473, float %77, i32 60
+	%1475 = insertelement <128 x float> %1474, float %77, i32 61
+	%1476 = insertelement <128 x float> %1475, float %77, i32 62
+	%1477 = insertelement <128 x float> %1476, float %77, i32 63
+	%1478 = insertelement <128 x float> %1477, float %77, i32 64
+	%1479 = insertelement <128 x float> %1478, float %77, i32 65
+	%1480 = insertelement <128 x float> %1479, float %77, i32 66
+	%1481 = insertelement <128 x float> %1480, float %77, i32 67
+	%1482 = insertelement <128 x float> %1481, float %77, i32 68
+	%1483 = insertelement <128 x float> %1482, float %77, i32 69
+	%1484 = insertelement <128 x float> %1483, float %77, i32 70
+	%1485 = insertelement <128 x float> %1484, float %77, i32 71
+	%1486 = insertelement <128 x float> %1485, float %77, i32 72
+	%1487 = insertelement <128 x float> %1486, float %77, i32 73
+	%1488 = insertelement <128 x float> %1487, float %77, i32 74
+	%1489 = insertelement <128 x float> %1488, float %77, i32 75
+	%1490 = insertelement <128 x float> %1489, float %77, i32 76
+	%1491 = insertelement <128 x float> %1490, float %77, i32 77
+	%1492 = insertelement <128 x float> %1491, float %77, i32 78
+	%1493 = insertelement <128 x float> %1492, float %77, i32 79
+	%1494 = insertelement <128 x float> %1493, float %77, i32 80
+	%1495 = insertelement <128 x float> %1494, float %77, i32 81
+	%1496 = insertelement <128 x float> %1495, float %77, i32 82
+	%1497 = insertelement <128 x float> %1496, float %77, i32 83
+	%1498 = insertelement <128 x float> %1497, float %77, i32 84
+	%1499 = insertelement <128 x float> %1498, float %77, i32 85
+	%1500 = insertelement <128 x float> %1499, float %77, i32 86
+	%1501 = insertelement <128 x float> %1500, float %77, i32 87
+	%1502 = insertelement <128 x float> %1501, float %77, i32 88
+	%1503 = insertelement <128 x float> %1502, float %77, i32 89
+	%1504 = insertelement <128 x float> %1503, float %77, i32 90
+	%1505 = insertelement <128 x float> %1504, float %77, i32 91
+	%1506 = insertelement <128 x float> %1505, float %77, i32 92
+	%1507 = insertelement <128 x float> %1506, float %77, i32 93
+	%1508 = insertelement <128 x float> %1507, float %77, i32 94
+	%1509 = insertelement <128 x float> %1508, float %77, i32 95
+	%1510 = insertelement <128 x float> %1509, float %77, i32 96
+	%1511 = insertelement <128 x float> %1510, float %77, i32 97
+	%1512 = insertelement <128 x float> %1511, float %77, i32 98
+	%1513 = insertelement <128 x float> %1512, float %77, i32 99
+	%1514 = insertelement <128 x float> %1513, float %77, i32 100
+	%1515 = insertelement <128 x float> %1514, float %77, i32 101
+	%1516 = insertelement <128 x float> %1515, float %77, i32 102
+	%1517 = insertelement <128 x float> %1516, float %77, i32 103
+	%1518 = insertelement <128 x float> %1517, float %77, i32 104
+	%1519 = insertelement <128 x float> %1518, float %77, i32 105
+	%1520 = insertelement <128 x float> %1519, float %77, i32 106
+	%1521 = insertelement <128 x float> %1520, float %77, i32 107
+	%1522 = insertelement <128 x float> %1521, float %77, i32 108
+	%1523 = insertelement <128 x float> %1522, float %77, i32 109
+	%1524 = insertelement <128 x float> %1523, float %77, i32 110
+	%1525 = insertelement <128 x float> %1524, float %77, i32 111
+	%1526 = insertelement <128 x float> %1525, float %77, i32 112
+	%1527 = insertelement <128 x float> %1526, float %77, i32 113
+	%1528 = insertelement <128 x float> %1527, float %77, i32 114
+	%1529 = insertelement <128 x float> %1528, float %77, i32 115
+	%1530 = insertelement <128 x float> %1529, float %77, i32 116
+	%1531 = insertelement <128 x float> %1530, float %77, i32 117
+	%1532 = insertelement <128 x float> %1531, float %77, i32 118
+	%1533 = insertelement <128 x float> %1532, float %77, i32 119
+	%1534 = insertelement <128 x float> %1533, float %77, i32 120
+	%1535 = insertelement <128 x float> %1534, float %77, i32 121
+	%1536 = insertelement <128 x float> %1535, float %77, i32 122
+	%1537 = insertelement <128 x float> %1536, float %77, i32 123
+	%1538 = insertelement <128 x float> %1537, float %77, i32 124
+	%1539 = insertelement <128 x float> %1538, float %77, i32 125
+	%1540 = insertelement <128 x float> %1539, float %77, i32 126
+	%1541 = insertelement <128 x float> %1540, float %77, i32 127
+	%1542 = fmul <128 x float> %1413, %1541
+	%1543 = fcmp oeq float %77, 0.0
+	%1544 = select i1 %1543, <128 x float> %1282, <128 x float> %1542
+	%1545 = icmp ne float* %kept, null
+	br i1 %1545, label %keep.429, label %kept.430
 
-else.418:
+else.427:
 	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
-	%1548 = bitcast <128 x float>* %4 to float*
-	%1549 = sub i64 %n, %1016
+	%1546 = bitcast <128 x float>* %4 to float*
+	%1547 = sub i64 %n, %1014
 	br label %pad.head.431
 
-join.419:
-	%1550 = phi <32 x float> [ %1594, %kept.430 ], [ %2101, %keep.done.445 ]
-	%1551 = phi <32 x float> [ %1602, %kept.430 ], [ %2110, %keep.done.445 ]
-	%1552 = add i64 %1011, 1
-	br label %row.head.414
+join.428:
+	%1548 = phi <32 x float> [ %1592, %kept.430 ], [ %2097, %keep.done.445 ]
+	%1549 = phi <32 x float> [ %1600, %kept.430 ], [ %2106, %keep.done.445 ]
+	%1550 = add i64 %1009, 1
+	br label %row.head.423
 
 keep.429:
-	%1553 = getelementptr float, float* %kept, i64 %1016
-	%1554 = bitcast float* %1553 to <128 x float>*
-	store <128 x float> %1546, <128 x float>* %1554, align 4
+	%1551 = getelementptr float, float* %kept, i64 %1014
+	%1552 = bitcast float* %1551 to <128 x float>*
+	store <128 x float> %1544, <128 x float>* %1552, align 4
 	br label %kept.430
 
 kept.430:
-	%1555 = insertelement <128 x float> undef, float %23, i32 0
+	%1553 = insertelement <128 x float> undef, float %23, i32 0
+	%1554 = shufflevector <128 x float> %1553, <128 x float> undef, <128 x i32> zeroinitializer
+	%1555 = insertelement <128 x float> undef, float %25, i32 0
 	%1556 = shufflevector <128 x float> %1555, <128 x float> undef, <128 x i32> zeroinitializer
-	%1557 = insertelement <128 x float> undef, float %25, i32 0
+	%1557 = insertelement <128 x float> undef, float %27, i32 0
 	%1558 = shufflevector <128 x float> %1557, <128 x float> undef, <128 x i32> zeroinitializer
-	%1559 = insertelement <128 x float> undef, float %27, i32 0
+	%1559 = insertelement <128 x float> undef, float %29, i32 0
 	%1560 = shufflevector <128 x float> %1559, <128 x float> undef, <128 x i32> zeroinitializer
-	%1561 = insertelement <128 x float> undef, float %29, i32 0
+	%1561 = insertelement <128 x float> undef, float %31, i32 0
 	%1562 = shufflevector <128 x float> %1561, <128 x float> undef, <128 x i32> zeroinitializer
-	%1563 = insertelement <128 x float> undef, float %31, i32 0
+	%1563 = insertelement <128 x float> undef, float %33, i32 0
 	%1564 = shufflevector <128 x float> %1563, <128 x float> undef, <128 x i32> zeroinitializer
-	%1565 = insertelement <128 x float> undef, float %33, i32 0
+	%1565 = insertelement <128 x float> undef, float %35, i32 0
 	%1566 = shufflevector <128 x float> %1565, <128 x float> undef, <128 x i32> zeroinitializer
-	%1567 = insertelement <128 x float> undef, float %35, i32 0
+	%1567 = insertelement <128 x float> undef, float %37, i32 0
 	%1568 = shufflevector <128 x float> %1567, <128 x float> undef, <128 x i32> zeroinitializer
-	%1569 = insertelement <128 x float> undef, float %37, i32 0
-	%1570 = shufflevector <128 x float> %1569, <128 x float> undef, <128 x i32> zeroinitializer
-	%1571 = fmul <128 x float> %1143, %1143
-	%1572 = fmul <128 x float> %1556, %1149
-	%1573 = fmul <128 x float> %1558, %1546
-	%1574 = fadd <128 x float> %1572, %1573
-	%1575 = fdiv <128 x float> %1574, %1560
-	%1576 = fmul <128 x float> %1562, %1152
-	%1577 = fmul <128 x float> %1546, %1546
-	%1578 = fmul <128 x float> %1564, %1577
-	%1579 = fadd <128 x float> %1576, %1578
-	%1580 = fdiv <128 x float> %1579, %1566
-	%1581 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %1580)
-	%1582 = fadd <128 x float> %1581, %1568
-	%1583 = fdiv <128 x float> %1575, %1582
-	%1584 = fmul <128 x float> %1570, %1143
-	%1585 = fadd <128 x float> %1583, %1584
-	%1586 = fmul <128 x float> %1585, %1585
-	%1587 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1588 = fadd <32 x float> %1012, %1587
-	%1589 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1569 = fmul <128 x float> %1143, %1143
+	%1570 = fmul <128 x float> %1554, %1149
+	%1571 = fmul <128 x float> %1556, %1544
+	%1572 = fadd <128 x float> %1570, %1571
+	%1573 = fdiv <128 x float> %1572, %1558
+	%1574 = fmul <128 x float> %1560, %1152
+	%1575 = fmul <128 x float> %1544, %1544
+	%1576 = fmul <128 x float> %1562, %1575
+	%1577 = fadd <128 x float> %1574, %1576
+	%1578 = fdiv <128 x float> %1577, %1564
+	%1579 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %1578)
+	%1580 = fadd <128 x float> %1579, %1566
+	%1581 = fdiv <128 x float> %1573, %1580
+	%1582 = fmul <128 x float> %1568, %1143
+	%1583 = fadd <128 x float> %1581, %1582
+	%1584 = fmul <128 x float> %1583, %1583
+	%1585 = shufflevector <128 x float> %1569, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1586 = fadd <32 x float> %1010, %1585
+	%1587 = shufflevector <128 x float> %1569, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1588 = fadd <32 x float> %1586, %1587
+	%1589 = shufflevector <128 x float> %1569, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%1590 = fadd <32 x float> %1588, %1589
-	%1591 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1591 = shufflevector <128 x float> %1569, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1592 = fadd <32 x float> %1590, %1591
-	%1593 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1594 = fadd <32 x float> %1592, %1593
-	%1595 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1596 = fadd <32 x float> %1013, %1595
-	%1597 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1593 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1594 = fadd <32 x float> %1011, %1593
+	%1595 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1596 = fadd <32 x float> %1594, %1595
+	%1597 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%1598 = fadd <32 x float> %1596, %1597
-	%1599 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1599 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1600 = fadd <32 x float> %1598, %1599
-	%1601 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1602 = fadd <32 x float> %1600, %1601
-	br label %join.419
+	br label %join.428
 
 pad.head.431:
-	%1603 = phi i64 [ 0, %else.418 ], [ %1609, %pad.432 ]
-	%1604 = icmp slt i64 %1603, %1549
-	br i1 %1604, label %pad.432, label %pad.done.433
+	%1601 = phi i64 [ 0, %else.427 ], [ %1607, %pad.432 ]
+	%1602 = icmp slt i64 %1601, %1547
+	br i1 %1602, label %pad.432, label %pad.done.433
 
 pad.432:
-	%1605 = add i64 %1016, %1603
-	%1606 = getelementptr float, float* %998, i64 %1605
-	%1607 = load float, float* %1606, align 4
-	%1608 = getelementptr float, float* %1548, i64 %1603
-	store volatile float %1607, float* %1608, align 4
-	%1609 = add i64 %1603, 1
+	%1603 = add i64 %1014, %1601
+	%1604 = getelementptr float, float* %996, i64 %1603
+	%1605 = load float, float* %1604, align 4
+	%1606 = getelementptr float, float* %1546, i64 %1601
+	store volatile float %1605, float* %1606, align 4
+	%1607 = add i64 %1601, 1
 	br label %pad.head.431
 
 pad.done.433:
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
-	%1610 = bitcast <128 x float>* %3 to float*
-	%1611 = sub i64 %n, %1016
+	%1608 = bitcast <128 x float>* %3 to float*
+	%1609 = sub i64 %n, %1014
 	br label %pad.head.434
 
 pad.head.434:
-	%1612 = phi i64 [ 0, %pad.done.433 ], [ %1618, %pad.435 ]
-	%1613 = icmp slt i64 %1612, %1611
-	br i1 %1613, label %pad.435, label %pad.done.436
+	%1610 = phi i64 [ 0, %pad.done.433 ], [ %1616, %pad.435 ]
+	%1611 = icmp slt i64 %1610, %1609
+	br i1 %1611, label %pad.435, label %pad.done.436
 
 pad.435:
-	%1614 = add i64 %1016, %1612
-	%1615 = getelementptr float, float* %1000, i64 %1614
-	%1616 = load float, float* %1615, align 4
-	%1617 = getelementptr float, float* %1610, i64 %1612
-	store volatile float %1616, float* %1617, align 4
-	%1618 = add i64 %1612, 1
+	%1612 = add i64 %1014, %1610
+	%1613 = getelementptr float, float* %998, i64 %1612
+	%1614 = load float, float* %1613, align 4
+	%1615 = getelementptr float, float* %1608, i64 %1610
+	store volatile float %1614, float* %1615, align 4
+	%1616 = add i64 %1610, 1
 	br label %pad.head.434
 
 pad.done.436:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
-	%1619 = bitcast <128 x float>* %2 to float*
-	%1620 = sub i64 %n, %1016
+	%1617 = bitcast <128 x float>* %2 to float*
+	%1618 = sub i64 %n, %1014
 	br label %pad.head.437
 
 pad.head.437:
-	%1621 = phi i64 [ 0, %pad.done.436 ], [ %1627, %pad.438 ]
-	%1622 = icmp slt i64 %1621, %1620
-	br i1 %1622, label %pad.438, label %pad.done.439
+	%1619 = phi i64 [ 0, %pad.done.436 ], [ %1625, %pad.438 ]
+	%1620 = icmp slt i64 %1619, %1618
+	br i1 %1620, label %pad.438, label %pad.done.439
 
 pad.438:
-	%1623 = add i64 %1016, %1621
-	%1624 = getelementptr float, float* %1002, i64 %1623
-	%1625 = load float, float* %1624, align 4
-	%1626 = getelementptr float, float* %1619, i64 %1621
-	store volatile float %1625, float* %1626, align 4
-	%1627 = add i64 %1621, 1
+	%1621 = add i64 %1014, %1619
+	%1622 = getelementptr float, float* %1000, i64 %1621
+	%1623 = load float, float* %1622, align 4
+	%1624 = getelementptr float, float* %1617, i64 %1619
+	store volatile float %1623, float* %1624, align 4
+	%1625 = add i64 %1619, 1
 	br label %pad.head.437
 
 pad.done.439:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
-	%1628 = bitcast <128 x float>* %1 to float*
-	%1629 = sub i64 %n, %1016
+	%1626 = bitcast <128 x float>* %1 to float*
+	%1627 = sub i64 %n, %1014
 	br label %pad.head.440
 
 pad.head.440:
-	%1630 = phi i64 [ 0, %pad.done.439 ], [ %1636, %pad.441 ]
-	%1631 = icmp slt i64 %1630, %1629
-	br i1 %1631, label %pad.441, label %pad.done.442
+	%1628 = phi i64 [ 0, %pad.done.439 ], [ %1634, %pad.441 ]
+	%1629 = icmp slt i64 %1628, %1627
+	br i1 %1629, label %pad.441, label %pad.done.442
 
 pad.441:
-	%1632 = add i64 %1016, %1630
-	%1633 = getelementptr float, float* %1004, i64 %1632
-	%1634 = load float, float* %1633, align 4
-	%1635 = getelementptr float, float* %1628, i64 %1630
-	store volatile float %1634, float* %1635, align 4
-	%1636 = add i64 %1630, 1
+	%1630 = add i64 %1014, %1628
+	%1631 = getelementptr float, float* %1002, i64 %1630
+	%1632 = load float, float* %1631, align 4
+	%1633 = getelementptr float, float* %1626, i64 %1628
+	store volatile float %1632, float* %1633, align 4
+	%1634 = add i64 %1628, 1
 	br label %pad.head.440
 
 pad.done.442:
-	%1637 = insertelement <128 x i64> undef, i64 %1016, i32 0
-	%1638 = shufflevector <128 x i64> %1637, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1639 = add <128 x i64> %1638, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%1640 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%1641 = shufflevector <128 x i64> %1640, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1642 = icmp slt <128 x i64> %1639, %1641
-	%1643 = getelementptr float, float* %1548, i64 0
-	%1644 = bitcast float* %1643 to <128 x float>*
-	%1645 = load <128 x float>, <128 x float>* %1644, align 4
-	%1646 = getelementptr float, float* %1610, i64 0
-	%1647 = bitcast float* %1646 to <128 x float>*
-	%1648 = load <128 x float>, <128 x float>* %1647, align 4
-	%1649 = getelementptr float, float* %1619, i64 0
-	%1650 = bitcast float* %1649 to <128 x float>*
-	%1651 = load <128 x float>, <128 x float>* %1650, align 4
-	%1652 = getelementptr float, float* %1628, i64 0
-	%1653 = bitcast float* %1652 to <128 x float>*
-	%1654 = load <128 x float>, <128 x float>* %1653, align 4
-	%1655 = add i64 %45, %1016
-	%1656 = call <128 x float> @lamb_noise_row128_8_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1655)
-	%1657 = insertelement <128 x float> undef, float %39, i32 0
-	%1658 = insertelement <128 x float> %1657, float %39, i32 1
-	%1659 = insertelement <128 x float> %1658, float %39, i32 2
-	%1660 = insertelement <128 x float> %1659, float %39, i32 3
-	%1661 = insertelement <128 x float> %1660, float %39, i32 4
-	%1662 = insertelement <128 x float> %1661, float %39, i32 5
-	%1663 = insertelement <128 x float> %1662, float %39, i32 6
-	%1664 = insertelement <128 x float> %1663, float %39, i32 7
-	%1665 = insertelement <128 x float> %1664, float %39, i32 8
-	%1666 = insertelement <128 x float> %1665, float %39, i32 9
-	%1667 = insertelement <128 x float> %1666, float %39, i32 10
-	%1668 = insertelement <128 x float> %1667, float %39, i32 11
-	%1669 = insertelement <128 x float> %1668, float %39, i32 12
-	%1670 = insertelement <128 x float> %1669, float %39, i32 13
-	%1671 = insertelement <128 x float> %1670, float %39, i32 14
-	%1672 = insertelement <128 x float> %1671, float %39, i32 15
-	%1673 = insertelement <128 x float> %1672, float %39, i32 16
-	%1674 = insertelement <128 x float> %1673, float %39, i32 17
-	%1675 = insertelement <128 x float> %1674, float %39, i32 18
-	%1676 = insertelement <128 x float> %1675, float %39, i32 19
-	%1677 = insertelement <128 x float> %1676, float %39, i32 20
-	%1678 = insertelement <128 x float> %1677, float %39, i32 21
-	%1679 = insertelement <128 x float> %1678, float %39, i32 22
-	%1680 = insertelement <128 x float> %1679, float %39, i32 23
-	%1681 = insertelement <128 x float> %1680, float %39, i32 24
-	%1682 = insertelement <128 x float> %1681, float %39, i32 25
-	%1683 = insertelement <128 x float> %1682, float %39, i32 26
-	%1684 = insertelement <128 x float> %1683, float %39, i32 27
-	%1685 = insertelement <128 x float> %1684, float %39, i32 28
-	%1686 = insertelement <128 x float> %1685, float %39, i32 29
-	%1687 = insertelement <128 x float> %1686, float %39, i32 30
-	%1688 = insertelement <128 x float> %1687, float %39, i32 31
-	%1689 = insertelement <128 x float> %1688, float %39, i32 32
-	%1690 = insertelement <128 x float> %1689, float %39, i32 33
-	%1691 = insertelement <128 x float> %1690, float %39, i32 34
-	%1692 = insertelement <128 x float> %1691, float %39, i32 35
-	%1693 = insertelement <128 x float> %1692, float %39, i32 36
-	%1694 = insertelement <128 x float> %1693, float %39, i32 37
-	%1695 = insertelement <128 x float> %1694, float %39, i32 38
-	%1696 = insertelement <128 x float> %1695, float %39, i32 39
-	%1697 = insertelement <128 x float> %1696, float %39, i32 40
-	%1698 = insertelement <128 x float> %1697, float %39, i32 41
-	%1699 = insertelement <128 x float> %1698, float %39, i32 42
-	%1700 = insertelement <128 x float> %1699, float %39, i32 43
-	%1701 = insertelement <128 x float> %1700, float %39, i32 44
-	%1702 = insertelement <128 x float> %1701, float %39, i32 45
-	%1703 = insertelement <128 x float> %1702, float %39, i32 46
-	%1704 = insertelement <128 x float> %1703, float %39, i32 47
-	%1705 = insertelement <128 x float> %1704, float %39, i32 48
-	%1706 = insertelement <128 x float> %1705, float %39, i32 49
-	%1707 = insertelement <128 x float> %1706, float %39, i32 50
-	%1708 = insertelement <128 x float> %1707, float %39, i32 51
-	%1709 = insertelement <128 x float> %1708, float %39, i32 52
-	%1710 = insertelement <128 x float> %1709, float %39, i32 53
-	%1711 = insertelement <128 x float> %1710, float %39, i32 54
-	%1712 = insertelement <128 x float> %1711, float %39, i32 55
-	%1713 = insertelement <128 x float> %1712, float %39, i32 56
-	%1714 = insertelement <128 x float> %1713, float %39, i32 57
-	%1715 = insertelement <128 x float> %1714, float %39, i32 58
-	%1716 = insertelement <128 x float> %1715, float %39, i32 59
-	%1717 = insertelement <128 x float> %1716, float %39, i32 60
-	%1718 = insertelement <128 x float> %1717, float %39, i32 61
-	%1719 = insertelement <128 x float> %1718, float %39, i32 62
-	%1720 = insertelement <128 x float> %1719, float %39, i32 63
-	%1721 = insertelement <128 x float> %1720, float %39, i32 64
-	%1722 = insertelement <128 x float> %1721, float %39, i32 65
-	%1723 = insertelement <128 x float> %1722, float %39, i32 66
-	%1724 = insertelement <128 x float> %1723, float %39, i32 67
-	%1725 = insertelement <128 x float> %1724, float %39, i32 68
-	%1726 = insertelement <128 x float> %1725, float %39, i32 69
-	%1727 = insertelement <128 x float> %1726, float %39, i32 70
-	%1728 = insertelement <128 x float> %1727, float %39, i32 71
-	%1729 = insertelement <128 x float> %1728, float %39, i32 72
-	%1730 = insertelement <128 x float> %1729, float %39, i32 73
-	%1731 = insertelement <128 x float> %1730, float %39, i32 74
-	%1732 = insertelement <128 x float> %1731, float %39, i32 75
-	%1733 = insertelement <128 x float> %1732, float %39, i32 76
-	%1734 = insertelement <128 x float> %1733, float %39, i32 77
-	%1735 = insertelement <128 x float> %1734, float %39, i32 78
-	%1736 = insertelement <128 x float> %1735, float %39, i32 79
-	%1737 = insertelement <128 x float> %1736, float %39, i32 80
-	%1738 = insertelement <128 x float> %1737, float %39, i32 81
-	%1739 = insertelement <128 x float> %1738, float %39, i32 82
-	%1740 = insertelement <128 x float> %1739, float %39, i32 83
-	%1741 = insertelement <128 x float> %1740, float %39, i32 84
-	%1742 = insertelement <128 x float> %1741, float %39, i32 85
-	%1743 = insertelement <128 x float> %1742, float %39, i32 86
-	%1744 = insertelement <128 x float> %1743, float %39, i32 87
-	%1745 = insertelement <128 x float> %1744, float %39, i32 88
-	%1746 = insertelement <128 x float> %1745, float %39, i32 89
-	%1747 = insertelement <128 x float> %1746, float %39, i32 90
-	%1748 = insertelement <128 x float> %1747, float %39, i32 91
-	%1749 = insertelement <128 x float> %1748, float %39, i32 92
-	%1750 = insertelement <128 x float> %1749, float %39, i32 93
-	%1751 = insertelement <128 x float> %1750, float %39, i32 94
-	%1752 = insertelement <128 x float> %1751, float %39, i32 95
-	%1753 = insertelement <128 x float> %1752, float %39, i32 96
-	%1754 = insertelement <128 x float> %1753, float %39, i32 97
-	%1755 = insertelement <128 x float> %1754, float %39, i32 98
-	%1756 = insertelement <128 x float> %1755, float %39, i32 99
-	%1757 = insertelement <128 x float> %1756, float %39, i32 100
-	%1758 = insertelement <128 x float> %1757, float %39, i32 101
-	%1759 = insertelement <128 x float> %1758, float %39, i32 102
-	%1760 = insertelement <128 x float> %1759, float %39, i32 103
-	%1761 = insertelement <128 x float> %1760, float %39, i32 104
-	%1762 = insertelement <128 x float> %1761, float %39, i32 105
-	%1763 = insertelement <128 x float> %1762, float %39, i32 106
-	%1764 = insertelement <128 x float> %1763, float %39, i32 107
-	%1765 = insertelement <128 x float> %1764, float %39, i32 108
-	%1766 = insertelement <128 x float> %1765, float %39, i32 109
-	%1767 = insertelement <128 x float> %1766, float %39, i32 110
-	%1768 = insertelement <128 x float> %1767, float %39, i32 111
-	%1769 = insertelement <128 x float> %1768, float %39, i32 112
-	%1770 = insertelement <128 x float> %1769, float %39, i32 113
-	%1771 = insertelement <128 x float> %1770, float %39, i32 114
-	%1772 = insertelement <128 x float> %1771, float %39, i32 115
-	%1773 = insertelement <128 x float> %1772, float %39, i32 116
-	%1774 = insertelement <128 x float> %1773, float %39, i32 117
-	%1775 = insertelement <128 x float> %1774, float %39, i32 118
-	%1776 = insertelement <128 x float> %1775, float %39, i32 119
-	%1777 = insertelement <128 x float> %1776, float %39, i32 120
-	%1778 = insertelement <128 x float> %1777, float %39, i32 121
-	%1779 = insertelement <128 x float> %1778, float %39, i32 122
-	%1780 = insertelement <128 x float> %1779, float %39, i32 123
-	%1781 = insertelement <128 x float> %1780, float %39, i32 124
-	%1782 = insertelement <128 x float> %1781, float %39, i32 125
-	%1783 = insertelement <128 x float> %1782, float %39, i32 126
-	%1784 = insertelement <128 x float> %1783, float %39, i32 127
-	%1785 = fmul <128 x float> %1784, %1656
-	%1786 = fadd <128 x float> %1648, %1785
-	%1787 = insertelement <128 x float> undef, float %81, i32 0
-	%1788 = insertelement <128 x float> %1787, float %81, i32 1
-	%1789 = insertelement <128 x float> %1788, float %81, i32 2
-	%1790 = insertelement <128 x float> %1789, float %81, i32 3
-	%1791 = insertelement <128 x float> %1790, float %81, i32 4
-	%1792 = insertelement <128 x float> %1791, float %81, i32 5
-	%1793 = insertelement <128 x float> %1792, float %81, i32 6
-	%1794 = insertelement <128 x float> %1793, float %81, i32 7
-	%1795 = insertelement <128 x float> %1794, float %81, i32 8
-	%1796 = insertelement <128 x float> %1795, float %81, i32 9
-	%1797 = insertelement <128 x float> %1796, float %81, i32 10
-	%1798 = insertelement <128 x float> %1797, float %81, i32 11
-	%1799 = insertelement <128 x float> %1798, float %81, i32 12
-	%1800 = insertelement <128 x float> %1799, float %81, i32 13
-	%1801 = insertelement <128 x float> %1800, float %81, i32 14
-	%1802 = insertelement <128 x float> %1801, float %81, i32 15
-	%1803 = insertelement <128 x float> %1802, float %81, i32 16
-	%1804 = insertelement <128 x float> %1803, float %81, i32 17
-	%1805 = insertelement <128 x float> %1804, float %81, i32 18
-	%1806 = insertelement <128 x float> %1805, float %81, i32 19
-	%1807 = insertelement <128 x float> %1806, float %81, i32 20
-	%1808 = insertelement <128 x float> %1807, float %81, i32 21
-	%1809 = insertelement <128 x float> %1808, float %81, i32 22
-	%1810 = insertelement <128 x float> %1809, float %81, i32 23
-	%1811 = insertelement <128 x float> %1810, float %81, i32 24
-	%1812 = insertelement <128 x float> %1811, float %81, i32 25
-	%1813 = insertelement <128 x float> %1812, float %81, i32 26
-	%1814 = insertelement <128 x float> %1813, float %81, i32 27
-	%1815 = insertelement <128 x float> %1814, float %81, i32 28
-	%1816 = insertelement <128 x float> %1815, float %81, i32 29
-	%1817 = insertelement <128 x float> %1816, float %81, i32 30
-	%1818 = insertelement <128 x float> %1817, float %81, i32 31
-	%1819 = insertelement <128 x float> %1818, float %81, i32 32
-	%1820 = insertelement <128 x float> %1819, float %81, i32 33
-	%1821 = insertelement <128 x float> %1820, float %81, i32 34
-	%1822 = insertelement <128 x float> %1821, float %81, i32 35
-	%1823 = insertelement <128 x float> %1822, float %81, i32 36
-	%1824 = insertelement <128 x float> %1823, float %81, i32 37
-	%1825 = insertelement <128 x float> %1824, float %81, i32 38
-	%1826 = insertelement <128 x float> %1825, float %81, i32 39
-	%1827 = insertelement <128 x float> %1826, float %81, i32 40
-	%1828 = insertelement <128 x float> %1827, float %81, i32 41
-	%1829 = insertelement <128 x float> %1828, float %81, i32 42
-	%1830 = insertelement <128 x float> %1829, float %81, i32 43
-	%1831 = insertelement <128 x float> %1830, float %81, i32 44
-	%1832 = insertelement <128 x float> %1831, float %81, i32 45
-	%1833 = insertelement <128 x float> %1832, float %81, i32 46
-	%1834 = insertelement <128 x float> %1833, float %81, i32 47
-	%1835 = insertelement <128 x float> %1834, float %81, i32 48
-	%1836 = insertelement <128 x float> %1835, float %81, i32 49
-	%1837 = insertelement <128 x float> %1836, float %81, i32 50
-	%1838 = insertelement <128 x float> %1837, float %81, i32 51
-	%1839 = insertelement <128 x float> %1838, float %81, i32 52
-	%1840 = insertelement <128 x float> %1839, float %81, i32 53
-	%1841 = insertelement <128 x float> %1840, float %81, i32 54
-	%1842 = insertelement <128 x float> %1841, float %81, i32 55
-	%1843 = insertelement <128 x float> %1842, float %81, i32 56
-	%1844 = insertelement <128 x float> %1843, float %81, i32 57
-	%1845 = insertelement <128 x float> %1844, float %81, i32 58
-	%1846 = insertelement <128 x float> %1845, float %81, i32 59
-	%1847 = insertelement <128 x float> %1846, float %81, i32 60
-	%1848 = insertelement <128 x float> %1847, float %81, i32 61
-	%1849 = insertelement <128 x float> %1848, float %81, i32 62
-	%1850 = insertelement <128 x float> %1849, float %81, i32 63
-	%1851 = insertelement <128 x float> %1850, float %81, i32 64
-	%1852 = insertelement <128 x float> %1851, float %81, i32 65
-	%1853 = insertelement <128 x float> %1852, float %81, i32 66
-	%1854 = insertelement <128 x float> %1853, float %81, i32 67
-	%1855 = insertelement <128 x float> %1854, float %81, i32 68
-	%1856 = insertelement <128 x float> %1855, float %81, i32 69
-	%1857 = insertelement <128 x float> %1856, float %81, i32 70
-	%1858 = insertelement <128 x float> %1857, float %81, i32 71
-	%1859 = insertelement <128 x float> %1858, float %81, i32 72
-	%1860 = insertelement <128 x float> %1859, float %81, i32 73
-	%1861 = insertelement <128 x float> %1860, float %81, i32 74
-	%1862 = insertelement <128 x float> %1861, float %81, i32 75
-	%1863 = insertelement <128 x float> %1862, float %81, i32 76
-	%1864 = insertelement <128 x float> %1863, float %81, i32 77
-	%1865 = insertelement <128 x float> %1864, float %81, i32 78
-	%1866 = insertelement <128 x float> %1865, float %81, i32 79
-	%1867 = insertelement <128 x float> %1866, float %81, i32 80
-	%1868 = insertelement <128 x float> %1867, float %81, i32 81
-	%1869 = insertelement <128 x float> %1868, float %81, i32 82
-	%1870 = insertelement <128 x float> %1869, float %81, i32 83
-	%1871 = insertelement <128 x float> %1870, float %81, i32 84
-	%1872 = insertelement <128 x float> %1871, float %81, i32 85
-	%1873 = insertelement <128 x float> %1872, float %81, i32 86
-	%1874 = insertelement <128 x float> %1873, float %81, i32 87
-	%1875 = insertelement <128 x float> %1874, float %81, i32 88
-	%1876 = insertelement <128 x float> %1875, float %81, i32 89
-	%1877 = insertelement <128 x float> %1876, float %81, i32 90
-	%1878 = insertelement <128 x float> %1877, float %81, i32 91
-	%1879 = insertelement <128 x float> %1878, float %81, i32 92
-	%1880 = insertelement <128 x float> %1879, float %81, i32 93
-	%1881 = insertelement <128 x float> %1880, float %81, i32 94
-	%1882 = insertelement <128 x float> %1881, float %81, i32 95
-	%1883 = insertelement <128 x float> %1882, float %81, i32 96
-	%1884 = insertelement <128 x float> %1883, float %81, i32 97
-	%1885 = insertelement <128 x float> %1884, float %81, i32 98
-	%1886 = insertelement <128 x float> %1885, float %81, i32 99
-	%1887 = insertelement <128 x float> %1886, float %81, i32 100
-	%1888 = insertelement <128 x float> %1887, float %81, i32 101
-	%1889 = insertelement <128 x float> %1888, float %81, i32 102
-	%1890 = insertelement <128 x float> %1889, float %81, i32 103
-	%1891 = insertelement <128 x float> %1890, float %81, i32 104
-	%1892 = insertelement <128 x float> %1891, float %81, i32 105
-	%1893 = insertelement <128 x float> %1892, float %81, i32 106
-	%1894 = insertelement <128 x float> %1893, float %81, i32 107
-	%1895 = insertelement <128 x float> %1894, float %81, i32 108
-	%1896 = insertelement <128 x float> %1895, float %81, i32 109
-	%1897 = insertelement <128 x float> %1896, float %81, i32 110
-	%1898 = insertelement <128 x float> %1897, float %81, i32 111
-	%1899 = insertelement <128 x float> %1898, float %81, i32 112
-	%1900 = insertelement <128 x float> %1899, float %81, i32 113
-	%1901 = insertelement <128 x float> %1900, float %81, i32 114
-	%1902 = insertelement <128 x float> %1901, float %81, i32 115
-	%1903 = insertelement <128 x float> %1902, float %81, i32 116
-	%1904 = insertelement <128 x float> %1903, float %81, i32 117
-	%1905 = insertelement <128 x float> %1904, float %81, i32 118
-	%1906 = insertelement <128 x float> %1905, float %81, i32 119
-	%1907 = insertelement <128 x float> %1906, float %81, i32 120
-	%1908 = insertelement <128 x float> %1907, float %81, i32 121
-	%1909 = insertelement <128 x float> %1908, float %81, i32 122
-	%1910 = insertelement <128 x float> %1909, float %81, i32 123
-	%1911 = insertelement <128 x float> %1910, float %81, i32 124
-	%1912 = insertelement <128 x float> %1911, float %81, i32 125
-	%1913 = insertelement <128 x float> %1912, float %81, i32 126
-	%1914 = insertelement <128 x float> %1913, float %81, i32 127
-	%1915 = fmul <128 x float> %1786, %1914
-	%1916 = fadd <128 x float> %1915, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1917 = fsub <128 x float> %1916, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1918 = insertelement <128 x float> undef, float %77, i32 0
-	%1919 = insertelement <128 x float> %1918, float %77, i32 1
-	%1920 = insertelement <128 x float> %1919, float %77, i32 2
-	%1921 = insertelement <128 x float> %1920, float %77, i32 3
-	%1922 = insertelement <128 x float> %1921, float %77, i32 4
-	%1923 = insertelement <128 x float> %1922, float %77, i32 5
-	%1924 = insertelement <128 x float> %1923, float %77, i32 6
-	%1925 = insertelement <128 x float> %1924, float %77, i32 7
-	%1926 = insertelement <128 x float> %1925, float %77, i32 8
-	%1927 = insertelement <128 x float> %1926, float %77, i32 9
-	%1928 = insertelement <128 x float> %1927, float %77, i32 10
-	%1929 = insertelement <128 x float> %1928, float %77, i32 11
-	%1930 = insertelement <128 x float> %1929, float %77, i32 12
-	%1931 = insertelement <128 x float> %1930, float %77, i32 13
-	%1932 = insertelement <128 x float> %1931, float %77, i32 14
-	%1933 = insertelement <128 x float> %1932, float %77, i32 15
-	%1934 = insertelement <128 x float> %1933, float %77, i32 16
-	%1935 = insertelement <128 x float> %1934, float %77, i32 17
-	%1936 = insertelement <128 x float> %1935, float %77, i32 18
-	%1937 = insertelement <128 x float> %1936, float %77, i32 19
-	%1938 = insertelement <128 x float> %1937, float %77, i32 20
-	%1939 = insertelement <128 x float> %1938, float %77, i32 21
-	%1940 = insertelement <128 x float> %1939, float %77, i32 22
-	%1941 = insertelement <128 x float> %1940, float %77, i32 23
-	%1942 = insertelement <128 x float> %1941, float %77, i32 24
-	%1943 = insertelement <128 x float> %1942, float %77, i32 25
-	%1944 = insertelement <128 x float> %1943, float %77, i32 26
-	%1945 = insertelement <128 x float> %1944, float %77, i32 27
-	%1946 = insertelement <128 x float> %1945, float %77, i32 28
-	%1947 = insertelement <128 x float> %1946, float %77, i32 29
-	%1948 = insertelement <128 x float> %1947, float %77, i32 30
-	%1949 = insertelement <128 x float> %1948, float %77, i32 31
-	%1950 = insertelement <128 x float> %1949, float %77, i32 32
-	%1951 = insertelement <128 x float> %1950, float %77, i32 33
-	%1952 = insertelement <128 x float> %1951, float %77, i32 34
-	%1953 = insertelement <128 x float> %1952, float %77, i32 35
-	%1954 = insertelement <128 x float> %1953, float %77, i32 36
-	%1955 = insertelement <128 x float> %1954, float %77, i32 37
-	%1956 = insertelement <128 x float> %1955, float %77, i32 38
-	%1957 = insertelement <128 x float> %1956, float %77, i32 39
-	%1958 = insertelement <128 x float> %1957, float %77, i32 40
-	%1959 = insertelement <128 x float> %1958, float %77, i32 41
-	%1960 = insertelement <128 x float> %1959, float %77, i32 42
-	%1961 = insertelement <128 x float> %1960, float %77, i32 43
-	%1962 = insertelement <128 x float> %1961, float %77, i32 44
-	%1963 = insertelement <128 x float> %1962, float %77, i32 45
-	%1964 = insertelement <128 x float> %1963, float %77, i32 46
-	%1965 = insertelement <128 x float> %1964, float %77, i32 47
-	%1966 = insertelement <128 x float> %1965, float %77, i32 48
-	%1967 = insertelement <128 x float> %1966, float %77, i32 49
-	%1968 = insertelement <128 x float> %1967, float %77, i32 50
-	%1969 = insertelement <128 x float> %1968, float %77, i32 51
-	%1970 = insertelement <128 x float> %1969, float %77, i32 52
-	%1971 = insertelement <128 x float> %1970, float %77, i32 53
-	%1972 = insertelement <128 x float> %1971, float %77, i32 54
-	%1973 = insertelement <128 x float> %1972, float %77, i32 55
-	%1974 = insertelement <128 x float> %1973, float %77, i32 56
-	%1975 = insertelement <128 x float> %1974, float %77, i32 57
-	%1976 = insertelement <128 x float> %1975, float %77, i32 58
-	%1977 = insertelement <128 x float> %1976, float %77, i32 59
-	%1978 = insertelement <128 x float> %1977, float %77, i32 60
-	%1979 = insertelement <128 x float> %1978, float %77, i32 61
-	%1980 = insertelement <128 x float> %1979, float %77, i32 62
-	%1981 = insertelement <128 x float> %1980, float %77, i32 63
-	%1982 = insertelement <128 x float> %1981, float %77, i32 64
-	%1983 = insertelement <128 x float> %1982, float %77, i32 65
-	%1984 = insertelement <128 x float> %1983, float %77, i32 66
-	%1985 = insertelement <128 x float> %1984, float %77, i32 67
-	%1986 = insertelement <128 x float> %1985, float %77, i32 68
-	%1987 = insertelement <128 x float> %1986, float %77, i32 69
-	%1988 = insertelement <128 x float> %1987, float %77, i32 70
-	%1989 = insertelement <128 x float> %1988, float %77, i32 71
-	%1990 = insertelement <128 x float> %1989, float %77, i32 72
-	%1991 = insertelement <128 x float> %1990, float %77, i32 73
-	%1992 = insertelement <128 x float> %1991, float %77, i32 74
-	%1993 = insertelement <128 x float> %1992, float %77, i32 75
-	%1994 = insertelement <128 x float> %1993, float %77, i32 76
-	%1995 = insertelement <128 x float> %1994, float %77, i32 77
-	%1996 = insertelement <128 x float> %1995, float %77, i32 78
-	%1997 = insertelement <128 x float> %1996, float %77, i32 79
-	%1998 = insertelement <128 x float> %1997, float %77, i32 80
-	%1999 = insertelement <128 x float> %1998, float %77, i32 81
-	%2000 = insertelement <128 x float> %1999, float %77, i32 82
-	%2001 = insertelement <128 x float> %2000, float %77, i32 83
-	%2002 = insertelement <128 x float> %2001, float %77, i32 84
-	%2003 = insertelement <128 x float> %2002, float %77, i32 85
-	%2004 = insertelement <128 x float> %2003, float %77, i32 86
-	%2005 = insertelement <128 x float> %2004, float %77, i32 87
-	%2006 = insertelement <128 x float> %2005, float %77, i32 88
-	%2007 = insertelement <128 x float> %2006, float %77, i32 89
-	%2008 = insertelement <128 x float> %2007, float %77, i32 90
-	%2009 = insertelement <128 x float> %2008, float %77, i32 91
-	%2010 = insertelement <128 x float> %2009, float %77, i32 92
-	%2011 = insertelement <128 x float> %2010, float %77, i32 93
-	%2012 = insertelement <128 x float> %2011, float %77, i32 94
-	%2013 = insertelement <128 x float> %2012, float %77, i32 95
-	%2014 = insertelement <128 x float> %2013, float %77, i32 96
-	%2015 = insertelement <128 x float> %2014, float %77, i32 97
-	%2016 = insertelement <128 x float> %2015, float %77, i32 98
-	%2017 = insertelement <128 x float> %2016, float %77, i32 99
-	%2018 = insertelement <128 x float> %2017, float %77, i32 100
-	%2019 = insertelement <128 x float> %2018, float %77, i32 101
-	%2020 = insertelement <128 x float> %2019, float %77, i32 102
-	%2021 = insertelement <128 x float> %2020, float %77, i32 103
-	%2022 = insertelement <128 x float> %2021, float %77, i32 104
-	%2023 = insertelement <128 x float> %2022, float %77, i32 105
-	%2024 = insertelement <128 x float> %2023, float %77, i32 106
-	%2025 = insertelement <128 x float> %2024, float %77, i32 107
-	%2026 = insertelement <128 x float> %2025, float %77, i32 108
-	%2027 = insertelement <128 x float> %2026, float %77, i32 109
-	%2028 = insertelement <128 x float> %2027, float %77, i32 110
-	%2029 = insertelement <128 x float> %2028, float %77, i32 111
-	%2030 = insertelement <128 x float> %2029, float %77, i32 112
-	%2031 = insertelement <128 x float> %2030, float %77, i32 113
-	%2032 = insertelement <128 x float> %2031, float %77, i32 114
-	%2033 = insertelement <128 x float> %2032, float %77, i32 115
-	%2034 = insertelement <128 x float> %2033, float %77, i32 116
-	%2035 = insertelement <128 x float> %2034, float %77, i32 117
-	%2036 = insertelement <128 x float> %2035, float %77, i32 118
-	%2037 = insertelement <128 x float> %2036, float %77, i32 119
-	%2038 = insertelement <128 x float> %2037, float %77, i32 120
-	%2039 = insertelement <128 x float> %2038, float %77, i32 121
-	%2040 = insertelement <128 x float> %2039, float %77, i32 122
-	%2041 = insertelement <128 x float> %2040, float %77, i32 123
-	%2042 = insertelement <128 x float> %2041, float %77, i32 124
-	%2043 = insertelement <128 x float> %2042, float %77, i32 125
-	%2044 = insertelement <128 x float> %2043, float %77, i32 126
-	%2045 = insertelement <128 x float> %2044, float %77, i32 127
-	%2046 = fmul <128 x float> %1917, %2045
-	%2047 = fcmp oeq float %77, 0.0
-	%2048 = select i1 %2047, <128 x float> %1786, <128 x float> %2046
+	%1635 = insertelement <128 x i64> undef, i64 %1014, i32 0
+	%1636 = shufflevector <128 x i64> %1635, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1637 = add <128 x i64> %1636, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%1638 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%1639 = shufflevector <128 x i64> %1638, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1640 = icmp slt <128 x i64> %1637, %1639
+	%1641 = getelementptr float, float* %1546, i64 0
+	%1642 = bitcast float* %1641 to <128 x float>*
+	%1643 = load <128 x float>, <128 x float>* %1642, align 4
+	%1644 = getelementptr float, float* %1608, i64 0
+	%1645 = bitcast float* %1644 to <128 x float>*
+	%1646 = load <128 x float>, <128 x float>* %1645, align 4
+	%1647 = getelementptr float, float* %1617, i64 0
+	%1648 = bitcast float* %1647 to <128 x float>*
+	%1649 = load <128 x float>, <128 x float>* %1648, align 4
+	%1650 = getelementptr float, float* %1626, i64 0
+	%1651 = bitcast float* %1650 to <128 x float>*
+	%1652 = load <128 x float>, <128 x float>* %1651, align 4
+	%1653 = insertelement <128 x float> undef, float %39, i32 0
+	%1654 = insertelement <128 x float> %1653, float %39, i32 1
+	%1655 = insertelement <128 x float> %1654, float %39, i32 2
+	%1656 = insertelement <128 x float> %1655, float %39, i32 3
+	%1657 = insertelement <128 x float> %1656, float %39, i32 4
+	%1658 = insertelement <128 x float> %1657, float %39, i32 5
+	%1659 = insertelement <128 x float> %1658, float %39, i32 6
+	%1660 = insertelement <128 x float> %1659, float %39, i32 7
+	%1661 = insertelement <128 x float> %1660, float %39, i32 8
+	%1662 = insertelement <128 x float> %1661, float %39, i32 9
+	%1663 = insertelement <128 x float> %1662, float %39, i32 10
+	%1664 = insertelement <128 x float> %1663, float %39, i32 11
+	%1665 = insertelement <128 x float> %1664, float %39, i32 12
+	%1666 = insertelement <128 x float> %1665, float %39, i32 13
+	%1667 = insertelement <128 x float> %1666, float %39, i32 14
+	%1668 = insertelement <128 x float> %1667, float %39, i32 15
+	%1669 = insertelement <128 x float> %1668, float %39, i32 16
+	%1670 = insertelement <128 x float> %1669, float %39, i32 17
+	%1671 = insertelement <128 x float> %1670, float %39, i32 18
+	%1672 = insertelement <128 x float> %1671, float %39, i32 19
+	%1673 = insertelement <128 x float> %1672, float %39, i32 20
+	%1674 = insertelement <128 x float> %1673, float %39, i32 21
+	%1675 = insertelement <128 x float> %1674, float %39, i32 22
+	%1676 = insertelement <128 x float> %1675, float %39, i32 23
+	%1677 = insertelement <128 x float> %1676, float %39, i32 24
+	%1678 = insertelement <128 x float> %1677, float %39, i32 25
+	%1679 = insertelement <128 x float> %1678, float %39, i32 26
+	%1680 = insertelement <128 x float> %1679, float %39, i32 27
+	%1681 = insertelement <128 x float> %1680, float %39, i32 28
+	%1682 = insertelement <128 x float> %1681, float %39, i32 29
+	%1683 = insertelement <128 x float> %1682, float %39, i32 30
+	%1684 = insertelement <128 x float> %1683, float %39, i32 31
+	%1685 = insertelement <128 x float> %1684, float %39, i32 32
+	%1686 = insertelement <128 x float> %1685, float %39, i32 33
+	%1687 = insertelement <128 x float> %1686, float %39, i32 34
+	%1688 = insertelement <128 x float> %1687, float %39, i32 35
+	%1689 = insertelement <128 x float> %1688, float %39, i32 36
+	%1690 = insertelement <128 x float> %1689, float %39, i32 37
+	%1691 = insertelement <128 x float> %1690, float %39, i32 38
+	%1692 = insertelement <128 x float> %1691, float %39, i32 39
+	%1693 = insertelement <128 x float> %1692, float %39, i32 40
+	%1694 = insertelement <128 x float> %1693, float %39, i32 41
+	%1695 = insertelement <128 x float> %1694, float %39, i32 42
+	%1696 = insertelement <128 x float> %1695, float %39, i32 43
+	%1697 = insertelement <128 x float> %1696, float %39, i32 44
+	%1698 = insertelement <128 x float> %1697, float %39, i32 45
+	%1699 = insertelement <128 x float> %1698, float %39, i32 46
+	%1700 = insertelement <128 x float> %1699, float %39, i32 47
+	%1701 = insertelement <128 x float> %1700, float %39, i32 48
+	%1702 = insertelement <128 x float> %1701, float %39, i32 49
+	%1703 = insertelement <128 x float> %1702, float %39, i32 50
+	%1704 = insertelement <128 x float> %1703, float %39, i32 51
+	%1705 = insertelement <128 x float> %1704, float %39, i32 52
+	%1706 = insertelement <128 x float> %1705, float %39, i32 53
+	%1707 = insertelement <128 x float> %1706, float %39, i32 54
+	%1708 = insertelement <128 x float> %1707, float %39, i32 55
+	%1709 = insertelement <128 x float> %1708, float %39, i32 56
+	%1710 = insertelement <128 x float> %1709, float %39, i32 57
+	%1711 = insertelement <128 x float> %1710, float %39, i32 58
+	%1712 = insertelement <128 x float> %1711, float %39, i32 59
+	%1713 = insertelement <128 x float> %1712, float %39, i32 60
+	%1714 = insertelement <128 x float> %1713, float %39, i32 61
+	%1715 = insertelement <128 x float> %1714, float %39, i32 62
+	%1716 = insertelement <128 x float> %1715, float %39, i32 63
+	%1717 = insertelement <128 x float> %1716, float %39, i32 64
+	%1718 = insertelement <128 x float> %1717, float %39, i32 65
+	%1719 = insertelement <128 x float> %1718, float %39, i32 66
+	%1720 = insertelement <128 x float> %1719, float %39, i32 67
+	%1721 = insertelement <128 x float> %1720, float %39, i32 68
+	%1722 = insertelement <128 x float> %1721, float %39, i32 69
+	%1723 = insertelement <128 x float> %1722, float %39, i32 70
+	%1724 = insertelement <128 x float> %1723, float %39, i32 71
+	%1725 = insertelement <128 x float> %1724, float %39, i32 72
+	%1726 = insertelement <128 x float> %1725, float %39, i32 73
+	%1727 = insertelement <128 x float> %1726, float %39, i32 74
+	%1728 = insertelement <128 x float> %1727, float %39, i32 75
+	%1729 = insertelement <128 x float> %1728, float %39, i32 76
+	%1730 = insertelement <128 x float> %1729, float %39, i32 77
+	%1731 = insertelement <128 x float> %1730, float %39, i32 78
+	%1732 = insertelement <128 x float> %1731, float %39, i32 79
+	%1733 = insertelement <128 x float> %1732, float %39, i32 80
+	%1734 = insertelement <128 x float> %1733, float %39, i32 81
+	%1735 = insertelement <128 x float> %1734, float %39, i32 82
+	%1736 = insertelement <128 x float> %1735, float %39, i32 83
+	%1737 = insertelement <128 x float> %1736, float %39, i32 84
+	%1738 = insertelement <128 x float> %1737, float %39, i32 85
+	%1739 = insertelement <128 x float> %1738, float %39, i32 86
+	%1740 = insertelement <128 x float> %1739, float %39, i32 87
+	%1741 = insertelement <128 x float> %1740, float %39, i32 88
+	%1742 = insertelement <128 x float> %1741, float %39, i32 89
+	%1743 = insertelement <128 x float> %1742, float %39, i32 90
+	%1744 = insertelement <128 x float> %1743, float %39, i32 91
+	%1745 = insertelement <128 x float> %1744, float %39, i32 92
+	%1746 = insertelement <128 x float> %1745, float %39, i32 93
+	%1747 = insertelement <128 x float> %1746, float %39, i32 94
+	%1748 = insertelement <128 x float> %1747, float %39, i32 95
+	%1749 = insertelement <128 x float> %1748, float %39, i32 96
+	%1750 = insertelement <128 x float> %1749, float %39, i32 97
+	%1751 = insertelement <128 x float> %1750, float %39, i32 98
+	%1752 = insertelement <128 x float> %1751, float %39, i32 99
+	%1753 = insertelement <128 x float> %1752, float %39, i32 100
+	%1754 = insertelement <128 x float> %1753, float %39, i32 101
+	%1755 = insertelement <128 x float> %1754, float %39, i32 102
+	%1756 = insertelement <128 x float> %1755, float %39, i32 103
+	%1757 = insertelement <128 x float> %1756, float %39, i32 104
+	%1758 = insertelement <128 x float> %1757, float %39, i32 105
+	%1759 = insertelement <128 x float> %1758, float %39, i32 106
+	%1760 = insertelement <128 x float> %1759, float %39, i32 107
+	%1761 = insertelement <128 x float> %1760, float %39, i32 108
+	%1762 = insertelement <128 x float> %1761, float %39, i32 109
+	%1763 = insertelement <128 x float> %1762, float %39, i32 110
+	%1764 = insertelement <128 x float> %1763, float %39, i32 111
+	%1765 = insertelement <128 x float> %1764, float %39, i32 112
+	%1766 = insertelement <128 x float> %1765, float %39, i32 113
+	%1767 = insertelement <128 x float> %1766, float %39, i32 114
+	%1768 = insertelement <128 x float> %1767, float %39, i32 115
+	%1769 = insertelement <128 x float> %1768, float %39, i32 116
+	%1770 = insertelement <128 x float> %1769, float %39, i32 117
+	%1771 = insertelement <128 x float> %1770, float %39, i32 118
+	%1772 = insertelement <128 x float> %1771, float %39, i32 119
+	%1773 = insertelement <128 x float> %1772, float %39, i32 120
+	%1774 = insertelement <128 x float> %1773, float %39, i32 121
+	%1775 = insertelement <128 x float> %1774, float %39, i32 122
+	%1776 = insertelement <128 x float> %1775, float %39, i32 123
+	%1777 = insertelement <128 x float> %1776, float %39, i32 124
+	%1778 = insertelement <128 x float> %1777, float %39, i32 125
+	%1779 = insertelement <128 x float> %1778, float %39, i32 126
+	%1780 = insertelement <128 x float> %1779, float %39, i32 127
+	%1781 = fmul <128 x float> %1780, %1115
+	%1782 = fadd <128 x float> %1646, %1781
+	%1783 = insertelement <128 x float> undef, float %81, i32 0
+	%1784 = insertelement <128 x float> %1783, float %81, i32 1
+	%1785 = insertelement <128 x float> %1784, float %81, i32 2
+	%1786 = insertelement <128 x float> %1785, float %81, i32 3
+	%1787 = insertelement <128 x float> %1786, float %81, i32 4
+	%1788 = insertelement <128 x float> %1787, float %81, i32 5
+	%1789 = insertelement <128 x float> %1788, float %81, i32 6
+	%1790 = insertelement <128 x float> %1789, float %81, i32 7
+	%1791 = insertelement <128 x float> %1790, float %81, i32 8
+	%1792 = insertelement <128 x float> %1791, float %81, i32 9
+	%1793 = insertelement <128 x float> %1792, float %81, i32 10
+	%1794 = insertelement <128 x float> %1793, float %81, i32 11
+	%1795 = insertelement <128 x float> %1794, float %81, i32 12
+	%1796 = insertelement <128 x float> %1795, float %81, i32 13
+	%1797 = insertelement <128 x float> %1796, float %81, i32 14
+	%1798 = insertelement <128 x float> %1797, float %81, i32 15
+	%1799 = insertelement <128 x float> %1798, float %81, i32 16
+	%1800 = insertelement <128 x float> %1799, float %81, i32 17
+	%1801 = insertelement <128 x float> %1800, float %81, i32 18
+	%1802 = insertelement <128 x float> %1801, float %81, i32 19
+	%1803 = insertelement <128 x float> %1802, float %81, i32 20
+	%1804 = insertelement <128 x float> %1803, float %81, i32 21
+	%1805 = insertelement <128 x float> %1804, float %81, i32 22
+	%1806 = insertelement <128 x float> %1805, float %81, i32 23
+	%1807 = insertelement <128 x float> %1806, float %81, i32 24
+	%1808 = insertelement <128 x float> %1807, float %81, i32 25
+	%1809 = insertelement <128 x float> %1808, float %81, i32 26
+	%1810 = insertelement <128 x float> %1809, float %81, i32 27
+	%1811 = insertelement <128 x float> %1810, float %81, i32 28
+	%1812 = insertelement <128 x float> %1811, float %81, i32 29
+	%1813 = insertelement <128 x float> %1812, float %81, i32 30
+	%1814 = insertelement <128 x float> %1813, float %81, i32 31
+	%1815 = insertelement <128 x float> %1814, float %81, i32 32
+	%1816 = insertelement <128 x float> %1815, float %81, i32 33
+	%1817 = insertelement <128 x float> %1816, float %81, i32 34
+	%1818 = insertelement <128 x float> %1817, float %81, i32 35
+	%1819 = insertelement <128 x float> %1818, float %81, i32 36
+	%1820 = insertelement <128 x float> %1819, float %81, i32 37
+	%1821 = insertelement <128 x float> %1820, float %81, i32 38
+	%1822 = insertelement <128 x float> %1821, float %81, i32 39
+	%1823 = insertelement <128 x float> %1822, float %81, i32 40
+	%1824 = insertelement <128 x float> %1823, float %81, i32 41
+	%1825 = insertelement <128 x float> %1824, float %81, i32 42
+	%1826 = insertelement <128 x float> %1825, float %81, i32 43
+	%1827 = insertelement <128 x float> %1826, float %81, i32 44
+	%1828 = insertelement <128 x float> %1827, float %81, i32 45
+	%1829 = insertelement <128 x float> %1828, float %81, i32 46
+	%1830 = insertelement <128 x float> %1829, float %81, i32 47
+	%1831 = insertelement <128 x float> %1830, float %81, i32 48
+	%1832 = insertelement <128 x float> %1831, float %81, i32 49
+	%1833 = insertelement <128 x float> %1832, float %81, i32 50
+	%1834 = insertelement <128 x float> %1833, float %81, i32 51
+	%1835 = insertelement <128 x float> %1834, float %81, i32 52
+	%1836 = insertelement <128 x float> %1835, float %81, i32 53
+	%1837 = insertelement <128 x float> %1836, float %81, i32 54
+	%1838 = insertelement <128 x float> %1837, float %81, i32 55
+	%1839 = insertelement <128 x float> %1838, float %81, i32 56
+	%1840 = insertelement <128 x float> %1839, float %81, i32 57
+	%1841 = insertelement <128 x float> %1840, float %81, i32 58
+	%1842 = insertelement <128 x float> %1841, float %81, i32 59
+	%1843 = insertelement <128 x float> %1842, float %81, i32 60
+	%1844 = insertelement <128 x float> %1843, float %81, i32 61
+	%1845 = insertelement <128 x float> %1844, float %81, i32 62
+	%1846 = insertelement <128 x float> %1845, float %81, i32 63
+	%1847 = insertelement <128 x float> %1846, float %81, i32 64
+	%1848 = insertelement <128 x float> %1847, float %81, i32 65
+	%1849 = insertelement <128 x float> %1848, float %81, i32 66
+	%1850 = insertelement <128 x float> %1849, float %81, i32 67
+	%1851 = insertelement <128 x float> %1850, float %81, i32 68
+	%1852 = insertelement <128 x float> %1851, float %81, i32 69
+	%1853 = insertelement <128 x float> %1852, float %81, i32 70
+	%1854 = insertelement <128 x float> %1853, float %81, i32 71
+	%1855 = insertelement <128 x float> %1854, float %81, i32 72
+	%1856 = insertelement <128 x float> %1855, float %81, i32 73
+	%1857 = insertelement <128 x float> %1856, float %81, i32 74
+	%1858 = insertelement <128 x float> %1857, float %81, i32 75
+	%1859 = insertelement <128 x float> %1858, float %81, i32 76
+	%1860 = insertelement <128 x float> %1859, float %81, i32 77
+	%1861 = insertelement <128 x float> %1860, float %81, i32 78
+	%1862 = insertelement <128 x float> %1861, float %81, i32 79
+	%1863 = insertelement <128 x float> %1862, float %81, i32 80
+	%1864 = insertelement <128 x float> %1863, float %81, i32 81
+	%1865 = insertelement <128 x float> %1864, float %81, i32 82
+	%1866 = insertelement <128 x float> %1865, float %81, i32 83
+	%1867 = insertelement <128 x float> %1866, float %81, i32 84
+	%1868 = insertelement <128 x float> %1867, float %81, i32 85
+	%1869 = insertelement <128 x float> %1868, float %81, i32 86
+	%1870 = insertelement <128 x float> %1869, float %81, i32 87
+	%1871 = insertelement <128 x float> %1870, float %81, i32 88
+	%1872 = insertelement <128 x float> %1871, float %81, i32 89
+	%1873 = insertelement <128 x float> %1872, float %81, i32 90
+	%1874 = insertelement <128 x float> %1873, float %81, i32 91
+	%1875 = insertelement <128 x float> %1874, float %81, i32 92
+	%1876 = insertelement <128 x float> %1875, float %81, i32 93
+	%1877 = insertelement <128 x float> %1876, float %81, i32 94
+	%1878 = insertelement <128 x float> %1877, float %81, i32 95
+	%1879 = insertelement <128 x float> %1878, float %81, i32 96
+	%1880 = insertelement <128 x float> %1879, float %81, i32 97
+	%1881 = insertelement <128 x float> %1880, float %81, i32 98
+	%1882 = insertelement <128 x float> %1881, float %81, i32 99
+	%1883 = insertelement <128 x float> %1882, float %81, i32 100
+	%1884 = insertelement <128 x float> %1883, float %81, i32 101
+	%1885 = insertelement <128 x float> %1884, float %81, i32 102
+	%1886 = insertelement <128 x float> %1885, float %81, i32 103
+	%1887 = insertelement <128 x float> %1886, float %81, i32 104
+	%1888 = insertelement <128 x float> %1887, float %81, i32 105
+	%1889 = insertelement <128 x float> %1888, float %81, i32 106
+	%1890 = insertelement <128 x float> %1889, float %81, i32 107
+	%1891 = insertelement <128 x float> %1890, float %81, i32 108
+	%1892 = insertelement <128 x float> %1891, float %81, i32 109
+	%1893 = insertelement <128 x float> %1892, float %81, i32 110
+	%1894 = insertelement <128 x float> %1893, float %81, i32 111
+	%1895 = insertelement <128 x float> %1894, float %81, i32 112
+	%1896 = insertelement <128 x float> %1895, float %81, i32 113
+	%1897 = insertelement <128 x float> %1896, float %81, i32 114
+	%1898 = insertelement <128 x float> %1897, float %81, i32 115
+	%1899 = insertelement <128 x float> %1898, float %81, i32 116
+	%1900 = insertelement <128 x float> %1899, float %81, i32 117
+	%1901 = insertelement <128 x float> %1900, float %81, i32 118
+	%1902 = insertelement <128 x float> %1901, float %81, i32 119
+	%1903 = insertelement <128 x float> %1902, float %81, i32 120
+	%1904 = insertelement <128 x float> %1903, float %81, i32 121
+	%1905 = insertelement <128 x float> %1904, float %81, i32 122
+	%1906 = insertelement <128 x float> %1905, float %81, i32 123
+	%1907 = insertelement <128 x float> %1906, float %81, i32 124
+	%1908 = insertelement <128 x float> %1907, float %81, i32 125
+	%1909 = insertelement <128 x float> %1908, float %81, i32 126
+	%1910 = insertelement <128 x float> %1909, float %81, i32 127
+	%1911 = fmul <128 x float> %1782, %1910
+	%1912 = fadd <128 x float> %1911, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1913 = fsub <128 x float> %1912, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1914 = insertelement <128 x float> undef, float %77, i32 0
+	%1915 = insertelement <128 x float> %1914, float %77, i32 1
+	%1916 = insertelement <128 x float> %1915, float %77, i32 2
+	%1917 = insertelement <128 x float> %1916, float %77, i32 3
+	%1918 = insertelement <128 x float> %1917, float %77, i32 4
+	%1919 = insertelement <128 x float> %1918, float %77, i32 5
+	%1920 = insertelement <128 x float> %1919, float %77, i32 6
+	%1921 = insertelement <128 x float> %1920, float %77, i32 7
+	%1922 = insertelement <128 x float> %1921, float %77, i32 8
+	%1923 = insertelement <128 x float> %1922, float %77, i32 9
+	%1924 = insertelement <128 x float> %1923, float %77, i32 10
+	%1925 = insertelement <128 x float> %1924, float %77, i32 11
+	%1926 = insertelement <128 x float> %1925, float %77, i32 12
+	%1927 = insertelement <128 x float> %1926, float %77, i32 13
+	%1928 = insertelement <128 x float> %1927, float %77, i32 14
+	%1929 = insertelement <128 x float> %1928, float %77, i32 15
+	%1930 = insertelement <128 x float> %1929, float %77, i32 16
+	%1931 = insertelement <128 x float> %1930, float %77, i32 17
+	%1932 = insertelement <128 x float> %1931, float %77, i32 18
+	%1933 = insertelement <128 x float> %1932, float %77, i32 19
+	%1934 = insertelement <128 x float> %1933, float %77, i32 20
+	%1935 = insertelement <128 x float> %1934, float %77, i32 21
+	%1936 = insertelement <128 x float> %1935, float %77, i32 22
+	%1937 = insertelement <128 x float> %1936, float %77, i32 23
+	%1938 = insertelement <128 x float> %1937, float %77, i32 24
+	%1939 = insertelement <128 x float> %1938, float %77, i32 25
+	%1940 = insertelement <128 x float> %1939, float %77, i32 26
+	%1941 = insertelement <128 x float> %1940, float %77, i32 27
+	%1942 = insertelement <128 x float> %1941, float %77, i32 28
+	%1943 = insertelement <128 x float> %1942, float %77, i32 29
+	%1944 = insertelement <128 x float> %1943, float %77, i32 30
+	%1945 = insertelement <128 x float> %1944, float %77, i32 31
+	%1946 = insertelement <128 x float> %1945, float %77, i32 32
+	%1947 = insertelement <128 x float> %1946, float %77, i32 33
+	%1948 = insertelement <128 x float> %1947, float %77, i32 34
+	%1949 = insertelement <128 x float> %1948, float %77, i32 35
+	%1950 = insertelement <128 x float> %1949, float %77, i32 36
+	%1951 = insertelement <128 x float> %1950, float %77, i32 37
+	%1952 = insertelement <128 x float> %1951, float %77, i32 38
+	%1953 = insertelement <128 x float> %1952, float %77, i32 39
+	%1954 = insertelement <128 x float> %1953, float %77, i32 40
+	%1955 = insertelement <128 x float> %1954, float %77, i32 41
+	%1956 = insertelement <128 x float> %1955, float %77, i32 42
+	%1957 = insertelement <128 x float> %1956, float %77, i32 43
+	%1958 = insertelement <128 x float> %1957, float %77, i32 44
+	%1959 = insertelement <128 x float> %1958, float %77, i32 45
+	%1960 = insertelement <128 x float> %1959, float %77, i32 46
+	%1961 = insertelement <128 x float> %1960, float %77, i32 47
+	%1962 = insertelement <128 x float> %1961, float %77, i32 48
+	%1963 = insertelement <128 x float> %1962, float %77, i32 49
+	%1964 = insertelement <128 x float> %1963, float %77, i32 50
+	%1965 = insertelement <128 x float> %1964, float %77, i32 51
+	%1966 = insertelement <128 x float> %1965, float %77, i32 52
+	%1967 = insertelement <128 x float> %1966, float %77, i32 53
+	%1968 = insertelement <128 x float> %1967, float %77, i32 54
+	%1969 = insertelement <128 x float> %1968, float %77, i32 55
+	%1970 = insertelement <128 x float> %1969, float %77, i32 56
+	%1971 = insertelement <128 x float> %1970, float %77, i32 57
+	%1972 = insertelement <128 x float> %1971, float %77, i32 58
+	%1973 = insertelement <128 x float> %1972, float %77, i32 59
+	%1974 = insertelement <128 x float> %1973, float %77, i32 60
+	%1975 = insertelement <128 x float> %1974, float %77, i32 61
+	%1976 = insertelement <128 x float> %1975, float %77, i32 62
+	%1977 = insertelement <128 x float> %1976, float %77, i32 63
+	%1978 = insertelement <128 x float> %1977, float %77, i32 64
+	%1979 = insertelement <128 x float> %1978, float %77, i32 65
+	%1980 = insertelement <128 x float> %1979, float %77, i32 66
+	%1981 = insertelement <128 x float> %1980, float %77, i32 67
+	%1982 = insertelement <128 x float> %1981, float %77, i32 68
+	%1983 = insertelement <128 x float> %1982, float %77, i32 69
+	%1984 = insertelement <128 x float> %1983, float %77, i32 70
+	%1985 = insertelement <128 x float> %1984, float %77, i32 71
+	%1986 = insertelement <128 x float> %1985, float %77, i32 72
+	%1987 = insertelement <128 x float> %1986, float %77, i32 73
+	%1988 = insertelement <128 x float> %1987, float %77, i32 74
+	%1989 = insertelement <128 x float> %1988, float %77, i32 75
+	%1990 = insertelement <128 x float> %1989, float %77, i32 76
+	%1991 = insertelement <128 x float> %1990, float %77, i32 77
+	%1992 = insertelement <128 x float> %1991, float %77, i32 78
+	%1993 = insertelement <128 x float> %1992, float %77, i32 79
+	%1994 = insertelement <128 x float> %1993, float %77, i32 80
+	%1995 = insertelement <128 x float> %1994, float %77, i32 81
+	%1996 = insertelement <128 x float> %1995, float %77, i32 82
+	%1997 = insertelement <128 x float> %1996, float %77, i32 83
+	%1998 = insertelement <128 x float> %1997, float %77, i32 84
+	%1999 = insertelement <128 x float> %1998, float %77, i32 85
+	%2000 = insertelement <128 x float> %1999, float %77, i32 86
+	%2001 = insertelement <128 x float> %2000, float %77, i32 87
+	%2002 = insertelement <128 x float> %2001, float %77, i32 88
+	%2003 = insertelement <128 x float> %2002, float %77, i32 89
+	%2004 = insertelement <128 x float> %2003, float %77, i32 90
+	%2005 = insertelement <128 x float> %2004, float %77, i32 91
+	%2006 = insertelement <128 x float> %2005, float %77, i32 92
+	%2007 = insertelement <128 x float> %2006, float %77, i32 93
+	%2008 = insertelement <128 x float> %2007, float %77, i32 94
+	%2009 = insertelement <128 x float> %2008, float %77, i32 95
+	%2010 = insertelement <128 x float> %2009, float %77, i32 96
+	%2011 = insertelement <128 x float> %2010, float %77, i32 97
+	%2012 = insertelement <128 x float> %2011, float %77, i32 98
+	%2013 = insertelement <128 x float> %2012, float %77, i32 99
+	%2014 = insertelement <128 x float> %2013, float %77, i32 100
+	%2015 = insertelement <128 x float> %2014, float %77, i32 101
+	%2016 = insertelement <128 x float> %2015, float %77, i32 102
+	%2017 = insertelement <128 x float> %2016, float %77, i32 103
+	%2018 = insertelement <128 x float> %2017, float %77, i32 104
+	%2019 = insertelement <128 x float> %2018, float %77, i32 105
+	%2020 = insertelement <128 x float> %2019, float %77, i32 106
+	%2021 = insertelement <128 x float> %2020, float %77, i32 107
+	%2022 = insertelement <128 x float> %2021, float %77, i32 108
+	%2023 = insertelement <128 x float> %2022, float %77, i32 109
+	%2024 = insertelement <128 x float> %2023, float %77, i32 110
+	%2025 = insertelement <128 x float> %2024, float %77, i32 111
+	%2026 = insertelement <128 x float> %2025, float %77, i32 112
+	%2027 = insertelement <128 x float> %2026, float %77, i32 113
+	%2028 = insertelement <128 x float> %2027, float %77, i32 114
+	%2029 = insertelement <128 x float> %2028, float %77, i32 115
+	%2030 = insertelement <128 x float> %2029, float %77, i32 116
+	%2031 = insertelement <128 x float> %2030, float %77, i32 117
+	%2032 = insertelement <128 x float> %2031, float %77, i32 118
+	%2033 = insertelement <128 x float> %2032, float %77, i32 119
+	%2034 = insertelement <128 x float> %2033, float %77, i32 120
+	%2035 = insertelement <128 x float> %2034, float %77, i32 121
+	%2036 = insertelement <128 x float> %2035, float %77, i32 122
+	%2037 = insertelement <128 x float> %2036, float %77, i32 123
+	%2038 = insertelement <128 x float> %2037, float %77, i32 124
+	%2039 = insertelement <128 x float> %2038, float %77, i32 125
+	%2040 = insertelement <128 x float> %2039, float %77, i32 126
+	%2041 = insertelement <128 x float> %2040, float %77, i32 127
+	%2042 = fmul <128 x float> %1913, %2041
+	%2043 = fcmp oeq float %77, 0.0
+	%2044 = select i1 %2043, <128 x float> %1782, <128 x float> %2042
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
-	%2049 = bitcast <128 x float>* %0 to float*
-	%2050 = bitcast float* %2049 to <128 x float>*
-	store <128 x float> %2048, <128 x float>* %2050, align 4
-	%2051 = icmp ne float* %kept, null
-	%2052 = sub i64 %n, %1016
-	%2053 = select i1 %2051, i64 %2052, i64 0
+	%2045 = bitcast <128 x float>* %0 to float*
+	%2046 = bitcast float* %2045 to <128 x float>*
+	store <128 x float> %2044, <128 x float>* %2046, align 4
+	%2047 = icmp ne float* %kept, null
+	%2048 = sub i64 %n, %1014
+	%2049 = select i1 %2047, i64 %2048, i64 0
 	br label %keep.head.443
 
 keep.head.443:
-	%2054 = phi i64 [ 0, %pad.done.442 ], [ %2060, %keep.444 ]
-	%2055 = icmp slt i64 %2054, %2053
-	br i1 %2055, label %keep.444, label %keep.done.445
+	%2050 = phi i64 [ 0, %pad.done.442 ], [ %2056, %keep.444 ]
+	%2051 = icmp slt i64 %2050, %2049
+	br i1 %2051, label %keep.444, label %keep.done.445
 
 keep.444:
-	%2056 = getelementptr float, float* %2049, i64 %2054
-	%2057 = load float, float* %2056, align 4
-	%2058 = add i64 %1016, %2054
-	%2059 = getelementptr float, float* %kept, i64 %2058
-	store volatile float %2057, float* %2059, align 4
-	%2060 = add i64 %2054, 1
+	%2052 = getelementptr float, float* %2045, i64 %2050
+	%2053 = load float, float* %2052, align 4
+	%2054 = add i64 %1014, %2050
+	%2055 = getelementptr float, float* %kept, i64 %2054
+	store volatile float %2053, float* %2055, align 4
+	%2056 = add i64 %2050, 1
 	br label %keep.head.443
 
 keep.done.445:
-	%2061 = insertelement <128 x float> undef, float %23, i32 0
+	%2057 = insertelement <128 x float> undef, float %23, i32 0
+	%2058 = shufflevector <128 x float> %2057, <128 x float> undef, <128 x i32> zeroinitializer
+	%2059 = insertelement <128 x float> undef, float %25, i32 0
+	%2060 = shufflevector <128 x float> %2059, <128 x float> undef, <128 x i32> zeroinitializer
+	%2061 = insertelement <128 x float> undef, float %27, i32 0
 	%2062 = shufflevector <128 x float> %2061, <128 x float> undef, <128 x i32> zeroinitializer
-	%2063 = insertelement <128 x float> undef, float %25, i32 0
+	%2063 = insertelement <128 x float> undef, float %29, i32 0
 	%2064 = shufflevector <128 x float> %2063, <128 x float> undef, <128 x i32> zeroinitializer
-	%2065 = insertelement <128 x float> undef, float %27, i32 0
+	%2065 = insertelement <128 x float> undef, float %31, i32 0
 	%2066 = shufflevector <128 x float> %2065, <128 x float> undef, <128 x i32> zeroinitializer
-	%2067 = insertelement <128 x float> undef, float %29, i32 0
+	%2067 = insertelement <128 x float> undef, float %33, i32 0
 	%2068 = shufflevector <128 x float> %2067, <128 x float> undef, <128 x i32> zeroinitializer
-	%2069 = insertelement <128 x float> undef, float %31, i32 0
+	%2069 = insertelement <128 x float> undef, float %35, i32 0
 	%2070 = shufflevector <128 x float> %2069, <128 x float> undef, <128 x i32> zeroinitializer
-	%2071 = insertelement <128 x float> undef, float %33, i32 0
+	%2071 = insertelement <128 x float> undef, float %37, i32 0
 	%2072 = shufflevector <128 x float> %2071, <128 x float> undef, <128 x i32> zeroinitializer
-	%2073 = insertelement <128 x float> undef, float %35, i32 0
-	%2074 = shufflevector <128 x float> %2073, <128 x float> undef, <128 x i32> zeroinitializer
-	%2075 = insertelement <128 x float> undef, float %37, i32 0
-	%2076 = shufflevector <128 x float> %2075, <128 x float> undef, <128 x i32> zeroinitializer
-	%2077 = fmul <128 x float> %1645, %1645
-	%2078 = fmul <128 x float> %2062, %1651
-	%2079 = fmul <128 x float> %2064, %2048
-	%2080 = fadd <128 x float> %2078, %2079
-	%2081 = fdiv <128 x float> %2080, %2066
-	%2082 = fmul <128 x float> %2068, %1654
-	%2083 = fmul <128 x float> %2048, %2048
-	%2084 = fmul <128 x float> %2070, %2083
-	%2085 = fadd <128 x float> %2082, %2084
-	%2086 = fdiv <128 x float> %2085, %2072
-	%2087 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %2086)
-	%2088 = fadd <128 x float> %2087, %2074
-	%2089 = fdiv <128 x float> %2081, %2088
-	%2090 = fmul <128 x float> %2076, %1645
-	%2091 = fadd <128 x float> %2089, %2090
-	%2092 = fmul <128 x float> %2091, %2091
-	%2093 = select <128 x i1> %1642, <128 x float> %2077, <128 x float> zeroinitializer
-	%2094 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%2095 = fadd <32 x float> %1012, %2094
-	%2096 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2073 = fmul <128 x float> %1643, %1643
+	%2074 = fmul <128 x float> %2058, %1649
+	%2075 = fmul <128 x float> %2060, %2044
+	%2076 = fadd <128 x float> %2074, %2075
+	%2077 = fdiv <128 x float> %2076, %2062
+	%2078 = fmul <128 x float> %2064, %1652
+	%2079 = fmul <128 x float> %2044, %2044
+	%2080 = fmul <128 x float> %2066, %2079
+	%2081 = fadd <128 x float> %2078, %2080
+	%2082 = fdiv <128 x float> %2081, %2068
+	%2083 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %2082)
+	%2084 = fadd <128 x float> %2083, %2070
+	%2085 = fdiv <128 x float> %2077, %2084
+	%2086 = fmul <128 x float> %2072, %1643
+	%2087 = fadd <128 x float> %2085, %2086
+	%2088 = fmul <128 x float> %2087, %2087
+	%2089 = select <128 x i1> %1640, <128 x float> %2073, <128 x float> zeroinitializer
+	%2090 = shufflevector <128 x float> %2089, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%2091 = fadd <32 x float> %1010, %2090
+	%2092 = shufflevector <128 x float> %2089, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2093 = fadd <32 x float> %2091, %2092
+	%2094 = shufflevector <128 x float> %2089, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%2095 = fadd <32 x float> %2093, %2094
+	%2096 = shufflevector <128 x float> %2089, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%2097 = fadd <32 x float> %2095, %2096
-	%2098 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%2099 = fadd <32 x float> %2097, %2098
-	%2100 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%2101 = fadd <32 x float> %2099, %2100
-	%2102 = select <128 x i1> %1642, <128 x float> %2092, <128 x float> zeroinitializer
-	%2103 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%2104 = fadd <32 x float> %1013, %2103
-	%2105 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2098 = select <128 x i1> %1640, <128 x float> %2088, <128 x float> zeroinitializer
+	%2099 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%2100 = fadd <32 x float> %1011, %2099
+	%2101 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2102 = fadd <32 x float> %2100, %2101
+	%2103 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%2104 = fadd <32 x float> %2102, %2103
+	%2105 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%2106 = fadd <32 x float> %2104, %2105
-	%2107 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%2108 = fadd <32 x float> %2106, %2107
-	%2109 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%2110 = fadd <32 x float> %2108, %2109
-	br label %join.419
+	br label %join.428
 }
 
 declare void @llvm.prefetch.p0i8(i8* %0, i32 %1, i32 %2, i32 %3)
@@ -13775,28 +13639,28 @@ entry:
 	%1 = bitcast [160 x float]* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.385, label %else.386
+	br i1 %3, label %then.376, label %else.377
 
-then.385:
-	br label %blocks.head.388
+then.376:
+	br label %blocks.head.379
 
-else.386:
+else.377:
 	%4 = sub i64 %first, %2
-	br label %blocks.head.391
+	br label %blocks.head.382
 
-join.387:
+join.378:
 	%5 = select i1 %3, i64 0, i64 %2
 	%6 = getelementptr float, float* %1, i64 %5
 	%7 = bitcast float* %6 to <128 x float>*
 	%8 = load <128 x float>, <128 x float>* %7, align 4
 	ret <128 x float> %8
 
-blocks.head.388:
-	%9 = phi i64 [ 0, %then.385 ], [ %31, %blocks.389 ]
+blocks.head.379:
+	%9 = phi i64 [ 0, %then.376 ], [ %31, %blocks.380 ]
 	%10 = icmp slt i64 %9, 4
-	br i1 %10, label %blocks.389, label %blocks.done.390
+	br i1 %10, label %blocks.380, label %blocks.done.381
 
-blocks.389:
+blocks.380:
 	%11 = mul i64 %9, 32
 	%12 = add i64 %first, %11
 	%13 = lshr i64 %12, 2
@@ -13822,17 +13686,17 @@ blocks.389:
 	%30 = extractvalue [4 x <8 x float>] %14, 3
 	store <8 x float> %30, <8 x float>* %29, align 4
 	%31 = add i64 %9, 1
-	br label %blocks.head.388
+	br label %blocks.head.379
 
-blocks.done.390:
-	br label %join.387
+blocks.done.381:
+	br label %join.378
 
-blocks.head.391:
-	%32 = phi i64 [ 0, %else.386 ], [ %54, %blocks.392 ]
+blocks.head.382:
+	%32 = phi i64 [ 0, %else.377 ], [ %54, %blocks.383 ]
 	%33 = icmp slt i64 %32, 5
-	br i1 %33, label %blocks.392, label %blocks.done.393
+	br i1 %33, label %blocks.383, label %blocks.done.384
 
-blocks.392:
+blocks.383:
 	%34 = mul i64 %32, 32
 	%35 = add i64 %4, %34
 	%36 = lshr i64 %35, 2
@@ -13858,10 +13722,10 @@ blocks.392:
 	%53 = extractvalue [4 x <8 x float>] %37, 3
 	store <8 x float> %53, <8 x float>* %52, align 4
 	%54 = add i64 %32, 1
-	br label %blocks.head.391
+	br label %blocks.head.382
 
-blocks.done.393:
-	br label %join.387
+blocks.done.384:
+	br label %join.378
 }
 
 define internal <128 x float> @lamb_noise_row128_8_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -13870,28 +13734,28 @@ entry:
 	%1 = bitcast [192 x float]* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.420, label %else.421
+	br i1 %3, label %then.411, label %else.412
 
-then.420:
-	br label %blocks.head.423
+then.411:
+	br label %blocks.head.414
 
-else.421:
+else.412:
 	%4 = sub i64 %first, %2
-	br label %blocks.head.426
+	br label %blocks.head.417
 
-join.422:
+join.413:
 	%5 = select i1 %3, i64 0, i64 %2
 	%6 = getelementptr float, float* %1, i64 %5
 	%7 = bitcast float* %6 to <128 x float>*
 	%8 = load <128 x float>, <128 x float>* %7, align 4
 	ret <128 x float> %8
 
-blocks.head.423:
-	%9 = phi i64 [ 0, %then.420 ], [ %47, %blocks.424 ]
+blocks.head.414:
+	%9 = phi i64 [ 0, %then.411 ], [ %47, %blocks.415 ]
 	%10 = icmp slt i64 %9, 2
-	br i1 %10, label %blocks.424, label %blocks.done.425
+	br i1 %10, label %blocks.415, label %blocks.done.416
 
-blocks.424:
+blocks.415:
 	%11 = mul i64 %9, 64
 	%12 = add i64 %first, %11
 	%13 = lshr i64 %12, 3
@@ -13937,17 +13801,17 @@ blocks.424:
 	%46 = extractvalue [8 x <8 x float>] %14, 7
 	store <8 x float> %46, <8 x float>* %45, align 4
 	%47 = add i64 %9, 1
-	br label %blocks.head.423
+	br label %blocks.head.414
 
-blocks.done.425:
-	br label %join.422
+blocks.done.416:
+	br label %join.413
 
-blocks.head.426:
-	%48 = phi i64 [ 0, %else.421 ], [ %86, %blocks.427 ]
+blocks.head.417:
+	%48 = phi i64 [ 0, %else.412 ], [ %86, %blocks.418 ]
 	%49 = icmp slt i64 %48, 3
-	br i1 %49, label %blocks.427, label %blocks.done.428
+	br i1 %49, label %blocks.418, label %blocks.done.419
 
-blocks.427:
+blocks.418:
 	%50 = mul i64 %48, 64
 	%51 = add i64 %4, %50
 	%52 = lshr i64 %51, 3
@@ -13993,10 +13857,10 @@ blocks.427:
 	%85 = extractvalue [8 x <8 x float>] %53, 7
 	store <8 x float> %85, <8 x float>* %84, align 4
 	%86 = add i64 %48, 1
-	br label %blocks.head.426
+	br label %blocks.head.417
 
-blocks.done.428:
-	br label %join.422
+blocks.done.419:
+	br label %join.413
 }
 
 define internal void @lamb_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
@@ -14079,7 +13943,7 @@ without_noise:
 with_noise:
 	%66 = add i64 %n, 4095
 	%67 = sdiv i64 %66, u0x1000
-	br label %task.head.467
+	br label %task.head.476
 
 with_secure_noise:
 	%68 = bitcast float %39 to i32
@@ -14098,7 +13962,7 @@ with_secure_noise:
 	%81 = bitcast i32 %80 to float
 	%82 = add i64 %n, 4095
 	%83 = sdiv i64 %82, u0x1000
-	br label %task.head.502
+	br label %task.head.511
 
 unknown_mode:
 	ret void
@@ -14523,12 +14387,12 @@ pad.done.466:
 	%398 = fadd <32 x float> %396, %397
 	br label %join.454
 
-task.head.467:
-	%399 = phi i64 [ %41, %with_noise ], [ %546, %row.done.472 ]
+task.head.476:
+	%399 = phi i64 [ %41, %with_noise ], [ %548, %row.done.481 ]
 	%400 = icmp slt i64 %399, %43
-	br i1 %400, label %task.468, label %task.done.469
+	br i1 %400, label %task.477, label %task.done.478
 
-task.468:
+task.477:
 	%401 = sdiv i64 %399, %67
 	%402 = srem i64 %399, %67
 	%403 = mul i64 %401, %n
@@ -14545,19 +14409,19 @@ task.468:
 	%414 = sdiv i64 %413, 128
 	%415 = icmp slt i64 %414, 32
 	%416 = select i1 %415, i64 %414, i64 32
-	br label %row.head.470
+	br label %row.head.479
 
-task.done.469:
+task.done.478:
 	ret void
 
-row.head.470:
-	%417 = phi i64 [ 0, %task.468 ], [ %696, %join.475 ]
-	%418 = phi <32 x float> [ zeroinitializer, %task.468 ], [ %694, %join.475 ]
-	%419 = phi <32 x float> [ zeroinitializer, %task.468 ], [ %695, %join.475 ]
+row.head.479:
+	%417 = phi i64 [ 0, %task.477 ], [ %696, %join.484 ]
+	%418 = phi <32 x float> [ zeroinitializer, %task.477 ], [ %694, %join.484 ]
+	%419 = phi <32 x float> [ zeroinitializer, %task.477 ], [ %695, %join.484 ]
 	%420 = icmp slt i64 %417, %416
-	br i1 %420, label %row.471, label %row.done.472
+	br i1 %420, label %row.480, label %row.done.481
 
-row.471:
+row.480:
 	%421 = mul i64 %417, 128
 	%422 = add i64 %411, %421
 	%423 = add i64 %422, 512
@@ -14691,53 +14555,53 @@ row.471:
 	call void @llvm.prefetch.p0i8(i8* %519, i32 0, i32 3, i32 1)
 	%520 = add i64 %422, 128
 	%521 = icmp sle i64 %520, %n
-	br i1 %521, label %then.473, label %else.474
+	%522 = add i64 %45, %422
+	%523 = call <128 x float> @lamb_noise_row128_16_false(i64 %47, i32 %49, i64 %522)
+	br i1 %521, label %then.482, label %else.483
 
-row.done.472:
-	%522 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%523 = fadd <32 x float> %418, %522
-	%524 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%525 = fadd <32 x float> %419, %524
-	%526 = shufflevector <32 x float> %523, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%527 = fadd <32 x float> %523, %526
+row.done.481:
+	%524 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%525 = fadd <32 x float> %418, %524
+	%526 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%527 = fadd <32 x float> %419, %526
 	%528 = shufflevector <32 x float> %525, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%529 = fadd <32 x float> %525, %528
-	%530 = shufflevector <32 x float> %527, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%530 = shufflevector <32 x float> %527, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%531 = fadd <32 x float> %527, %530
 	%532 = shufflevector <32 x float> %529, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%533 = fadd <32 x float> %529, %532
-	%534 = shufflevector <32 x float> %531, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%534 = shufflevector <32 x float> %531, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%535 = fadd <32 x float> %531, %534
 	%536 = shufflevector <32 x float> %533, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%537 = fadd <32 x float> %533, %536
-	%538 = shufflevector <32 x float> %535, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%538 = shufflevector <32 x float> %535, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%539 = fadd <32 x float> %535, %538
 	%540 = shufflevector <32 x float> %537, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%541 = fadd <32 x float> %537, %540
-	%542 = extractelement <32 x float> %539, i32 0
-	%543 = getelementptr float, float* %61, i64 %399
-	store float %542, float* %543, align 4
+	%542 = shufflevector <32 x float> %539, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%543 = fadd <32 x float> %539, %542
 	%544 = extractelement <32 x float> %541, i32 0
-	%545 = getelementptr float, float* %63, i64 %399
+	%545 = getelementptr float, float* %61, i64 %399
 	store float %544, float* %545, align 4
-	%546 = add i64 %399, 1
-	br label %task.head.467
+	%546 = extractelement <32 x float> %543, i32 0
+	%547 = getelementptr float, float* %63, i64 %399
+	store float %546, float* %547, align 4
+	%548 = add i64 %399, 1
+	br label %task.head.476
 
-then.473:
-	%547 = getelementptr float, float* %404, i64 %422
-	%548 = bitcast float* %547 to <128 x float>*
-	%549 = load <128 x float>, <128 x float>* %548, align 4
-	%550 = getelementptr float, float* %406, i64 %422
-	%551 = bitcast float* %550 to <128 x float>*
-	%552 = load <128 x float>, <128 x float>* %551, align 4
-	%553 = getelementptr float, float* %408, i64 %422
-	%554 = bitcast float* %553 to <128 x float>*
-	%555 = load <128 x float>, <128 x float>* %554, align 4
-	%556 = getelementptr float, float* %410, i64 %422
-	%557 = bitcast float* %556 to <128 x float>*
-	%558 = load <128 x float>, <128 x float>* %557, align 4
-	%559 = add i64 %45, %422
-	%560 = call <128 x float> @lamb_noise_row128_16_false(i64 %47, i32 %49, i64 %559)
+then.482:
+	%549 = getelementptr float, float* %404, i64 %422
+	%550 = bitcast float* %549 to <128 x float>*
+	%551 = load <128 x float>, <128 x float>* %550, align 4
+	%552 = getelementptr float, float* %406, i64 %422
+	%553 = bitcast float* %552 to <128 x float>*
+	%554 = load <128 x float>, <128 x float>* %553, align 4
+	%555 = getelementptr float, float* %408, i64 %422
+	%556 = bitcast float* %555 to <128 x float>*
+	%557 = load <128 x float>, <128 x float>* %556, align 4
+	%558 = getelementptr float, float* %410, i64 %422
+	%559 = bitcast float* %558 to <128 x float>*
+	%560 = load <128 x float>, <128 x float>* %559, align 4
 	%561 = insertelement <128 x float> undef, float %39, i32 0
 	%562 = insertelement <128 x float> %561, float %39, i32 1
 	%563 = insertelement <128 x float> %562, float %39, i32 2
@@ -14866,22 +14730,22 @@ then.473:
 	%686 = insertelement <128 x float> %685, float %39, i32 125
 	%687 = insertelement <128 x float> %686, float %39, i32 126
 	%688 = insertelement <128 x float> %687, float %39, i32 127
-	%689 = fmul <128 x float> %688, %560
-	%690 = fadd <128 x float> %552, %689
+	%689 = fmul <128 x float> %688, %523
+	%690 = fadd <128 x float> %554, %689
 	%691 = icmp ne float* %kept, null
 	br i1 %691, label %keep.485, label %kept.486
 
-else.474:
+else.483:
 	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
 	%692 = bitcast <128 x float>* %9 to float*
 	%693 = sub i64 %n, %422
 	br label %pad.head.487
 
-join.475:
-	%694 = phi <32 x float> [ %738, %kept.486 ], [ %983, %keep.done.501 ]
-	%695 = phi <32 x float> [ %746, %kept.486 ], [ %992, %keep.done.501 ]
+join.484:
+	%694 = phi <32 x float> [ %738, %kept.486 ], [ %981, %keep.done.501 ]
+	%695 = phi <32 x float> [ %746, %kept.486 ], [ %990, %keep.done.501 ]
 	%696 = add i64 %417, 1
-	br label %row.head.470
+	br label %row.head.479
 
 keep.485:
 	%697 = getelementptr float, float* %kept, i64 %422
@@ -14906,12 +14770,12 @@ kept.486:
 	%712 = shufflevector <128 x float> %711, <128 x float> undef, <128 x i32> zeroinitializer
 	%713 = insertelement <128 x float> undef, float %37, i32 0
 	%714 = shufflevector <128 x float> %713, <128 x float> undef, <128 x i32> zeroinitializer
-	%715 = fmul <128 x float> %549, %549
-	%716 = fmul <128 x float> %700, %555
+	%715 = fmul <128 x float> %551, %551
+	%716 = fmul <128 x float> %700, %557
 	%717 = fmul <128 x float> %702, %690
 	%718 = fadd <128 x float> %716, %717
 	%719 = fdiv <128 x float> %718, %704
-	%720 = fmul <128 x float> %706, %558
+	%720 = fmul <128 x float> %706, %560
 	%721 = fmul <128 x float> %690, %690
 	%722 = fmul <128 x float> %708, %721
 	%723 = fadd <128 x float> %720, %722
@@ -14919,7 +14783,7 @@ kept.486:
 	%725 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %724)
 	%726 = fadd <128 x float> %725, %712
 	%727 = fdiv <128 x float> %719, %726
-	%728 = fmul <128 x float> %714, %549
+	%728 = fmul <128 x float> %714, %551
 	%729 = fadd <128 x float> %727, %728
 	%730 = fmul <128 x float> %729, %729
 	%731 = shufflevector <128 x float> %715, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
@@ -14938,10 +14802,10 @@ kept.486:
 	%744 = fadd <32 x float> %742, %743
 	%745 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%746 = fadd <32 x float> %744, %745
-	br label %join.475
+	br label %join.484
 
 pad.head.487:
-	%747 = phi i64 [ 0, %else.474 ], [ %753, %pad.488 ]
+	%747 = phi i64 [ 0, %else.483 ], [ %753, %pad.488 ]
 	%748 = icmp slt i64 %747, %693
 	br i1 %748, label %pad.488, label %pad.done.489
 
@@ -15033,389 +14897,389 @@ pad.done.498:
 	%796 = getelementptr float, float* %772, i64 0
 	%797 = bitcast float* %796 to <128 x float>*
 	%798 = load <128 x float>, <128 x float>* %797, align 4
-	%799 = add i64 %45, %422
-	%800 = call <128 x float> @lamb_noise_row128_16_false(i64 %47, i32 %49, i64 %799)
-	%801 = insertelement <128 x float> undef, float %39, i32 0
-	%802 = insertelement <128 x float> %801, float %39, i32 1
-	%803 = insertelement <128 x float> %802, float %39, i32 2
-	%804 = insertelement <128 x float> %803, float %39, i32 3
-	%805 = insertelement <128 x float> %804, float %39, i32 4
-	%806 = insertelement <128 x float> %805, float %39, i32 5
-	%807 = insertelement <128 x float> %806, float %39, i32 6
-	%808 = insertelement <128 x float> %807, float %39, i32 7
-	%809 = insertelement <128 x float> %808, float %39, i32 8
-	%810 = insertelement <128 x float> %809, float %39, i32 9
-	%811 = insertelement <128 x float> %810, float %39, i32 10
-	%812 = insertelement <128 x float> %811, float %39, i32 11
-	%813 = insertelement <128 x float> %812, float %39, i32 12
-	%814 = insertelement <128 x float> %813, float %39, i32 13
-	%815 = insertelement <128 x float> %814, float %39, i32 14
-	%816 = insertelement <128 x float> %815, float %39, i32 15
-	%817 = insertelement <128 x float> %816, float %39, i32 16
-	%818 = insertelement <128 x float> %817, float %39, i32 17
-	%819 = insertelement <128 x float> %818, float %39, i32 18
-	%820 = insertelement <128 x float> %819, float %39, i32 19
-	%821 = insertelement <128 x float> %820, float %39, i32 20
-	%822 = insertelement <128 x float> %821, float %39, i32 21
-	%823 = insertelement <128 x float> %822, float %39, i32 22
-	%824 = insertelement <128 x float> %823, float %39, i32 23
-	%825 = insertelement <128 x float> %824, float %39, i32 24
-	%826 = insertelement <128 x float> %825, float %39, i32 25
-	%827 = insertelement <128 x float> %826, float %39, i32 26
-	%828 = insertelement <128 x float> %827, float %39, i32 27
-	%829 = insertelement <128 x float> %828, float %39, i32 28
-	%830 = insertelement <128 x float> %829, float %39, i32 29
-	%831 = insertelement <128 x float> %830, float %39, i32 30
-	%832 = insertelement <128 x float> %831, float %39, i32 31
-	%833 = insertelement <128 x float> %832, float %39, i32 32
-	%834 = insertelement <128 x float> %833, float %39, i32 33
-	%835 = insertelement <128 x float> %834, float %39, i32 34
-	%836 = insertelement <128 x float> %835, float %39, i32 35
-	%837 = insertelement <128 x float> %836, float %39, i32 36
-	%838 = insertelement <128 x float> %837, float %39, i32 37
-	%839 = insertelement <128 x float> %838, float %39, i32 38
-	%840 = insertelement <128 x float> %839, float %39, i32 39
-	%841 = insertelement <128 x float> %840, float %39, i32 40
-	%842 = insertelement <128 x float> %841, float %39, i32 41
-	%843 = insertelement <128 x float> %842, float %39, i32 42
-	%844 = insertelement <128 x float> %843, float %39, i32 43
-	%845 = insertelement <128 x float> %844, float %39, i32 44
-	%846 = insertelement <128 x float> %845, float %39, i32 45
-	%847 = insertelement <128 x float> %846, float %39, i32 46
-	%848 = insertelement <128 x float> %847, float %39, i32 47
-	%849 = insertelement <128 x float> %848, float %39, i32 48
-	%850 = insertelement <128 x float> %849, float %39, i32 49
-	%851 = insertelement <128 x float> %850, float %39, i32 50
-	%852 = insertelement <128 x float> %851, float %39, i32 51
-	%853 = insertelement <128 x float> %852, float %39, i32 52
-	%854 = insertelement <128 x float> %853, float %39, i32 53
-	%855 = insertelement <128 x float> %854, float %39, i32 54
-	%856 = insertelement <128 x float> %855, float %39, i32 55
-	%857 = insertelement <128 x float> %856, float %39, i32 56
-	%858 = insertelement <128 x float> %857, float %39, i32 57
-	%859 = insertelement <128 x float> %858, float %39, i32 58
-	%860 = insertelement <128 x float> %859, float %39, i32 59
-	%861 = insertelement <128 x float> %860, float %39, i32 60
-	%862 = insertelement <128 x float> %861, float %39, i32 61
-	%863 = insertelement <128 x float> %862, float %39, i32 62
-	%864 = insertelement <128 x float> %863, float %39, i32 63
-	%865 = insertelement <128 x float> %864, float %39, i32 64
-	%866 = insertelement <128 x float> %865, float %39, i32 65
-	%867 = insertelement <128 x float> %866, float %39, i32 66
-	%868 = insertelement <128 x float> %867, float %39, i32 67
-	%869 = insertelement <128 x float> %868, float %39, i32 68
-	%870 = insertelement <128 x float> %869, float %39, i32 69
-	%871 = insertelement <128 x float> %870, float %39, i32 70
-	%872 = insertelement <128 x float> %871, float %39, i32 71
-	%873 = insertelement <128 x float> %872, float %39, i32 72
-	%874 = insertelement <128 x float> %873, float %39, i32 73
-	%875 = insertelement <128 x float> %874, float %39, i32 74
-	%876 = insertelement <128 x float> %875, float %39, i32 75
-	%877 = insertelement <128 x float> %876, float %39, i32 76
-	%878 = insertelement <128 x float> %877, float %39, i32 77
-	%879 = insertelement <128 x float> %878, float %39, i32 78
-	%880 = insertelement <128 x float> %879, float %39, i32 79
-	%881 = insertelement <128 x float> %880, float %39, i32 80
-	%882 = insertelement <128 x float> %881, float %39, i32 81
-	%883 = insertelement <128 x float> %882, float %39, i32 82
-	%884 = insertelement <128 x float> %883, float %39, i32 83
-	%885 = insertelement <128 x float> %884, float %39, i32 84
-	%886 = insertelement <128 x float> %885, float %39, i32 85
-	%887 = insertelement <128 x float> %886, float %39, i32 86
-	%888 = insertelement <128 x float> %887, float %39, i32 87
-	%889 = insertelement <128 x float> %888, float %39, i32 88
-	%890 = insertelement <128 x float> %889, float %39, i32 89
-	%891 = insertelement <128 x float> %890, float %39, i32 90
-	%892 = insertelement <128 x float> %891, float %39, i32 91
-	%893 = insertelement <128 x float> %892, float %39, i32 92
-	%894 = insertelement <128 x float> %893, float %39, i32 93
-	%895 = insertelement <128 x float> %894, float %39, i32 94
-	%896 = insertelement <128 x float> %895, float %39, i32 95
-	%897 = insertelement <128 x float> %896, float %39, i32 96
-	%898 = insertelement <128 x float> %897, float %39, i32 97
-	%899 = insertelement <128 x float> %898, float %39, i32 98
-	%900 = insertelement <128 x float> %899, float %39, i32 99
-	%901 = insertelement <128 x float> %900, float %39, i32 100
-	%902 = insertelement <128 x float> %901, float %39, i32 101
-	%903 = insertelement <128 x float> %902, float %39, i32 102
-	%904 = insertelement <128 x float> %903, float %39, i32 103
-	%905 = insertelement <128 x float> %904, float %39, i32 104
-	%906 = insertelement <128 x float> %905, float %39, i32 105
-	%907 = insertelement <128 x float> %906, float %39, i32 106
-	%908 = insertelement <128 x float> %907, float %39, i32 107
-	%909 = insertelement <128 x float> %908, float %39, i32 108
-	%910 = insertelement <128 x float> %909, float %39, i32 109
-	%911 = insertelement <128 x float> %910, float %39, i32 110
-	%912 = insertelement <128 x float> %911, float %39, i32 111
-	%913 = insertelement <128 x float> %912, float %39, i32 112
-	%914 = insertelement <128 x float> %913, float %39, i32 113
-	%915 = insertelement <128 x float> %914, float %39, i32 114
-	%916 = insertelement <128 x float> %915, float %39, i32 115
-	%917 = insertelement <128 x float> %916, float %39, i32 116
-	%918 = insertelement <128 x float> %917, float %39, i32 117
-	%919 = insertelement <128 x float> %918, float %39, i32 118
-	%920 = insertelement <128 x float> %919, float %39, i32 119
-	%921 = insertelement <128 x float> %920, float %39, i32 120
-	%922 = insertelement <128 x float> %921, float %39, i32 121
-	%923 = insertelement <128 x float> %922, float %39, i32 122
-	%924 = insertelement <128 x float> %923, float %39, i32 123
-	%925 = insertelement <128 x float> %924, float %39, i32 124
-	%926 = insertelement <128 x float> %925, float %39, i32 125
-	%927 = insertelement <128 x float> %926, float %39, i32 126
-	%928 = insertelement <128 x float> %927, float %39, i32 127
-	%929 = fmul <128 x float> %928, %800
-	%930 = fadd <128 x float> %792, %929
+	%799 = insertelement <128 x float> undef, float %39, i32 0
+	%800 = insertelement <128 x float> %799, float %39, i32 1
+	%801 = insertelement <128 x float> %800, float %39, i32 2
+	%802 = insertelement <128 x float> %801, float %39, i32 3
+	%803 = insertelement <128 x float> %802, float %39, i32 4
+	%804 = insertelement <128 x float> %803, float %39, i32 5
+	%805 = insertelement <128 x float> %804, float %39, i32 6
+	%806 = insertelement <128 x float> %805, float %39, i32 7
+	%807 = insertelement <128 x float> %806, float %39, i32 8
+	%808 = insertelement <128 x float> %807, float %39, i32 9
+	%809 = insertelement <128 x float> %808, float %39, i32 10
+	%810 = insertelement <128 x float> %809, float %39, i32 11
+	%811 = insertelement <128 x float> %810, float %39, i32 12
+	%812 = insertelement <128 x float> %811, float %39, i32 13
+	%813 = insertelement <128 x float> %812, float %39, i32 14
+	%814 = insertelement <128 x float> %813, float %39, i32 15
+	%815 = insertelement <128 x float> %814, float %39, i32 16
+	%816 = insertelement <128 x float> %815, float %39, i32 17
+	%817 = insertelement <128 x float> %816, float %39, i32 18
+	%818 = insertelement <128 x float> %817, float %39, i32 19
+	%819 = insertelement <128 x float> %818, float %39, i32 20
+	%820 = insertelement <128 x float> %819, float %39, i32 21
+	%821 = insertelement <128 x float> %820, float %39, i32 22
+	%822 = insertelement <128 x float> %821, float %39, i32 23
+	%823 = insertelement <128 x float> %822, float %39, i32 24
+	%824 = insertelement <128 x float> %823, float %39, i32 25
+	%825 = insertelement <128 x float> %824, float %39, i32 26
+	%826 = insertelement <128 x float> %825, float %39, i32 27
+	%827 = insertelement <128 x float> %826, float %39, i32 28
+	%828 = insertelement <128 x float> %827, float %39, i32 29
+	%829 = insertelement <128 x float> %828, float %39, i32 30
+	%830 = insertelement <128 x float> %829, float %39, i32 31
+	%831 = insertelement <128 x float> %830, float %39, i32 32
+	%832 = insertelement <128 x float> %831, float %39, i32 33
+	%833 = insertelement <128 x float> %832, float %39, i32 34
+	%834 = insertelement <128 x float> %833, float %39, i32 35
+	%835 = insertelement <128 x float> %834, float %39, i32 36
+	%836 = insertelement <128 x float> %835, float %39, i32 37
+	%837 = insertelement <128 x float> %836, float %39, i32 38
+	%838 = insertelement <128 x float> %837, float %39, i32 39
+	%839 = insertelement <128 x float> %838, float %39, i32 40
+	%840 = insertelement <128 x float> %839, float %39, i32 41
+	%841 = insertelement <128 x float> %840, float %39, i32 42
+	%842 = insertelement <128 x float> %841, float %39, i32 43
+	%843 = insertelement <128 x float> %842, float %39, i32 44
+	%844 = insertelement <128 x float> %843, float %39, i32 45
+	%845 = insertelement <128 x float> %844, float %39, i32 46
+	%846 = insertelement <128 x float> %845, float %39, i32 47
+	%847 = insertelement <128 x float> %846, float %39, i32 48
+	%848 = insertelement <128 x float> %847, float %39, i32 49
+	%849 = insertelement <128 x float> %848, float %39, i32 50
+	%850 = insertelement <128 x float> %849, float %39, i32 51
+	%851 = insertelement <128 x float> %850, float %39, i32 52
+	%852 = insertelement <128 x float> %851, float %39, i32 53
+	%853 = insertelement <128 x float> %852, float %39, i32 54
+	%854 = insertelement <128 x float> %853, float %39, i32 55
+	%855 = insertelement <128 x float> %854, float %39, i32 56
+	%856 = insertelement <128 x float> %855, float %39, i32 57
+	%857 = insertelement <128 x float> %856, float %39, i32 58
+	%858 = insertelement <128 x float> %857, float %39, i32 59
+	%859 = insertelement <128 x float> %858, float %39, i32 60
+	%860 = insertelement <128 x float> %859, float %39, i32 61
+	%861 = insertelement <128 x float> %860, float %39, i32 62
+	%862 = insertelement <128 x float> %861, float %39, i32 63
+	%863 = insertelement <128 x float> %862, float %39, i32 64
+	%864 = insertelement <128 x float> %863, float %39, i32 65
+	%865 = insertelement <128 x float> %864, float %39, i32 66
+	%866 = insertelement <128 x float> %865, float %39, i32 67
+	%867 = insertelement <128 x float> %866, float %39, i32 68
+	%868 = insertelement <128 x float> %867, float %39, i32 69
+	%869 = insertelement <128 x float> %868, float %39, i32 70
+	%870 = insertelement <128 x float> %869, float %39, i32 71
+	%871 = insertelement <128 x float> %870, float %39, i32 72
+	%872 = insertelement <128 x float> %871, float %39, i32 73
+	%873 = insertelement <128 x float> %872, float %39, i32 74
+	%874 = insertelement <128 x float> %873, float %39, i32 75
+	%875 = insertelement <128 x float> %874, float %39, i32 76
+	%876 = insertelement <128 x float> %875, float %39, i32 77
+	%877 = insertelement <128 x float> %876, float %39, i32 78
+	%878 = insertelement <128 x float> %877, float %39, i32 79
+	%879 = insertelement <128 x float> %878, float %39, i32 80
+	%880 = insertelement <128 x float> %879, float %39, i32 81
+	%881 = insertelement <128 x float> %880, float %39, i32 82
+	%882 = insertelement <128 x float> %881, float %39, i32 83
+	%883 = insertelement <128 x float> %882, float %39, i32 84
+	%884 = insertelement <128 x float> %883, float %39, i32 85
+	%885 = insertelement <128 x float> %884, float %39, i32 86
+	%886 = insertelement <128 x float> %885, float %39, i32 87
+	%887 = insertelement <128 x float> %886, float %39, i32 88
+	%888 = insertelement <128 x float> %887, float %39, i32 89
+	%889 = insertelement <128 x float> %888, float %39, i32 90
+	%890 = insertelement <128 x float> %889, float %39, i32 91
+	%891 = insertelement <128 x float> %890, float %39, i32 92
+	%892 = insertelement <128 x float> %891, float %39, i32 93
+	%893 = insertelement <128 x float> %892, float %39, i32 94
+	%894 = insertelement <128 x float> %893, float %39, i32 95
+	%895 = insertelement <128 x float> %894, float %39, i32 96
+	%896 = insertelement <128 x float> %895, float %39, i32 97
+	%897 = insertelement <128 x float> %896, float %39, i32 98
+	%898 = insertelement <128 x float> %897, float %39, i32 99
+	%899 = insertelement <128 x float> %898, float %39, i32 100
+	%900 = insertelement <128 x float> %899, float %39, i32 101
+	%901 = insertelement <128 x float> %900, float %39, i32 102
+	%902 = insertelement <128 x float> %901, float %39, i32 103
+	%903 = insertelement <128 x float> %902, float %39, i32 104
+	%904 = insertelement <128 x float> %903, float %39, i32 105
+	%905 = insertelement <128 x float> %904, float %39, i32 106
+	%906 = insertelement <128 x float> %905, float %39, i32 107
+	%907 = insertelement <128 x float> %906, float %39, i32 108
+	%908 = insertelement <128 x float> %907, float %39, i32 109
+	%909 = insertelement <128 x float> %908, float %39, i32 110
+	%910 = insertelement <128 x float> %909, float %39, i32 111
+	%911 = insertelement <128 x float> %910, float %39, i32 112
+	%912 = insertelement <128 x float> %911, float %39, i32 113
+	%913 = insertelement <128 x float> %912, float %39, i32 114
+	%914 = insertelement <128 x float> %913, float %39, i32 115
+	%915 = insertelement <128 x float> %914, float %39, i32 116
+	%916 = insertelement <128 x float> %915, float %39, i32 117
+	%917 = insertelement <128 x float> %916, float %39, i32 118
+	%918 = insertelement <128 x float> %917, float %39, i32 119
+	%919 = insertelement <128 x float> %918, float %39, i32 120
+	%920 = insertelement <128 x float> %919, float %39, i32 121
+	%921 = insertelement <128 x float> %920, float %39, i32 122
+	%922 = insertelement <128 x float> %921, float %39, i32 123
+	%923 = insertelement <128 x float> %922, float %39, i32 124
+	%924 = insertelement <128 x float> %923, float %39, i32 125
+	%925 = insertelement <128 x float> %924, float %39, i32 126
+	%926 = insertelement <128 x float> %925, float %39, i32 127
+	%927 = fmul <128 x float> %926, %523
+	%928 = fadd <128 x float> %792, %927
 	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
-	%931 = bitcast <128 x float>* %5 to float*
-	%932 = bitcast float* %931 to <128 x float>*
-	store <128 x float> %930, <128 x float>* %932, align 4
-	%933 = icmp ne float* %kept, null
-	%934 = sub i64 %n, %422
-	%935 = select i1 %933, i64 %934, i64 0
+	%929 = bitcast <128 x float>* %5 to float*
+	%930 = bitcast float* %929 to <128 x float>*
+	store <128 x float> %928, <128 x float>* %930, align 4
+	%931 = icmp ne float* %kept, null
+	%932 = sub i64 %n, %422
+	%933 = select i1 %931, i64 %932, i64 0
 	br label %keep.head.499
 
 keep.head.499:
-	%936 = phi i64 [ 0, %pad.done.498 ], [ %942, %keep.500 ]
-	%937 = icmp slt i64 %936, %935
-	br i1 %937, label %keep.500, label %keep.done.501
+	%934 = phi i64 [ 0, %pad.done.498 ], [ %940, %keep.500 ]
+	%935 = icmp slt i64 %934, %933
+	br i1 %935, label %keep.500, label %keep.done.501
 
 keep.500:
-	%938 = getelementptr float, float* %931, i64 %936
-	%939 = load float, float* %938, align 4
-	%940 = add i64 %422, %936
-	%941 = getelementptr float, float* %kept, i64 %940
-	store volatile float %939, float* %941, align 4
-	%942 = add i64 %936, 1
+	%936 = getelementptr float, float* %929, i64 %934
+	%937 = load float, float* %936, align 4
+	%938 = add i64 %422, %934
+	%939 = getelementptr float, float* %kept, i64 %938
+	store volatile float %937, float* %939, align 4
+	%940 = add i64 %934, 1
 	br label %keep.head.499
 
 keep.done.501:
-	%943 = insertelement <128 x float> undef, float %23, i32 0
+	%941 = insertelement <128 x float> undef, float %23, i32 0
+	%942 = shufflevector <128 x float> %941, <128 x float> undef, <128 x i32> zeroinitializer
+	%943 = insertelement <128 x float> undef, float %25, i32 0
 	%944 = shufflevector <128 x float> %943, <128 x float> undef, <128 x i32> zeroinitializer
-	%945 = insertelement <128 x float> undef, float %25, i32 0
+	%945 = insertelement <128 x float> undef, float %27, i32 0
 	%946 = shufflevector <128 x float> %945, <128 x float> undef, <128 x i32> zeroinitializer
-	%947 = insertelement <128 x float> undef, float %27, i32 0
+	%947 = insertelement <128 x float> undef, float %29, i32 0
 	%948 = shufflevector <128 x float> %947, <128 x float> undef, <128 x i32> zeroinitializer
-	%949 = insertelement <128 x float> undef, float %29, i32 0
+	%949 = insertelement <128 x float> undef, float %31, i32 0
 	%950 = shufflevector <128 x float> %949, <128 x float> undef, <128 x i32> zeroinitializer
-	%951 = insertelement <128 x float> undef, float %31, i32 0
+	%951 = insertelement <128 x float> undef, float %33, i32 0
 	%952 = shufflevector <128 x float> %951, <128 x float> undef, <128 x i32> zeroinitializer
-	%953 = insertelement <128 x float> undef, float %33, i32 0
+	%953 = insertelement <128 x float> undef, float %35, i32 0
 	%954 = shufflevector <128 x float> %953, <128 x float> undef, <128 x i32> zeroinitializer
-	%955 = insertelement <128 x float> undef, float %35, i32 0
+	%955 = insertelement <128 x float> undef, float %37, i32 0
 	%956 = shufflevector <128 x float> %955, <128 x float> undef, <128 x i32> zeroinitializer
-	%957 = insertelement <128 x float> undef, float %37, i32 0
-	%958 = shufflevector <128 x float> %957, <128 x float> undef, <128 x i32> zeroinitializer
-	%959 = fmul <128 x float> %789, %789
-	%960 = fmul <128 x float> %944, %795
-	%961 = fmul <128 x float> %946, %930
-	%962 = fadd <128 x float> %960, %961
-	%963 = fdiv <128 x float> %962, %948
-	%964 = fmul <128 x float> %950, %798
-	%965 = fmul <128 x float> %930, %930
-	%966 = fmul <128 x float> %952, %965
-	%967 = fadd <128 x float> %964, %966
-	%968 = fdiv <128 x float> %967, %954
-	%969 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %968)
-	%970 = fadd <128 x float> %969, %956
-	%971 = fdiv <128 x float> %963, %970
-	%972 = fmul <128 x float> %958, %789
-	%973 = fadd <128 x float> %971, %972
-	%974 = fmul <128 x float> %973, %973
-	%975 = select <128 x i1> %786, <128 x float> %959, <128 x float> zeroinitializer
-	%976 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%977 = fadd <32 x float> %418, %976
-	%978 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%957 = fmul <128 x float> %789, %789
+	%958 = fmul <128 x float> %942, %795
+	%959 = fmul <128 x float> %944, %928
+	%960 = fadd <128 x float> %958, %959
+	%961 = fdiv <128 x float> %960, %946
+	%962 = fmul <128 x float> %948, %798
+	%963 = fmul <128 x float> %928, %928
+	%964 = fmul <128 x float> %950, %963
+	%965 = fadd <128 x float> %962, %964
+	%966 = fdiv <128 x float> %965, %952
+	%967 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %966)
+	%968 = fadd <128 x float> %967, %954
+	%969 = fdiv <128 x float> %961, %968
+	%970 = fmul <128 x float> %956, %789
+	%971 = fadd <128 x float> %969, %970
+	%972 = fmul <128 x float> %971, %971
+	%973 = select <128 x i1> %786, <128 x float> %957, <128 x float> zeroinitializer
+	%974 = shufflevector <128 x float> %973, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%975 = fadd <32 x float> %418, %974
+	%976 = shufflevector <128 x float> %973, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%977 = fadd <32 x float> %975, %976
+	%978 = shufflevector <128 x float> %973, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%979 = fadd <32 x float> %977, %978
-	%980 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%980 = shufflevector <128 x float> %973, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%981 = fadd <32 x float> %979, %980
-	%982 = shufflevector <128 x float> %975, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%983 = fadd <32 x float> %981, %982
-	%984 = select <128 x i1> %786, <128 x float> %974, <128 x float> zeroinitializer
-	%985 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%986 = fadd <32 x float> %419, %985
-	%987 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%982 = select <128 x i1> %786, <128 x float> %972, <128 x float> zeroinitializer
+	%983 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%984 = fadd <32 x float> %419, %983
+	%985 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%986 = fadd <32 x float> %984, %985
+	%987 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%988 = fadd <32 x float> %986, %987
-	%989 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%989 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%990 = fadd <32 x float> %988, %989
-	%991 = shufflevector <128 x float> %984, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%992 = fadd <32 x float> %990, %991
-	br label %join.475
+	br label %join.484
 
-task.head.502:
-	%993 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.507 ]
-	%994 = icmp slt i64 %993, %43
-	br i1 %994, label %task.503, label %task.done.504
+task.head.511:
+	%991 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.516 ]
+	%992 = icmp slt i64 %991, %43
+	br i1 %992, label %task.512, label %task.done.513
 
-task.503:
-	%995 = sdiv i64 %993, %83
-	%996 = srem i64 %993, %83
-	%997 = mul i64 %995, %n
-	%998 = getelementptr float, float* %15, i64 %997
-	%999 = mul i64 %995, %n
-	%1000 = getelementptr float, float* %17, i64 %999
-	%1001 = mul i64 %995, %n
-	%1002 = getelementptr float, float* %19, i64 %1001
-	%1003 = mul i64 %995, %n
-	%1004 = getelementptr float, float* %21, i64 %1003
-	%1005 = mul i64 %996, u0x1000
-	%1006 = sub i64 %n, %1005
-	%1007 = add i64 %1006, 127
-	%1008 = sdiv i64 %1007, 128
-	%1009 = icmp slt i64 %1008, 32
-	%1010 = select i1 %1009, i64 %1008, i64 32
-	br label %row.head.505
+task.512:
+	%993 = sdiv i64 %991, %83
+	%994 = srem i64 %991, %83
+	%995 = mul i64 %993, %n
+	%996 = getelementptr float, float* %15, i64 %995
+	%997 = mul i64 %993, %n
+	%998 = getelementptr float, float* %17, i64 %997
+	%999 = mul i64 %993, %n
+	%1000 = getelementptr float, float* %19, i64 %999
+	%1001 = mul i64 %993, %n
+	%1002 = getelementptr float, float* %21, i64 %1001
+	%1003 = mul i64 %994, u0x1000
+	%1004 = sub i64 %n, %1003
+	%1005 = add i64 %1004, 127
+	%1006 = sdiv i64 %1005, 128
+	%1007 = icmp slt i64 %1006, 32
+	%1008 = select i1 %1007, i64 %1006, i64 32
+	br label %row.head.514
 
-task.done.504:
+task.done.513:
 	ret void
 
-row.head.505:
-	%1011 = phi i64 [ 0, %task.503 ], [ %1552, %join.510 ]
-	%1012 = phi <32 x float> [ zeroinitializer, %task.503 ], [ %1550, %join.510 ]
-	%1013 = phi <32 x float> [ zeroinitializer, %task.503 ], [ %1551, %join.510 ]
-	%1014 = icmp slt i64 %1011, %1010
-	br i1 %1014, label %row.506, label %row.done.507
+row.head.514:
+	%1009 = phi i64 [ 0, %task.512 ], [ %1550, %join.519 ]
+	%1010 = phi <32 x float> [ zeroinitializer, %task.512 ], [ %1548, %join.519 ]
+	%1011 = phi <32 x float> [ zeroinitializer, %task.512 ], [ %1549, %join.519 ]
+	%1012 = icmp slt i64 %1009, %1008
+	br i1 %1012, label %row.515, label %row.done.516
 
-row.506:
-	%1015 = mul i64 %1011, 128
-	%1016 = add i64 %1005, %1015
-	%1017 = add i64 %1016, 512
-	%1018 = add i64 %1017, 0
-	%1019 = getelementptr float, float* %998, i64 %1018
-	%1020 = bitcast float* %1019 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1020, i32 0, i32 3, i32 1)
-	%1021 = add i64 %1017, 16
-	%1022 = getelementptr float, float* %998, i64 %1021
-	%1023 = bitcast float* %1022 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1023, i32 0, i32 3, i32 1)
-	%1024 = add i64 %1017, 32
-	%1025 = getelementptr float, float* %998, i64 %1024
-	%1026 = bitcast float* %1025 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1026, i32 0, i32 3, i32 1)
-	%1027 = add i64 %1017, 48
-	%1028 = getelementptr float, float* %998, i64 %1027
-	%1029 = bitcast float* %1028 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1029, i32 0, i32 3, i32 1)
-	%1030 = add i64 %1017, 64
-	%1031 = getelementptr float, float* %998, i64 %1030
-	%1032 = bitcast float* %1031 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1032, i32 0, i32 3, i32 1)
-	%1033 = add i64 %1017, 80
-	%1034 = getelementptr float, float* %998, i64 %1033
-	%1035 = bitcast float* %1034 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1035, i32 0, i32 3, i32 1)
-	%1036 = add i64 %1017, 96
-	%1037 = getelementptr float, float* %998, i64 %1036
-	%1038 = bitcast float* %1037 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1038, i32 0, i32 3, i32 1)
-	%1039 = add i64 %1017, 112
-	%1040 = getelementptr float, float* %998, i64 %1039
-	%1041 = bitcast float* %1040 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1041, i32 0, i32 3, i32 1)
-	%1042 = add i64 %1017, 0
-	%1043 = getelementptr float, float* %1000, i64 %1042
-	%1044 = bitcast float* %1043 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1044, i32 0, i32 3, i32 1)
-	%1045 = add i64 %1017, 16
-	%1046 = getelementptr float, float* %1000, i64 %1045
-	%1047 = bitcast float* %1046 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1047, i32 0, i32 3, i32 1)
-	%1048 = add i64 %1017, 32
-	%1049 = getelementptr float, float* %1000, i64 %1048
-	%1050 = bitcast float* %1049 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1050, i32 0, i32 3, i32 1)
-	%1051 = add i64 %1017, 48
-	%1052 = getelementptr float, float* %1000, i64 %1051
-	%1053 = bitcast float* %1052 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1053, i32 0, i32 3, i32 1)
-	%1054 = add i64 %1017, 64
-	%1055 = getelementptr float, float* %1000, i64 %1054
-	%1056 = bitcast float* %1055 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1056, i32 0, i32 3, i32 1)
-	%1057 = add i64 %1017, 80
-	%1058 = getelementptr float, float* %1000, i64 %1057
-	%1059 = bitcast float* %1058 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1059, i32 0, i32 3, i32 1)
-	%1060 = add i64 %1017, 96
-	%1061 = getelementptr float, float* %1000, i64 %1060
-	%1062 = bitcast float* %1061 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1062, i32 0, i32 3, i32 1)
-	%1063 = add i64 %1017, 112
-	%1064 = getelementptr float, float* %1000, i64 %1063
-	%1065 = bitcast float* %1064 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1065, i32 0, i32 3, i32 1)
-	%1066 = add i64 %1017, 0
-	%1067 = getelementptr float, float* %1002, i64 %1066
-	%1068 = bitcast float* %1067 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1068, i32 0, i32 3, i32 1)
-	%1069 = add i64 %1017, 16
-	%1070 = getelementptr float, float* %1002, i64 %1069
-	%1071 = bitcast float* %1070 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1071, i32 0, i32 3, i32 1)
-	%1072 = add i64 %1017, 32
-	%1073 = getelementptr float, float* %1002, i64 %1072
-	%1074 = bitcast float* %1073 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1074, i32 0, i32 3, i32 1)
-	%1075 = add i64 %1017, 48
-	%1076 = getelementptr float, float* %1002, i64 %1075
-	%1077 = bitcast float* %1076 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1077, i32 0, i32 3, i32 1)
-	%1078 = add i64 %1017, 64
-	%1079 = getelementptr float, float* %1002, i64 %1078
-	%1080 = bitcast float* %1079 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1080, i32 0, i32 3, i32 1)
-	%1081 = add i64 %1017, 80
-	%1082 = getelementptr float, float* %1002, i64 %1081
-	%1083 = bitcast float* %1082 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1083, i32 0, i32 3, i32 1)
-	%1084 = add i64 %1017, 96
-	%1085 = getelementptr float, float* %1002, i64 %1084
-	%1086 = bitcast float* %1085 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1086, i32 0, i32 3, i32 1)
-	%1087 = add i64 %1017, 112
-	%1088 = getelementptr float, float* %1002, i64 %1087
-	%1089 = bitcast float* %1088 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1089, i32 0, i32 3, i32 1)
-	%1090 = add i64 %1017, 0
-	%1091 = getelementptr float, float* %1004, i64 %1090
-	%1092 = bitcast float* %1091 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1092, i32 0, i32 3, i32 1)
-	%1093 = add i64 %1017, 16
-	%1094 = getelementptr float, float* %1004, i64 %1093
-	%1095 = bitcast float* %1094 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1095, i32 0, i32 3, i32 1)
-	%1096 = add i64 %1017, 32
-	%1097 = getelementptr float, float* %1004, i64 %1096
-	%1098 = bitcast float* %1097 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1098, i32 0, i32 3, i32 1)
-	%1099 = add i64 %1017, 48
-	%1100 = getelementptr float, float* %1004, i64 %1099
-	%1101 = bitcast float* %1100 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1101, i32 0, i32 3, i32 1)
-	%1102 = add i64 %1017, 64
-	%1103 = getelementptr float, float* %1004, i64 %1102
-	%1104 = bitcast float* %1103 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1104, i32 0, i32 3, i32 1)
-	%1105 = add i64 %1017, 80
-	%1106 = getelementptr float, float* %1004, i64 %1105
-	%1107 = bitcast float* %1106 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1107, i32 0, i32 3, i32 1)
-	%1108 = add i64 %1017, 96
-	%1109 = getelementptr float, float* %1004, i64 %1108
-	%1110 = bitcast float* %1109 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1110, i32 0, i32 3, i32 1)
-	%1111 = add i64 %1017, 112
-	%1112 = getelementptr float, float* %1004, i64 %1111
-	%1113 = bitcast float* %1112 to i8*
-	call void @llvm.prefetch.p0i8(i8* %1113, i32 0, i32 3, i32 1)
-	%1114 = add i64 %1016, 128
-	%1115 = icmp sle i64 %1114, %n
-	br i1 %1115, label %then.508, label %else.509
+row.515:
+	%1013 = mul i64 %1009, 128
+	%1014 = add i64 %1003, %1013
+	%1015 = add i64 %1014, 512
+	%1016 = add i64 %1015, 0
+	%1017 = getelementptr float, float* %996, i64 %1016
+	%1018 = bitcast float* %1017 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1018, i32 0, i32 3, i32 1)
+	%1019 = add i64 %1015, 16
+	%1020 = getelementptr float, float* %996, i64 %1019
+	%1021 = bitcast float* %1020 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1021, i32 0, i32 3, i32 1)
+	%1022 = add i64 %1015, 32
+	%1023 = getelementptr float, float* %996, i64 %1022
+	%1024 = bitcast float* %1023 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1024, i32 0, i32 3, i32 1)
+	%1025 = add i64 %1015, 48
+	%1026 = getelementptr float, float* %996, i64 %1025
+	%1027 = bitcast float* %1026 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1027, i32 0, i32 3, i32 1)
+	%1028 = add i64 %1015, 64
+	%1029 = getelementptr float, float* %996, i64 %1028
+	%1030 = bitcast float* %1029 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1030, i32 0, i32 3, i32 1)
+	%1031 = add i64 %1015, 80
+	%1032 = getelementptr float, float* %996, i64 %1031
+	%1033 = bitcast float* %1032 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1033, i32 0, i32 3, i32 1)
+	%1034 = add i64 %1015, 96
+	%1035 = getelementptr float, float* %996, i64 %1034
+	%1036 = bitcast float* %1035 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1036, i32 0, i32 3, i32 1)
+	%1037 = add i64 %1015, 112
+	%1038 = getelementptr float, float* %996, i64 %1037
+	%1039 = bitcast float* %1038 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1039, i32 0, i32 3, i32 1)
+	%1040 = add i64 %1015, 0
+	%1041 = getelementptr float, float* %998, i64 %1040
+	%1042 = bitcast float* %1041 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1042, i32 0, i32 3, i32 1)
+	%1043 = add i64 %1015, 16
+	%1044 = getelementptr float, float* %998, i64 %1043
+	%1045 = bitcast float* %1044 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1045, i32 0, i32 3, i32 1)
+	%1046 = add i64 %1015, 32
+	%1047 = getelementptr float, float* %998, i64 %1046
+	%1048 = bitcast float* %1047 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1048, i32 0, i32 3, i32 1)
+	%1049 = add i64 %1015, 48
+	%1050 = getelementptr float, float* %998, i64 %1049
+	%1051 = bitcast float* %1050 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1051, i32 0, i32 3, i32 1)
+	%1052 = add i64 %1015, 64
+	%1053 = getelementptr float, float* %998, i64 %1052
+	%1054 = bitcast float* %1053 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1054, i32 0, i32 3, i32 1)
+	%1055 = add i64 %1015, 80
+	%1056 = getelementptr float, float* %998, i64 %1055
+	%1057 = bitcast float* %1056 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1057, i32 0, i32 3, i32 1)
+	%1058 = add i64 %1015, 96
+	%1059 = getelementptr float, float* %998, i64 %1058
+	%1060 = bitcast float* %1059 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1060, i32 0, i32 3, i32 1)
+	%1061 = add i64 %1015, 112
+	%1062 = getelementptr float, float* %998, i64 %1061
+	%1063 = bitcast float* %1062 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1063, i32 0, i32 3, i32 1)
+	%1064 = add i64 %1015, 0
+	%1065 = getelementptr float, float* %1000, i64 %1064
+	%1066 = bitcast float* %1065 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1066, i32 0, i32 3, i32 1)
+	%1067 = add i64 %1015, 16
+	%1068 = getelementptr float, float* %1000, i64 %1067
+	%1069 = bitcast float* %1068 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1069, i32 0, i32 3, i32 1)
+	%1070 = add i64 %1015, 32
+	%1071 = getelementptr float, float* %1000, i64 %1070
+	%1072 = bitcast float* %1071 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1072, i32 0, i32 3, i32 1)
+	%1073 = add i64 %1015, 48
+	%1074 = getelementptr float, float* %1000, i64 %1073
+	%1075 = bitcast float* %1074 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1075, i32 0, i32 3, i32 1)
+	%1076 = add i64 %1015, 64
+	%1077 = getelementptr float, float* %1000, i64 %1076
+	%1078 = bitcast float* %1077 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1078, i32 0, i32 3, i32 1)
+	%1079 = add i64 %1015, 80
+	%1080 = getelementptr float, float* %1000, i64 %1079
+	%1081 = bitcast float* %1080 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1081, i32 0, i32 3, i32 1)
+	%1082 = add i64 %1015, 96
+	%1083 = getelementptr float, float* %1000, i64 %1082
+	%1084 = bitcast float* %1083 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1084, i32 0, i32 3, i32 1)
+	%1085 = add i64 %1015, 112
+	%1086 = getelementptr float, float* %1000, i64 %1085
+	%1087 = bitcast float* %1086 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1087, i32 0, i32 3, i32 1)
+	%1088 = add i64 %1015, 0
+	%1089 = getelementptr float, float* %1002, i64 %1088
+	%1090 = bitcast float* %1089 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1090, i32 0, i32 3, i32 1)
+	%1091 = add i64 %1015, 16
+	%1092 = getelementptr float, float* %1002, i64 %1091
+	%1093 = bitcast float* %1092 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1093, i32 0, i32 3, i32 1)
+	%1094 = add i64 %1015, 32
+	%1095 = getelementptr float, float* %1002, i64 %1094
+	%1096 = bitcast float* %1095 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1096, i32 0, i32 3, i32 1)
+	%1097 = add i64 %1015, 48
+	%1098 = getelementptr float, float* %1002, i64 %1097
+	%1099 = bitcast float* %1098 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1099, i32 0, i32 3, i32 1)
+	%1100 = add i64 %1015, 64
+	%1101 = getelementptr float, float* %1002, i64 %1100
+	%1102 = bitcast float* %1101 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1102, i32 0, i32 3, i32 1)
+	%1103 = add i64 %1015, 80
+	%1104 = getelementptr float, float* %1002, i64 %1103
+	%1105 = bitcast float* %1104 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1105, i32 0, i32 3, i32 1)
+	%1106 = add i64 %1015, 96
+	%1107 = getelementptr float, float* %1002, i64 %1106
+	%1108 = bitcast float* %1107 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1108, i32 0, i32 3, i32 1)
+	%1109 = add i64 %1015, 112
+	%1110 = getelementptr float, float* %1002, i64 %1109
+	%1111 = bitcast float* %1110 to i8*
+	call void @llvm.prefetch.p0i8(i8* %1111, i32 0, i32 3, i32 1)
+	%1112 = add i64 %1014, 128
+	%1113 = icmp sle i64 %1112, %n
+	%1114 = add i64 %45, %1014
+	%1115 = call <128 x float> @lamb_noise_row128_16_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1114)
+	br i1 %1113, label %then.517, label %else.518
 
-row.done.507:
-	%1116 = shufflevector <32 x float> %1012, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%1117 = fadd <32 x float> %1012, %1116
-	%1118 = shufflevector <32 x float> %1013, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%1119 = fadd <32 x float> %1013, %1118
+row.done.516:
+	%1116 = shufflevector <32 x float> %1010, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%1117 = fadd <32 x float> %1010, %1116
+	%1118 = shufflevector <32 x float> %1011, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%1119 = fadd <32 x float> %1011, %1118
 	%1120 = shufflevector <32 x float> %1117, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%1121 = fadd <32 x float> %1117, %1120
 	%1122 = shufflevector <32 x float> %1119, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
@@ -15433,1055 +15297,1051 @@ row.done.507:
 	%1134 = shufflevector <32 x float> %1131, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%1135 = fadd <32 x float> %1131, %1134
 	%1136 = extractelement <32 x float> %1133, i32 0
-	%1137 = getelementptr float, float* %61, i64 %993
+	%1137 = getelementptr float, float* %61, i64 %991
 	store float %1136, float* %1137, align 4
 	%1138 = extractelement <32 x float> %1135, i32 0
-	%1139 = getelementptr float, float* %63, i64 %993
+	%1139 = getelementptr float, float* %63, i64 %991
 	store float %1138, float* %1139, align 4
-	%1140 = add i64 %993, 1
-	br label %task.head.502
+	%1140 = add i64 %991, 1
+	br label %task.head.511
 
-then.508:
-	%1141 = getelementptr float, float* %998, i64 %1016
+then.517:
+	%1141 = getelementptr float, float* %996, i64 %1014
 	%1142 = bitcast float* %1141 to <128 x float>*
 	%1143 = load <128 x float>, <128 x float>* %1142, align 4
-	%1144 = getelementptr float, float* %1000, i64 %1016
+	%1144 = getelementptr float, float* %998, i64 %1014
 	%1145 = bitcast float* %1144 to <128 x float>*
 	%1146 = load <128 x float>, <128 x float>* %1145, align 4
-	%1147 = getelementptr float, float* %1002, i64 %1016
+	%1147 = getelementptr float, float* %1000, i64 %1014
 	%1148 = bitcast float* %1147 to <128 x float>*
 	%1149 = load <128 x float>, <128 x float>* %1148, align 4
-	%1150 = getelementptr float, float* %1004, i64 %1016
+	%1150 = getelementptr float, float* %1002, i64 %1014
 	%1151 = bitcast float* %1150 to <128 x float>*
 	%1152 = load <128 x float>, <128 x float>* %1151, align 4
-	%1153 = add i64 %45, %1016
-	%1154 = call <128 x float> @lamb_noise_row128_16_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1153)
-	%1155 = insertelement <128 x float> undef, float %39, i32 0
-	%1156 = insertelement <128 x float> %1155, float %39, i32 1
-	%1157 = insertelement <128 x float> %1156, float %39, i32 2
-	%1158 = insertelement <128 x float> %1157, float %39, i32 3
-	%1159 = insertelement <128 x float> %1158, float %39, i32 4
-	%1160 = insertelement <128 x float> %1159, float %39, i32 5
-	%1161 = insertelement <128 x float> %1160, float %39, i32 6
-	%1162 = insertelement <128 x float> %1161, float %39, i32 7
-	%1163 = insertelement <128 x float> %1162, float %39, i32 8
-	%1164 = insertelement <128 x float> %1163, float %39, i32 9
-	%1165 = insertelement <128 x float> %1164, float %39, i32 10
-	%1166 = insertelement <128 x float> %1165, float %39, i32 11
-	%1167 = insertelement <128 x float> %1166, float %39, i32 12
-	%1168 = insertelement <128 x float> %1167, float %39, i32 13
-	%1169 = insertelement <128 x float> %1168, float %39, i32 14
-	%1170 = insertelement <128 x float> %1169, float %39, i32 15
-	%1171 = insertelement <128 x float> %1170, float %39, i32 16
-	%1172 = insertelement <128 x float> %1171, float %39, i32 17
-	%1173 = insertelement <128 x float> %1172, float %39, i32 18
-	%1174 = insertelement <128 x float> %1173, float %39, i32 19
-	%1175 = insertelement <128 x float> %1174, float %39, i32 20
-	%1176 = insertelement <128 x float> %1175, float %39, i32 21
-	%1177 = insertelement <128 x float> %1176, float %39, i32 22
-	%1178 = insertelement <128 x float> %1177, float %39, i32 23
-	%1179 = insertelement <128 x float> %1178, float %39, i32 24
-	%1180 = insertelement <128 x float> %1179, float %39, i32 25
-	%1181 = insertelement <128 x float> %1180, float %39, i32 26
-	%1182 = insertelement <128 x float> %1181, float %39, i32 27
-	%1183 = insertelement <128 x float> %1182, float %39, i32 28
-	%1184 = insertelement <128 x float> %1183, float %39, i32 29
-	%1185 = insertelement <128 x float> %1184, float %39, i32 30
-	%1186 = insertelement <128 x float> %1185, float %39, i32 31
-	%1187 = insertelement <128 x float> %1186, float %39, i32 32
-	%1188 = insertelement <128 x float> %1187, float %39, i32 33
-	%1189 = insertelement <128 x float> %1188, float %39, i32 34
-	%1190 = insertelement <128 x float> %1189, float %39, i32 35
-	%1191 = insertelement <128 x float> %1190, float %39, i32 36
-	%1192 = insertelement <128 x float> %1191, float %39, i32 37
-	%1193 = insertelement <128 x float> %1192, float %39, i32 38
-	%1194 = insertelement <128 x float> %1193, float %39, i32 39
-	%1195 = insertelement <128 x float> %1194, float %39, i32 40
-	%1196 = insertelement <128 x float> %1195, float %39, i32 41
-	%1197 = insertelement <128 x float> %1196, float %39, i32 42
-	%1198 = insertelement <128 x float> %1197, float %39, i32 43
-	%1199 = insertelement <128 x float> %1198, float %39, i32 44
-	%1200 = insertelement <128 x float> %1199, float %39, i32 45
-	%1201 = insertelement <128 x float> %1200, float %39, i32 46
-	%1202 = insertelement <128 x float> %1201, float %39, i32 47
-	%1203 = insertelement <128 x float> %1202, float %39, i32 48
-	%1204 = insertelement <128 x float> %1203, float %39, i32 49
-	%1205 = insertelement <128 x float> %1204, float %39, i32 50
-	%1206 = insertelement <128 x float> %1205, float %39, i32 51
-	%1207 = insertelement <128 x float> %1206, float %39, i32 52
-	%1208 = insertelement <128 x float> %1207, float %39, i32 53
-	%1209 = insertelement <128 x float> %1208, float %39, i32 54
-	%1210 = insertelement <128 x float> %1209, float %39, i32 55
-	%1211 = insertelement <128 x float> %1210, float %39, i32 56
-	%1212 = insertelement <128 x float> %1211, float %39, i32 57
-	%1213 = insertelement <128 x float> %1212, float %39, i32 58
-	%1214 = insertelement <128 x float> %1213, float %39, i32 59
-	%1215 = insertelement <128 x float> %1214, float %39, i32 60
-	%1216 = insertelement <128 x float> %1215, float %39, i32 61
-	%1217 = insertelement <128 x float> %1216, float %39, i32 62
-	%1218 = insertelement <128 x float> %1217, float %39, i32 63
-	%1219 = insertelement <128 x float> %1218, float %39, i32 64
-	%1220 = insertelement <128 x float> %1219, float %39, i32 65
-	%1221 = insertelement <128 x float> %1220, float %39, i32 66
-	%1222 = insertelement <128 x float> %1221, float %39, i32 67
-	%1223 = insertelement <128 x float> %1222, float %39, i32 68
-	%1224 = insertelement <128 x float> %1223, float %39, i32 69
-	%1225 = insertelement <128 x float> %1224, float %39, i32 70
-	%1226 = insertelement <128 x float> %1225, float %39, i32 71
-	%1227 = insertelement <128 x float> %1226, float %39, i32 72
-	%1228 = insertelement <128 x float> %1227, float %39, i32 73
-	%1229 = insertelement <128 x float> %1228, float %39, i32 74
-	%1230 = insertelement <128 x float> %1229, float %39, i32 75
-	%1231 = insertelement <128 x float> %1230, float %39, i32 76
-	%1232 = insertelement <128 x float> %1231, float %39, i32 77
-	%1233 = insertelement <128 x float> %1232, float %39, i32 78
-	%1234 = insertelement <128 x float> %1233, float %39, i32 79
-	%1235 = insertelement <128 x float> %1234, float %39, i32 80
-	%1236 = insertelement <128 x float> %1235, float %39, i32 81
-	%1237 = insertelement <128 x float> %1236, float %39, i32 82
-	%1238 = insertelement <128 x float> %1237, float %39, i32 83
-	%1239 = insertelement <128 x float> %1238, float %39, i32 84
-	%1240 = insertelement <128 x float> %1239, float %39, i32 85
-	%1241 = insertelement <128 x float> %1240, float %39, i32 86
-	%1242 = insertelement <128 x float> %1241, float %39, i32 87
-	%1243 = insertelement <128 x float> %1242, float %39, i32 88
-	%1244 = insertelement <128 x float> %1243, float %39, i32 89
-	%1245 = insertelement <128 x float> %1244, float %39, i32 90
-	%1246 = insertelement <128 x float> %1245, float %39, i32 91
-	%1247 = insertelement <128 x float> %1246, float %39, i32 92
-	%1248 = insertelement <128 x float> %1247, float %39, i32 93
-	%1249 = insertelement <128 x float> %1248, float %39, i32 94
-	%1250 = insertelement <128 x float> %1249, float %39, i32 95
-	%1251 = insertelement <128 x float> %1250, float %39, i32 96
-	%1252 = insertelement <128 x float> %1251, float %39, i32 97
-	%1253 = insertelement <128 x float> %1252, float %39, i32 98
-	%1254 = insertelement <128 x float> %1253, float %39, i32 99
-	%1255 = insertelement <128 x float> %1254, float %39, i32 100
-	%1256 = insertelement <128 x float> %1255, float %39, i32 101
-	%1257 = insertelement <128 x float> %1256, float %39, i32 102
-	%1258 = insertelement <128 x float> %1257, float %39, i32 103
-	%1259 = insertelement <128 x float> %1258, float %39, i32 104
-	%1260 = insertelement <128 x float> %1259, float %39, i32 105
-	%1261 = insertelement <128 x float> %1260, float %39, i32 106
-	%1262 = insertelement <128 x float> %1261, float %39, i32 107
-	%1263 = insertelement <128 x float> %1262, float %39, i32 108
-	%1264 = insertelement <128 x float> %1263, float %39, i32 109
-	%1265 = insertelement <128 x float> %1264, float %39, i32 110
-	%1266 = insertelement <128 x float> %1265, float %39, i32 111
-	%1267 = insertelement <128 x float> %1266, float %39, i32 112
-	%1268 = insertelement <128 x float> %1267, float %39, i32 113
-	%1269 = insertelement <128 x float> %1268, float %39, i32 114
-	%1270 = insertelement <128 x float> %1269, float %39, i32 115
-	%1271 = insertelement <128 x float> %1270, float %39, i32 116
-	%1272 = insertelement <128 x float> %1271, float %39, i32 117
-	%1273 = insertelement <128 x float> %1272, float %39, i32 118
-	%1274 = insertelement <128 x float> %1273, float %39, i32 119
-	%1275 = insertelement <128 x float> %1274, float %39, i32 120
-	%1276 = insertelement <128 x float> %1275, float %39, i32 121
-	%1277 = insertelement <128 x float> %1276, float %39, i32 122
-	%1278 = insertelement <128 x float> %1277, float %39, i32 123
-	%1279 = insertelement <128 x float> %1278, float %39, i32 124
-	%1280 = insertelement <128 x float> %1279, float %39, i32 125
-	%1281 = insertelement <128 x float> %1280, float %39, i32 126
-	%1282 = insertelement <128 x float> %1281, float %39, i32 127
-	%1283 = fmul <128 x float> %1282, %1154
-	%1284 = fadd <128 x float> %1146, %1283
-	%1285 = insertelement <128 x float> undef, float %81, i32 0
-	%1286 = insertelement <128 x float> %1285, float %81, i32 1
-	%1287 = insertelement <128 x float> %1286, float %81, i32 2
-	%1288 = insertelement <128 x float> %1287, float %81, i32 3
-	%1289 = insertelement <128 x float> %1288, float %81, i32 4
-	%1290 = insertelement <128 x float> %1289, float %81, i32 5
-	%1291 = insertelement <128 x float> %1290, float %81, i32 6
-	%1292 = insertelement <128 x float> %1291, float %81, i32 7
-	%1293 = insertelement <128 x float> %1292, float %81, i32 8
-	%1294 = insertelement <128 x float> %1293, float %81, i32 9
-	%1295 = insertelement <128 x float> %1294, float %81, i32 10
-	%1296 = insertelement <128 x float> %1295, float %81, i32 11
-	%1297 = insertelement <128 x float> %1296, float %81, i32 12
-	%1298 = insertelement <128 x float> %1297, float %81, i32 13
-	%1299 = insertelement <128 x float> %1298, float %81, i32 14
-	%1300 = insertelement <128 x float> %1299, float %81, i32 15
-	%1301 = insertelement <128 x float> %1300, float %81, i32 16
-	%1302 = insertelement <128 x float> %1301, float %81, i32 17
-	%1303 = insertelement <128 x float> %1302, float %81, i32 18
-	%1304 = insertelement <128 x float> %1303, float %81, i32 19
-	%1305 = insertelement <128 x float> %1304, float %81, i32 20
-	%1306 = insertelement <128 x float> %1305, float %81, i32 21
-	%1307 = insertelement <128 x float> %1306, float %81, i32 22
-	%1308 = insertelement <128 x float> %1307, float %81, i32 23
-	%1309 = insertelement <128 x float> %1308, float %81, i32 24
-	%1310 = insertelement <128 x float> %1309, float %81, i32 25
-	%1311 = insertelement <128 x float> %1310, float %81, i32 26
-	%1312 = insertelement <128 x float> %1311, float %81, i32 27
-	%1313 = insertelement <128 x float> %1312, float %81, i32 28
-	%1314 = insertelement <128 x float> %1313, float %81, i32 29
-	%1315 = insertelement <128 x float> %1314, float %81, i32 30
-	%1316 = insertelement <128 x float> %1315, float %81, i32 31
-	%1317 = insertelement <128 x float> %1316, float %81, i32 32
-	%1318 = insertelement <128 x float> %1317, float %81, i32 33
-	%1319 = insertelement <128 x float> %1318, float %81, i32 34
-	%1320 = insertelement <128 x float> %1319, float %81, i32 35
-	%1321 = insertelement <128 x float> %1320, float %81, i32 36
-	%1322 = insertelement <128 x float> %1321, float %81, i32 37
-	%1323 = insertelement <128 x float> %1322, float %81, i32 38
-	%1324 = insertelement <128 x float> %1323, float %81, i32 39
-	%1325 = insertelement <128 x float> %1324, float %81, i32 40
-	%1326 = insertelement <128 x float> %1325, float %81, i32 41
-	%1327 = insertelement <128 x float> %1326, float %81, i32 42
-	%1328 = insertelement <128 x float> %1327, float %81, i32 43
-	%1329 = insertelement <128 x float> %1328, float %81, i32 44
-	%1330 = insertelement <128 x float> %1329, float %81, i32 45
-	%1331 = insertelement <128 x float> %1330, float %81, i32 46
-	%1332 = insertelement <128 x float> %1331, float %81, i32 47
-	%1333 = insertelement <128 x float> %1332, float %81, i32 48
-	%1334 = insertelement <128 x float> %1333, float %81, i32 49
-	%1335 = insertelement <128 x float> %1334, float %81, i32 50
-	%1336 = insertelement <128 x float> %1335, float %81, i32 51
-	%1337 = insertelement <128 x float> %1336, float %81, i32 52
-	%1338 = insertelement <128 x float> %1337, float %81, i32 53
-	%1339 = insertelement <128 x float> %1338, float %81, i32 54
-	%1340 = insertelement <128 x float> %1339, float %81, i32 55
-	%1341 = insertelement <128 x float> %1340, float %81, i32 56
-	%1342 = insertelement <128 x float> %1341, float %81, i32 57
-	%1343 = insertelement <128 x float> %1342, float %81, i32 58
-	%1344 = insertelement <128 x float> %1343, float %81, i32 59
-	%1345 = insertelement <128 x float> %1344, float %81, i32 60
-	%1346 = insertelement <128 x float> %1345, float %81, i32 61
-	%1347 = insertelement <128 x float> %1346, float %81, i32 62
-	%1348 = insertelement <128 x float> %1347, float %81, i32 63
-	%1349 = insertelement <128 x float> %1348, float %81, i32 64
-	%1350 = insertelement <128 x float> %1349, float %81, i32 65
-	%1351 = insertelement <128 x float> %1350, float %81, i32 66
-	%1352 = insertelement <128 x float> %1351, float %81, i32 67
-	%1353 = insertelement <128 x float> %1352, float %81, i32 68
-	%1354 = insertelement <128 x float> %1353, float %81, i32 69
-	%1355 = insertelement <128 x float> %1354, float %81, i32 70
-	%1356 = insertelement <128 x float> %1355, float %81, i32 71
-	%1357 = insertelement <128 x float> %1356, float %81, i32 72
-	%1358 = insertelement <128 x float> %1357, float %81, i32 73
-	%1359 = insertelement <128 x float> %1358, float %81, i32 74
-	%1360 = insertelement <128 x float> %1359, float %81, i32 75
-	%1361 = insertelement <128 x float> %1360, float %81, i32 76
-	%1362 = insertelement <128 x float> %1361, float %81, i32 77
-	%1363 = insertelement <128 x float> %1362, float %81, i32 78
-	%1364 = insertelement <128 x float> %1363, float %81, i32 79
-	%1365 = insertelement <128 x float> %1364, float %81, i32 80
-	%1366 = insertelement <128 x float> %1365, float %81, i32 81
-	%1367 = insertelement <128 x float> %1366, float %81, i32 82
-	%1368 = insertelement <128 x float> %1367, float %81, i32 83
-	%1369 = insertelement <128 x float> %1368, float %81, i32 84
-	%1370 = insertelement <128 x float> %1369, float %81, i32 85
-	%1371 = insertelement <128 x float> %1370, float %81, i32 86
-	%1372 = insertelement <128 x float> %1371, float %81, i32 87
-	%1373 = insertelement <128 x float> %1372, float %81, i32 88
-	%1374 = insertelement <128 x float> %1373, float %81, i32 89
-	%1375 = insertelement <128 x float> %1374, float %81, i32 90
-	%1376 = insertelement <128 x float> %1375, float %81, i32 91
-	%1377 = insertelement <128 x float> %1376, float %81, i32 92
-	%1378 = insertelement <128 x float> %1377, float %81, i32 93
-	%1379 = insertelement <128 x float> %1378, float %81, i32 94
-	%1380 = insertelement <128 x float> %1379, float %81, i32 95
-	%1381 = insertelement <128 x float> %1380, float %81, i32 96
-	%1382 = insertelement <128 x float> %1381, float %81, i32 97
-	%1383 = insertelement <128 x float> %1382, float %81, i32 98
-	%1384 = insertelement <128 x float> %1383, float %81, i32 99
-	%1385 = insertelement <128 x float> %1384, float %81, i32 100
-	%1386 = insertelement <128 x float> %1385, float %81, i32 101
-	%1387 = insertelement <128 x float> %1386, float %81, i32 102
-	%1388 = insertelement <128 x float> %1387, float %81, i32 103
-	%1389 = insertelement <128 x float> %1388, float %81, i32 104
-	%1390 = insertelement <128 x float> %1389, float %81, i32 105
-	%1391 = insertelement <128 x float> %1390, float %81, i32 106
-	%1392 = insertelement <128 x float> %1391, float %81, i32 107
-	%1393 = insertelement <128 x float> %1392, float %81, i32 108
-	%1394 = insertelement <128 x float> %1393, float %81, i32 109
-	%1395 = insertelement <128 x float> %1394, float %81, i32 110
-	%1396 = insertelement <128 x float> %1395, float %81, i32 111
-	%1397 = insertelement <128 x float> %1396, float %81, i32 112
-	%1398 = insertelement <128 x float> %1397, float %81, i32 113
-	%1399 = insertelement <128 x float> %1398, float %81, i32 114
-	%1400 = insertelement <128 x float> %1399, float %81, i32 115
-	%1401 = insertelement <128 x float> %1400, float %81, i32 116
-	%1402 = insertelement <128 x float> %1401, float %81, i32 117
-	%1403 = insertelement <128 x float> %1402, float %81, i32 118
-	%1404 = insertelement <128 x float> %1403, float %81, i32 119
-	%1405 = insertelement <128 x float> %1404, float %81, i32 120
-	%1406 = insertelement <128 x float> %1405, float %81, i32 121
-	%1407 = insertelement <128 x float> %1406, float %81, i32 122
-	%1408 = insertelement <128 x float> %1407, float %81, i32 123
-	%1409 = insertelement <128 x float> %1408, float %81, i32 124
-	%1410 = insertelement <128 x float> %1409, float %81, i32 125
-	%1411 = insertelement <128 x float> %1410, float %81, i32 126
-	%1412 = insertelement <128 x float> %1411, float %81, i32 127
-	%1413 = fmul <128 x float> %1284, %1412
-	%1414 = fadd <128 x float> %1413, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1415 = fsub <128 x float> %1414, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1416 = insertelement <128 x float> undef, float %77, i32 0
-	%1417 = insertelement <128 x float> %1416, float %77, i32 1
-	%1418 = insertelement <128 x float> %1417, float %77, i32 2
-	%1419 = insertelement <128 x float> %1418, float %77, i32 3
-	%1420 = insertelement <128 x float> %1419, float %77, i32 4
-	%1421 = insertelement <128 x float> %1420, float %77, i32 5
-	%1422 = insertelement <128 x float> %1421, float %77, i32 6
-	%1423 = insertelement <128 x float> %1422, float %77, i32 7
-	%1424 = insertelement <128 x float> %1423, float %77, i32 8
-	%1425 = insertelement <128 x float> %1424, float %77, i32 9
-	%1426 = insertelement <128 x float> %1425, float %77, i32 10
-	%1427 = insertelement <128 x float> %1426, float %77, i32 11
-	%1428 = insertelement <128 x float> %1427, float %77, i32 12
-	%1429 = insertelement <128 x float> %1428, float %77, i32 13
-	%1430 = insertelement <128 x float> %1429, float %77, i32 14
-	%1431 = insertelement <128 x float> %1430, float %77, i32 15
-	%1432 = insertelement <128 x float> %1431, float %77, i32 16
-	%1433 = insertelement <128 x float> %1432, float %77, i32 17
-	%1434 = insertelement <128 x float> %1433, float %77, i32 18
-	%1435 = insertelement <128 x float> %1434, float %77, i32 19
-	%1436 = insertelement <128 x float> %1435, float %77, i32 20
-	%1437 = insertelement <128 x float> %1436, float %77, i32 21
-	%1438 = insertelement <128 x float> %1437, float %77, i32 22
-	%1439 = insertelement <128 x float> %1438, float %77, i32 23
-	%1440 = insertelement <128 x float> %1439, float %77, i32 24
-	%1441 = insertelement <128 x float> %1440, float %77, i32 25
-	%1442 = insertelement <128 x float> %1441, float %77, i32 26
-	%1443 = insertelement <128 x float> %1442, float %77, i32 27
-	%1444 = insertelement <128 x float> %1443, float %77, i32 28
-	%1445 = insertelement <128 x float> %1444, float %77, i32 29
-	%1446 = insertelement <128 x float> %1445, float %77, i32 30
-	%1447 = insertelement <128 x float> %1446, float %77, i32 31
-	%1448 = insertelement <128 x float> %1447, float %77, i32 32
-	%1449 = insertelement <128 x float> %1448, float %77, i32 33
-	%1450 = insertelement <128 x float> %1449, float %77, i32 34
-	%1451 = insertelement <128 x float> %1450, float %77, i32 35
-	%1452 = insertelement <128 x float> %1451, float %77, i32 36
-	%1453 = insertelement <128 x float> %1452, float %77, i32 37
-	%1454 = insertelement <128 x float> %1453, float %77, i32 38
-	%1455 = insertelement <128 x float> %1454, float %77, i32 39
-	%1456 = insertelement <128 x float> %1455, float %77, i32 40
-	%1457 = insertelement <128 x float> %1456, float %77, i32 41
-	%1458 = insertelement <128 x float> %1457, float %77, i32 42
-	%1459 = insertelement <128 x float> %1458, float %77, i32 43
-	%1460 = insertelement <128 x float> %1459, float %77, i32 44
-	%1461 = insertelement <128 x float> %1460, float %77, i32 45
-	%1462 = insertelement <128 x float> %1461, float %77, i32 46
-	%1463 = insertelement <128 x float> %1462, float %77, i32 47
-	%1464 = insertelement <128 x float> %1463, float %77, i32 48
-	%1465 = insertelement <128 x float> %1464, float %77, i32 49
-	%1466 = insertelement <128 x float> %1465, float %77, i32 50
-	%1467 = insertelement <128 x float> %1466, float %77, i32 51
-	%1468 = insertelement <128 x float> %1467, float %77, i32 52
-	%1469 = insertelement <128 x float> %1468, float %77, i32 53
-	%1470 = insertelement <128 x float> %1469, float %77, i32 54
-	%1471 = insertelement <128 x float> %1470, float %77, i32 55
-	%1472 = insertelement <128 x float> %1471, float %77, i32 56
-	%1473 = insertelement <128 x float> %1472, float %77, i32 57
-	%1474 = insertelement <128 x float> %1473, float %77, i32 58
-	%1475 = insertelement <128 x float> %1474, float %77, i32 59
-	%1476 = insertelement <128 x float> %1475, float %77, i32 60
-	%1477 = insertelement <128 x float> %1476, float %77, i32 61
-	%1478 = insertelement <128 x float> %1477, float %77, i32 62
-	%1479 = insertelement <128 x float> %1478, float %77, i32 63
-	%1480 = insertelement <128 x float> %1479, float %77, i32 64
-	%1481 = insertelement <128 x float> %1480, float %77, i32 65
-	%1482 = insertelement <128 x float> %1481, float %77, i32 66
-	%1483 = insertelement <128 x float> %1482, float %77, i32 67
-	%1484 = insertelement <128 x float> %1483, float %77, i32 68
-	%1485 = insertelement <128 x float> %1484, float %77, i32 69
-	%1486 = insertelement <128 x float> %1485, float %77, i32 70
-	%1487 = insertelement <128 x float> %1486, float %77, i32 71
-	%1488 = insertelement <128 x float> %1487, float %77, i32 72
-	%1489 = insertelement <128 x float> %1488, float %77, i32 73
-	%1490 = insertelement <128 x float> %1489, float %77, i32 74
-	%1491 = insertelement <128 x float> %1490, float %77, i32 75
-	%1492 = insertelement <128 x float> %1491, float %77, i32 76
-	%1493 = insertelement <128 x float> %1492, float %77, i32 77
-	%1494 = insertelement <128 x float> %1493, float %77, i32 78
-	%1495 = insertelement <128 x float> %1494, float %77, i32 79
-	%1496 = insertelement <128 x float> %1495, float %77, i32 80
-	%1497 = insertelement <128 x float> %1496, float %77, i32 81
-	%1498 = insertelement <128 x float> %1497, float %77, i32 82
-	%1499 = insertelement <128 x float> %1498, float %77, i32 83
-	%1500 = insertelement <128 x float> %1499, float %77, i32 84
-	%1501 = insertelement <128 x float> %1500, float %77, i32 85
-	%1502 = insertelement <128 x float> %1501, float %77, i32 86
-	%1503 = insertelement <128 x float> %1502, float %77, i32 87
-	%1504 = insertelement <128 x float> %1503, float %77, i32 88
-	%1505 = insertelement <128 x float> %1504, float %77, i32 89
-	%1506 = insertelement <128 x float> %1505, float %77, i32 90
-	%1507 = insertelement <128 x float> %1506, float %77, i32 91
-	%1508 = insertelement <128 x float> %1507, float %77, i32 92
-	%1509 = insertelement <128 x float> %1508, float %77, i32 93
-	%1510 = insertelement <128 x float> %1509, float %77, i32 94
-	%1511 = insertelement <128 x float> %1510, float %77, i32 95
-	%1512 = insertelement <128 x float> %1511, float %77, i32 96
-	%1513 = insertelement <128 x float> %1512, float %77, i32 97
-	%1514 = insertelement <128 x float> %1513, float %77, i32 98
-	%1515 = insertelement <128 x float> %1514, float %77, i32 99
-	%1516 = insertelement <128 x float> %1515, float %77, i32 100
-	%1517 = insertelement <128 x float> %1516, float %77, i32 101
-	%1518 = insertelement <128 x float> %1517, float %77, i32 102
-	%1519 = insertelement <128 x float> %1518, float %77, i32 103
-	%1520 = insertelement <128 x float> %1519, float %77, i32 104
-	%1521 = insertelement <128 x float> %1520, float %77, i32 105
-	%1522 = insertelement <128 x float> %1521, float %77, i32 106
-	%1523 = insertelement <128 x float> %1522, float %77, i32 107
-	%1524 = insertelement <128 x float> %1523, float %77, i32 108
-	%1525 = insertelement <128 x float> %1524, float %77, i32 109
-	%1526 = insertelement <128 x float> %1525, float %77, i32 110
-	%1527 = insertelement <128 x float> %1526, float %77, i32 111
-	%1528 = insertelement <128 x float> %1527, float %77, i32 112
-	%1529 = insertelement <128 x float> %1528, float %77, i32 113
-	%1530 = insertelement <128 x float> %1529, float %77, i32 114
-	%1531 = insertelement <128 x float> %1530, float %77, i32 115
-	%1532 = insertelement <128 x float> %1531, float %77, i32 116
-	%1533 = insertelement <128 x float> %1532, float %77, i32 117
-	%1534 = insertelement <128 x float> %1533, float %77, i32 118
-	%1535 = insertelement <128 x float> %1534, float %77, i32 119
-	%1536 = insertelement <128 x float> %1535, float %77, i32 120
-	%1537 = insertelement <128 x float> %1536, float %77, i32 121
-	%1538 = insertelement <128 x float> %1537, float %77, i32 122
-	%1539 = insertelement <128 x float> %1538, float %77, i32 123
-	%1540 = insertelement <128 x float> %1539, float %77, i32 124
-	%1541 = insertelement <128 x float> %1540, float %77, i32 125
-	%1542 = insertelement <128 x float> %1541, float %77, i32 126
-	%1543 = insertelement <128 x float> %1542, float %77, i32 127
-	%1544 = fmul <128 x float> %1415, %1543
-	%1545 = fcmp oeq float %77, 0.0
-	%1546 = select i1 %1545, <128 x float> %1284, <128 x float> %1544
-	%1547 = icmp ne float* %kept, null
-	br i1 %1547, label %keep.520, label %kept.521
+	%1153 = insertelement <128 x float> undef, float %39, i32 0
+	%1154 = insertelement <128 x float> %1153, float %39, i32 1
+	%1155 = insertelement <128 x float> %1154, float %39, i32 2
+	%1156 = insertelement <128 x float> %1155, float %39, i32 3
+	%1157 = insertelement <128 x float> %1156, float %39, i32 4
+	%1158 = insertelement <128 x float> %1157, float %39, i32 5
+	%1159 = insertelement <128 x float> %1158, float %39, i32 6
+	%1160 = insertelement <128 x float> %1159, float %39, i32 7
+	%1161 = insertelement <128 x float> %1160, float %39, i32 8
+	%1162 = insertelement <128 x float> %1161, float %39, i32 9
+	%1163 = insertelement <128 x float> %1162, float %39, i32 10
+	%1164 = insertelement <128 x float> %1163, float %39, i32 11
+	%1165 = insertelement <128 x float> %1164, float %39, i32 12
+	%1166 = insertelement <128 x float> %1165, float %39, i32 13
+	%1167 = insertelement <128 x float> %1166, float %39, i32 14
+	%1168 = insertelement <128 x float> %1167, float %39, i32 15
+	%1169 = insertelement <128 x float> %1168, float %39, i32 16
+	%1170 = insertelement <128 x float> %1169, float %39, i32 17
+	%1171 = insertelement <128 x float> %1170, float %39, i32 18
+	%1172 = insertelement <128 x float> %1171, float %39, i32 19
+	%1173 = insertelement <128 x float> %1172, float %39, i32 20
+	%1174 = insertelement <128 x float> %1173, float %39, i32 21
+	%1175 = insertelement <128 x float> %1174, float %39, i32 22
+	%1176 = insertelement <128 x float> %1175, float %39, i32 23
+	%1177 = insertelement <128 x float> %1176, float %39, i32 24
+	%1178 = insertelement <128 x float> %1177, float %39, i32 25
+	%1179 = insertelement <128 x float> %1178, float %39, i32 26
+	%1180 = insertelement <128 x float> %1179, float %39, i32 27
+	%1181 = insertelement <128 x float> %1180, float %39, i32 28
+	%1182 = insertelement <128 x float> %1181, float %39, i32 29
+	%1183 = insertelement <128 x float> %1182, float %39, i32 30
+	%1184 = insertelement <128 x float> %1183, float %39, i32 31
+	%1185 = insertelement <128 x float> %1184, float %39, i32 32
+	%1186 = insertelement <128 x float> %1185, float %39, i32 33
+	%1187 = insertelement <128 x float> %1186, float %39, i32 34
+	%1188 = insertelement <128 x float> %1187, float %39, i32 35
+	%1189 = insertelement <128 x float> %1188, float %39, i32 36
+	%1190 = insertelement <128 x float> %1189, float %39, i32 37
+	%1191 = insertelement <128 x float> %1190, float %39, i32 38
+	%1192 = insertelement <128 x float> %1191, float %39, i32 39
+	%1193 = insertelement <128 x float> %1192, float %39, i32 40
+	%1194 = insertelement <128 x float> %1193, float %39, i32 41
+	%1195 = insertelement <128 x float> %1194, float %39, i32 42
+	%1196 = insertelement <128 x float> %1195, float %39, i32 43
+	%1197 = insertelement <128 x float> %1196, float %39, i32 44
+	%1198 = insertelement <128 x float> %1197, float %39, i32 45
+	%1199 = insertelement <128 x float> %1198, float %39, i32 46
+	%1200 = insertelement <128 x float> %1199, float %39, i32 47
+	%1201 = insertelement <128 x float> %1200, float %39, i32 48
+	%1202 = insertelement <128 x float> %1201, float %39, i32 49
+	%1203 = insertelement <128 x float> %1202, float %39, i32 50
+	%1204 = insertelement <128 x float> %1203, float %39, i32 51
+	%1205 = insertelement <128 x float> %1204, float %39, i32 52
+	%1206 = insertelement <128 x float> %1205, float %39, i32 53
+	%1207 = insertelement <128 x float> %1206, float %39, i32 54
+	%1208 = insertelement <128 x float> %1207, float %39, i32 55
+	%1209 = insertelement <128 x float> %1208, float %39, i32 56
+	%1210 = insertelement <128 x float> %1209, float %39, i32 57
+	%1211 = insertelement <128 x float> %1210, float %39, i32 58
+	%1212 = insertelement <128 x float> %1211, float %39, i32 59
+	%1213 = insertelement <128 x float> %1212, float %39, i32 60
+	%1214 = insertelement <128 x float> %1213, float %39, i32 61
+	%1215 = insertelement <128 x float> %1214, float %39, i32 62
+	%1216 = insertelement <128 x float> %1215, float %39, i32 63
+	%1217 = insertelement <128 x float> %1216, float %39, i32 64
+	%1218 = insertelement <128 x float> %1217, float %39, i32 65
+	%1219 = insertelement <128 x float> %1218, float %39, i32 66
+	%1220 = insertelement <128 x float> %1219, float %39, i32 67
+	%1221 = insertelement <128 x float> %1220, float %39, i32 68
+	%1222 = insertelement <128 x float> %1221, float %39, i32 69
+	%1223 = insertelement <128 x float> %1222, float %39, i32 70
+	%1224 = insertelement <128 x float> %1223, float %39, i32 71
+	%1225 = insertelement <128 x float> %1224, float %39, i32 72
+	%1226 = insertelement <128 x float> %1225, float %39, i32 73
+	%1227 = insertelement <128 x float> %1226, float %39, i32 74
+	%1228 = insertelement <128 x float> %1227, float %39, i32 75
+	%1229 = insertelement <128 x float> %1228, float %39, i32 76
+	%1230 = insertelement <128 x float> %1229, float %39, i32 77
+	%1231 = insertelement <128 x float> %1230, float %39, i32 78
+	%1232 = insertelement <128 x float> %1231, float %39, i32 79
+	%1233 = insertelement <128 x float> %1232, float %39, i32 80
+	%1234 = insertelement <128 x float> %1233, float %39, i32 81
+	%1235 = insertelement <128 x float> %1234, float %39, i32 82
+	%1236 = insertelement <128 x float> %1235, float %39, i32 83
+	%1237 = insertelement <128 x float> %1236, float %39, i32 84
+	%1238 = insertelement <128 x float> %1237, float %39, i32 85
+	%1239 = insertelement <128 x float> %1238, float %39, i32 86
+	%1240 = insertelement <128 x float> %1239, float %39, i32 87
+	%1241 = insertelement <128 x float> %1240, float %39, i32 88
+	%1242 = insertelement <128 x float> %1241, float %39, i32 89
+	%1243 = insertelement <128 x float> %1242, float %39, i32 90
+	%1244 = insertelement <128 x float> %1243, float %39, i32 91
+	%1245 = insertelement <128 x float> %1244, float %39, i32 92
+	%1246 = insertelement <128 x float> %1245, float %39, i32 93
+	%1247 = insertelement <128 x float> %1246, float %39, i32 94
+	%1248 = insertelement <128 x float> %1247, float %39, i32 95
+	%1249 = insertelement <128 x float> %1248, float %39, i32 96
+	%1250 = insertelement <128 x float> %1249, float %39, i32 97
+	%1251 = insertelement <128 x float> %1250, float %39, i32 98
+	%1252 = insertelement <128 x float> %1251, float %39, i32 99
+	%1253 = insertelement <128 x float> %1252, float %39, i32 100
+	%1254 = insertelement <128 x float> %1253, float %39, i32 101
+	%1255 = insertelement <128 x float> %1254, float %39, i32 102
+	%1256 = insertelement <128 x float> %1255, float %39, i32 103
+	%1257 = insertelement <128 x float> %1256, float %39, i32 104
+	%1258 = insertelement <128 x float> %1257, float %39, i32 105
+	%1259 = insertelement <128 x float> %1258, float %39, i32 106
+	%1260 = insertelement <128 x float> %1259, float %39, i32 107
+	%1261 = insertelement <128 x float> %1260, float %39, i32 108
+	%1262 = insertelement <128 x float> %1261, float %39, i32 109
+	%1263 = insertelement <128 x float> %1262, float %39, i32 110
+	%1264 = insertelement <128 x float> %1263, float %39, i32 111
+	%1265 = insertelement <128 x float> %1264, float %39, i32 112
+	%1266 = insertelement <128 x float> %1265, float %39, i32 113
+	%1267 = insertelement <128 x float> %1266, float %39, i32 114
+	%1268 = insertelement <128 x float> %1267, float %39, i32 115
+	%1269 = insertelement <128 x float> %1268, float %39, i32 116
+	%1270 = insertelement <128 x float> %1269, float %39, i32 117
+	%1271 = insertelement <128 x float> %1270, float %39, i32 118
+	%1272 = insertelement <128 x float> %1271, float %39, i32 119
+	%1273 = insertelement <128 x float> %1272, float %39, i32 120
+	%1274 = insertelement <128 x float> %1273, float %39, i32 121
+	%1275 = insertelement <128 x float> %1274, float %39, i32 122
+	%1276 = insertelement <128 x float> %1275, float %39, i32 123
+	%1277 = insertelement <128 x float> %1276, float %39, i32 124
+	%1278 = insertelement <128 x float> %1277, float %39, i32 125
+	%1279 = insertelement <128 x float> %1278, float %39, i32 126
+	%1280 = insertelement <128 x float> %1279, float %39, i32 127
+	%1281 = fmul <128 x float> %1280, %1115
+	%1282 = fadd <128 x float> %1146, %1281
+	%1283 = insertelement <128 x float> undef, float %81, i32 0
+	%1284 = insertelement <128 x float> %1283, float %81, i32 1
+	%1285 = insertelement <128 x float> %1284, float %81, i32 2
+	%1286 = insertelement <128 x float> %1285, float %81, i32 3
+	%1287 = insertelement <128 x float> %1286, float %81, i32 4
+	%1288 = insertelement <128 x float> %1287, float %81, i32 5
+	%1289 = insertelement <128 x float> %1288, float %81, i32 6
+	%1290 = insertelement <128 x float> %1289, float %81, i32 7
+	%1291 = insertelement <128 x float> %1290, float %81, i32 8
+	%1292 = insertelement <128 x float> %1291, float %81, i32 9
+	%1293 = insertelement <128 x float> %1292, float %81, i32 10
+	%1294 = insertelement <128 x float> %1293, float %81, i32 11
+	%1295 = insertelement <128 x float> %1294, float %81, i32 12
+	%1296 = insertelement <128 x float> %1295, float %81, i32 13
+	%1297 = insertelement <128 x float> %1296, float %81, i32 14
+	%1298 = insertelement <128 x float> %1297, float %81, i32 15
+	%1299 = insertelement <128 x float> %1298, float %81, i32 16
+	%1300 = insertelement <128 x float> %1299, float %81, i32 17
+	%1301 = insertelement <128 x float> %1300, float %81, i32 18
+	%1302 = insertelement <128 x float> %1301, float %81, i32 19
+	%1303 = insertelement <128 x float> %1302, float %81, i32 20
+	%1304 = insertelement <128 x float> %1303, float %81, i32 21
+	%1305 = insertelement <128 x float> %1304, float %81, i32 22
+	%1306 = insertelement <128 x float> %1305, float %81, i32 23
+	%1307 = insertelement <128 x float> %1306, float %81, i32 24
+	%1308 = insertelement <128 x float> %1307, float %81, i32 25
+	%1309 = insertelement <128 x float> %1308, float %81, i32 26
+	%1310 = insertelement <128 x float> %1309, float %81, i32 27
+	%1311 = insertelement <128 x float> %1310, float %81, i32 28
+	%1312 = insertelement <128 x float> %1311, float %81, i32 29
+	%1313 = insertelement <128 x float> %1312, float %81, i32 30
+	%1314 = insertelement <128 x float> %1313, float %81, i32 31
+	%1315 = insertelement <128 x float> %1314, float %81, i32 32
+	%1316 = insertelement <128 x float> %1315, float %81, i32 33
+	%1317 = insertelement <128 x float> %1316, float %81, i32 34
+	%1318 = insertelement <128 x float> %1317, float %81, i32 35
+	%1319 = insertelement <128 x float> %1318, float %81, i32 36
+	%1320 = insertelement <128 x float> %1319, float %81, i32 37
+	%1321 = insertelement <128 x float> %1320, float %81, i32 38
+	%1322 = insertelement <128 x float> %1321, float %81, i32 39
+	%1323 = insertelement <128 x float> %1322, float %81, i32 40
+	%1324 = insertelement <128 x float> %1323, float %81, i32 41
+	%1325 = insertelement <128 x float> %1324, float %81, i32 42
+	%1326 = insertelement <128 x float> %1325, float %81, i32 43
+	%1327 = insertelement <128 x float> %1326, float %81, i32 44
+	%1328 = insertelement <128 x float> %1327, float %81, i32 45
+	%1329 = insertelement <128 x float> %1328, float %81, i32 46
+	%1330 = insertelement <128 x float> %1329, float %81, i32 47
+	%1331 = insertelement <128 x float> %1330, float %81, i32 48
+	%1332 = insertelement <128 x float> %1331, float %81, i32 49
+	%1333 = insertelement <128 x float> %1332, float %81, i32 50
+	%1334 = insertelement <128 x float> %1333, float %81, i32 51
+	%1335 = insertelement <128 x float> %1334, float %81, i32 52
+	%1336 = insertelement <128 x float> %1335, float %81, i32 53
+	%1337 = insertelement <128 x float> %1336, float %81, i32 54
+	%1338 = insertelement <128 x float> %1337, float %81, i32 55
+	%1339 = insertelement <128 x float> %1338, float %81, i32 56
+	%1340 = insertelement <128 x float> %1339, float %81, i32 57
+	%1341 = insertelement <128 x float> %1340, float %81, i32 58
+	%1342 = insertelement <128 x float> %1341, float %81, i32 59
+	%1343 = insertelement <128 x float> %1342, float %81, i32 60
+	%1344 = insertelement <128 x float> %1343, float %81, i32 61
+	%1345 = insertelement <128 x float> %1344, float %81, i32 62
+	%1346 = insertelement <128 x float> %1345, float %81, i32 63
+	%1347 = insertelement <128 x float> %1346, float %81, i32 64
+	%1348 = insertelement <128 x float> %1347, float %81, i32 65
+	%1349 = insertelement <128 x float> %1348, float %81, i32 66
+	%1350 = insertelement <128 x float> %1349, float %81, i32 67
+	%1351 = insertelement <128 x float> %1350, float %81, i32 68
+	%1352 = insertelement <128 x float> %1351, float %81, i32 69
+	%1353 = insertelement <128 x float> %1352, float %81, i32 70
+	%1354 = insertelement <128 x float> %1353, float %81, i32 71
+	%1355 = insertelement <128 x float> %1354, float %81, i32 72
+	%1356 = insertelement <128 x float> %1355, float %81, i32 73
+	%1357 = insertelement <128 x float> %1356, float %81, i32 74
+	%1358 = insertelement <128 x float> %1357, float %81, i32 75
+	%1359 = insertelement <128 x float> %1358, float %81, i32 76
+	%1360 = insertelement <128 x float> %1359, float %81, i32 77
+	%1361 = insertelement <128 x float> %1360, float %81, i32 78
+	%1362 = insertelement <128 x float> %1361, float %81, i32 79
+	%1363 = insertelement <128 x float> %1362, float %81, i32 80
+	%1364 = insertelement <128 x float> %1363, float %81, i32 81
+	%1365 = insertelement <128 x float> %1364, float %81, i32 82
+	%1366 = insertelement <128 x float> %1365, float %81, i32 83
+	%1367 = insertelement <128 x float> %1366, float %81, i32 84
+	%1368 = insertelement <128 x float> %1367, float %81, i32 85
+	%1369 = insertelement <128 x float> %1368, float %81, i32 86
+	%1370 = insertelement <128 x float> %1369, float %81, i32 87
+	%1371 = insertelement <128 x float> %1370, float %81, i32 88
+	%1372 = insertelement <128 x float> %1371, float %81, i32 89
+	%1373 = insertelement <128 x float> %1372, float %81, i32 90
+	%1374 = insertelement <128 x float> %1373, float %81, i32 91
+	%1375 = insertelement <128 x float> %1374, float %81, i32 92
+	%1376 = insertelement <128 x float> %1375, float %81, i32 93
+	%1377 = insertelement <128 x float> %1376, float %81, i32 94
+	%1378 = insertelement <128 x float> %1377, float %81, i32 95
+	%1379 = insertelement <128 x float> %1378, float %81, i32 96
+	%1380 = insertelement <128 x float> %1379, float %81, i32 97
+	%1381 = insertelement <128 x float> %1380, float %81, i32 98
+	%1382 = insertelement <128 x float> %1381, float %81, i32 99
+	%1383 = insertelement <128 x float> %1382, float %81, i32 100
+	%1384 = insertelement <128 x float> %1383, float %81, i32 101
+	%1385 = insertelement <128 x float> %1384, float %81, i32 102
+	%1386 = insertelement <128 x float> %1385, float %81, i32 103
+	%1387 = insertelement <128 x float> %1386, float %81, i32 104
+	%1388 = insertelement <128 x float> %1387, float %81, i32 105
+	%1389 = insertelement <128 x float> %1388, float %81, i32 106
+	%1390 = insertelement <128 x float> %1389, float %81, i32 107
+	%1391 = insertelement <128 x float> %1390, float %81, i32 108
+	%1392 = insertelement <128 x float> %1391, float %81, i32 109
+	%1393 = insertelement <128 x float> %1392, float %81, i32 110
+	%1394 = insertelement <128 x float> %1393, float %81, i32 111
+	%1395 = insertelement <128 x float> %1394, float %81, i32 112
+	%1396 = insertelement <128 x float> %1395, float %81, i32 113
+	%1397 = insertelement <128 x float> %1396, float %81, i32 114
+	%1398 = insertelement <128 x float> %1397, float %81, i32 115
+	%1399 = insertelement <128 x float> %1398, float %81, i32 116
+	%1400 = insertelement <128 x float> %1399, float %81, i32 117
+	%1401 = insertelement <128 x float> %1400, float %81, i32 118
+	%1402 = insertelement <128 x float> %1401, float %81, i32 119
+	%1403 = insertelement <128 x float> %1402, float %81, i32 120
+	%1404 = insertelement <128 x float> %1403, float %81, i32 121
+	%1405 = insertelement <128 x float> %1404, float %81, i32 122
+	%1406 = insertelement <128 x float> %1405, float %81, i32 123
+	%1407 = insertelement <128 x float> %1406, float %81, i32 124
+	%1408 = insertelement <128 x float> %1407, float %81, i32 125
+	%1409 = insertelement <128 x float> %1408, float %81, i32 126
+	%1410 = insertelement <128 x float> %1409, float %81, i32 127
+	%1411 = fmul <128 x float> %1282, %1410
+	%1412 = fadd <128 x float> %1411, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1413 = fsub <128 x float> %1412, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1414 = insertelement <128 x float> undef, float %77, i32 0
+	%1415 = insertelement <128 x float> %1414, float %77, i32 1
+	%1416 = insertelement <128 x float> %1415, float %77, i32 2
+	%1417 = insertelement <128 x float> %1416, float %77, i32 3
+	%1418 = insertelement <128 x float> %1417, float %77, i32 4
+	%1419 = insertelement <128 x float> %1418, float %77, i32 5
+	%1420 = insertelement <128 x float> %1419, float %77, i32 6
+	%1421 = insertelement <128 x float> %1420, float %77, i32 7
+	%1422 = insertelement <128 x float> %1421, float %77, i32 8
+	%1423 = insertelement <128 x float> %1422, float %77, i32 9
+	%1424 = insertelement <128 x float> %1423, float %77, i32 10
+	%1425 = insertelement <128 x float> %1424, float %77, i32 11
+	%1426 = insertelement <128 x float> %1425, float %77, i32 12
+	%1427 = insertelement <128 x float> %1426, float %77, i32 13
+	%1428 = insertelement <128 x float> %1427, float %77, i32 14
+	%1429 = insertelement <128 x float> %1428, float %77, i32 15
+	%1430 = insertelement <128 x float> %1429, float %77, i32 16
+	%1431 = insertelement <128 x float> %1430, float %77, i32 17
+	%1432 = insertelement <128 x float> %1431, float %77, i32 18
+	%1433 = insertelement <128 x float> %1432, float %77, i32 19
+	%1434 = insertelement <128 x float> %1433, float %77, i32 20
+	%1435 = insertelement <128 x float> %1434, float %77, i32 21
+	%1436 = insertelement <128 x float> %1435, float %77, i32 22
+	%1437 = insertelement <128 x float> %1436, float %77, i32 23
+	%1438 = insertelement <128 x float> %1437, float %77, i32 24
+	%1439 = insertelement <128 x float> %1438, float %77, i32 25
+	%1440 = insertelement <128 x float> %1439, float %77, i32 26
+	%1441 = insertelement <128 x float> %1440, float %77, i32 27
+	%1442 = insertelement <128 x float> %1441, float %77, i32 28
+	%1443 = insertelement <128 x float> %1442, float %77, i32 29
+	%1444 = insertelement <128 x float> %1443, float %77, i32 30
+	%1445 = insertelement <128 x float> %1444, float %77, i32 31
+	%1446 = insertelement <128 x float> %1445, float %77, i32 32
+	%1447 = insertelement <128 x float> %1446, float %77, i32 33
+	%1448 = insertelement <128 x float> %1447, float %77, i32 34
+	%1449 = insertelement <128 x float> %1448, float %77, i32 35
+	%1450 = insertelement <128 x float> %1449, float %77, i32 36
+	%1451 = insertelement <128 x float> %1450, float %77, i32 37
+	%1452 = insertelement <128 x float> %1451, float %77, i32 38
+	%1453 = insertelement <128 x float> %1452, float %77, i32 39
+	%1454 = insertelement <128 x float> %1453, float %77, i32 40
+	%1455 = insertelement <128 x float> %1454, float %77, i32 41
+	%1456 = insertelement <128 x float> %1455, float %77, i32 42
+	%1457 = insertelement <128 x float> %1456, float %77, i32 43
+	%1458 = insertelement <128 x float> %1457, float %77, i32 44
+	%1459 = insertelement <128 x float> %1458, float %77, i32 45
+	%1460 = insertelement <128 x float> %1459, float %77, i32 46
+	%1461 = insertelement <128 x float> %1460, float %77, i32 47
+	%1462 = insertelement <128 x float> %1461, float %77, i32 48
+	%1463 = insertelement <128 x float> %1462, float %77, i32 49
+	%1464 = insertelement <128 x float> %1463, float %77, i32 50
+	%1465 = insertelement <128 x float> %1464, float %77, i32 51
+	%1466 = insertelement <128 x float> %1465, float %77, i32 52
+	%1467 = insertelement <128 x float> %1466, float %77, i32 53
+	%1468 = insertelement <128 x float> %1467, float %77, i32 54
+	%1469 = insertelement <128 x float> %1468, float %77, i32 55
+	%1470 = insertelement <128 x float> %1469, float %77, i32 56
+	%1471 = insertelement <128 x float> %1470, float %77, i32 57
+	%1472 = insertelement <128 x float> %1471, float %77, i32 58
+	%1473 = insertelement <128 x float> %1472, float %77, i32 59
+	%1474 = insertelement <128 x float> %1473, float %77, i32 60
+	%1475 = insertelement <128 x float> %1474, float %77, i32 61
+	%1476 = insertelement <128 x float> %1475, float %77, i32 62
+	%1477 = insertelement <128 x float> %1476, float %77, i32 63
+	%1478 = insertelement <128 x float> %1477, float %77, i32 64
+	%1479 = insertelement <128 x float> %1478, float %77, i32 65
+	%1480 = insertelement <128 x float> %1479, float %77, i32 66
+	%1481 = insertelement <128 x float> %1480, float %77, i32 67
+	%1482 = insertelement <128 x float> %1481, float %77, i32 68
+	%1483 = insertelement <128 x float> %1482, float %77, i32 69
+	%1484 = insertelement <128 x float> %1483, float %77, i32 70
+	%1485 = insertelement <128 x float> %1484, float %77, i32 71
+	%1486 = insertelement <128 x float> %1485, float %77, i32 72
+	%1487 = insertelement <128 x float> %1486, float %77, i32 73
+	%1488 = insertelement <128 x float> %1487, float %77, i32 74
+	%1489 = insertelement <128 x float> %1488, float %77, i32 75
+	%1490 = insertelement <128 x float> %1489, float %77, i32 76
+	%1491 = insertelement <128 x float> %1490, float %77, i32 77
+	%1492 = insertelement <128 x float> %1491, float %77, i32 78
+	%1493 = insertelement <128 x float> %1492, float %77, i32 79
+	%1494 = insertelement <128 x float> %1493, float %77, i32 80
+	%1495 = insertelement <128 x float> %1494, float %77, i32 81
+	%1496 = insertelement <128 x float> %1495, float %77, i32 82
+	%1497 = insertelement <128 x float> %1496, float %77, i32 83
+	%1498 = insertelement <128 x float> %1497, float %77, i32 84
+	%1499 = insertelement <128 x float> %1498, float %77, i32 85
+	%1500 = insertelement <128 x float> %1499, float %77, i32 86
+	%1501 = insertelement <128 x float> %1500, float %77, i32 87
+	%1502 = insertelement <128 x float> %1501, float %77, i32 88
+	%1503 = insertelement <128 x float> %1502, float %77, i32 89
+	%1504 = insertelement <128 x float> %1503, float %77, i32 90
+	%1505 = insertelement <128 x float> %1504, float %77, i32 91
+	%1506 = insertelement <128 x float> %1505, float %77, i32 92
+	%1507 = insertelement <128 x float> %1506, float %77, i32 93
+	%1508 = insertelement <128 x float> %1507, float %77, i32 94
+	%1509 = insertelement <128 x float> %1508, float %77, i32 95
+	%1510 = insertelement <128 x float> %1509, float %77, i32 96
+	%1511 = insertelement <128 x float> %1510, float %77, i32 97
+	%1512 = insertelement <128 x float> %1511, float %77, i32 98
+	%1513 = insertelement <128 x float> %1512, float %77, i32 99
+	%1514 = insertelement <128 x float> %1513, float %77, i32 100
+	%1515 = insertelement <128 x float> %1514, float %77, i32 101
+	%1516 = insertelement <128 x float> %1515, float %77, i32 102
+	%1517 = insertelement <128 x float> %1516, float %77, i32 103
+	%1518 = insertelement <128 x float> %1517, float %77, i32 104
+	%1519 = insertelement <128 x float> %1518, float %77, i32 105
+	%1520 = insertelement <128 x float> %1519, float %77, i32 106
+	%1521 = insertelement <128 x float> %1520, float %77, i32 107
+	%1522 = insertelement <128 x float> %1521, float %77, i32 108
+	%1523 = insertelement <128 x float> %1522, float %77, i32 109
+	%1524 = insertelement <128 x float> %1523, float %77, i32 110
+	%1525 = insertelement <128 x float> %1524, float %77, i32 111
+	%1526 = insertelement <128 x float> %1525, float %77, i32 112
+	%1527 = insertelement <128 x float> %1526, float %77, i32 113
+	%1528 = insertelement <128 x float> %1527, float %77, i32 114
+	%1529 = insertelement <128 x float> %1528, float %77, i32 115
+	%1530 = insertelement <128 x float> %1529, float %77, i32 116
+	%1531 = insertelement <128 x float> %1530, float %77, i32 117
+	%1532 = insertelement <128 x float> %1531, float %77, i32 118
+	%1533 = insertelement <128 x float> %1532, float %77, i32 119
+	%1534 = insertelement <128 x float> %1533, float %77, i32 120
+	%1535 = insertelement <128 x float> %1534, float %77, i32 121
+	%1536 = insertelement <128 x float> %1535, float %77, i32 122
+	%1537 = insertelement <128 x float> %1536, float %77, i32 123
+	%1538 = insertelement <128 x float> %1537, float %77, i32 124
+	%1539 = insertelement <128 x float> %1538, float %77, i32 125
+	%1540 = insertelement <128 x float> %1539, float %77, i32 126
+	%1541 = insertelement <128 x float> %1540, float %77, i32 127
+	%1542 = fmul <128 x float> %1413, %1541
+	%1543 = fcmp oeq float %77, 0.0
+	%1544 = select i1 %1543, <128 x float> %1282, <128 x float> %1542
+	%1545 = icmp ne float* %kept, null
+	br i1 %1545, label %keep.520, label %kept.521
 
-else.509:
+else.518:
 	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
-	%1548 = bitcast <128 x float>* %4 to float*
-	%1549 = sub i64 %n, %1016
+	%1546 = bitcast <128 x float>* %4 to float*
+	%1547 = sub i64 %n, %1014
 	br label %pad.head.522
 
-join.510:
-	%1550 = phi <32 x float> [ %1594, %kept.521 ], [ %2101, %keep.done.536 ]
-	%1551 = phi <32 x float> [ %1602, %kept.521 ], [ %2110, %keep.done.536 ]
-	%1552 = add i64 %1011, 1
-	br label %row.head.505
+join.519:
+	%1548 = phi <32 x float> [ %1592, %kept.521 ], [ %2097, %keep.done.536 ]
+	%1549 = phi <32 x float> [ %1600, %kept.521 ], [ %2106, %keep.done.536 ]
+	%1550 = add i64 %1009, 1
+	br label %row.head.514
 
 keep.520:
-	%1553 = getelementptr float, float* %kept, i64 %1016
-	%1554 = bitcast float* %1553 to <128 x float>*
-	store <128 x float> %1546, <128 x float>* %1554, align 4
+	%1551 = getelementptr float, float* %kept, i64 %1014
+	%1552 = bitcast float* %1551 to <128 x float>*
+	store <128 x float> %1544, <128 x float>* %1552, align 4
 	br label %kept.521
 
 kept.521:
-	%1555 = insertelement <128 x float> undef, float %23, i32 0
+	%1553 = insertelement <128 x float> undef, float %23, i32 0
+	%1554 = shufflevector <128 x float> %1553, <128 x float> undef, <128 x i32> zeroinitializer
+	%1555 = insertelement <128 x float> undef, float %25, i32 0
 	%1556 = shufflevector <128 x float> %1555, <128 x float> undef, <128 x i32> zeroinitializer
-	%1557 = insertelement <128 x float> undef, float %25, i32 0
+	%1557 = insertelement <128 x float> undef, float %27, i32 0
 	%1558 = shufflevector <128 x float> %1557, <128 x float> undef, <128 x i32> zeroinitializer
-	%1559 = insertelement <128 x float> undef, float %27, i32 0
+	%1559 = insertelement <128 x float> undef, float %29, i32 0
 	%1560 = shufflevector <128 x float> %1559, <128 x float> undef, <128 x i32> zeroinitializer
-	%1561 = insertelement <128 x float> undef, float %29, i32 0
+	%1561 = insertelement <128 x float> undef, float %31, i32 0
 	%1562 = shufflevector <128 x float> %1561, <128 x float> undef, <128 x i32> zeroinitializer
-	%1563 = insertelement <128 x float> undef, float %31, i32 0
+	%1563 = insertelement <128 x float> undef, float %33, i32 0
 	%1564 = shufflevector <128 x float> %1563, <128 x float> undef, <128 x i32> zeroinitializer
-	%1565 = insertelement <128 x float> undef, float %33, i32 0
+	%1565 = insertelement <128 x float> undef, float %35, i32 0
 	%1566 = shufflevector <128 x float> %1565, <128 x float> undef, <128 x i32> zeroinitializer
-	%1567 = insertelement <128 x float> undef, float %35, i32 0
+	%1567 = insertelement <128 x float> undef, float %37, i32 0
 	%1568 = shufflevector <128 x float> %1567, <128 x float> undef, <128 x i32> zeroinitializer
-	%1569 = insertelement <128 x float> undef, float %37, i32 0
-	%1570 = shufflevector <128 x float> %1569, <128 x float> undef, <128 x i32> zeroinitializer
-	%1571 = fmul <128 x float> %1143, %1143
-	%1572 = fmul <128 x float> %1556, %1149
-	%1573 = fmul <128 x float> %1558, %1546
-	%1574 = fadd <128 x float> %1572, %1573
-	%1575 = fdiv <128 x float> %1574, %1560
-	%1576 = fmul <128 x float> %1562, %1152
-	%1577 = fmul <128 x float> %1546, %1546
-	%1578 = fmul <128 x float> %1564, %1577
-	%1579 = fadd <128 x float> %1576, %1578
-	%1580 = fdiv <128 x float> %1579, %1566
-	%1581 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %1580)
-	%1582 = fadd <128 x float> %1581, %1568
-	%1583 = fdiv <128 x float> %1575, %1582
-	%1584 = fmul <128 x float> %1570, %1143
-	%1585 = fadd <128 x float> %1583, %1584
-	%1586 = fmul <128 x float> %1585, %1585
-	%1587 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1588 = fadd <32 x float> %1012, %1587
-	%1589 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1569 = fmul <128 x float> %1143, %1143
+	%1570 = fmul <128 x float> %1554, %1149
+	%1571 = fmul <128 x float> %1556, %1544
+	%1572 = fadd <128 x float> %1570, %1571
+	%1573 = fdiv <128 x float> %1572, %1558
+	%1574 = fmul <128 x float> %1560, %1152
+	%1575 = fmul <128 x float> %1544, %1544
+	%1576 = fmul <128 x float> %1562, %1575
+	%1577 = fadd <128 x float> %1574, %1576
+	%1578 = fdiv <128 x float> %1577, %1564
+	%1579 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %1578)
+	%1580 = fadd <128 x float> %1579, %1566
+	%1581 = fdiv <128 x float> %1573, %1580
+	%1582 = fmul <128 x float> %1568, %1143
+	%1583 = fadd <128 x float> %1581, %1582
+	%1584 = fmul <128 x float> %1583, %1583
+	%1585 = shufflevector <128 x float> %1569, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1586 = fadd <32 x float> %1010, %1585
+	%1587 = shufflevector <128 x float> %1569, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1588 = fadd <32 x float> %1586, %1587
+	%1589 = shufflevector <128 x float> %1569, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%1590 = fadd <32 x float> %1588, %1589
-	%1591 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1591 = shufflevector <128 x float> %1569, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1592 = fadd <32 x float> %1590, %1591
-	%1593 = shufflevector <128 x float> %1571, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1594 = fadd <32 x float> %1592, %1593
-	%1595 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1596 = fadd <32 x float> %1013, %1595
-	%1597 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1593 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1594 = fadd <32 x float> %1011, %1593
+	%1595 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1596 = fadd <32 x float> %1594, %1595
+	%1597 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%1598 = fadd <32 x float> %1596, %1597
-	%1599 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1599 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1600 = fadd <32 x float> %1598, %1599
-	%1601 = shufflevector <128 x float> %1586, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1602 = fadd <32 x float> %1600, %1601
-	br label %join.510
+	br label %join.519
 
 pad.head.522:
-	%1603 = phi i64 [ 0, %else.509 ], [ %1609, %pad.523 ]
-	%1604 = icmp slt i64 %1603, %1549
-	br i1 %1604, label %pad.523, label %pad.done.524
+	%1601 = phi i64 [ 0, %else.518 ], [ %1607, %pad.523 ]
+	%1602 = icmp slt i64 %1601, %1547
+	br i1 %1602, label %pad.523, label %pad.done.524
 
 pad.523:
-	%1605 = add i64 %1016, %1603
-	%1606 = getelementptr float, float* %998, i64 %1605
-	%1607 = load float, float* %1606, align 4
-	%1608 = getelementptr float, float* %1548, i64 %1603
-	store volatile float %1607, float* %1608, align 4
-	%1609 = add i64 %1603, 1
+	%1603 = add i64 %1014, %1601
+	%1604 = getelementptr float, float* %996, i64 %1603
+	%1605 = load float, float* %1604, align 4
+	%1606 = getelementptr float, float* %1546, i64 %1601
+	store volatile float %1605, float* %1606, align 4
+	%1607 = add i64 %1601, 1
 	br label %pad.head.522
 
 pad.done.524:
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
-	%1610 = bitcast <128 x float>* %3 to float*
-	%1611 = sub i64 %n, %1016
+	%1608 = bitcast <128 x float>* %3 to float*
+	%1609 = sub i64 %n, %1014
 	br label %pad.head.525
 
 pad.head.525:
-	%1612 = phi i64 [ 0, %pad.done.524 ], [ %1618, %pad.526 ]
-	%1613 = icmp slt i64 %1612, %1611
-	br i1 %1613, label %pad.526, label %pad.done.527
+	%1610 = phi i64 [ 0, %pad.done.524 ], [ %1616, %pad.526 ]
+	%1611 = icmp slt i64 %1610, %1609
+	br i1 %1611, label %pad.526, label %pad.done.527
 
 pad.526:
-	%1614 = add i64 %1016, %1612
-	%1615 = getelementptr float, float* %1000, i64 %1614
-	%1616 = load float, float* %1615, align 4
-	%1617 = getelementptr float, float* %1610, i64 %1612
-	store volatile float %1616, float* %1617, align 4
-	%1618 = add i64 %1612, 1
+	%1612 = add i64 %1014, %1610
+	%1613 = getelementptr float, float* %998, i64 %1612
+	%1614 = load float, float* %1613, align 4
+	%1615 = getelementptr float, float* %1608, i64 %1610
+	store volatile float %1614, float* %1615, align 4
+	%1616 = add i64 %1610, 1
 	br label %pad.head.525
 
 pad.done.527:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
-	%1619 = bitcast <128 x float>* %2 to float*
-	%1620 = sub i64 %n, %1016
+	%1617 = bitcast <128 x float>* %2 to float*
+	%1618 = sub i64 %n, %1014
 	br label %pad.head.528
 
 pad.head.528:
-	%1621 = phi i64 [ 0, %pad.done.527 ], [ %1627, %pad.529 ]
-	%1622 = icmp slt i64 %1621, %1620
-	br i1 %1622, label %pad.529, label %pad.done.530
+	%1619 = phi i64 [ 0, %pad.done.527 ], [ %1625, %pad.529 ]
+	%1620 = icmp slt i64 %1619, %1618
+	br i1 %1620, label %pad.529, label %pad.done.530
 
 pad.529:
-	%1623 = add i64 %1016, %1621
-	%1624 = getelementptr float, float* %1002, i64 %1623
-	%1625 = load float, float* %1624, align 4
-	%1626 = getelementptr float, float* %1619, i64 %1621
-	store volatile float %1625, float* %1626, align 4
-	%1627 = add i64 %1621, 1
+	%1621 = add i64 %1014, %1619
+	%1622 = getelementptr float, float* %1000, i64 %1621
+	%1623 = load float, float* %1622, align 4
+	%1624 = getelementptr float, float* %1617, i64 %1619
+	store volatile float %1623, float* %1624, align 4
+	%1625 = add i64 %1619, 1
 	br label %pad.head.528
 
 pad.done.530:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
-	%1628 = bitcast <128 x float>* %1 to float*
-	%1629 = sub i64 %n, %1016
+	%1626 = bitcast <128 x float>* %1 to float*
+	%1627 = sub i64 %n, %1014
 	br label %pad.head.531
 
 pad.head.531:
-	%1630 = phi i64 [ 0, %pad.done.530 ], [ %1636, %pad.532 ]
-	%1631 = icmp slt i64 %1630, %1629
-	br i1 %1631, label %pad.532, label %pad.done.533
+	%1628 = phi i64 [ 0, %pad.done.530 ], [ %1634, %pad.532 ]
+	%1629 = icmp slt i64 %1628, %1627
+	br i1 %1629, label %pad.532, label %pad.done.533
 
 pad.532:
-	%1632 = add i64 %1016, %1630
-	%1633 = getelementptr float, float* %1004, i64 %1632
-	%1634 = load float, float* %1633, align 4
-	%1635 = getelementptr float, float* %1628, i64 %1630
-	store volatile float %1634, float* %1635, align 4
-	%1636 = add i64 %1630, 1
+	%1630 = add i64 %1014, %1628
+	%1631 = getelementptr float, float* %1002, i64 %1630
+	%1632 = load float, float* %1631, align 4
+	%1633 = getelementptr float, float* %1626, i64 %1628
+	store volatile float %1632, float* %1633, align 4
+	%1634 = add i64 %1628, 1
 	br label %pad.head.531
 
 pad.done.533:
-	%1637 = insertelement <128 x i64> undef, i64 %1016, i32 0
-	%1638 = shufflevector <128 x i64> %1637, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1639 = add <128 x i64> %1638, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%1640 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%1641 = shufflevector <128 x i64> %1640, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1642 = icmp slt <128 x i64> %1639, %1641
-	%1643 = getelementptr float, float* %1548, i64 0
-	%1644 = bitcast float* %1643 to <128 x float>*
-	%1645 = load <128 x float>, <128 x float>* %1644, align 4
-	%1646 = getelementptr float, float* %1610, i64 0
-	%1647 = bitcast float* %1646 to <128 x float>*
-	%1648 = load <128 x float>, <128 x float>* %1647, align 4
-	%1649 = getelementptr float, float* %1619, i64 0
-	%1650 = bitcast float* %1649 to <128 x float>*
-	%1651 = load <128 x float>, <128 x float>* %1650, align 4
-	%1652 = getelementptr float, float* %1628, i64 0
-	%1653 = bitcast float* %1652 to <128 x float>*
-	%1654 = load <128 x float>, <128 x float>* %1653, align 4
-	%1655 = add i64 %45, %1016
-	%1656 = call <128 x float> @lamb_noise_row128_16_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1655)
-	%1657 = insertelement <128 x float> undef, float %39, i32 0
-	%1658 = insertelement <128 x float> %1657, float %39, i32 1
-	%1659 = insertelement <128 x float> %1658, float %39, i32 2
-	%1660 = insertelement <128 x float> %1659, float %39, i32 3
-	%1661 = insertelement <128 x float> %1660, float %39, i32 4
-	%1662 = insertelement <128 x float> %1661, float %39, i32 5
-	%1663 = insertelement <128 x float> %1662, float %39, i32 6
-	%1664 = insertelement <128 x float> %1663, float %39, i32 7
-	%1665 = insertelement <128 x float> %1664, float %39, i32 8
-	%1666 = insertelement <128 x float> %1665, float %39, i32 9
-	%1667 = insertelement <128 x float> %1666, float %39, i32 10
-	%1668 = insertelement <128 x float> %1667, float %39, i32 11
-	%1669 = insertelement <128 x float> %1668, float %39, i32 12
-	%1670 = insertelement <128 x float> %1669, float %39, i32 13
-	%1671 = insertelement <128 x float> %1670, float %39, i32 14
-	%1672 = insertelement <128 x float> %1671, float %39, i32 15
-	%1673 = insertelement <128 x float> %1672, float %39, i32 16
-	%1674 = insertelement <128 x float> %1673, float %39, i32 17
-	%1675 = insertelement <128 x float> %1674, float %39, i32 18
-	%1676 = insertelement <128 x float> %1675, float %39, i32 19
-	%1677 = insertelement <128 x float> %1676, float %39, i32 20
-	%1678 = insertelement <128 x float> %1677, float %39, i32 21
-	%1679 = insertelement <128 x float> %1678, float %39, i32 22
-	%1680 = insertelement <128 x float> %1679, float %39, i32 23
-	%1681 = insertelement <128 x float> %1680, float %39, i32 24
-	%1682 = insertelement <128 x float> %1681, float %39, i32 25
-	%1683 = insertelement <128 x float> %1682, float %39, i32 26
-	%1684 = insertelement <128 x float> %1683, float %39, i32 27
-	%1685 = insertelement <128 x float> %1684, float %39, i32 28
-	%1686 = insertelement <128 x float> %1685, float %39, i32 29
-	%1687 = insertelement <128 x float> %1686, float %39, i32 30
-	%1688 = insertelement <128 x float> %1687, float %39, i32 31
-	%1689 = insertelement <128 x float> %1688, float %39, i32 32
-	%1690 = insertelement <128 x float> %1689, float %39, i32 33
-	%1691 = insertelement <128 x float> %1690, float %39, i32 34
-	%1692 = insertelement <128 x float> %1691, float %39, i32 35
-	%1693 = insertelement <128 x float> %1692, float %39, i32 36
-	%1694 = insertelement <128 x float> %1693, float %39, i32 37
-	%1695 = insertelement <128 x float> %1694, float %39, i32 38
-	%1696 = insertelement <128 x float> %1695, float %39, i32 39
-	%1697 = insertelement <128 x float> %1696, float %39, i32 40
-	%1698 = insertelement <128 x float> %1697, float %39, i32 41
-	%1699 = insertelement <128 x float> %1698, float %39, i32 42
-	%1700 = insertelement <128 x float> %1699, float %39, i32 43
-	%1701 = insertelement <128 x float> %1700, float %39, i32 44
-	%1702 = insertelement <128 x float> %1701, float %39, i32 45
-	%1703 = insertelement <128 x float> %1702, float %39, i32 46
-	%1704 = insertelement <128 x float> %1703, float %39, i32 47
-	%1705 = insertelement <128 x float> %1704, float %39, i32 48
-	%1706 = insertelement <128 x float> %1705, float %39, i32 49
-	%1707 = insertelement <128 x float> %1706, float %39, i32 50
-	%1708 = insertelement <128 x float> %1707, float %39, i32 51
-	%1709 = insertelement <128 x float> %1708, float %39, i32 52
-	%1710 = insertelement <128 x float> %1709, float %39, i32 53
-	%1711 = insertelement <128 x float> %1710, float %39, i32 54
-	%1712 = insertelement <128 x float> %1711, float %39, i32 55
-	%1713 = insertelement <128 x float> %1712, float %39, i32 56
-	%1714 = insertelement <128 x float> %1713, float %39, i32 57
-	%1715 = insertelement <128 x float> %1714, float %39, i32 58
-	%1716 = insertelement <128 x float> %1715, float %39, i32 59
-	%1717 = insertelement <128 x float> %1716, float %39, i32 60
-	%1718 = insertelement <128 x float> %1717, float %39, i32 61
-	%1719 = insertelement <128 x float> %1718, float %39, i32 62
-	%1720 = insertelement <128 x float> %1719, float %39, i32 63
-	%1721 = insertelement <128 x float> %1720, float %39, i32 64
-	%1722 = insertelement <128 x float> %1721, float %39, i32 65
-	%1723 = insertelement <128 x float> %1722, float %39, i32 66
-	%1724 = insertelement <128 x float> %1723, float %39, i32 67
-	%1725 = insertelement <128 x float> %1724, float %39, i32 68
-	%1726 = insertelement <128 x float> %1725, float %39, i32 69
-	%1727 = insertelement <128 x float> %1726, float %39, i32 70
-	%1728 = insertelement <128 x float> %1727, float %39, i32 71
-	%1729 = insertelement <128 x float> %1728, float %39, i32 72
-	%1730 = insertelement <128 x float> %1729, float %39, i32 73
-	%1731 = insertelement <128 x float> %1730, float %39, i32 74
-	%1732 = insertelement <128 x float> %1731, float %39, i32 75
-	%1733 = insertelement <128 x float> %1732, float %39, i32 76
-	%1734 = insertelement <128 x float> %1733, float %39, i32 77
-	%1735 = insertelement <128 x float> %1734, float %39, i32 78
-	%1736 = insertelement <128 x float> %1735, float %39, i32 79
-	%1737 = insertelement <128 x float> %1736, float %39, i32 80
-	%1738 = insertelement <128 x float> %1737, float %39, i32 81
-	%1739 = insertelement <128 x float> %1738, float %39, i32 82
-	%1740 = insertelement <128 x float> %1739, float %39, i32 83
-	%1741 = insertelement <128 x float> %1740, float %39, i32 84
-	%1742 = insertelement <128 x float> %1741, float %39, i32 85
-	%1743 = insertelement <128 x float> %1742, float %39, i32 86
-	%1744 = insertelement <128 x float> %1743, float %39, i32 87
-	%1745 = insertelement <128 x float> %1744, float %39, i32 88
-	%1746 = insertelement <128 x float> %1745, float %39, i32 89
-	%1747 = insertelement <128 x float> %1746, float %39, i32 90
-	%1748 = insertelement <128 x float> %1747, float %39, i32 91
-	%1749 = insertelement <128 x float> %1748, float %39, i32 92
-	%1750 = insertelement <128 x float> %1749, float %39, i32 93
-	%1751 = insertelement <128 x float> %1750, float %39, i32 94
-	%1752 = insertelement <128 x float> %1751, float %39, i32 95
-	%1753 = insertelement <128 x float> %1752, float %39, i32 96
-	%1754 = insertelement <128 x float> %1753, float %39, i32 97
-	%1755 = insertelement <128 x float> %1754, float %39, i32 98
-	%1756 = insertelement <128 x float> %1755, float %39, i32 99
-	%1757 = insertelement <128 x float> %1756, float %39, i32 100
-	%1758 = insertelement <128 x float> %1757, float %39, i32 101
-	%1759 = insertelement <128 x float> %1758, float %39, i32 102
-	%1760 = insertelement <128 x float> %1759, float %39, i32 103
-	%1761 = insertelement <128 x float> %1760, float %39, i32 104
-	%1762 = insertelement <128 x float> %1761, float %39, i32 105
-	%1763 = insertelement <128 x float> %1762, float %39, i32 106
-	%1764 = insertelement <128 x float> %1763, float %39, i32 107
-	%1765 = insertelement <128 x float> %1764, float %39, i32 108
-	%1766 = insertelement <128 x float> %1765, float %39, i32 109
-	%1767 = insertelement <128 x float> %1766, float %39, i32 110
-	%1768 = insertelement <128 x float> %1767, float %39, i32 111
-	%1769 = insertelement <128 x float> %1768, float %39, i32 112
-	%1770 = insertelement <128 x float> %1769, float %39, i32 113
-	%1771 = insertelement <128 x float> %1770, float %39, i32 114
-	%1772 = insertelement <128 x float> %1771, float %39, i32 115
-	%1773 = insertelement <128 x float> %1772, float %39, i32 116
-	%1774 = insertelement <128 x float> %1773, float %39, i32 117
-	%1775 = insertelement <128 x float> %1774, float %39, i32 118
-	%1776 = insertelement <128 x float> %1775, float %39, i32 119
-	%1777 = insertelement <128 x float> %1776, float %39, i32 120
-	%1778 = insertelement <128 x float> %1777, float %39, i32 121
-	%1779 = insertelement <128 x float> %1778, float %39, i32 122
-	%1780 = insertelement <128 x float> %1779, float %39, i32 123
-	%1781 = insertelement <128 x float> %1780, float %39, i32 124
-	%1782 = insertelement <128 x float> %1781, float %39, i32 125
-	%1783 = insertelement <128 x float> %1782, float %39, i32 126
-	%1784 = insertelement <128 x float> %1783, float %39, i32 127
-	%1785 = fmul <128 x float> %1784, %1656
-	%1786 = fadd <128 x float> %1648, %1785
-	%1787 = insertelement <128 x float> undef, float %81, i32 0
-	%1788 = insertelement <128 x float> %1787, float %81, i32 1
-	%1789 = insertelement <128 x float> %1788, float %81, i32 2
-	%1790 = insertelement <128 x float> %1789, float %81, i32 3
-	%1791 = insertelement <128 x float> %1790, float %81, i32 4
-	%1792 = insertelement <128 x float> %1791, float %81, i32 5
-	%1793 = insertelement <128 x float> %1792, float %81, i32 6
-	%1794 = insertelement <128 x float> %1793, float %81, i32 7
-	%1795 = insertelement <128 x float> %1794, float %81, i32 8
-	%1796 = insertelement <128 x float> %1795, float %81, i32 9
-	%1797 = insertelement <128 x float> %1796, float %81, i32 10
-	%1798 = insertelement <128 x float> %1797, float %81, i32 11
-	%1799 = insertelement <128 x float> %1798, float %81, i32 12
-	%1800 = insertelement <128 x float> %1799, float %81, i32 13
-	%1801 = insertelement <128 x float> %1800, float %81, i32 14
-	%1802 = insertelement <128 x float> %1801, float %81, i32 15
-	%1803 = insertelement <128 x float> %1802, float %81, i32 16
-	%1804 = insertelement <128 x float> %1803, float %81, i32 17
-	%1805 = insertelement <128 x float> %1804, float %81, i32 18
-	%1806 = insertelement <128 x float> %1805, float %81, i32 19
-	%1807 = insertelement <128 x float> %1806, float %81, i32 20
-	%1808 = insertelement <128 x float> %1807, float %81, i32 21
-	%1809 = insertelement <128 x float> %1808, float %81, i32 22
-	%1810 = insertelement <128 x float> %1809, float %81, i32 23
-	%1811 = insertelement <128 x float> %1810, float %81, i32 24
-	%1812 = insertelement <128 x float> %1811, float %81, i32 25
-	%1813 = insertelement <128 x float> %1812, float %81, i32 26
-	%1814 = insertelement <128 x float> %1813, float %81, i32 27
-	%1815 = insertelement <128 x float> %1814, float %81, i32 28
-	%1816 = insertelement <128 x float> %1815, float %81, i32 29
-	%1817 = insertelement <128 x float> %1816, float %81, i32 30
-	%1818 = insertelement <128 x float> %1817, float %81, i32 31
-	%1819 = insertelement <128 x float> %1818, float %81, i32 32
-	%1820 = insertelement <128 x float> %1819, float %81, i32 33
-	%1821 = insertelement <128 x float> %1820, float %81, i32 34
-	%1822 = insertelement <128 x float> %1821, float %81, i32 35
-	%1823 = insertelement <128 x float> %1822, float %81, i32 36
-	%1824 = insertelement <128 x float> %1823, float %81, i32 37
-	%1825 = insertelement <128 x float> %1824, float %81, i32 38
-	%1826 = insertelement <128 x float> %1825, float %81, i32 39
-	%1827 = insertelement <128 x float> %1826, float %81, i32 40
-	%1828 = insertelement <128 x float> %1827, float %81, i32 41
-	%1829 = insertelement <128 x float> %1828, float %81, i32 42
-	%1830 = insertelement <128 x float> %1829, float %81, i32 43
-	%1831 = insertelement <128 x float> %1830, float %81, i32 44
-	%1832 = insertelement <128 x float> %1831, float %81, i32 45
-	%1833 = insertelement <128 x float> %1832, float %81, i32 46
-	%1834 = insertelement <128 x float> %1833, float %81, i32 47
-	%1835 = insertelement <128 x float> %1834, float %81, i32 48
-	%1836 = insertelement <128 x float> %1835, float %81, i32 49
-	%1837 = insertelement <128 x float> %1836, float %81, i32 50
-	%1838 = insertelement <128 x float> %1837, float %81, i32 51
-	%1839 = insertelement <128 x float> %1838, float %81, i32 52
-	%1840 = insertelement <128 x float> %1839, float %81, i32 53
-	%1841 = insertelement <128 x float> %1840, float %81, i32 54
-	%1842 = insertelement <128 x float> %1841, float %81, i32 55
-	%1843 = insertelement <128 x float> %1842, float %81, i32 56
-	%1844 = insertelement <128 x float> %1843, float %81, i32 57
-	%1845 = insertelement <128 x float> %1844, float %81, i32 58
-	%1846 = insertelement <128 x float> %1845, float %81, i32 59
-	%1847 = insertelement <128 x float> %1846, float %81, i32 60
-	%1848 = insertelement <128 x float> %1847, float %81, i32 61
-	%1849 = insertelement <128 x float> %1848, float %81, i32 62
-	%1850 = insertelement <128 x float> %1849, float %81, i32 63
-	%1851 = insertelement <128 x float> %1850, float %81, i32 64
-	%1852 = insertelement <128 x float> %1851, float %81, i32 65
-	%1853 = insertelement <128 x float> %1852, float %81, i32 66
-	%1854 = insertelement <128 x float> %1853, float %81, i32 67
-	%1855 = insertelement <128 x float> %1854, float %81, i32 68
-	%1856 = insertelement <128 x float> %1855, float %81, i32 69
-	%1857 = insertelement <128 x float> %1856, float %81, i32 70
-	%1858 = insertelement <128 x float> %1857, float %81, i32 71
-	%1859 = insertelement <128 x float> %1858, float %81, i32 72
-	%1860 = insertelement <128 x float> %1859, float %81, i32 73
-	%1861 = insertelement <128 x float> %1860, float %81, i32 74
-	%1862 = insertelement <128 x float> %1861, float %81, i32 75
-	%1863 = insertelement <128 x float> %1862, float %81, i32 76
-	%1864 = insertelement <128 x float> %1863, float %81, i32 77
-	%1865 = insertelement <128 x float> %1864, float %81, i32 78
-	%1866 = insertelement <128 x float> %1865, float %81, i32 79
-	%1867 = insertelement <128 x float> %1866, float %81, i32 80
-	%1868 = insertelement <128 x float> %1867, float %81, i32 81
-	%1869 = insertelement <128 x float> %1868, float %81, i32 82
-	%1870 = insertelement <128 x float> %1869, float %81, i32 83
-	%1871 = insertelement <128 x float> %1870, float %81, i32 84
-	%1872 = insertelement <128 x float> %1871, float %81, i32 85
-	%1873 = insertelement <128 x float> %1872, float %81, i32 86
-	%1874 = insertelement <128 x float> %1873, float %81, i32 87
-	%1875 = insertelement <128 x float> %1874, float %81, i32 88
-	%1876 = insertelement <128 x float> %1875, float %81, i32 89
-	%1877 = insertelement <128 x float> %1876, float %81, i32 90
-	%1878 = insertelement <128 x float> %1877, float %81, i32 91
-	%1879 = insertelement <128 x float> %1878, float %81, i32 92
-	%1880 = insertelement <128 x float> %1879, float %81, i32 93
-	%1881 = insertelement <128 x float> %1880, float %81, i32 94
-	%1882 = insertelement <128 x float> %1881, float %81, i32 95
-	%1883 = insertelement <128 x float> %1882, float %81, i32 96
-	%1884 = insertelement <128 x float> %1883, float %81, i32 97
-	%1885 = insertelement <128 x float> %1884, float %81, i32 98
-	%1886 = insertelement <128 x float> %1885, float %81, i32 99
-	%1887 = insertelement <128 x float> %1886, float %81, i32 100
-	%1888 = insertelement <128 x float> %1887, float %81, i32 101
-	%1889 = insertelement <128 x float> %1888, float %81, i32 102
-	%1890 = insertelement <128 x float> %1889, float %81, i32 103
-	%1891 = insertelement <128 x float> %1890, float %81, i32 104
-	%1892 = insertelement <128 x float> %1891, float %81, i32 105
-	%1893 = insertelement <128 x float> %1892, float %81, i32 106
-	%1894 = insertelement <128 x float> %1893, float %81, i32 107
-	%1895 = insertelement <128 x float> %1894, float %81, i32 108
-	%1896 = insertelement <128 x float> %1895, float %81, i32 109
-	%1897 = insertelement <128 x float> %1896, float %81, i32 110
-	%1898 = insertelement <128 x float> %1897, float %81, i32 111
-	%1899 = insertelement <128 x float> %1898, float %81, i32 112
-	%1900 = insertelement <128 x float> %1899, float %81, i32 113
-	%1901 = insertelement <128 x float> %1900, float %81, i32 114
-	%1902 = insertelement <128 x float> %1901, float %81, i32 115
-	%1903 = insertelement <128 x float> %1902, float %81, i32 116
-	%1904 = insertelement <128 x float> %1903, float %81, i32 117
-	%1905 = insertelement <128 x float> %1904, float %81, i32 118
-	%1906 = insertelement <128 x float> %1905, float %81, i32 119
-	%1907 = insertelement <128 x float> %1906, float %81, i32 120
-	%1908 = insertelement <128 x float> %1907, float %81, i32 121
-	%1909 = insertelement <128 x float> %1908, float %81, i32 122
-	%1910 = insertelement <128 x float> %1909, float %81, i32 123
-	%1911 = insertelement <128 x float> %1910, float %81, i32 124
-	%1912 = insertelement <128 x float> %1911, float %81, i32 125
-	%1913 = insertelement <128 x float> %1912, float %81, i32 126
-	%1914 = insertelement <128 x float> %1913, float %81, i32 127
-	%1915 = fmul <128 x float> %1786, %1914
-	%1916 = fadd <128 x float> %1915, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1917 = fsub <128 x float> %1916, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1918 = insertelement <128 x float> undef, float %77, i32 0
-	%1919 = insertelement <128 x float> %1918, float %77, i32 1
-	%1920 = insertelement <128 x float> %1919, float %77, i32 2
-	%1921 = insertelement <128 x float> %1920, float %77, i32 3
-	%1922 = insertelement <128 x float> %1921, float %77, i32 4
-	%1923 = insertelement <128 x float> %1922, float %77, i32 5
-	%1924 = insertelement <128 x float> %1923, float %77, i32 6
-	%1925 = insertelement <128 x float> %1924, float %77, i32 7
-	%1926 = insertelement <128 x float> %1925, float %77, i32 8
-	%1927 = insertelement <128 x float> %1926, float %77, i32 9
-	%1928 = insertelement <128 x float> %1927, float %77, i32 10
-	%1929 = insertelement <128 x float> %1928, float %77, i32 11
-	%1930 = insertelement <128 x float> %1929, float %77, i32 12
-	%1931 = insertelement <128 x float> %1930, float %77, i32 13
-	%1932 = insertelement <128 x float> %1931, float %77, i32 14
-	%1933 = insertelement <128 x float> %1932, float %77, i32 15
-	%1934 = insertelement <128 x float> %1933, float %77, i32 16
-	%1935 = insertelement <128 x float> %1934, float %77, i32 17
-	%1936 = insertelement <128 x float> %1935, float %77, i32 18
-	%1937 = insertelement <128 x float> %1936, float %77, i32 19
-	%1938 = insertelement <128 x float> %1937, float %77, i32 20
-	%1939 = insertelement <128 x float> %1938, float %77, i32 21
-	%1940 = insertelement <128 x float> %1939, float %77, i32 22
-	%1941 = insertelement <128 x float> %1940, float %77, i32 23
-	%1942 = insertelement <128 x float> %1941, float %77, i32 24
-	%1943 = insertelement <128 x float> %1942, float %77, i32 25
-	%1944 = insertelement <128 x float> %1943, float %77, i32 26
-	%1945 = insertelement <128 x float> %1944, float %77, i32 27
-	%1946 = insertelement <128 x float> %1945, float %77, i32 28
-	%1947 = insertelement <128 x float> %1946, float %77, i32 29
-	%1948 = insertelement <128 x float> %1947, float %77, i32 30
-	%1949 = insertelement <128 x float> %1948, float %77, i32 31
-	%1950 = insertelement <128 x float> %1949, float %77, i32 32
-	%1951 = insertelement <128 x float> %1950, float %77, i32 33
-	%1952 = insertelement <128 x float> %1951, float %77, i32 34
-	%1953 = insertelement <128 x float> %1952, float %77, i32 35
-	%1954 = insertelement <128 x float> %1953, float %77, i32 36
-	%1955 = insertelement <128 x float> %1954, float %77, i32 37
-	%1956 = insertelement <128 x float> %1955, float %77, i32 38
-	%1957 = insertelement <128 x float> %1956, float %77, i32 39
-	%1958 = insertelement <128 x float> %1957, float %77, i32 40
-	%1959 = insertelement <128 x float> %1958, float %77, i32 41
-	%1960 = insertelement <128 x float> %1959, float %77, i32 42
-	%1961 = insertelement <128 x float> %1960, float %77, i32 43
-	%1962 = insertelement <128 x float> %1961, float %77, i32 44
-	%1963 = insertelement <128 x float> %1962, float %77, i32 45
-	%1964 = insertelement <128 x float> %1963, float %77, i32 46
-	%1965 = insertelement <128 x float> %1964, float %77, i32 47
-	%1966 = insertelement <128 x float> %1965, float %77, i32 48
-	%1967 = insertelement <128 x float> %1966, float %77, i32 49
-	%1968 = insertelement <128 x float> %1967, float %77, i32 50
-	%1969 = insertelement <128 x float> %1968, float %77, i32 51
-	%1970 = insertelement <128 x float> %1969, float %77, i32 52
-	%1971 = insertelement <128 x float> %1970, float %77, i32 53
-	%1972 = insertelement <128 x float> %1971, float %77, i32 54
-	%1973 = insertelement <128 x float> %1972, float %77, i32 55
-	%1974 = insertelement <128 x float> %1973, float %77, i32 56
-	%1975 = insertelement <128 x float> %1974, float %77, i32 57
-	%1976 = insertelement <128 x float> %1975, float %77, i32 58
-	%1977 = insertelement <128 x float> %1976, float %77, i32 59
-	%1978 = insertelement <128 x float> %1977, float %77, i32 60
-	%1979 = insertelement <128 x float> %1978, float %77, i32 61
-	%1980 = insertelement <128 x float> %1979, float %77, i32 62
-	%1981 = insertelement <128 x float> %1980, float %77, i32 63
-	%1982 = insertelement <128 x float> %1981, float %77, i32 64
-	%1983 = insertelement <128 x float> %1982, float %77, i32 65
-	%1984 = insertelement <128 x float> %1983, float %77, i32 66
-	%1985 = insertelement <128 x float> %1984, float %77, i32 67
-	%1986 = insertelement <128 x float> %1985, float %77, i32 68
-	%1987 = insertelement <128 x float> %1986, float %77, i32 69
-	%1988 = insertelement <128 x float> %1987, float %77, i32 70
-	%1989 = insertelement <128 x float> %1988, float %77, i32 71
-	%1990 = insertelement <128 x float> %1989, float %77, i32 72
-	%1991 = insertelement <128 x float> %1990, float %77, i32 73
-	%1992 = insertelement <128 x float> %1991, float %77, i32 74
-	%1993 = insertelement <128 x float> %1992, float %77, i32 75
-	%1994 = insertelement <128 x float> %1993, float %77, i32 76
-	%1995 = insertelement <128 x float> %1994, float %77, i32 77
-	%1996 = insertelement <128 x float> %1995, float %77, i32 78
-	%1997 = insertelement <128 x float> %1996, float %77, i32 79
-	%1998 = insertelement <128 x float> %1997, float %77, i32 80
-	%1999 = insertelement <128 x float> %1998, float %77, i32 81
-	%2000 = insertelement <128 x float> %1999, float %77, i32 82
-	%2001 = insertelement <128 x float> %2000, float %77, i32 83
-	%2002 = insertelement <128 x float> %2001, float %77, i32 84
-	%2003 = insertelement <128 x float> %2002, float %77, i32 85
-	%2004 = insertelement <128 x float> %2003, float %77, i32 86
-	%2005 = insertelement <128 x float> %2004, float %77, i32 87
-	%2006 = insertelement <128 x float> %2005, float %77, i32 88
-	%2007 = insertelement <128 x float> %2006, float %77, i32 89
-	%2008 = insertelement <128 x float> %2007, float %77, i32 90
-	%2009 = insertelement <128 x float> %2008, float %77, i32 91
-	%2010 = insertelement <128 x float> %2009, float %77, i32 92
-	%2011 = insertelement <128 x float> %2010, float %77, i32 93
-	%2012 = insertelement <128 x float> %2011, float %77, i32 94
-	%2013 = insertelement <128 x float> %2012, float %77, i32 95
-	%2014 = insertelement <128 x float> %2013, float %77, i32 96
-	%2015 = insertelement <128 x float> %2014, float %77, i32 97
-	%2016 = insertelement <128 x float> %2015, float %77, i32 98
-	%2017 = insertelement <128 x float> %2016, float %77, i32 99
-	%2018 = insertelement <128 x float> %2017, float %77, i32 100
-	%2019 = insertelement <128 x float> %2018, float %77, i32 101
-	%2020 = insertelement <128 x float> %2019, float %77, i32 102
-	%2021 = insertelement <128 x float> %2020, float %77, i32 103
-	%2022 = insertelement <128 x float> %2021, float %77, i32 104
-	%2023 = insertelement <128 x float> %2022, float %77, i32 105
-	%2024 = insertelement <128 x float> %2023, float %77, i32 106
-	%2025 = insertelement <128 x float> %2024, float %77, i32 107
-	%2026 = insertelement <128 x float> %2025, float %77, i32 108
-	%2027 = insertelement <128 x float> %2026, float %77, i32 109
-	%2028 = insertelement <128 x float> %2027, float %77, i32 110
-	%2029 = insertelement <128 x float> %2028, float %77, i32 111
-	%2030 = insertelement <128 x float> %2029, float %77, i32 112
-	%2031 = insertelement <128 x float> %2030, float %77, i32 113
-	%2032 = insertelement <128 x float> %2031, float %77, i32 114
-	%2033 = insertelement <128 x float> %2032, float %77, i32 115
-	%2034 = insertelement <128 x float> %2033, float %77, i32 116
-	%2035 = insertelement <128 x float> %2034, float %77, i32 117
-	%2036 = insertelement <128 x float> %2035, float %77, i32 118
-	%2037 = insertelement <128 x float> %2036, float %77, i32 119
-	%2038 = insertelement <128 x float> %2037, float %77, i32 120
-	%2039 = insertelement <128 x float> %2038, float %77, i32 121
-	%2040 = insertelement <128 x float> %2039, float %77, i32 122
-	%2041 = insertelement <128 x float> %2040, float %77, i32 123
-	%2042 = insertelement <128 x float> %2041, float %77, i32 124
-	%2043 = insertelement <128 x float> %2042, float %77, i32 125
-	%2044 = insertelement <128 x float> %2043, float %77, i32 126
-	%2045 = insertelement <128 x float> %2044, float %77, i32 127
-	%2046 = fmul <128 x float> %1917, %2045
-	%2047 = fcmp oeq float %77, 0.0
-	%2048 = select i1 %2047, <128 x float> %1786, <128 x float> %2046
+	%1635 = insertelement <128 x i64> undef, i64 %1014, i32 0
+	%1636 = shufflevector <128 x i64> %1635, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1637 = add <128 x i64> %1636, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%1638 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%1639 = shufflevector <128 x i64> %1638, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1640 = icmp slt <128 x i64> %1637, %1639
+	%1641 = getelementptr float, float* %1546, i64 0
+	%1642 = bitcast float* %1641 to <128 x float>*
+	%1643 = load <128 x float>, <128 x float>* %1642, align 4
+	%1644 = getelementptr float, float* %1608, i64 0
+	%1645 = bitcast float* %1644 to <128 x float>*
+	%1646 = load <128 x float>, <128 x float>* %1645, align 4
+	%1647 = getelementptr float, float* %1617, i64 0
+	%1648 = bitcast float* %1647 to <128 x float>*
+	%1649 = load <128 x float>, <128 x float>* %1648, align 4
+	%1650 = getelementptr float, float* %1626, i64 0
+	%1651 = bitcast float* %1650 to <128 x float>*
+	%1652 = load <128 x float>, <128 x float>* %1651, align 4
+	%1653 = insertelement <128 x float> undef, float %39, i32 0
+	%1654 = insertelement <128 x float> %1653, float %39, i32 1
+	%1655 = insertelement <128 x float> %1654, float %39, i32 2
+	%1656 = insertelement <128 x float> %1655, float %39, i32 3
+	%1657 = insertelement <128 x float> %1656, float %39, i32 4
+	%1658 = insertelement <128 x float> %1657, float %39, i32 5
+	%1659 = insertelement <128 x float> %1658, float %39, i32 6
+	%1660 = insertelement <128 x float> %1659, float %39, i32 7
+	%1661 = insertelement <128 x float> %1660, float %39, i32 8
+	%1662 = insertelement <128 x float> %1661, float %39, i32 9
+	%1663 = insertelement <128 x float> %1662, float %39, i32 10
+	%1664 = insertelement <128 x float> %1663, float %39, i32 11
+	%1665 = insertelement <128 x float> %1664, float %39, i32 12
+	%1666 = insertelement <128 x float> %1665, float %39, i32 13
+	%1667 = insertelement <128 x float> %1666, float %39, i32 14
+	%1668 = insertelement <128 x float> %1667, float %39, i32 15
+	%1669 = insertelement <128 x float> %1668, float %39, i32 16
+	%1670 = insertelement <128 x float> %1669, float %39, i32 17
+	%1671 = insertelement <128 x float> %1670, float %39, i32 18
+	%1672 = insertelement <128 x float> %1671, float %39, i32 19
+	%1673 = insertelement <128 x float> %1672, float %39, i32 20
+	%1674 = insertelement <128 x float> %1673, float %39, i32 21
+	%1675 = insertelement <128 x float> %1674, float %39, i32 22
+	%1676 = insertelement <128 x float> %1675, float %39, i32 23
+	%1677 = insertelement <128 x float> %1676, float %39, i32 24
+	%1678 = insertelement <128 x float> %1677, float %39, i32 25
+	%1679 = insertelement <128 x float> %1678, float %39, i32 26
+	%1680 = insertelement <128 x float> %1679, float %39, i32 27
+	%1681 = insertelement <128 x float> %1680, float %39, i32 28
+	%1682 = insertelement <128 x float> %1681, float %39, i32 29
+	%1683 = insertelement <128 x float> %1682, float %39, i32 30
+	%1684 = insertelement <128 x float> %1683, float %39, i32 31
+	%1685 = insertelement <128 x float> %1684, float %39, i32 32
+	%1686 = insertelement <128 x float> %1685, float %39, i32 33
+	%1687 = insertelement <128 x float> %1686, float %39, i32 34
+	%1688 = insertelement <128 x float> %1687, float %39, i32 35
+	%1689 = insertelement <128 x float> %1688, float %39, i32 36
+	%1690 = insertelement <128 x float> %1689, float %39, i32 37
+	%1691 = insertelement <128 x float> %1690, float %39, i32 38
+	%1692 = insertelement <128 x float> %1691, float %39, i32 39
+	%1693 = insertelement <128 x float> %1692, float %39, i32 40
+	%1694 = insertelement <128 x float> %1693, float %39, i32 41
+	%1695 = insertelement <128 x float> %1694, float %39, i32 42
+	%1696 = insertelement <128 x float> %1695, float %39, i32 43
+	%1697 = insertelement <128 x float> %1696, float %39, i32 44
+	%1698 = insertelement <128 x float> %1697, float %39, i32 45
+	%1699 = insertelement <128 x float> %1698, float %39, i32 46
+	%1700 = insertelement <128 x float> %1699, float %39, i32 47
+	%1701 = insertelement <128 x float> %1700, float %39, i32 48
+	%1702 = insertelement <128 x float> %1701, float %39, i32 49
+	%1703 = insertelement <128 x float> %1702, float %39, i32 50
+	%1704 = insertelement <128 x float> %1703, float %39, i32 51
+	%1705 = insertelement <128 x float> %1704, float %39, i32 52
+	%1706 = insertelement <128 x float> %1705, float %39, i32 53
+	%1707 = insertelement <128 x float> %1706, float %39, i32 54
+	%1708 = insertelement <128 x float> %1707, float %39, i32 55
+	%1709 = insertelement <128 x float> %1708, float %39, i32 56
+	%1710 = insertelement <128 x float> %1709, float %39, i32 57
+	%1711 = insertelement <128 x float> %1710, float %39, i32 58
+	%1712 = insertelement <128 x float> %1711, float %39, i32 59
+	%1713 = insertelement <128 x float> %1712, float %39, i32 60
+	%1714 = insertelement <128 x float> %1713, float %39, i32 61
+	%1715 = insertelement <128 x float> %1714, float %39, i32 62
+	%1716 = insertelement <128 x float> %1715, float %39, i32 63
+	%1717 = insertelement <128 x float> %1716, float %39, i32 64
+	%1718 = insertelement <128 x float> %1717, float %39, i32 65
+	%1719 = insertelement <128 x float> %1718, float %39, i32 66
+	%1720 = insertelement <128 x float> %1719, float %39, i32 67
+	%1721 = insertelement <128 x float> %1720, float %39, i32 68
+	%1722 = insertelement <128 x float> %1721, float %39, i32 69
+	%1723 = insertelement <128 x float> %1722, float %39, i32 70
+	%1724 = insertelement <128 x float> %1723, float %39, i32 71
+	%1725 = insertelement <128 x float> %1724, float %39, i32 72
+	%1726 = insertelement <128 x float> %1725, float %39, i32 73
+	%1727 = insertelement <128 x float> %1726, float %39, i32 74
+	%1728 = insertelement <128 x float> %1727, float %39, i32 75
+	%1729 = insertelement <128 x float> %1728, float %39, i32 76
+	%1730 = insertelement <128 x float> %1729, float %39, i32 77
+	%1731 = insertelement <128 x float> %1730, float %39, i32 78
+	%1732 = insertelement <128 x float> %1731, float %39, i32 79
+	%1733 = insertelement <128 x float> %1732, float %39, i32 80
+	%1734 = insertelement <128 x float> %1733, float %39, i32 81
+	%1735 = insertelement <128 x float> %1734, float %39, i32 82
+	%1736 = insertelement <128 x float> %1735, float %39, i32 83
+	%1737 = insertelement <128 x float> %1736, float %39, i32 84
+	%1738 = insertelement <128 x float> %1737, float %39, i32 85
+	%1739 = insertelement <128 x float> %1738, float %39, i32 86
+	%1740 = insertelement <128 x float> %1739, float %39, i32 87
+	%1741 = insertelement <128 x float> %1740, float %39, i32 88
+	%1742 = insertelement <128 x float> %1741, float %39, i32 89
+	%1743 = insertelement <128 x float> %1742, float %39, i32 90
+	%1744 = insertelement <128 x float> %1743, float %39, i32 91
+	%1745 = insertelement <128 x float> %1744, float %39, i32 92
+	%1746 = insertelement <128 x float> %1745, float %39, i32 93
+	%1747 = insertelement <128 x float> %1746, float %39, i32 94
+	%1748 = insertelement <128 x float> %1747, float %39, i32 95
+	%1749 = insertelement <128 x float> %1748, float %39, i32 96
+	%1750 = insertelement <128 x float> %1749, float %39, i32 97
+	%1751 = insertelement <128 x float> %1750, float %39, i32 98
+	%1752 = insertelement <128 x float> %1751, float %39, i32 99
+	%1753 = insertelement <128 x float> %1752, float %39, i32 100
+	%1754 = insertelement <128 x float> %1753, float %39, i32 101
+	%1755 = insertelement <128 x float> %1754, float %39, i32 102
+	%1756 = insertelement <128 x float> %1755, float %39, i32 103
+	%1757 = insertelement <128 x float> %1756, float %39, i32 104
+	%1758 = insertelement <128 x float> %1757, float %39, i32 105
+	%1759 = insertelement <128 x float> %1758, float %39, i32 106
+	%1760 = insertelement <128 x float> %1759, float %39, i32 107
+	%1761 = insertelement <128 x float> %1760, float %39, i32 108
+	%1762 = insertelement <128 x float> %1761, float %39, i32 109
+	%1763 = insertelement <128 x float> %1762, float %39, i32 110
+	%1764 = insertelement <128 x float> %1763, float %39, i32 111
+	%1765 = insertelement <128 x float> %1764, float %39, i32 112
+	%1766 = insertelement <128 x float> %1765, float %39, i32 113
+	%1767 = insertelement <128 x float> %1766, float %39, i32 114
+	%1768 = insertelement <128 x float> %1767, float %39, i32 115
+	%1769 = insertelement <128 x float> %1768, float %39, i32 116
+	%1770 = insertelement <128 x float> %1769, float %39, i32 117
+	%1771 = insertelement <128 x float> %1770, float %39, i32 118
+	%1772 = insertelement <128 x float> %1771, float %39, i32 119
+	%1773 = insertelement <128 x float> %1772, float %39, i32 120
+	%1774 = insertelement <128 x float> %1773, float %39, i32 121
+	%1775 = insertelement <128 x float> %1774, float %39, i32 122
+	%1776 = insertelement <128 x float> %1775, float %39, i32 123
+	%1777 = insertelement <128 x float> %1776, float %39, i32 124
+	%1778 = insertelement <128 x float> %1777, float %39, i32 125
+	%1779 = insertelement <128 x float> %1778, float %39, i32 126
+	%1780 = insertelement <128 x float> %1779, float %39, i32 127
+	%1781 = fmul <128 x float> %1780, %1115
+	%1782 = fadd <128 x float> %1646, %1781
+	%1783 = insertelement <128 x float> undef, float %81, i32 0
+	%1784 = insertelement <128 x float> %1783, float %81, i32 1
+	%1785 = insertelement <128 x float> %1784, float %81, i32 2
+	%1786 = insertelement <128 x float> %1785, float %81, i32 3
+	%1787 = insertelement <128 x float> %1786, float %81, i32 4
+	%1788 = insertelement <128 x float> %1787, float %81, i32 5
+	%1789 = insertelement <128 x float> %1788, float %81, i32 6
+	%1790 = insertelement <128 x float> %1789, float %81, i32 7
+	%1791 = insertelement <128 x float> %1790, float %81, i32 8
+	%1792 = insertelement <128 x float> %1791, float %81, i32 9
+	%1793 = insertelement <128 x float> %1792, float %81, i32 10
+	%1794 = insertelement <128 x float> %1793, float %81, i32 11
+	%1795 = insertelement <128 x float> %1794, float %81, i32 12
+	%1796 = insertelement <128 x float> %1795, float %81, i32 13
+	%1797 = insertelement <128 x float> %1796, float %81, i32 14
+	%1798 = insertelement <128 x float> %1797, float %81, i32 15
+	%1799 = insertelement <128 x float> %1798, float %81, i32 16
+	%1800 = insertelement <128 x float> %1799, float %81, i32 17
+	%1801 = insertelement <128 x float> %1800, float %81, i32 18
+	%1802 = insertelement <128 x float> %1801, float %81, i32 19
+	%1803 = insertelement <128 x float> %1802, float %81, i32 20
+	%1804 = insertelement <128 x float> %1803, float %81, i32 21
+	%1805 = insertelement <128 x float> %1804, float %81, i32 22
+	%1806 = insertelement <128 x float> %1805, float %81, i32 23
+	%1807 = insertelement <128 x float> %1806, float %81, i32 24
+	%1808 = insertelement <128 x float> %1807, float %81, i32 25
+	%1809 = insertelement <128 x float> %1808, float %81, i32 26
+	%1810 = insertelement <128 x float> %1809, float %81, i32 27
+	%1811 = insertelement <128 x float> %1810, float %81, i32 28
+	%1812 = insertelement <128 x float> %1811, float %81, i32 29
+	%1813 = insertelement <128 x float> %1812, float %81, i32 30
+	%1814 = insertelement <128 x float> %1813, float %81, i32 31
+	%1815 = insertelement <128 x float> %1814, float %81, i32 32
+	%1816 = insertelement <128 x float> %1815, float %81, i32 33
+	%1817 = insertelement <128 x float> %1816, float %81, i32 34
+	%1818 = insertelement <128 x float> %1817, float %81, i32 35
+	%1819 = insertelement <128 x float> %1818, float %81, i32 36
+	%1820 = insertelement <128 x float> %1819, float %81, i32 37
+	%1821 = insertelement <128 x float> %1820, float %81, i32 38
+	%1822 = insertelement <128 x float> %1821, float %81, i32 39
+	%1823 = insertelement <128 x float> %1822, float %81, i32 40
+	%1824 = insertelement <128 x float> %1823, float %81, i32 41
+	%1825 = insertelement <128 x float> %1824, float %81, i32 42
+	%1826 = insertelement <128 x float> %1825, float %81, i32 43
+	%1827 = insertelement <128 x float> %1826, float %81, i32 44
+	%1828 = insertelement <128 x float> %1827, float %81, i32 45
+	%1829 = insertelement <128 x float> %1828, float %81, i32 46
+	%1830 = insertelement <128 x float> %1829, float %81, i32 47
+	%1831 = insertelement <128 x float> %1830, float %81, i32 48
+	%1832 = insertelement <128 x float> %1831, float %81, i32 49
+	%1833 = insertelement <128 x float> %1832, float %81, i32 50
+	%1834 = insertelement <128 x float> %1833, float %81, i32 51
+	%1835 = insertelement <128 x float> %1834, float %81, i32 52
+	%1836 = insertelement <128 x float> %1835, float %81, i32 53
+	%1837 = insertelement <128 x float> %1836, float %81, i32 54
+	%1838 = insertelement <128 x float> %1837, float %81, i32 55
+	%1839 = insertelement <128 x float> %1838, float %81, i32 56
+	%1840 = insertelement <128 x float> %1839, float %81, i32 57
+	%1841 = insertelement <128 x float> %1840, float %81, i32 58
+	%1842 = insertelement <128 x float> %1841, float %81, i32 59
+	%1843 = insertelement <128 x float> %1842, float %81, i32 60
+	%1844 = insertelement <128 x float> %1843, float %81, i32 61
+	%1845 = insertelement <128 x float> %1844, float %81, i32 62
+	%1846 = insertelement <128 x float> %1845, float %81, i32 63
+	%1847 = insertelement <128 x float> %1846, float %81, i32 64
+	%1848 = insertelement <128 x float> %1847, float %81, i32 65
+	%1849 = insertelement <128 x float> %1848, float %81, i32 66
+	%1850 = insertelement <128 x float> %1849, float %81, i32 67
+	%1851 = insertelement <128 x float> %1850, float %81, i32 68
+	%1852 = insertelement <128 x float> %1851, float %81, i32 69
+	%1853 = insertelement <128 x float> %1852, float %81, i32 70
+	%1854 = insertelement <128 x float> %1853, float %81, i32 71
+	%1855 = insertelement <128 x float> %1854, float %81, i32 72
+	%1856 = insertelement <128 x float> %1855, float %81, i32 73
+	%1857 = insertelement <128 x float> %1856, float %81, i32 74
+	%1858 = insertelement <128 x float> %1857, float %81, i32 75
+	%1859 = insertelement <128 x float> %1858, float %81, i32 76
+	%1860 = insertelement <128 x float> %1859, float %81, i32 77
+	%1861 = insertelement <128 x float> %1860, float %81, i32 78
+	%1862 = insertelement <128 x float> %1861, float %81, i32 79
+	%1863 = insertelement <128 x float> %1862, float %81, i32 80
+	%1864 = insertelement <128 x float> %1863, float %81, i32 81
+	%1865 = insertelement <128 x float> %1864, float %81, i32 82
+	%1866 = insertelement <128 x float> %1865, float %81, i32 83
+	%1867 = insertelement <128 x float> %1866, float %81, i32 84
+	%1868 = insertelement <128 x float> %1867, float %81, i32 85
+	%1869 = insertelement <128 x float> %1868, float %81, i32 86
+	%1870 = insertelement <128 x float> %1869, float %81, i32 87
+	%1871 = insertelement <128 x float> %1870, float %81, i32 88
+	%1872 = insertelement <128 x float> %1871, float %81, i32 89
+	%1873 = insertelement <128 x float> %1872, float %81, i32 90
+	%1874 = insertelement <128 x float> %1873, float %81, i32 91
+	%1875 = insertelement <128 x float> %1874, float %81, i32 92
+	%1876 = insertelement <128 x float> %1875, float %81, i32 93
+	%1877 = insertelement <128 x float> %1876, float %81, i32 94
+	%1878 = insertelement <128 x float> %1877, float %81, i32 95
+	%1879 = insertelement <128 x float> %1878, float %81, i32 96
+	%1880 = insertelement <128 x float> %1879, float %81, i32 97
+	%1881 = insertelement <128 x float> %1880, float %81, i32 98
+	%1882 = insertelement <128 x float> %1881, float %81, i32 99
+	%1883 = insertelement <128 x float> %1882, float %81, i32 100
+	%1884 = insertelement <128 x float> %1883, float %81, i32 101
+	%1885 = insertelement <128 x float> %1884, float %81, i32 102
+	%1886 = insertelement <128 x float> %1885, float %81, i32 103
+	%1887 = insertelement <128 x float> %1886, float %81, i32 104
+	%1888 = insertelement <128 x float> %1887, float %81, i32 105
+	%1889 = insertelement <128 x float> %1888, float %81, i32 106
+	%1890 = insertelement <128 x float> %1889, float %81, i32 107
+	%1891 = insertelement <128 x float> %1890, float %81, i32 108
+	%1892 = insertelement <128 x float> %1891, float %81, i32 109
+	%1893 = insertelement <128 x float> %1892, float %81, i32 110
+	%1894 = insertelement <128 x float> %1893, float %81, i32 111
+	%1895 = insertelement <128 x float> %1894, float %81, i32 112
+	%1896 = insertelement <128 x float> %1895, float %81, i32 113
+	%1897 = insertelement <128 x float> %1896, float %81, i32 114
+	%1898 = insertelement <128 x float> %1897, float %81, i32 115
+	%1899 = insertelement <128 x float> %1898, float %81, i32 116
+	%1900 = insertelement <128 x float> %1899, float %81, i32 117
+	%1901 = insertelement <128 x float> %1900, float %81, i32 118
+	%1902 = insertelement <128 x float> %1901, float %81, i32 119
+	%1903 = insertelement <128 x float> %1902, float %81, i32 120
+	%1904 = insertelement <128 x float> %1903, float %81, i32 121
+	%1905 = insertelement <128 x float> %1904, float %81, i32 122
+	%1906 = insertelement <128 x float> %1905, float %81, i32 123
+	%1907 = insertelement <128 x float> %1906, float %81, i32 124
+	%1908 = insertelement <128 x float> %1907, float %81, i32 125
+	%1909 = insertelement <128 x float> %1908, float %81, i32 126
+	%1910 = insertelement <128 x float> %1909, float %81, i32 127
+	%1911 = fmul <128 x float> %1782, %1910
+	%1912 = fadd <128 x float> %1911, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1913 = fsub <128 x float> %1912, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1914 = insertelement <128 x float> undef, float %77, i32 0
+	%1915 = insertelement <128 x float> %1914, float %77, i32 1
+	%1916 = insertelement <128 x float> %1915, float %77, i32 2
+	%1917 = insertelement <128 x float> %1916, float %77, i32 3
+	%1918 = insertelement <128 x float> %1917, float %77, i32 4
+	%1919 = insertelement <128 x float> %1918, float %77, i32 5
+	%1920 = insertelement <128 x float> %1919, float %77, i32 6
+	%1921 = insertelement <128 x float> %1920, float %77, i32 7
+	%1922 = insertelement <128 x float> %1921, float %77, i32 8
+	%1923 = insertelement <128 x float> %1922, float %77, i32 9
+	%1924 = insertelement <128 x float> %1923, float %77, i32 10
+	%1925 = insertelement <128 x float> %1924, float %77, i32 11
+	%1926 = insertelement <128 x float> %1925, float %77, i32 12
+	%1927 = insertelement <128 x float> %1926, float %77, i32 13
+	%1928 = insertelement <128 x float> %1927, float %77, i32 14
+	%1929 = insertelement <128 x float> %1928, float %77, i32 15
+	%1930 = insertelement <128 x float> %1929, float %77, i32 16
+	%1931 = insertelement <128 x float> %1930, float %77, i32 17
+	%1932 = insertelement <128 x float> %1931, float %77, i32 18
+	%1933 = insertelement <128 x float> %1932, float %77, i32 19
+	%1934 = insertelement <128 x float> %1933, float %77, i32 20
+	%1935 = insertelement <128 x float> %1934, float %77, i32 21
+	%1936 = insertelement <128 x float> %1935, float %77, i32 22
+	%1937 = insertelement <128 x float> %1936, float %77, i32 23
+	%1938 = insertelement <128 x float> %1937, float %77, i32 24
+	%1939 = insertelement <128 x float> %1938, float %77, i32 25
+	%1940 = insertelement <128 x float> %1939, float %77, i32 26
+	%1941 = insertelement <128 x float> %1940, float %77, i32 27
+	%1942 = insertelement <128 x float> %1941, float %77, i32 28
+	%1943 = insertelement <128 x float> %1942, float %77, i32 29
+	%1944 = insertelement <128 x float> %1943, float %77, i32 30
+	%1945 = insertelement <128 x float> %1944, float %77, i32 31
+	%1946 = insertelement <128 x float> %1945, float %77, i32 32
+	%1947 = insertelement <128 x float> %1946, float %77, i32 33
+	%1948 = insertelement <128 x float> %1947, float %77, i32 34
+	%1949 = insertelement <128 x float> %1948, float %77, i32 35
+	%1950 = insertelement <128 x float> %1949, float %77, i32 36
+	%1951 = insertelement <128 x float> %1950, float %77, i32 37
+	%1952 = insertelement <128 x float> %1951, float %77, i32 38
+	%1953 = insertelement <128 x float> %1952, float %77, i32 39
+	%1954 = insertelement <128 x float> %1953, float %77, i32 40
+	%1955 = insertelement <128 x float> %1954, float %77, i32 41
+	%1956 = insertelement <128 x float> %1955, float %77, i32 42
+	%1957 = insertelement <128 x float> %1956, float %77, i32 43
+	%1958 = insertelement <128 x float> %1957, float %77, i32 44
+	%1959 = insertelement <128 x float> %1958, float %77, i32 45
+	%1960 = insertelement <128 x float> %1959, float %77, i32 46
+	%1961 = insertelement <128 x float> %1960, float %77, i32 47
+	%1962 = insertelement <128 x float> %1961, float %77, i32 48
+	%1963 = insertelement <128 x float> %1962, float %77, i32 49
+	%1964 = insertelement <128 x float> %1963, float %77, i32 50
+	%1965 = insertelement <128 x float> %1964, float %77, i32 51
+	%1966 = insertelement <128 x float> %1965, float %77, i32 52
+	%1967 = insertelement <128 x float> %1966, float %77, i32 53
+	%1968 = insertelement <128 x float> %1967, float %77, i32 54
+	%1969 = insertelement <128 x float> %1968, float %77, i32 55
+	%1970 = insertelement <128 x float> %1969, float %77, i32 56
+	%1971 = insertelement <128 x float> %1970, float %77, i32 57
+	%1972 = insertelement <128 x float> %1971, float %77, i32 58
+	%1973 = insertelement <128 x float> %1972, float %77, i32 59
+	%1974 = insertelement <128 x float> %1973, float %77, i32 60
+	%1975 = insertelement <128 x float> %1974, float %77, i32 61
+	%1976 = insertelement <128 x float> %1975, float %77, i32 62
+	%1977 = insertelement <128 x float> %1976, float %77, i32 63
+	%1978 = insertelement <128 x float> %1977, float %77, i32 64
+	%1979 = insertelement <128 x float> %1978, float %77, i32 65
+	%1980 = insertelement <128 x float> %1979, float %77, i32 66
+	%1981 = insertelement <128 x float> %1980, float %77, i32 67
+	%1982 = insertelement <128 x float> %1981, float %77, i32 68
+	%1983 = insertelement <128 x float> %1982, float %77, i32 69
+	%1984 = insertelement <128 x float> %1983, float %77, i32 70
+	%1985 = insertelement <128 x float> %1984, float %77, i32 71
+	%1986 = insertelement <128 x float> %1985, float %77, i32 72
+	%1987 = insertelement <128 x float> %1986, float %77, i32 73
+	%1988 = insertelement <128 x float> %1987, float %77, i32 74
+	%1989 = insertelement <128 x float> %1988, float %77, i32 75
+	%1990 = insertelement <128 x float> %1989, float %77, i32 76
+	%1991 = insertelement <128 x float> %1990, float %77, i32 77
+	%1992 = insertelement <128 x float> %1991, float %77, i32 78
+	%1993 = insertelement <128 x float> %1992, float %77, i32 79
+	%1994 = insertelement <128 x float> %1993, float %77, i32 80
+	%1995 = insertelement <128 x float> %1994, float %77, i32 81
+	%1996 = insertelement <128 x float> %1995, float %77, i32 82
+	%1997 = insertelement <128 x float> %1996, float %77, i32 83
+	%1998 = insertelement <128 x float> %1997, float %77, i32 84
+	%1999 = insertelement <128 x float> %1998, float %77, i32 85
+	%2000 = insertelement <128 x float> %1999, float %77, i32 86
+	%2001 = insertelement <128 x float> %2000, float %77, i32 87
+	%2002 = insertelement <128 x float> %2001, float %77, i32 88
+	%2003 = insertelement <128 x float> %2002, float %77, i32 89
+	%2004 = insertelement <128 x float> %2003, float %77, i32 90
+	%2005 = insertelement <128 x float> %2004, float %77, i32 91
+	%2006 = insertelement <128 x float> %2005, float %77, i32 92
+	%2007 = insertelement <128 x float> %2006, float %77, i32 93
+	%2008 = insertelement <128 x float> %2007, float %77, i32 94
+	%2009 = insertelement <128 x float> %2008, float %77, i32 95
+	%2010 = insertelement <128 x float> %2009, float %77, i32 96
+	%2011 = insertelement <128 x float> %2010, float %77, i32 97
+	%2012 = insertelement <128 x float> %2011, float %77, i32 98
+	%2013 = insertelement <128 x float> %2012, float %77, i32 99
+	%2014 = insertelement <128 x float> %2013, float %77, i32 100
+	%2015 = insertelement <128 x float> %2014, float %77, i32 101
+	%2016 = insertelement <128 x float> %2015, float %77, i32 102
+	%2017 = insertelement <128 x float> %2016, float %77, i32 103
+	%2018 = insertelement <128 x float> %2017, float %77, i32 104
+	%2019 = insertelement <128 x float> %2018, float %77, i32 105
+	%2020 = insertelement <128 x float> %2019, float %77, i32 106
+	%2021 = insertelement <128 x float> %2020, float %77, i32 107
+	%2022 = insertelement <128 x float> %2021, float %77, i32 108
+	%2023 = insertelement <128 x float> %2022, float %77, i32 109
+	%2024 = insertelement <128 x float> %2023, float %77, i32 110
+	%2025 = insertelement <128 x float> %2024, float %77, i32 111
+	%2026 = insertelement <128 x float> %2025, float %77, i32 112
+	%2027 = insertelement <128 x float> %2026, float %77, i32 113
+	%2028 = insertelement <128 x float> %2027, float %77, i32 114
+	%2029 = insertelement <128 x float> %2028, float %77, i32 115
+	%2030 = insertelement <128 x float> %2029, float %77, i32 116
+	%2031 = insertelement <128 x float> %2030, float %77, i32 117
+	%2032 = insertelement <128 x float> %2031, float %77, i32 118
+	%2033 = insertelement <128 x float> %2032, float %77, i32 119
+	%2034 = insertelement <128 x float> %2033, float %77, i32 120
+	%2035 = insertelement <128 x float> %2034, float %77, i32 121
+	%2036 = insertelement <128 x float> %2035, float %77, i32 122
+	%2037 = insertelement <128 x float> %2036, float %77, i32 123
+	%2038 = insertelement <128 x float> %2037, float %77, i32 124
+	%2039 = insertelement <128 x float> %2038, float %77, i32 125
+	%2040 = insertelement <128 x float> %2039, float %77, i32 126
+	%2041 = insertelement <128 x float> %2040, float %77, i32 127
+	%2042 = fmul <128 x float> %1913, %2041
+	%2043 = fcmp oeq float %77, 0.0
+	%2044 = select i1 %2043, <128 x float> %1782, <128 x float> %2042
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
-	%2049 = bitcast <128 x float>* %0 to float*
-	%2050 = bitcast float* %2049 to <128 x float>*
-	store <128 x float> %2048, <128 x float>* %2050, align 4
-	%2051 = icmp ne float* %kept, null
-	%2052 = sub i64 %n, %1016
-	%2053 = select i1 %2051, i64 %2052, i64 0
+	%2045 = bitcast <128 x float>* %0 to float*
+	%2046 = bitcast float* %2045 to <128 x float>*
+	store <128 x float> %2044, <128 x float>* %2046, align 4
+	%2047 = icmp ne float* %kept, null
+	%2048 = sub i64 %n, %1014
+	%2049 = select i1 %2047, i64 %2048, i64 0
 	br label %keep.head.534
 
 keep.head.534:
-	%2054 = phi i64 [ 0, %pad.done.533 ], [ %2060, %keep.535 ]
-	%2055 = icmp slt i64 %2054, %2053
-	br i1 %2055, label %keep.535, label %keep.done.536
+	%2050 = phi i64 [ 0, %pad.done.533 ], [ %2056, %keep.535 ]
+	%2051 = icmp slt i64 %2050, %2049
+	br i1 %2051, label %keep.535, label %keep.done.536
 
 keep.535:
-	%2056 = getelementptr float, float* %2049, i64 %2054
-	%2057 = load float, float* %2056, align 4
-	%2058 = add i64 %1016, %2054
-	%2059 = getelementptr float, float* %kept, i64 %2058
-	store volatile float %2057, float* %2059, align 4
-	%2060 = add i64 %2054, 1
+	%2052 = getelementptr float, float* %2045, i64 %2050
+	%2053 = load float, float* %2052, align 4
+	%2054 = add i64 %1014, %2050
+	%2055 = getelementptr float, float* %kept, i64 %2054
+	store volatile float %2053, float* %2055, align 4
+	%2056 = add i64 %2050, 1
 	br label %keep.head.534
 
 keep.done.536:
-	%2061 = insertelement <128 x float> undef, float %23, i32 0
+	%2057 = insertelement <128 x float> undef, float %23, i32 0
+	%2058 = shufflevector <128 x float> %2057, <128 x float> undef, <128 x i32> zeroinitializer
+	%2059 = insertelement <128 x float> undef, float %25, i32 0
+	%2060 = shufflevector <128 x float> %2059, <128 x float> undef, <128 x i32> zeroinitializer
+	%2061 = insertelement <128 x float> undef, float %27, i32 0
 	%2062 = shufflevector <128 x float> %2061, <128 x float> undef, <128 x i32> zeroinitializer
-	%2063 = insertelement <128 x float> undef, float %25, i32 0
+	%2063 = insertelement <128 x float> undef, float %29, i32 0
 	%2064 = shufflevector <128 x float> %2063, <128 x float> undef, <128 x i32> zeroinitializer
-	%2065 = insertelement <128 x float> undef, float %27, i32 0
+	%2065 = insertelement <128 x float> undef, float %31, i32 0
 	%2066 = shufflevector <128 x float> %2065, <128 x float> undef, <128 x i32> zeroinitializer
-	%2067 = insertelement <128 x float> undef, float %29, i32 0
+	%2067 = insertelement <128 x float> undef, float %33, i32 0
 	%2068 = shufflevector <128 x float> %2067, <128 x float> undef, <128 x i32> zeroinitializer
-	%2069 = insertelement <128 x float> undef, float %31, i32 0
+	%2069 = insertelement <128 x float> undef, float %35, i32 0
 	%2070 = shufflevector <128 x float> %2069, <128 x float> undef, <128 x i32> zeroinitializer
-	%2071 = insertelement <128 x float> undef, float %33, i32 0
+	%2071 = insertelement <128 x float> undef, float %37, i32 0
 	%2072 = shufflevector <128 x float> %2071, <128 x float> undef, <128 x i32> zeroinitializer
-	%2073 = insertelement <128 x float> undef, float %35, i32 0
-	%2074 = shufflevector <128 x float> %2073, <128 x float> undef, <128 x i32> zeroinitializer
-	%2075 = insertelement <128 x float> undef, float %37, i32 0
-	%2076 = shufflevector <128 x float> %2075, <128 x float> undef, <128 x i32> zeroinitializer
-	%2077 = fmul <128 x float> %1645, %1645
-	%2078 = fmul <128 x float> %2062, %1651
-	%2079 = fmul <128 x float> %2064, %2048
-	%2080 = fadd <128 x float> %2078, %2079
-	%2081 = fdiv <128 x float> %2080, %2066
-	%2082 = fmul <128 x float> %2068, %1654
-	%2083 = fmul <128 x float> %2048, %2048
-	%2084 = fmul <128 x float> %2070, %2083
-	%2085 = fadd <128 x float> %2082, %2084
-	%2086 = fdiv <128 x float> %2085, %2072
-	%2087 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %2086)
-	%2088 = fadd <128 x float> %2087, %2074
-	%2089 = fdiv <128 x float> %2081, %2088
-	%2090 = fmul <128 x float> %2076, %1645
-	%2091 = fadd <128 x float> %2089, %2090
-	%2092 = fmul <128 x float> %2091, %2091
-	%2093 = select <128 x i1> %1642, <128 x float> %2077, <128 x float> zeroinitializer
-	%2094 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%2095 = fadd <32 x float> %1012, %2094
-	%2096 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2073 = fmul <128 x float> %1643, %1643
+	%2074 = fmul <128 x float> %2058, %1649
+	%2075 = fmul <128 x float> %2060, %2044
+	%2076 = fadd <128 x float> %2074, %2075
+	%2077 = fdiv <128 x float> %2076, %2062
+	%2078 = fmul <128 x float> %2064, %1652
+	%2079 = fmul <128 x float> %2044, %2044
+	%2080 = fmul <128 x float> %2066, %2079
+	%2081 = fadd <128 x float> %2078, %2080
+	%2082 = fdiv <128 x float> %2081, %2068
+	%2083 = call <128 x float> @llvm.sqrt.v128f32(<128 x float> %2082)
+	%2084 = fadd <128 x float> %2083, %2070
+	%2085 = fdiv <128 x float> %2077, %2084
+	%2086 = fmul <128 x float> %2072, %1643
+	%2087 = fadd <128 x float> %2085, %2086
+	%2088 = fmul <128 x float> %2087, %2087
+	%2089 = select <128 x i1> %1640, <128 x float> %2073, <128 x float> zeroinitializer
+	%2090 = shufflevector <128 x float> %2089, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%2091 = fadd <32 x float> %1010, %2090
+	%2092 = shufflevector <128 x float> %2089, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2093 = fadd <32 x float> %2091, %2092
+	%2094 = shufflevector <128 x float> %2089, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%2095 = fadd <32 x float> %2093, %2094
+	%2096 = shufflevector <128 x float> %2089, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%2097 = fadd <32 x float> %2095, %2096
-	%2098 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%2099 = fadd <32 x float> %2097, %2098
-	%2100 = shufflevector <128 x float> %2093, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%2101 = fadd <32 x float> %2099, %2100
-	%2102 = select <128 x i1> %1642, <128 x float> %2092, <128 x float> zeroinitializer
-	%2103 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%2104 = fadd <32 x float> %1013, %2103
-	%2105 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2098 = select <128 x i1> %1640, <128 x float> %2088, <128 x float> zeroinitializer
+	%2099 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%2100 = fadd <32 x float> %1011, %2099
+	%2101 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%2102 = fadd <32 x float> %2100, %2101
+	%2103 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%2104 = fadd <32 x float> %2102, %2103
+	%2105 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%2106 = fadd <32 x float> %2104, %2105
-	%2107 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%2108 = fadd <32 x float> %2106, %2107
-	%2109 = shufflevector <128 x float> %2102, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%2110 = fadd <32 x float> %2108, %2109
-	br label %join.510
+	br label %join.519
 }
 
 define internal <128 x float> @lamb_noise_row128_16_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
@@ -16490,28 +16350,28 @@ entry:
 	%1 = bitcast [192 x float]* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.476, label %else.477
+	br i1 %3, label %then.467, label %else.468
 
-then.476:
-	br label %blocks.head.479
+then.467:
+	br label %blocks.head.470
 
-else.477:
+else.468:
 	%4 = sub i64 %first, %2
-	br label %blocks.head.482
+	br label %blocks.head.473
 
-join.478:
+join.469:
 	%5 = select i1 %3, i64 0, i64 %2
 	%6 = getelementptr float, float* %1, i64 %5
 	%7 = bitcast float* %6 to <128 x float>*
 	%8 = load <128 x float>, <128 x float>* %7, align 4
 	ret <128 x float> %8
 
-blocks.head.479:
-	%9 = phi i64 [ 0, %then.476 ], [ %31, %blocks.480 ]
+blocks.head.470:
+	%9 = phi i64 [ 0, %then.467 ], [ %31, %blocks.471 ]
 	%10 = icmp slt i64 %9, 2
-	br i1 %10, label %blocks.480, label %blocks.done.481
+	br i1 %10, label %blocks.471, label %blocks.done.472
 
-blocks.480:
+blocks.471:
 	%11 = mul i64 %9, 64
 	%12 = add i64 %first, %11
 	%13 = lshr i64 %12, 2
@@ -16537,17 +16397,17 @@ blocks.480:
 	%30 = extractvalue [4 x <16 x float>] %14, 3
 	store <16 x float> %30, <16 x float>* %29, align 4
 	%31 = add i64 %9, 1
-	br label %blocks.head.479
+	br label %blocks.head.470
 
-blocks.done.481:
-	br label %join.478
+blocks.done.472:
+	br label %join.469
 
-blocks.head.482:
-	%32 = phi i64 [ 0, %else.477 ], [ %54, %blocks.483 ]
+blocks.head.473:
+	%32 = phi i64 [ 0, %else.468 ], [ %54, %blocks.474 ]
 	%33 = icmp slt i64 %32, 3
-	br i1 %33, label %blocks.483, label %blocks.done.484
+	br i1 %33, label %blocks.474, label %blocks.done.475
 
-blocks.483:
+blocks.474:
 	%34 = mul i64 %32, 64
 	%35 = add i64 %4, %34
 	%36 = lshr i64 %35, 2
@@ -16573,10 +16433,10 @@ blocks.483:
 	%53 = extractvalue [4 x <16 x float>] %37, 3
 	store <16 x float> %53, <16 x float>* %52, align 4
 	%54 = add i64 %32, 1
-	br label %blocks.head.482
+	br label %blocks.head.473
 
-blocks.done.484:
-	br label %join.478
+blocks.done.475:
+	br label %join.469
 }
 
 define internal <128 x float> @lamb_noise_row128_16_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -16585,28 +16445,28 @@ entry:
 	%1 = bitcast [256 x float]* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.511, label %else.512
+	br i1 %3, label %then.502, label %else.503
 
-then.511:
-	br label %blocks.head.514
+then.502:
+	br label %blocks.head.505
 
-else.512:
+else.503:
 	%4 = sub i64 %first, %2
-	br label %blocks.head.517
+	br label %blocks.head.508
 
-join.513:
+join.504:
 	%5 = select i1 %3, i64 0, i64 %2
 	%6 = getelementptr float, float* %1, i64 %5
 	%7 = bitcast float* %6 to <128 x float>*
 	%8 = load <128 x float>, <128 x float>* %7, align 4
 	ret <128 x float> %8
 
-blocks.head.514:
-	%9 = phi i64 [ 0, %then.511 ], [ %47, %blocks.515 ]
+blocks.head.505:
+	%9 = phi i64 [ 0, %then.502 ], [ %47, %blocks.506 ]
 	%10 = icmp slt i64 %9, 1
-	br i1 %10, label %blocks.515, label %blocks.done.516
+	br i1 %10, label %blocks.506, label %blocks.done.507
 
-blocks.515:
+blocks.506:
 	%11 = mul i64 %9, 128
 	%12 = add i64 %first, %11
 	%13 = lshr i64 %12, 3
@@ -16652,17 +16512,17 @@ blocks.515:
 	%46 = extractvalue [8 x <16 x float>] %14, 7
 	store <16 x float> %46, <16 x float>* %45, align 4
 	%47 = add i64 %9, 1
-	br label %blocks.head.514
+	br label %blocks.head.505
 
-blocks.done.516:
-	br label %join.513
+blocks.done.507:
+	br label %join.504
 
-blocks.head.517:
-	%48 = phi i64 [ 0, %else.512 ], [ %86, %blocks.518 ]
+blocks.head.508:
+	%48 = phi i64 [ 0, %else.503 ], [ %86, %blocks.509 ]
 	%49 = icmp slt i64 %48, 2
-	br i1 %49, label %blocks.518, label %blocks.done.519
+	br i1 %49, label %blocks.509, label %blocks.done.510
 
-blocks.518:
+blocks.509:
 	%50 = mul i64 %48, 128
 	%51 = add i64 %4, %50
 	%52 = lshr i64 %51, 3
@@ -16708,10 +16568,10 @@ blocks.518:
 	%85 = extractvalue [8 x <16 x float>] %53, 7
 	store <16 x float> %85, <16 x float>* %84, align 4
 	%86 = add i64 %48, 1
-	br label %blocks.head.517
+	br label %blocks.head.508
 
-blocks.done.519:
-	br label %join.513
+blocks.done.510:
+	br label %join.504
 }
 
 define void @lamb_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind {
@@ -17113,4 +16973,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lamb_abi = constant [65 x i8] c"49644bfe1eb4884304d46e8cf5788be5d2d7d2cd81871dc45489c2cfc8b89f70\00"
+@lamb_abi = constant [65 x i8] c"6cb4b0f25424545057fcd873c020f13eed0b938ac586627196de528c3f0e80b7\00"

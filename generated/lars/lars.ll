@@ -8566,7 +8566,7 @@ with_noise:
 	%37 = add i64 %n, 4095
 	%38 = sdiv i64 %37, u0x1000
 	%39 = mul i64 1, %38
-	br label %task.head.295
+	br label %task.head.298
 
 with_secure_noise:
 	%40 = bitcast float %r.0 to i32
@@ -8600,7 +8600,7 @@ with_secure_noise:
 	%68 = add i64 %n, 4095
 	%69 = sdiv i64 %68, u0x1000
 	%70 = mul i64 1, %69
-	br label %task.head.325
+	br label %task.head.328
 
 unknown_mode:
 	ret void
@@ -8817,12 +8817,12 @@ stored.294:
 	%247 = add i64 %71, %18
 	br label %task.head.284
 
-task.head.295:
-	%248 = phi i64 [ %34, %with_noise ], [ %512, %stored.324 ]
+task.head.298:
+	%248 = phi i64 [ %34, %with_noise ], [ %478, %stored.324 ]
 	%249 = icmp slt i64 %248, %39
-	br i1 %249, label %task.296, label %task.done.297
+	br i1 %249, label %task.299, label %task.done.300
 
-task.296:
+task.299:
 	%250 = sdiv i64 %248, %38
 	%251 = srem i64 %248, %38
 	%252 = mul i64 %250, %n
@@ -8847,715 +8847,647 @@ task.296:
 	%271 = and i64 %270, 15
 	%272 = icmp eq i64 %271, 0
 	%273 = and i1 %267, %272
-	br label %row.head.298
+	br label %row.head.301
 
-task.done.297:
+task.done.300:
 	ret void
 
-row.head.298:
-	%274 = phi i64 [ 0, %task.296 ], [ %423, %join.303 ]
-	%275 = phi float [ 0.0, %task.296 ], [ %421, %join.303 ]
-	%276 = phi float [ 0.0, %task.296 ], [ %422, %join.303 ]
+row.head.301:
+	%274 = phi i64 [ 0, %task.299 ], [ %403, %join.306 ]
+	%275 = phi float [ 0.0, %task.299 ], [ %401, %join.306 ]
+	%276 = phi float [ 0.0, %task.299 ], [ %402, %join.306 ]
 	%277 = icmp slt i64 %274, %261
-	br i1 %277, label %row.299, label %row.done.300
+	br i1 %277, label %row.302, label %row.done.303
 
-row.299:
+row.302:
 	%278 = mul i64 %274, 128
 	%279 = add i64 %256, %278
 	%280 = shl i64 %36, 2
 	%281 = add i64 %279, %280
 	%282 = add i64 %281, 4
 	%283 = icmp sle i64 %282, %n
-	%284 = and i1 %273, %283
-	br i1 %284, label %then.301, label %else.302
+	%284 = add i64 %offset, %281
+	%285 = call <4 x float> @lars_noise_lane_false(i64 %seed, i32 %step, i64 %284)
+	%286 = and i1 %273, %283
+	br i1 %286, label %then.304, label %else.305
 
-row.done.300:
-	%285 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %275, i32 16, i32 31)
-	%286 = fadd float %275, %285
-	%287 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %276, i32 16, i32 31)
-	%288 = fadd float %276, %287
-	%289 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %286, i32 8, i32 31)
-	%290 = fadd float %286, %289
+row.done.303:
+	%287 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %275, i32 16, i32 31)
+	%288 = fadd float %275, %287
+	%289 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %276, i32 16, i32 31)
+	%290 = fadd float %276, %289
 	%291 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %288, i32 8, i32 31)
 	%292 = fadd float %288, %291
-	%293 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %290, i32 4, i32 31)
+	%293 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %290, i32 8, i32 31)
 	%294 = fadd float %290, %293
 	%295 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %292, i32 4, i32 31)
 	%296 = fadd float %292, %295
-	%297 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %294, i32 2, i32 31)
+	%297 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %294, i32 4, i32 31)
 	%298 = fadd float %294, %297
 	%299 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %296, i32 2, i32 31)
 	%300 = fadd float %296, %299
-	%301 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %298, i32 1, i32 31)
+	%301 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %298, i32 2, i32 31)
 	%302 = fadd float %298, %301
 	%303 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %300, i32 1, i32 31)
 	%304 = fadd float %300, %303
-	%305 = icmp eq i64 %36, 0
-	br i1 %305, label %lane0.323, label %stored.324
+	%305 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %302, i32 1, i32 31)
+	%306 = fadd float %302, %305
+	%307 = icmp eq i64 %36, 0
+	br i1 %307, label %lane0.323, label %stored.324
 
-then.301:
-	%306 = getelementptr float, float* %253, i64 %281
-	%307 = getelementptr float, float* %306, i64 0
-	%308 = bitcast float* %307 to <4 x float>*
-	%309 = load <4 x float>, <4 x float>* %308, align 16
-	%310 = extractelement <4 x float> %309, i32 0
-	%311 = extractelement <4 x float> %309, i32 1
-	%312 = extractelement <4 x float> %309, i32 2
-	%313 = extractelement <4 x float> %309, i32 3
-	%314 = getelementptr float, float* %255, i64 %281
-	%315 = getelementptr float, float* %314, i64 0
-	%316 = bitcast float* %315 to <4 x float>*
-	%317 = load <4 x float>, <4 x float>* %316, align 16
-	%318 = extractelement <4 x float> %317, i32 0
-	%319 = extractelement <4 x float> %317, i32 1
-	%320 = extractelement <4 x float> %317, i32 2
-	%321 = extractelement <4 x float> %317, i32 3
-	%322 = insertelement <4 x float> undef, float %310, i32 0
-	%323 = insertelement <4 x float> %322, float %311, i32 1
-	%324 = insertelement <4 x float> %323, float %312, i32 2
-	%325 = insertelement <4 x float> %324, float %313, i32 3
-	%326 = insertelement <4 x float> undef, float %318, i32 0
-	%327 = insertelement <4 x float> %326, float %319, i32 1
-	%328 = insertelement <4 x float> %327, float %320, i32 2
-	%329 = insertelement <4 x float> %328, float %321, i32 3
-	%330 = add i64 %offset, %281
-	%331 = call <4 x float> @lars_noise_lane_false(i64 %seed, i32 %step, i64 %330)
-	%332 = insertelement <4 x float> undef, float %r.0, i32 0
-	%333 = insertelement <4 x float> %332, float %r.0, i32 1
-	%334 = insertelement <4 x float> %333, float %r.0, i32 2
-	%335 = insertelement <4 x float> %334, float %r.0, i32 3
-	%336 = fmul <4 x float> %335, %331
-	%337 = fadd <4 x float> %329, %336
-	%338 = extractelement <4 x float> %325, i32 0
-	%339 = extractelement <4 x float> %325, i32 1
-	%340 = extractelement <4 x float> %325, i32 2
-	%341 = extractelement <4 x float> %325, i32 3
-	%342 = extractelement <4 x float> %337, i32 0
-	%343 = extractelement <4 x float> %337, i32 1
-	%344 = extractelement <4 x float> %337, i32 2
-	%345 = extractelement <4 x float> %337, i32 3
-	%346 = add i64 %281, 0
-	%347 = icmp slt i64 %346, %n
-	%348 = add i64 %281, 0
-	%349 = icmp ne float* %kept, null
-	%350 = and i1 %349, %347
-	br i1 %350, label %keep.307, label %kept.308
+then.304:
+	%308 = getelementptr float, float* %253, i64 %281
+	%309 = getelementptr float, float* %308, i64 0
+	%310 = bitcast float* %309 to <4 x float>*
+	%311 = load <4 x float>, <4 x float>* %310, align 16
+	%312 = extractelement <4 x float> %311, i32 0
+	%313 = extractelement <4 x float> %311, i32 1
+	%314 = extractelement <4 x float> %311, i32 2
+	%315 = extractelement <4 x float> %311, i32 3
+	%316 = getelementptr float, float* %255, i64 %281
+	%317 = getelementptr float, float* %316, i64 0
+	%318 = bitcast float* %317 to <4 x float>*
+	%319 = load <4 x float>, <4 x float>* %318, align 16
+	%320 = extractelement <4 x float> %319, i32 0
+	%321 = extractelement <4 x float> %319, i32 1
+	%322 = extractelement <4 x float> %319, i32 2
+	%323 = extractelement <4 x float> %319, i32 3
+	%324 = insertelement <4 x float> undef, float %320, i32 0
+	%325 = insertelement <4 x float> %324, float %321, i32 1
+	%326 = insertelement <4 x float> %325, float %322, i32 2
+	%327 = insertelement <4 x float> %326, float %323, i32 3
+	%328 = insertelement <4 x float> undef, float %r.0, i32 0
+	%329 = insertelement <4 x float> %328, float %r.0, i32 1
+	%330 = insertelement <4 x float> %329, float %r.0, i32 2
+	%331 = insertelement <4 x float> %330, float %r.0, i32 3
+	%332 = fmul <4 x float> %331, %285
+	%333 = fadd <4 x float> %327, %332
+	%334 = extractelement <4 x float> %333, i32 0
+	%335 = extractelement <4 x float> %333, i32 1
+	%336 = extractelement <4 x float> %333, i32 2
+	%337 = extractelement <4 x float> %333, i32 3
+	%338 = add i64 %281, 0
+	%339 = icmp slt i64 %338, %n
+	%340 = icmp ne float* %kept, null
+	%341 = and i1 %340, %339
+	br i1 %341, label %keep.307, label %kept.308
 
-else.302:
-	%351 = sub i64 %n, 1
-	%352 = add i64 %281, 0
-	%353 = icmp slt i64 %352, %n
-	%354 = select i1 %353, i64 %352, i64 %351
-	%355 = getelementptr float, float* %253, i64 %354
-	%356 = load float, float* %355, align 4
-	%357 = add i64 %281, 1
-	%358 = icmp slt i64 %357, %n
-	%359 = select i1 %358, i64 %357, i64 %351
-	%360 = getelementptr float, float* %253, i64 %359
-	%361 = load float, float* %360, align 4
-	%362 = add i64 %281, 2
-	%363 = icmp slt i64 %362, %n
-	%364 = select i1 %363, i64 %362, i64 %351
-	%365 = getelementptr float, float* %253, i64 %364
-	%366 = load float, float* %365, align 4
-	%367 = add i64 %281, 3
-	%368 = icmp slt i64 %367, %n
-	%369 = select i1 %368, i64 %367, i64 %351
-	%370 = getelementptr float, float* %253, i64 %369
-	%371 = load float, float* %370, align 4
-	%372 = add i64 %281, 0
-	%373 = icmp slt i64 %372, %n
-	%374 = select i1 %373, i64 %372, i64 %351
-	%375 = getelementptr float, float* %255, i64 %374
-	%376 = load float, float* %375, align 4
-	%377 = add i64 %281, 1
-	%378 = icmp slt i64 %377, %n
-	%379 = select i1 %378, i64 %377, i64 %351
-	%380 = getelementptr float, float* %255, i64 %379
-	%381 = load float, float* %380, align 4
-	%382 = add i64 %281, 2
-	%383 = icmp slt i64 %382, %n
-	%384 = select i1 %383, i64 %382, i64 %351
-	%385 = getelementptr float, float* %255, i64 %384
-	%386 = load float, float* %385, align 4
-	%387 = add i64 %281, 3
-	%388 = icmp slt i64 %387, %n
-	%389 = select i1 %388, i64 %387, i64 %351
-	%390 = getelementptr float, float* %255, i64 %389
-	%391 = load float, float* %390, align 4
-	%392 = insertelement <4 x float> undef, float %356, i32 0
-	%393 = insertelement <4 x float> %392, float %361, i32 1
-	%394 = insertelement <4 x float> %393, float %366, i32 2
-	%395 = insertelement <4 x float> %394, float %371, i32 3
-	%396 = insertelement <4 x float> undef, float %376, i32 0
-	%397 = insertelement <4 x float> %396, float %381, i32 1
-	%398 = insertelement <4 x float> %397, float %386, i32 2
-	%399 = insertelement <4 x float> %398, float %391, i32 3
-	%400 = add i64 %offset, %281
-	%401 = call <4 x float> @lars_noise_lane_false(i64 %seed, i32 %step, i64 %400)
-	%402 = insertelement <4 x float> undef, float %r.0, i32 0
-	%403 = insertelement <4 x float> %402, float %r.0, i32 1
-	%404 = insertelement <4 x float> %403, float %r.0, i32 2
-	%405 = insertelement <4 x float> %404, float %r.0, i32 3
-	%406 = fmul <4 x float> %405, %401
-	%407 = fadd <4 x float> %399, %406
-	%408 = extractelement <4 x float> %395, i32 0
-	%409 = extractelement <4 x float> %395, i32 1
-	%410 = extractelement <4 x float> %395, i32 2
-	%411 = extractelement <4 x float> %395, i32 3
-	%412 = extractelement <4 x float> %407, i32 0
-	%413 = extractelement <4 x float> %407, i32 1
-	%414 = extractelement <4 x float> %407, i32 2
-	%415 = extractelement <4 x float> %407, i32 3
-	%416 = add i64 %281, 0
-	%417 = icmp slt i64 %416, %n
-	%418 = add i64 %281, 0
-	%419 = icmp ne float* %kept, null
-	%420 = and i1 %419, %417
-	br i1 %420, label %keep.315, label %kept.316
+else.305:
+	%342 = sub i64 %n, 1
+	%343 = add i64 %281, 0
+	%344 = icmp slt i64 %343, %n
+	%345 = select i1 %344, i64 %343, i64 %342
+	%346 = getelementptr float, float* %253, i64 %345
+	%347 = load float, float* %346, align 4
+	%348 = add i64 %281, 1
+	%349 = icmp slt i64 %348, %n
+	%350 = select i1 %349, i64 %348, i64 %342
+	%351 = getelementptr float, float* %253, i64 %350
+	%352 = load float, float* %351, align 4
+	%353 = add i64 %281, 2
+	%354 = icmp slt i64 %353, %n
+	%355 = select i1 %354, i64 %353, i64 %342
+	%356 = getelementptr float, float* %253, i64 %355
+	%357 = load float, float* %356, align 4
+	%358 = add i64 %281, 3
+	%359 = icmp slt i64 %358, %n
+	%360 = select i1 %359, i64 %358, i64 %342
+	%361 = getelementptr float, float* %253, i64 %360
+	%362 = load float, float* %361, align 4
+	%363 = add i64 %281, 0
+	%364 = icmp slt i64 %363, %n
+	%365 = select i1 %364, i64 %363, i64 %342
+	%366 = getelementptr float, float* %255, i64 %365
+	%367 = load float, float* %366, align 4
+	%368 = add i64 %281, 1
+	%369 = icmp slt i64 %368, %n
+	%370 = select i1 %369, i64 %368, i64 %342
+	%371 = getelementptr float, float* %255, i64 %370
+	%372 = load float, float* %371, align 4
+	%373 = add i64 %281, 2
+	%374 = icmp slt i64 %373, %n
+	%375 = select i1 %374, i64 %373, i64 %342
+	%376 = getelementptr float, float* %255, i64 %375
+	%377 = load float, float* %376, align 4
+	%378 = add i64 %281, 3
+	%379 = icmp slt i64 %378, %n
+	%380 = select i1 %379, i64 %378, i64 %342
+	%381 = getelementptr float, float* %255, i64 %380
+	%382 = load float, float* %381, align 4
+	%383 = insertelement <4 x float> undef, float %367, i32 0
+	%384 = insertelement <4 x float> %383, float %372, i32 1
+	%385 = insertelement <4 x float> %384, float %377, i32 2
+	%386 = insertelement <4 x float> %385, float %382, i32 3
+	%387 = insertelement <4 x float> undef, float %r.0, i32 0
+	%388 = insertelement <4 x float> %387, float %r.0, i32 1
+	%389 = insertelement <4 x float> %388, float %r.0, i32 2
+	%390 = insertelement <4 x float> %389, float %r.0, i32 3
+	%391 = fmul <4 x float> %390, %285
+	%392 = fadd <4 x float> %386, %391
+	%393 = extractelement <4 x float> %392, i32 0
+	%394 = extractelement <4 x float> %392, i32 1
+	%395 = extractelement <4 x float> %392, i32 2
+	%396 = extractelement <4 x float> %392, i32 3
+	%397 = add i64 %281, 0
+	%398 = icmp slt i64 %397, %n
+	%399 = icmp ne float* %kept, null
+	%400 = and i1 %399, %398
+	br i1 %400, label %keep.315, label %kept.316
 
-join.303:
-	%421 = phi float [ %461, %kept.314 ], [ %507, %kept.322 ]
-	%422 = phi float [ %462, %kept.314 ], [ %509, %kept.322 ]
-	%423 = add i64 %274, 1
-	br label %row.head.298
+join.306:
+	%401 = phi float [ %434, %kept.314 ], [ %473, %kept.322 ]
+	%402 = phi float [ %435, %kept.314 ], [ %475, %kept.322 ]
+	%403 = add i64 %274, 1
+	br label %row.head.301
 
 keep.307:
-	%424 = getelementptr float, float* %kept, i64 %348
-	%425 = bitcast float* %424 to float*
-	store float %342, float* %425, align 4
+	%404 = getelementptr float, float* %kept, i64 %338
+	store float %334, float* %404, align 4
 	br label %kept.308
 
 kept.308:
-	%426 = fmul float %338, %338
-	%427 = fmul float %342, %342
-	%428 = fadd float %275, %426
-	%429 = fadd float %276, %427
-	%430 = add i64 %281, 1
-	%431 = icmp slt i64 %430, %n
-	%432 = add i64 %281, 1
-	%433 = icmp ne float* %kept, null
-	%434 = and i1 %433, %431
-	br i1 %434, label %keep.309, label %kept.310
+	%405 = fmul float %312, %312
+	%406 = fmul float %334, %334
+	%407 = fadd float %275, %405
+	%408 = fadd float %276, %406
+	%409 = add i64 %281, 1
+	%410 = icmp slt i64 %409, %n
+	%411 = icmp ne float* %kept, null
+	%412 = and i1 %411, %410
+	br i1 %412, label %keep.309, label %kept.310
 
 keep.309:
-	%435 = getelementptr float, float* %kept, i64 %432
-	%436 = bitcast float* %435 to float*
-	store float %343, float* %436, align 4
+	%413 = getelementptr float, float* %kept, i64 %409
+	store float %335, float* %413, align 4
 	br label %kept.310
 
 kept.310:
-	%437 = fmul float %339, %339
-	%438 = fmul float %343, %343
-	%439 = fadd float %428, %437
-	%440 = fadd float %429, %438
-	%441 = add i64 %281, 2
-	%442 = icmp slt i64 %441, %n
-	%443 = add i64 %281, 2
-	%444 = icmp ne float* %kept, null
-	%445 = and i1 %444, %442
-	br i1 %445, label %keep.311, label %kept.312
+	%414 = fmul float %313, %313
+	%415 = fmul float %335, %335
+	%416 = fadd float %407, %414
+	%417 = fadd float %408, %415
+	%418 = add i64 %281, 2
+	%419 = icmp slt i64 %418, %n
+	%420 = icmp ne float* %kept, null
+	%421 = and i1 %420, %419
+	br i1 %421, label %keep.311, label %kept.312
 
 keep.311:
-	%446 = getelementptr float, float* %kept, i64 %443
-	%447 = bitcast float* %446 to float*
-	store float %344, float* %447, align 4
+	%422 = getelementptr float, float* %kept, i64 %418
+	store float %336, float* %422, align 4
 	br label %kept.312
 
 kept.312:
-	%448 = fmul float %340, %340
-	%449 = fmul float %344, %344
-	%450 = fadd float %439, %448
-	%451 = fadd float %440, %449
-	%452 = add i64 %281, 3
-	%453 = icmp slt i64 %452, %n
-	%454 = add i64 %281, 3
-	%455 = icmp ne float* %kept, null
-	%456 = and i1 %455, %453
-	br i1 %456, label %keep.313, label %kept.314
+	%423 = fmul float %314, %314
+	%424 = fmul float %336, %336
+	%425 = fadd float %416, %423
+	%426 = fadd float %417, %424
+	%427 = add i64 %281, 3
+	%428 = icmp slt i64 %427, %n
+	%429 = icmp ne float* %kept, null
+	%430 = and i1 %429, %428
+	br i1 %430, label %keep.313, label %kept.314
 
 keep.313:
-	%457 = getelementptr float, float* %kept, i64 %454
-	%458 = bitcast float* %457 to float*
-	store float %345, float* %458, align 4
+	%431 = getelementptr float, float* %kept, i64 %427
+	store float %337, float* %431, align 4
 	br label %kept.314
 
 kept.314:
-	%459 = fmul float %341, %341
-	%460 = fmul float %345, %345
-	%461 = fadd float %450, %459
-	%462 = fadd float %451, %460
-	br label %join.303
+	%432 = fmul float %315, %315
+	%433 = fmul float %337, %337
+	%434 = fadd float %425, %432
+	%435 = fadd float %426, %433
+	br label %join.306
 
 keep.315:
-	%463 = getelementptr float, float* %kept, i64 %418
-	%464 = bitcast float* %463 to float*
-	store float %412, float* %464, align 4
+	%436 = getelementptr float, float* %kept, i64 %397
+	store float %393, float* %436, align 4
 	br label %kept.316
 
 kept.316:
-	%465 = fmul float %408, %408
-	%466 = fmul float %412, %412
-	%467 = select i1 %417, float %465, float 0.0
-	%468 = fadd float %275, %467
-	%469 = select i1 %417, float %466, float 0.0
-	%470 = fadd float %276, %469
-	%471 = add i64 %281, 1
-	%472 = icmp slt i64 %471, %n
-	%473 = add i64 %281, 1
-	%474 = icmp ne float* %kept, null
-	%475 = and i1 %474, %472
-	br i1 %475, label %keep.317, label %kept.318
+	%437 = fmul float %347, %347
+	%438 = fmul float %393, %393
+	%439 = select i1 %398, float %437, float 0.0
+	%440 = fadd float %275, %439
+	%441 = select i1 %398, float %438, float 0.0
+	%442 = fadd float %276, %441
+	%443 = add i64 %281, 1
+	%444 = icmp slt i64 %443, %n
+	%445 = icmp ne float* %kept, null
+	%446 = and i1 %445, %444
+	br i1 %446, label %keep.317, label %kept.318
 
 keep.317:
-	%476 = getelementptr float, float* %kept, i64 %473
-	%477 = bitcast float* %476 to float*
-	store float %413, float* %477, align 4
+	%447 = getelementptr float, float* %kept, i64 %443
+	store float %394, float* %447, align 4
 	br label %kept.318
 
 kept.318:
-	%478 = fmul float %409, %409
-	%479 = fmul float %413, %413
-	%480 = select i1 %472, float %478, float 0.0
-	%481 = fadd float %468, %480
-	%482 = select i1 %472, float %479, float 0.0
-	%483 = fadd float %470, %482
-	%484 = add i64 %281, 2
-	%485 = icmp slt i64 %484, %n
-	%486 = add i64 %281, 2
-	%487 = icmp ne float* %kept, null
-	%488 = and i1 %487, %485
-	br i1 %488, label %keep.319, label %kept.320
+	%448 = fmul float %352, %352
+	%449 = fmul float %394, %394
+	%450 = select i1 %444, float %448, float 0.0
+	%451 = fadd float %440, %450
+	%452 = select i1 %444, float %449, float 0.0
+	%453 = fadd float %442, %452
+	%454 = add i64 %281, 2
+	%455 = icmp slt i64 %454, %n
+	%456 = icmp ne float* %kept, null
+	%457 = and i1 %456, %455
+	br i1 %457, label %keep.319, label %kept.320
 
 keep.319:
-	%489 = getelementptr float, float* %kept, i64 %486
-	%490 = bitcast float* %489 to float*
-	store float %414, float* %490, align 4
+	%458 = getelementptr float, float* %kept, i64 %454
+	store float %395, float* %458, align 4
 	br label %kept.320
 
 kept.320:
-	%491 = fmul float %410, %410
-	%492 = fmul float %414, %414
-	%493 = select i1 %485, float %491, float 0.0
-	%494 = fadd float %481, %493
-	%495 = select i1 %485, float %492, float 0.0
-	%496 = fadd float %483, %495
-	%497 = add i64 %281, 3
-	%498 = icmp slt i64 %497, %n
-	%499 = add i64 %281, 3
-	%500 = icmp ne float* %kept, null
-	%501 = and i1 %500, %498
-	br i1 %501, label %keep.321, label %kept.322
+	%459 = fmul float %357, %357
+	%460 = fmul float %395, %395
+	%461 = select i1 %455, float %459, float 0.0
+	%462 = fadd float %451, %461
+	%463 = select i1 %455, float %460, float 0.0
+	%464 = fadd float %453, %463
+	%465 = add i64 %281, 3
+	%466 = icmp slt i64 %465, %n
+	%467 = icmp ne float* %kept, null
+	%468 = and i1 %467, %466
+	br i1 %468, label %keep.321, label %kept.322
 
 keep.321:
-	%502 = getelementptr float, float* %kept, i64 %499
-	%503 = bitcast float* %502 to float*
-	store float %415, float* %503, align 4
+	%469 = getelementptr float, float* %kept, i64 %465
+	store float %396, float* %469, align 4
 	br label %kept.322
 
 kept.322:
-	%504 = fmul float %411, %411
-	%505 = fmul float %415, %415
-	%506 = select i1 %498, float %504, float 0.0
-	%507 = fadd float %494, %506
-	%508 = select i1 %498, float %505, float 0.0
-	%509 = fadd float %496, %508
-	br label %join.303
+	%470 = fmul float %362, %362
+	%471 = fmul float %396, %396
+	%472 = select i1 %466, float %470, float 0.0
+	%473 = fadd float %462, %472
+	%474 = select i1 %466, float %471, float 0.0
+	%475 = fadd float %464, %474
+	br label %join.306
 
 lane0.323:
-	%510 = getelementptr float, float* %3, i64 %248
-	store float %302, float* %510, align 4
-	%511 = getelementptr float, float* %5, i64 %248
-	store float %304, float* %511, align 4
+	%476 = getelementptr float, float* %3, i64 %248
+	store float %304, float* %476, align 4
+	%477 = getelementptr float, float* %5, i64 %248
+	store float %306, float* %477, align 4
 	br label %stored.324
 
 stored.324:
-	%512 = add i64 %248, %35
-	br label %task.head.295
+	%478 = add i64 %248, %35
+	br label %task.head.298
 
-task.head.325:
-	%513 = phi i64 [ %65, %with_secure_noise ], [ %805, %stored.354 ]
-	%514 = icmp slt i64 %513, %70
-	br i1 %514, label %task.326, label %task.done.327
+task.head.328:
+	%479 = phi i64 [ %65, %with_secure_noise ], [ %737, %stored.354 ]
+	%480 = icmp slt i64 %479, %70
+	br i1 %480, label %task.329, label %task.done.330
 
-task.326:
-	%515 = sdiv i64 %513, %69
-	%516 = srem i64 %513, %69
-	%517 = mul i64 %515, %n
-	%518 = getelementptr float, float* %p.theta, i64 %517
-	%519 = mul i64 %515, %n
-	%520 = getelementptr float, float* %p.g, i64 %519
-	%521 = mul i64 %516, u0x1000
-	%522 = sub i64 %n, %521
-	%523 = add i64 %522, 127
-	%524 = sdiv i64 %523, 128
-	%525 = icmp slt i64 %524, 32
-	%526 = select i1 %525, i64 %524, i64 32
-	%527 = ptrtoint float* %518 to i64
-	%528 = shl i64 0, 2
-	%529 = add i64 %527, %528
-	%530 = and i64 %529, 15
-	%531 = icmp eq i64 %530, 0
-	%532 = and i1 true, %531
-	%533 = ptrtoint float* %520 to i64
-	%534 = shl i64 0, 2
-	%535 = add i64 %533, %534
-	%536 = and i64 %535, 15
-	%537 = icmp eq i64 %536, 0
-	%538 = and i1 %532, %537
-	br label %row.head.328
+task.329:
+	%481 = sdiv i64 %479, %69
+	%482 = srem i64 %479, %69
+	%483 = mul i64 %481, %n
+	%484 = getelementptr float, float* %p.theta, i64 %483
+	%485 = mul i64 %481, %n
+	%486 = getelementptr float, float* %p.g, i64 %485
+	%487 = mul i64 %482, u0x1000
+	%488 = sub i64 %n, %487
+	%489 = add i64 %488, 127
+	%490 = sdiv i64 %489, 128
+	%491 = icmp slt i64 %490, 32
+	%492 = select i1 %491, i64 %490, i64 32
+	%493 = ptrtoint float* %484 to i64
+	%494 = shl i64 0, 2
+	%495 = add i64 %493, %494
+	%496 = and i64 %495, 15
+	%497 = icmp eq i64 %496, 0
+	%498 = and i1 true, %497
+	%499 = ptrtoint float* %486 to i64
+	%500 = shl i64 0, 2
+	%501 = add i64 %499, %500
+	%502 = and i64 %501, 15
+	%503 = icmp eq i64 %502, 0
+	%504 = and i1 %498, %503
+	br label %row.head.331
 
-task.done.327:
+task.done.330:
 	ret void
 
-row.head.328:
-	%539 = phi i64 [ 0, %task.326 ], [ %716, %join.333 ]
-	%540 = phi float [ 0.0, %task.326 ], [ %714, %join.333 ]
-	%541 = phi float [ 0.0, %task.326 ], [ %715, %join.333 ]
-	%542 = icmp slt i64 %539, %526
-	br i1 %542, label %row.329, label %row.done.330
+row.head.331:
+	%505 = phi i64 [ 0, %task.329 ], [ %662, %join.336 ]
+	%506 = phi float [ 0.0, %task.329 ], [ %660, %join.336 ]
+	%507 = phi float [ 0.0, %task.329 ], [ %661, %join.336 ]
+	%508 = icmp slt i64 %505, %492
+	br i1 %508, label %row.332, label %row.done.333
 
-row.329:
-	%543 = mul i64 %539, 128
-	%544 = add i64 %521, %543
-	%545 = shl i64 %67, 2
-	%546 = add i64 %544, %545
-	%547 = add i64 %546, 4
-	%548 = icmp sle i64 %547, %n
-	%549 = and i1 %538, %548
-	br i1 %549, label %then.331, label %else.332
+row.332:
+	%509 = mul i64 %505, 128
+	%510 = add i64 %487, %509
+	%511 = shl i64 %67, 2
+	%512 = add i64 %510, %511
+	%513 = add i64 %512, 4
+	%514 = icmp sle i64 %513, %n
+	%515 = add i64 %offset, %512
+	%516 = call <4 x float> @lars_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %515)
+	%517 = and i1 %504, %514
+	br i1 %517, label %then.334, label %else.335
 
-row.done.330:
-	%550 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %540, i32 16, i32 31)
-	%551 = fadd float %540, %550
-	%552 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %541, i32 16, i32 31)
-	%553 = fadd float %541, %552
-	%554 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %551, i32 8, i32 31)
-	%555 = fadd float %551, %554
-	%556 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %553, i32 8, i32 31)
-	%557 = fadd float %553, %556
-	%558 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %555, i32 4, i32 31)
-	%559 = fadd float %555, %558
-	%560 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %557, i32 4, i32 31)
-	%561 = fadd float %557, %560
-	%562 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %559, i32 2, i32 31)
-	%563 = fadd float %559, %562
-	%564 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %561, i32 2, i32 31)
-	%565 = fadd float %561, %564
-	%566 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %563, i32 1, i32 31)
-	%567 = fadd float %563, %566
-	%568 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %565, i32 1, i32 31)
-	%569 = fadd float %565, %568
-	%570 = icmp eq i64 %67, 0
-	br i1 %570, label %lane0.353, label %stored.354
+row.done.333:
+	%518 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %506, i32 16, i32 31)
+	%519 = fadd float %506, %518
+	%520 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %507, i32 16, i32 31)
+	%521 = fadd float %507, %520
+	%522 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %519, i32 8, i32 31)
+	%523 = fadd float %519, %522
+	%524 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %521, i32 8, i32 31)
+	%525 = fadd float %521, %524
+	%526 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %523, i32 4, i32 31)
+	%527 = fadd float %523, %526
+	%528 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %525, i32 4, i32 31)
+	%529 = fadd float %525, %528
+	%530 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %527, i32 2, i32 31)
+	%531 = fadd float %527, %530
+	%532 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %529, i32 2, i32 31)
+	%533 = fadd float %529, %532
+	%534 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %531, i32 1, i32 31)
+	%535 = fadd float %531, %534
+	%536 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %533, i32 1, i32 31)
+	%537 = fadd float %533, %536
+	%538 = icmp eq i64 %67, 0
+	br i1 %538, label %lane0.353, label %stored.354
 
-then.331:
-	%571 = getelementptr float, float* %518, i64 %546
-	%572 = getelementptr float, float* %571, i64 0
-	%573 = bitcast float* %572 to <4 x float>*
-	%574 = load <4 x float>, <4 x float>* %573, align 16
-	%575 = extractelement <4 x float> %574, i32 0
-	%576 = extractelement <4 x float> %574, i32 1
-	%577 = extractelement <4 x float> %574, i32 2
-	%578 = extractelement <4 x float> %574, i32 3
-	%579 = getelementptr float, float* %520, i64 %546
-	%580 = getelementptr float, float* %579, i64 0
-	%581 = bitcast float* %580 to <4 x float>*
-	%582 = load <4 x float>, <4 x float>* %581, align 16
-	%583 = extractelement <4 x float> %582, i32 0
-	%584 = extractelement <4 x float> %582, i32 1
-	%585 = extractelement <4 x float> %582, i32 2
-	%586 = extractelement <4 x float> %582, i32 3
-	%587 = insertelement <4 x float> undef, float %575, i32 0
-	%588 = insertelement <4 x float> %587, float %576, i32 1
-	%589 = insertelement <4 x float> %588, float %577, i32 2
-	%590 = insertelement <4 x float> %589, float %578, i32 3
-	%591 = insertelement <4 x float> undef, float %583, i32 0
-	%592 = insertelement <4 x float> %591, float %584, i32 1
-	%593 = insertelement <4 x float> %592, float %585, i32 2
-	%594 = insertelement <4 x float> %593, float %586, i32 3
-	%595 = add i64 %offset, %546
-	%596 = call <4 x float> @lars_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %595)
-	%597 = insertelement <4 x float> undef, float %r.0, i32 0
-	%598 = insertelement <4 x float> %597, float %r.0, i32 1
-	%599 = insertelement <4 x float> %598, float %r.0, i32 2
-	%600 = insertelement <4 x float> %599, float %r.0, i32 3
-	%601 = fmul <4 x float> %600, %596
-	%602 = fadd <4 x float> %594, %601
-	%603 = insertelement <4 x float> undef, float %53, i32 0
-	%604 = insertelement <4 x float> %603, float %53, i32 1
-	%605 = insertelement <4 x float> %604, float %53, i32 2
-	%606 = insertelement <4 x float> %605, float %53, i32 3
-	%607 = fmul <4 x float> %602, %606
-	%608 = fadd <4 x float> %607, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%609 = fsub <4 x float> %608, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%610 = insertelement <4 x float> undef, float %49, i32 0
-	%611 = insertelement <4 x float> %610, float %49, i32 1
-	%612 = insertelement <4 x float> %611, float %49, i32 2
-	%613 = insertelement <4 x float> %612, float %49, i32 3
-	%614 = fmul <4 x float> %609, %613
-	%615 = fcmp oeq float %49, 0.0
-	%616 = select i1 %615, <4 x float> %602, <4 x float> %614
-	%617 = extractelement <4 x float> %590, i32 0
-	%618 = extractelement <4 x float> %590, i32 1
-	%619 = extractelement <4 x float> %590, i32 2
-	%620 = extractelement <4 x float> %590, i32 3
-	%621 = extractelement <4 x float> %616, i32 0
-	%622 = extractelement <4 x float> %616, i32 1
-	%623 = extractelement <4 x float> %616, i32 2
-	%624 = extractelement <4 x float> %616, i32 3
-	%625 = add i64 %546, 0
-	%626 = icmp slt i64 %625, %n
-	%627 = add i64 %546, 0
-	%628 = icmp ne float* %kept, null
-	%629 = and i1 %628, %626
-	br i1 %629, label %keep.337, label %kept.338
+then.334:
+	%539 = getelementptr float, float* %484, i64 %512
+	%540 = getelementptr float, float* %539, i64 0
+	%541 = bitcast float* %540 to <4 x float>*
+	%542 = load <4 x float>, <4 x float>* %541, align 16
+	%543 = extractelement <4 x float> %542, i32 0
+	%544 = extractelement <4 x float> %542, i32 1
+	%545 = extractelement <4 x float> %542, i32 2
+	%546 = extractelement <4 x float> %542, i32 3
+	%547 = getelementptr float, float* %486, i64 %512
+	%548 = getelementptr float, float* %547, i64 0
+	%549 = bitcast float* %548 to <4 x float>*
+	%550 = load <4 x float>, <4 x float>* %549, align 16
+	%551 = extractelement <4 x float> %550, i32 0
+	%552 = extractelement <4 x float> %550, i32 1
+	%553 = extractelement <4 x float> %550, i32 2
+	%554 = extractelement <4 x float> %550, i32 3
+	%555 = insertelement <4 x float> undef, float %551, i32 0
+	%556 = insertelement <4 x float> %555, float %552, i32 1
+	%557 = insertelement <4 x float> %556, float %553, i32 2
+	%558 = insertelement <4 x float> %557, float %554, i32 3
+	%559 = insertelement <4 x float> undef, float %r.0, i32 0
+	%560 = insertelement <4 x float> %559, float %r.0, i32 1
+	%561 = insertelement <4 x float> %560, float %r.0, i32 2
+	%562 = insertelement <4 x float> %561, float %r.0, i32 3
+	%563 = fmul <4 x float> %562, %516
+	%564 = fadd <4 x float> %558, %563
+	%565 = insertelement <4 x float> undef, float %53, i32 0
+	%566 = insertelement <4 x float> %565, float %53, i32 1
+	%567 = insertelement <4 x float> %566, float %53, i32 2
+	%568 = insertelement <4 x float> %567, float %53, i32 3
+	%569 = fmul <4 x float> %564, %568
+	%570 = fadd <4 x float> %569, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%571 = fsub <4 x float> %570, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%572 = insertelement <4 x float> undef, float %49, i32 0
+	%573 = insertelement <4 x float> %572, float %49, i32 1
+	%574 = insertelement <4 x float> %573, float %49, i32 2
+	%575 = insertelement <4 x float> %574, float %49, i32 3
+	%576 = fmul <4 x float> %571, %575
+	%577 = fcmp oeq float %49, 0.0
+	%578 = select i1 %577, <4 x float> %564, <4 x float> %576
+	%579 = extractelement <4 x float> %578, i32 0
+	%580 = extractelement <4 x float> %578, i32 1
+	%581 = extractelement <4 x float> %578, i32 2
+	%582 = extractelement <4 x float> %578, i32 3
+	%583 = add i64 %512, 0
+	%584 = icmp slt i64 %583, %n
+	%585 = icmp ne float* %kept, null
+	%586 = and i1 %585, %584
+	br i1 %586, label %keep.337, label %kept.338
 
-else.332:
-	%630 = sub i64 %n, 1
-	%631 = add i64 %546, 0
-	%632 = icmp slt i64 %631, %n
-	%633 = select i1 %632, i64 %631, i64 %630
-	%634 = getelementptr float, float* %518, i64 %633
-	%635 = load float, float* %634, align 4
-	%636 = add i64 %546, 1
-	%637 = icmp slt i64 %636, %n
-	%638 = select i1 %637, i64 %636, i64 %630
-	%639 = getelementptr float, float* %518, i64 %638
-	%640 = load float, float* %639, align 4
-	%641 = add i64 %546, 2
-	%642 = icmp slt i64 %641, %n
-	%643 = select i1 %642, i64 %641, i64 %630
-	%644 = getelementptr float, float* %518, i64 %643
-	%645 = load float, float* %644, align 4
-	%646 = add i64 %546, 3
-	%647 = icmp slt i64 %646, %n
-	%648 = select i1 %647, i64 %646, i64 %630
-	%649 = getelementptr float, float* %518, i64 %648
-	%650 = load float, float* %649, align 4
-	%651 = add i64 %546, 0
-	%652 = icmp slt i64 %651, %n
-	%653 = select i1 %652, i64 %651, i64 %630
-	%654 = getelementptr float, float* %520, i64 %653
-	%655 = load float, float* %654, align 4
-	%656 = add i64 %546, 1
+else.335:
+	%587 = sub i64 %n, 1
+	%588 = add i64 %512, 0
+	%589 = icmp slt i64 %588, %n
+	%590 = select i1 %589, i64 %588, i64 %587
+	%591 = getelementptr float, float* %484, i64 %590
+	%592 = load float, float* %591, align 4
+	%593 = add i64 %512, 1
+	%594 = icmp slt i64 %593, %n
+	%595 = select i1 %594, i64 %593, i64 %587
+	%596 = getelementptr float, float* %484, i64 %595
+	%597 = load float, float* %596, align 4
+	%598 = add i64 %512, 2
+	%599 = icmp slt i64 %598, %n
+	%600 = select i1 %599, i64 %598, i64 %587
+	%601 = getelementptr float, float* %484, i64 %600
+	%602 = load float, float* %601, align 4
+	%603 = add i64 %512, 3
+	%604 = icmp slt i64 %603, %n
+	%605 = select i1 %604, i64 %603, i64 %587
+	%606 = getelementptr float, float* %484, i64 %605
+	%607 = load float, float* %606, align 4
+	%608 = add i64 %512, 0
+	%609 = icmp slt i64 %608, %n
+	%610 = select i1 %609, i64 %608, i64 %587
+	%611 = getelementptr float, float* %486, i64 %610
+	%612 = load float, float* %611, align 4
+	%613 = add i64 %512, 1
+	%614 = icmp slt i64 %613, %n
+	%615 = select i1 %614, i64 %613, i64 %587
+	%616 = getelementptr float, float* %486, i64 %615
+	%617 = load float, float* %616, align 4
+	%618 = add i64 %512, 2
+	%619 = icmp slt i64 %618, %n
+	%620 = select i1 %619, i64 %618, i64 %587
+	%621 = getelementptr float, float* %486, i64 %620
+	%622 = load float, float* %621, align 4
+	%623 = add i64 %512, 3
+	%624 = icmp slt i64 %623, %n
+	%625 = select i1 %624, i64 %623, i64 %587
+	%626 = getelementptr float, float* %486, i64 %625
+	%627 = load float, float* %626, align 4
+	%628 = insertelement <4 x float> undef, float %612, i32 0
+	%629 = insertelement <4 x float> %628, float %617, i32 1
+	%630 = insertelement <4 x float> %629, float %622, i32 2
+	%631 = insertelement <4 x float> %630, float %627, i32 3
+	%632 = insertelement <4 x float> undef, float %r.0, i32 0
+	%633 = insertelement <4 x float> %632, float %r.0, i32 1
+	%634 = insertelement <4 x float> %633, float %r.0, i32 2
+	%635 = insertelement <4 x float> %634, float %r.0, i32 3
+	%636 = fmul <4 x float> %635, %516
+	%637 = fadd <4 x float> %631, %636
+	%638 = insertelement <4 x float> undef, float %53, i32 0
+	%639 = insertelement <4 x float> %638, float %53, i32 1
+	%640 = insertelement <4 x float> %639, float %53, i32 2
+	%641 = insertelement <4 x float> %640, float %53, i32 3
+	%642 = fmul <4 x float> %637, %641
+	%643 = fadd <4 x float> %642, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%644 = fsub <4 x float> %643, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%645 = insertelement <4 x float> undef, float %49, i32 0
+	%646 = insertelement <4 x float> %645, float %49, i32 1
+	%647 = insertelement <4 x float> %646, float %49, i32 2
+	%648 = insertelement <4 x float> %647, float %49, i32 3
+	%649 = fmul <4 x float> %644, %648
+	%650 = fcmp oeq float %49, 0.0
+	%651 = select i1 %650, <4 x float> %637, <4 x float> %649
+	%652 = extractelement <4 x float> %651, i32 0
+	%653 = extractelement <4 x float> %651, i32 1
+	%654 = extractelement <4 x float> %651, i32 2
+	%655 = extractelement <4 x float> %651, i32 3
+	%656 = add i64 %512, 0
 	%657 = icmp slt i64 %656, %n
-	%658 = select i1 %657, i64 %656, i64 %630
-	%659 = getelementptr float, float* %520, i64 %658
-	%660 = load float, float* %659, align 4
-	%661 = add i64 %546, 2
-	%662 = icmp slt i64 %661, %n
-	%663 = select i1 %662, i64 %661, i64 %630
-	%664 = getelementptr float, float* %520, i64 %663
-	%665 = load float, float* %664, align 4
-	%666 = add i64 %546, 3
-	%667 = icmp slt i64 %666, %n
-	%668 = select i1 %667, i64 %666, i64 %630
-	%669 = getelementptr float, float* %520, i64 %668
-	%670 = load float, float* %669, align 4
-	%671 = insertelement <4 x float> undef, float %635, i32 0
-	%672 = insertelement <4 x float> %671, float %640, i32 1
-	%673 = insertelement <4 x float> %672, float %645, i32 2
-	%674 = insertelement <4 x float> %673, float %650, i32 3
-	%675 = insertelement <4 x float> undef, float %655, i32 0
-	%676 = insertelement <4 x float> %675, float %660, i32 1
-	%677 = insertelement <4 x float> %676, float %665, i32 2
-	%678 = insertelement <4 x float> %677, float %670, i32 3
-	%679 = add i64 %offset, %546
-	%680 = call <4 x float> @lars_noise_lane_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %679)
-	%681 = insertelement <4 x float> undef, float %r.0, i32 0
-	%682 = insertelement <4 x float> %681, float %r.0, i32 1
-	%683 = insertelement <4 x float> %682, float %r.0, i32 2
-	%684 = insertelement <4 x float> %683, float %r.0, i32 3
-	%685 = fmul <4 x float> %684, %680
-	%686 = fadd <4 x float> %678, %685
-	%687 = insertelement <4 x float> undef, float %53, i32 0
-	%688 = insertelement <4 x float> %687, float %53, i32 1
-	%689 = insertelement <4 x float> %688, float %53, i32 2
-	%690 = insertelement <4 x float> %689, float %53, i32 3
-	%691 = fmul <4 x float> %686, %690
-	%692 = fadd <4 x float> %691, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%693 = fsub <4 x float> %692, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%694 = insertelement <4 x float> undef, float %49, i32 0
-	%695 = insertelement <4 x float> %694, float %49, i32 1
-	%696 = insertelement <4 x float> %695, float %49, i32 2
-	%697 = insertelement <4 x float> %696, float %49, i32 3
-	%698 = fmul <4 x float> %693, %697
-	%699 = fcmp oeq float %49, 0.0
-	%700 = select i1 %699, <4 x float> %686, <4 x float> %698
-	%701 = extractelement <4 x float> %674, i32 0
-	%702 = extractelement <4 x float> %674, i32 1
-	%703 = extractelement <4 x float> %674, i32 2
-	%704 = extractelement <4 x float> %674, i32 3
-	%705 = extractelement <4 x float> %700, i32 0
-	%706 = extractelement <4 x float> %700, i32 1
-	%707 = extractelement <4 x float> %700, i32 2
-	%708 = extractelement <4 x float> %700, i32 3
-	%709 = add i64 %546, 0
-	%710 = icmp slt i64 %709, %n
-	%711 = add i64 %546, 0
-	%712 = icmp ne float* %kept, null
-	%713 = and i1 %712, %710
-	br i1 %713, label %keep.345, label %kept.346
+	%658 = icmp ne float* %kept, null
+	%659 = and i1 %658, %657
+	br i1 %659, label %keep.345, label %kept.346
 
-join.333:
-	%714 = phi float [ %754, %kept.344 ], [ %800, %kept.352 ]
-	%715 = phi float [ %755, %kept.344 ], [ %802, %kept.352 ]
-	%716 = add i64 %539, 1
-	br label %row.head.328
+join.336:
+	%660 = phi float [ %693, %kept.344 ], [ %732, %kept.352 ]
+	%661 = phi float [ %694, %kept.344 ], [ %734, %kept.352 ]
+	%662 = add i64 %505, 1
+	br label %row.head.331
 
 keep.337:
-	%717 = getelementptr float, float* %kept, i64 %627
-	%718 = bitcast float* %717 to float*
-	store float %621, float* %718, align 4
+	%663 = getelementptr float, float* %kept, i64 %583
+	store float %579, float* %663, align 4
 	br label %kept.338
 
 kept.338:
-	%719 = fmul float %617, %617
-	%720 = fmul float %621, %621
-	%721 = fadd float %540, %719
-	%722 = fadd float %541, %720
-	%723 = add i64 %546, 1
-	%724 = icmp slt i64 %723, %n
-	%725 = add i64 %546, 1
-	%726 = icmp ne float* %kept, null
-	%727 = and i1 %726, %724
-	br i1 %727, label %keep.339, label %kept.340
+	%664 = fmul float %543, %543
+	%665 = fmul float %579, %579
+	%666 = fadd float %506, %664
+	%667 = fadd float %507, %665
+	%668 = add i64 %512, 1
+	%669 = icmp slt i64 %668, %n
+	%670 = icmp ne float* %kept, null
+	%671 = and i1 %670, %669
+	br i1 %671, label %keep.339, label %kept.340
 
 keep.339:
-	%728 = getelementptr float, float* %kept, i64 %725
-	%729 = bitcast float* %728 to float*
-	store float %622, float* %729, align 4
+	%672 = getelementptr float, float* %kept, i64 %668
+	store float %580, float* %672, align 4
 	br label %kept.340
 
 kept.340:
-	%730 = fmul float %618, %618
-	%731 = fmul float %622, %622
-	%732 = fadd float %721, %730
-	%733 = fadd float %722, %731
-	%734 = add i64 %546, 2
-	%735 = icmp slt i64 %734, %n
-	%736 = add i64 %546, 2
-	%737 = icmp ne float* %kept, null
-	%738 = and i1 %737, %735
-	br i1 %738, label %keep.341, label %kept.342
+	%673 = fmul float %544, %544
+	%674 = fmul float %580, %580
+	%675 = fadd float %666, %673
+	%676 = fadd float %667, %674
+	%677 = add i64 %512, 2
+	%678 = icmp slt i64 %677, %n
+	%679 = icmp ne float* %kept, null
+	%680 = and i1 %679, %678
+	br i1 %680, label %keep.341, label %kept.342
 
 keep.341:
-	%739 = getelementptr float, float* %kept, i64 %736
-	%740 = bitcast float* %739 to float*
-	store float %623, float* %740, align 4
+	%681 = getelementptr float, float* %kept, i64 %677
+	store float %581, float* %681, align 4
 	br label %kept.342
 
 kept.342:
-	%741 = fmul float %619, %619
-	%742 = fmul float %623, %623
-	%743 = fadd float %732, %741
-	%744 = fadd float %733, %742
-	%745 = add i64 %546, 3
-	%746 = icmp slt i64 %745, %n
-	%747 = add i64 %546, 3
-	%748 = icmp ne float* %kept, null
-	%749 = and i1 %748, %746
-	br i1 %749, label %keep.343, label %kept.344
+	%682 = fmul float %545, %545
+	%683 = fmul float %581, %581
+	%684 = fadd float %675, %682
+	%685 = fadd float %676, %683
+	%686 = add i64 %512, 3
+	%687 = icmp slt i64 %686, %n
+	%688 = icmp ne float* %kept, null
+	%689 = and i1 %688, %687
+	br i1 %689, label %keep.343, label %kept.344
 
 keep.343:
-	%750 = getelementptr float, float* %kept, i64 %747
-	%751 = bitcast float* %750 to float*
-	store float %624, float* %751, align 4
+	%690 = getelementptr float, float* %kept, i64 %686
+	store float %582, float* %690, align 4
 	br label %kept.344
 
 kept.344:
-	%752 = fmul float %620, %620
-	%753 = fmul float %624, %624
-	%754 = fadd float %743, %752
-	%755 = fadd float %744, %753
-	br label %join.333
+	%691 = fmul float %546, %546
+	%692 = fmul float %582, %582
+	%693 = fadd float %684, %691
+	%694 = fadd float %685, %692
+	br label %join.336
 
 keep.345:
-	%756 = getelementptr float, float* %kept, i64 %711
-	%757 = bitcast float* %756 to float*
-	store float %705, float* %757, align 4
+	%695 = getelementptr float, float* %kept, i64 %656
+	store float %652, float* %695, align 4
 	br label %kept.346
 
 kept.346:
-	%758 = fmul float %701, %701
-	%759 = fmul float %705, %705
-	%760 = select i1 %710, float %758, float 0.0
-	%761 = fadd float %540, %760
-	%762 = select i1 %710, float %759, float 0.0
-	%763 = fadd float %541, %762
-	%764 = add i64 %546, 1
-	%765 = icmp slt i64 %764, %n
-	%766 = add i64 %546, 1
-	%767 = icmp ne float* %kept, null
-	%768 = and i1 %767, %765
-	br i1 %768, label %keep.347, label %kept.348
+	%696 = fmul float %592, %592
+	%697 = fmul float %652, %652
+	%698 = select i1 %657, float %696, float 0.0
+	%699 = fadd float %506, %698
+	%700 = select i1 %657, float %697, float 0.0
+	%701 = fadd float %507, %700
+	%702 = add i64 %512, 1
+	%703 = icmp slt i64 %702, %n
+	%704 = icmp ne float* %kept, null
+	%705 = and i1 %704, %703
+	br i1 %705, label %keep.347, label %kept.348
 
 keep.347:
-	%769 = getelementptr float, float* %kept, i64 %766
-	%770 = bitcast float* %769 to float*
-	store float %706, float* %770, align 4
+	%706 = getelementptr float, float* %kept, i64 %702
+	store float %653, float* %706, align 4
 	br label %kept.348
 
 kept.348:
-	%771 = fmul float %702, %702
-	%772 = fmul float %706, %706
-	%773 = select i1 %765, float %771, float 0.0
-	%774 = fadd float %761, %773
-	%775 = select i1 %765, float %772, float 0.0
-	%776 = fadd float %763, %775
-	%777 = add i64 %546, 2
-	%778 = icmp slt i64 %777, %n
-	%779 = add i64 %546, 2
-	%780 = icmp ne float* %kept, null
-	%781 = and i1 %780, %778
-	br i1 %781, label %keep.349, label %kept.350
+	%707 = fmul float %597, %597
+	%708 = fmul float %653, %653
+	%709 = select i1 %703, float %707, float 0.0
+	%710 = fadd float %699, %709
+	%711 = select i1 %703, float %708, float 0.0
+	%712 = fadd float %701, %711
+	%713 = add i64 %512, 2
+	%714 = icmp slt i64 %713, %n
+	%715 = icmp ne float* %kept, null
+	%716 = and i1 %715, %714
+	br i1 %716, label %keep.349, label %kept.350
 
 keep.349:
-	%782 = getelementptr float, float* %kept, i64 %779
-	%783 = bitcast float* %782 to float*
-	store float %707, float* %783, align 4
+	%717 = getelementptr float, float* %kept, i64 %713
+	store float %654, float* %717, align 4
 	br label %kept.350
 
 kept.350:
-	%784 = fmul float %703, %703
-	%785 = fmul float %707, %707
-	%786 = select i1 %778, float %784, float 0.0
-	%787 = fadd float %774, %786
-	%788 = select i1 %778, float %785, float 0.0
-	%789 = fadd float %776, %788
-	%790 = add i64 %546, 3
-	%791 = icmp slt i64 %790, %n
-	%792 = add i64 %546, 3
-	%793 = icmp ne float* %kept, null
-	%794 = and i1 %793, %791
-	br i1 %794, label %keep.351, label %kept.352
+	%718 = fmul float %602, %602
+	%719 = fmul float %654, %654
+	%720 = select i1 %714, float %718, float 0.0
+	%721 = fadd float %710, %720
+	%722 = select i1 %714, float %719, float 0.0
+	%723 = fadd float %712, %722
+	%724 = add i64 %512, 3
+	%725 = icmp slt i64 %724, %n
+	%726 = icmp ne float* %kept, null
+	%727 = and i1 %726, %725
+	br i1 %727, label %keep.351, label %kept.352
 
 keep.351:
-	%795 = getelementptr float, float* %kept, i64 %792
-	%796 = bitcast float* %795 to float*
-	store float %708, float* %796, align 4
+	%728 = getelementptr float, float* %kept, i64 %724
+	store float %655, float* %728, align 4
 	br label %kept.352
 
 kept.352:
-	%797 = fmul float %704, %704
-	%798 = fmul float %708, %708
-	%799 = select i1 %791, float %797, float 0.0
-	%800 = fadd float %787, %799
-	%801 = select i1 %791, float %798, float 0.0
-	%802 = fadd float %789, %801
-	br label %join.333
+	%729 = fmul float %607, %607
+	%730 = fmul float %655, %655
+	%731 = select i1 %725, float %729, float 0.0
+	%732 = fadd float %721, %731
+	%733 = select i1 %725, float %730, float 0.0
+	%734 = fadd float %723, %733
+	br label %join.336
 
 lane0.353:
-	%803 = getelementptr float, float* %3, i64 %513
-	store float %567, float* %803, align 4
-	%804 = getelementptr float, float* %5, i64 %513
-	store float %569, float* %804, align 4
+	%735 = getelementptr float, float* %3, i64 %479
+	store float %535, float* %735, align 4
+	%736 = getelementptr float, float* %5, i64 %479
+	store float %537, float* %736, align 4
 	br label %stored.354
 
 stored.354:
-	%805 = add i64 %513, %66
-	br label %task.head.325
+	%737 = add i64 %479, %66
+	br label %task.head.328
 }
 
 define internal <4 x float> @lars_noise_lane_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
@@ -9564,17 +9496,17 @@ entry:
 	%1 = and i64 %first, 3
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.304, label %else.305
+	br i1 %3, label %then.295, label %else.296
 
-then.304:
+then.295:
 	%4 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %0)
 	%5 = extractelement <4 x float> %4, i32 0
 	%6 = extractelement <4 x float> %4, i32 1
 	%7 = extractelement <4 x float> %4, i32 2
 	%8 = extractelement <4 x float> %4, i32 3
-	br label %join.306
+	br label %join.297
 
-else.305:
+else.296:
 	%9 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %0)
 	%10 = extractelement <4 x float> %9, i32 0
 	%11 = extractelement <4 x float> %9, i32 1
@@ -9626,13 +9558,13 @@ else.305:
 	%57 = and i64 %1, 4
 	%58 = icmp ne i64 %57, 0
 	%59 = select i1 %58, float %19, float %56
-	br label %join.306
+	br label %join.297
 
-join.306:
-	%60 = phi float [ %5, %then.304 ], [ %29, %else.305 ]
-	%61 = phi float [ %6, %then.304 ], [ %39, %else.305 ]
-	%62 = phi float [ %7, %then.304 ], [ %49, %else.305 ]
-	%63 = phi float [ %8, %then.304 ], [ %59, %else.305 ]
+join.297:
+	%60 = phi float [ %5, %then.295 ], [ %29, %else.296 ]
+	%61 = phi float [ %6, %then.295 ], [ %39, %else.296 ]
+	%62 = phi float [ %7, %then.295 ], [ %49, %else.296 ]
+	%63 = phi float [ %8, %then.295 ], [ %59, %else.296 ]
 	%64 = insertelement <4 x float> undef, float %60, i32 0
 	%65 = insertelement <4 x float> %64, float %61, i32 1
 	%66 = insertelement <4 x float> %65, float %62, i32 2
@@ -9646,9 +9578,9 @@ entry:
 	%1 = and i64 %first, 7
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.334, label %else.335
+	br i1 %3, label %then.325, label %else.326
 
-then.334:
+then.325:
 	%4 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %0)
 	%5 = extractvalue [8 x float] %4, 0
 	%6 = extractvalue [8 x float] %4, 1
@@ -9698,9 +9630,9 @@ then.334:
 	%50 = and i64 %1, 4
 	%51 = icmp ne i64 %50, 0
 	%52 = select i1 %51, float %12, float %49
-	br label %join.336
+	br label %join.327
 
-else.335:
+else.326:
 	%53 = call [8 x float] @fg_secure8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %0)
 	%54 = extractvalue [8 x float] %53, 0
 	%55 = extractvalue [8 x float] %53, 1
@@ -9800,13 +9732,13 @@ else.335:
 	%149 = and i64 %1, 8
 	%150 = icmp ne i64 %149, 0
 	%151 = select i1 %150, float %148, float %147
-	br label %join.336
+	br label %join.327
 
-join.336:
-	%152 = phi float [ %22, %then.334 ], [ %91, %else.335 ]
-	%153 = phi float [ %32, %then.334 ], [ %111, %else.335 ]
-	%154 = phi float [ %42, %then.334 ], [ %131, %else.335 ]
-	%155 = phi float [ %52, %then.334 ], [ %151, %else.335 ]
+join.327:
+	%152 = phi float [ %22, %then.325 ], [ %91, %else.326 ]
+	%153 = phi float [ %32, %then.325 ], [ %111, %else.326 ]
+	%154 = phi float [ %42, %then.325 ], [ %131, %else.326 ]
+	%155 = phi float [ %52, %then.325 ], [ %151, %else.326 ]
 	%156 = insertelement <4 x float> undef, float %152, i32 0
 	%157 = insertelement <4 x float> %156, float %153, i32 1
 	%158 = insertelement <4 x float> %157, float %154, i32 2
@@ -9870,7 +9802,7 @@ without_noise:
 with_noise:
 	%42 = add i64 %n, 4095
 	%43 = sdiv i64 %42, u0x1000
-	br label %task.head.370
+	br label %task.head.379
 
 with_secure_noise:
 	%44 = bitcast float %15 to i32
@@ -9889,7 +9821,7 @@ with_secure_noise:
 	%57 = bitcast i32 %56 to float
 	%58 = add i64 %n, 4095
 	%59 = sdiv i64 %58, u0x1000
-	br label %task.head.399
+	br label %task.head.408
 
 unknown_mode:
 	ret void
@@ -10134,12 +10066,12 @@ pad.done.369:
 	%232 = fadd <32 x float> %230, %231
 	br label %join.363
 
-task.head.370:
-	%233 = phi i64 [ %17, %with_noise ], [ %328, %row.done.375 ]
+task.head.379:
+	%233 = phi i64 [ %17, %with_noise ], [ %330, %row.done.384 ]
 	%234 = icmp slt i64 %233, %19
-	br i1 %234, label %task.371, label %task.done.372
+	br i1 %234, label %task.380, label %task.done.381
 
-task.371:
+task.380:
 	%235 = sdiv i64 %233, %43
 	%236 = srem i64 %233, %43
 	%237 = mul i64 %235, %n
@@ -10152,19 +10084,19 @@ task.371:
 	%244 = sdiv i64 %243, 128
 	%245 = icmp slt i64 %244, 32
 	%246 = select i1 %245, i64 %244, i64 32
-	br label %row.head.373
+	br label %row.head.382
 
-task.done.372:
+task.done.381:
 	ret void
 
-row.head.373:
-	%247 = phi i64 [ 0, %task.371 ], [ %472, %join.378 ]
-	%248 = phi <32 x float> [ zeroinitializer, %task.371 ], [ %470, %join.378 ]
-	%249 = phi <32 x float> [ zeroinitializer, %task.371 ], [ %471, %join.378 ]
+row.head.382:
+	%247 = phi i64 [ 0, %task.380 ], [ %472, %join.387 ]
+	%248 = phi <32 x float> [ zeroinitializer, %task.380 ], [ %470, %join.387 ]
+	%249 = phi <32 x float> [ zeroinitializer, %task.380 ], [ %471, %join.387 ]
 	%250 = icmp slt i64 %247, %246
-	br i1 %250, label %row.374, label %row.done.375
+	br i1 %250, label %row.383, label %row.done.384
 
-row.374:
+row.383:
 	%251 = mul i64 %247, 128
 	%252 = add i64 %241, %251
 	%253 = add i64 %252, 512
@@ -10234,47 +10166,47 @@ row.374:
 	call void @llvm.prefetch.p0i8(i8* %301, i32 0, i32 3, i32 1)
 	%302 = add i64 %252, 128
 	%303 = icmp sle i64 %302, %n
-	br i1 %303, label %then.376, label %else.377
+	%304 = add i64 %21, %252
+	%305 = call <128 x float> @lars_noise_row128_8_false(i64 %23, i32 %25, i64 %304)
+	br i1 %303, label %then.385, label %else.386
 
-row.done.375:
-	%304 = shufflevector <32 x float> %248, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%305 = fadd <32 x float> %248, %304
-	%306 = shufflevector <32 x float> %249, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%307 = fadd <32 x float> %249, %306
-	%308 = shufflevector <32 x float> %305, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%309 = fadd <32 x float> %305, %308
+row.done.384:
+	%306 = shufflevector <32 x float> %248, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%307 = fadd <32 x float> %248, %306
+	%308 = shufflevector <32 x float> %249, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%309 = fadd <32 x float> %249, %308
 	%310 = shufflevector <32 x float> %307, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%311 = fadd <32 x float> %307, %310
-	%312 = shufflevector <32 x float> %309, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%312 = shufflevector <32 x float> %309, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%313 = fadd <32 x float> %309, %312
 	%314 = shufflevector <32 x float> %311, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%315 = fadd <32 x float> %311, %314
-	%316 = shufflevector <32 x float> %313, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%316 = shufflevector <32 x float> %313, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%317 = fadd <32 x float> %313, %316
 	%318 = shufflevector <32 x float> %315, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%319 = fadd <32 x float> %315, %318
-	%320 = shufflevector <32 x float> %317, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%320 = shufflevector <32 x float> %317, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%321 = fadd <32 x float> %317, %320
 	%322 = shufflevector <32 x float> %319, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%323 = fadd <32 x float> %319, %322
-	%324 = extractelement <32 x float> %321, i32 0
-	%325 = getelementptr float, float* %37, i64 %233
-	store float %324, float* %325, align 4
+	%324 = shufflevector <32 x float> %321, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%325 = fadd <32 x float> %321, %324
 	%326 = extractelement <32 x float> %323, i32 0
-	%327 = getelementptr float, float* %39, i64 %233
+	%327 = getelementptr float, float* %37, i64 %233
 	store float %326, float* %327, align 4
-	%328 = add i64 %233, 1
-	br label %task.head.370
+	%328 = extractelement <32 x float> %325, i32 0
+	%329 = getelementptr float, float* %39, i64 %233
+	store float %328, float* %329, align 4
+	%330 = add i64 %233, 1
+	br label %task.head.379
 
-then.376:
-	%329 = getelementptr float, float* %238, i64 %252
-	%330 = bitcast float* %329 to <128 x float>*
-	%331 = load <128 x float>, <128 x float>* %330, align 4
-	%332 = getelementptr float, float* %240, i64 %252
-	%333 = bitcast float* %332 to <128 x float>*
-	%334 = load <128 x float>, <128 x float>* %333, align 4
-	%335 = add i64 %21, %252
-	%336 = call <128 x float> @lars_noise_row128_8_false(i64 %23, i32 %25, i64 %335)
+then.385:
+	%331 = getelementptr float, float* %238, i64 %252
+	%332 = bitcast float* %331 to <128 x float>*
+	%333 = load <128 x float>, <128 x float>* %332, align 4
+	%334 = getelementptr float, float* %240, i64 %252
+	%335 = bitcast float* %334 to <128 x float>*
+	%336 = load <128 x float>, <128 x float>* %335, align 4
 	%337 = insertelement <128 x float> undef, float %15, i32 0
 	%338 = insertelement <128 x float> %337, float %15, i32 1
 	%339 = insertelement <128 x float> %338, float %15, i32 2
@@ -10403,22 +10335,22 @@ then.376:
 	%462 = insertelement <128 x float> %461, float %15, i32 125
 	%463 = insertelement <128 x float> %462, float %15, i32 126
 	%464 = insertelement <128 x float> %463, float %15, i32 127
-	%465 = fmul <128 x float> %464, %336
-	%466 = fadd <128 x float> %334, %465
+	%465 = fmul <128 x float> %464, %305
+	%466 = fadd <128 x float> %336, %465
 	%467 = icmp ne float* %kept, null
 	br i1 %467, label %keep.388, label %kept.389
 
-else.377:
+else.386:
 	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
 	%468 = bitcast <128 x float>* %5 to float*
 	%469 = sub i64 %n, %252
 	br label %pad.head.390
 
-join.378:
-	%470 = phi <32 x float> [ %484, %kept.389 ], [ %675, %keep.done.398 ]
-	%471 = phi <32 x float> [ %492, %kept.389 ], [ %684, %keep.done.398 ]
+join.387:
+	%470 = phi <32 x float> [ %484, %kept.389 ], [ %673, %keep.done.398 ]
+	%471 = phi <32 x float> [ %492, %kept.389 ], [ %682, %keep.done.398 ]
 	%472 = add i64 %247, 1
-	br label %row.head.373
+	br label %row.head.382
 
 keep.388:
 	%473 = getelementptr float, float* %kept, i64 %252
@@ -10427,7 +10359,7 @@ keep.388:
 	br label %kept.389
 
 kept.389:
-	%475 = fmul <128 x float> %331, %331
+	%475 = fmul <128 x float> %333, %333
 	%476 = fmul <128 x float> %466, %466
 	%477 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
 	%478 = fadd <32 x float> %248, %477
@@ -10445,10 +10377,10 @@ kept.389:
 	%490 = fadd <32 x float> %488, %489
 	%491 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%492 = fadd <32 x float> %490, %491
-	br label %join.378
+	br label %join.387
 
 pad.head.390:
-	%493 = phi i64 [ 0, %else.377 ], [ %499, %pad.391 ]
+	%493 = phi i64 [ 0, %else.386 ], [ %499, %pad.391 ]
 	%494 = icmp slt i64 %493, %469
 	br i1 %494, label %pad.391, label %pad.done.392
 
@@ -10494,291 +10426,291 @@ pad.done.395:
 	%518 = getelementptr float, float* %500, i64 0
 	%519 = bitcast float* %518 to <128 x float>*
 	%520 = load <128 x float>, <128 x float>* %519, align 4
-	%521 = add i64 %21, %252
-	%522 = call <128 x float> @lars_noise_row128_8_false(i64 %23, i32 %25, i64 %521)
-	%523 = insertelement <128 x float> undef, float %15, i32 0
-	%524 = insertelement <128 x float> %523, float %15, i32 1
-	%525 = insertelement <128 x float> %524, float %15, i32 2
-	%526 = insertelement <128 x float> %525, float %15, i32 3
-	%527 = insertelement <128 x float> %526, float %15, i32 4
-	%528 = insertelement <128 x float> %527, float %15, i32 5
-	%529 = insertelement <128 x float> %528, float %15, i32 6
-	%530 = insertelement <128 x float> %529, float %15, i32 7
-	%531 = insertelement <128 x float> %530, float %15, i32 8
-	%532 = insertelement <128 x float> %531, float %15, i32 9
-	%533 = insertelement <128 x float> %532, float %15, i32 10
-	%534 = insertelement <128 x float> %533, float %15, i32 11
-	%535 = insertelement <128 x float> %534, float %15, i32 12
-	%536 = insertelement <128 x float> %535, float %15, i32 13
-	%537 = insertelement <128 x float> %536, float %15, i32 14
-	%538 = insertelement <128 x float> %537, float %15, i32 15
-	%539 = insertelement <128 x float> %538, float %15, i32 16
-	%540 = insertelement <128 x float> %539, float %15, i32 17
-	%541 = insertelement <128 x float> %540, float %15, i32 18
-	%542 = insertelement <128 x float> %541, float %15, i32 19
-	%543 = insertelement <128 x float> %542, float %15, i32 20
-	%544 = insertelement <128 x float> %543, float %15, i32 21
-	%545 = insertelement <128 x float> %544, float %15, i32 22
-	%546 = insertelement <128 x float> %545, float %15, i32 23
-	%547 = insertelement <128 x float> %546, float %15, i32 24
-	%548 = insertelement <128 x float> %547, float %15, i32 25
-	%549 = insertelement <128 x float> %548, float %15, i32 26
-	%550 = insertelement <128 x float> %549, float %15, i32 27
-	%551 = insertelement <128 x float> %550, float %15, i32 28
-	%552 = insertelement <128 x float> %551, float %15, i32 29
-	%553 = insertelement <128 x float> %552, float %15, i32 30
-	%554 = insertelement <128 x float> %553, float %15, i32 31
-	%555 = insertelement <128 x float> %554, float %15, i32 32
-	%556 = insertelement <128 x float> %555, float %15, i32 33
-	%557 = insertelement <128 x float> %556, float %15, i32 34
-	%558 = insertelement <128 x float> %557, float %15, i32 35
-	%559 = insertelement <128 x float> %558, float %15, i32 36
-	%560 = insertelement <128 x float> %559, float %15, i32 37
-	%561 = insertelement <128 x float> %560, float %15, i32 38
-	%562 = insertelement <128 x float> %561, float %15, i32 39
-	%563 = insertelement <128 x float> %562, float %15, i32 40
-	%564 = insertelement <128 x float> %563, float %15, i32 41
-	%565 = insertelement <128 x float> %564, float %15, i32 42
-	%566 = insertelement <128 x float> %565, float %15, i32 43
-	%567 = insertelement <128 x float> %566, float %15, i32 44
-	%568 = insertelement <128 x float> %567, float %15, i32 45
-	%569 = insertelement <128 x float> %568, float %15, i32 46
-	%570 = insertelement <128 x float> %569, float %15, i32 47
-	%571 = insertelement <128 x float> %570, float %15, i32 48
-	%572 = insertelement <128 x float> %571, float %15, i32 49
-	%573 = insertelement <128 x float> %572, float %15, i32 50
-	%574 = insertelement <128 x float> %573, float %15, i32 51
-	%575 = insertelement <128 x float> %574, float %15, i32 52
-	%576 = insertelement <128 x float> %575, float %15, i32 53
-	%577 = insertelement <128 x float> %576, float %15, i32 54
-	%578 = insertelement <128 x float> %577, float %15, i32 55
-	%579 = insertelement <128 x float> %578, float %15, i32 56
-	%580 = insertelement <128 x float> %579, float %15, i32 57
-	%581 = insertelement <128 x float> %580, float %15, i32 58
-	%582 = insertelement <128 x float> %581, float %15, i32 59
-	%583 = insertelement <128 x float> %582, float %15, i32 60
-	%584 = insertelement <128 x float> %583, float %15, i32 61
-	%585 = insertelement <128 x float> %584, float %15, i32 62
-	%586 = insertelement <128 x float> %585, float %15, i32 63
-	%587 = insertelement <128 x float> %586, float %15, i32 64
-	%588 = insertelement <128 x float> %587, float %15, i32 65
-	%589 = insertelement <128 x float> %588, float %15, i32 66
-	%590 = insertelement <128 x float> %589, float %15, i32 67
-	%591 = insertelement <128 x float> %590, float %15, i32 68
-	%592 = insertelement <128 x float> %591, float %15, i32 69
-	%593 = insertelement <128 x float> %592, float %15, i32 70
-	%594 = insertelement <128 x float> %593, float %15, i32 71
-	%595 = insertelement <128 x float> %594, float %15, i32 72
-	%596 = insertelement <128 x float> %595, float %15, i32 73
-	%597 = insertelement <128 x float> %596, float %15, i32 74
-	%598 = insertelement <128 x float> %597, float %15, i32 75
-	%599 = insertelement <128 x float> %598, float %15, i32 76
-	%600 = insertelement <128 x float> %599, float %15, i32 77
-	%601 = insertelement <128 x float> %600, float %15, i32 78
-	%602 = insertelement <128 x float> %601, float %15, i32 79
-	%603 = insertelement <128 x float> %602, float %15, i32 80
-	%604 = insertelement <128 x float> %603, float %15, i32 81
-	%605 = insertelement <128 x float> %604, float %15, i32 82
-	%606 = insertelement <128 x float> %605, float %15, i32 83
-	%607 = insertelement <128 x float> %606, float %15, i32 84
-	%608 = insertelement <128 x float> %607, float %15, i32 85
-	%609 = insertelement <128 x float> %608, float %15, i32 86
-	%610 = insertelement <128 x float> %609, float %15, i32 87
-	%611 = insertelement <128 x float> %610, float %15, i32 88
-	%612 = insertelement <128 x float> %611, float %15, i32 89
-	%613 = insertelement <128 x float> %612, float %15, i32 90
-	%614 = insertelement <128 x float> %613, float %15, i32 91
-	%615 = insertelement <128 x float> %614, float %15, i32 92
-	%616 = insertelement <128 x float> %615, float %15, i32 93
-	%617 = insertelement <128 x float> %616, float %15, i32 94
-	%618 = insertelement <128 x float> %617, float %15, i32 95
-	%619 = insertelement <128 x float> %618, float %15, i32 96
-	%620 = insertelement <128 x float> %619, float %15, i32 97
-	%621 = insertelement <128 x float> %620, float %15, i32 98
-	%622 = insertelement <128 x float> %621, float %15, i32 99
-	%623 = insertelement <128 x float> %622, float %15, i32 100
-	%624 = insertelement <128 x float> %623, float %15, i32 101
-	%625 = insertelement <128 x float> %624, float %15, i32 102
-	%626 = insertelement <128 x float> %625, float %15, i32 103
-	%627 = insertelement <128 x float> %626, float %15, i32 104
-	%628 = insertelement <128 x float> %627, float %15, i32 105
-	%629 = insertelement <128 x float> %628, float %15, i32 106
-	%630 = insertelement <128 x float> %629, float %15, i32 107
-	%631 = insertelement <128 x float> %630, float %15, i32 108
-	%632 = insertelement <128 x float> %631, float %15, i32 109
-	%633 = insertelement <128 x float> %632, float %15, i32 110
-	%634 = insertelement <128 x float> %633, float %15, i32 111
-	%635 = insertelement <128 x float> %634, float %15, i32 112
-	%636 = insertelement <128 x float> %635, float %15, i32 113
-	%637 = insertelement <128 x float> %636, float %15, i32 114
-	%638 = insertelement <128 x float> %637, float %15, i32 115
-	%639 = insertelement <128 x float> %638, float %15, i32 116
-	%640 = insertelement <128 x float> %639, float %15, i32 117
-	%641 = insertelement <128 x float> %640, float %15, i32 118
-	%642 = insertelement <128 x float> %641, float %15, i32 119
-	%643 = insertelement <128 x float> %642, float %15, i32 120
-	%644 = insertelement <128 x float> %643, float %15, i32 121
-	%645 = insertelement <128 x float> %644, float %15, i32 122
-	%646 = insertelement <128 x float> %645, float %15, i32 123
-	%647 = insertelement <128 x float> %646, float %15, i32 124
-	%648 = insertelement <128 x float> %647, float %15, i32 125
-	%649 = insertelement <128 x float> %648, float %15, i32 126
-	%650 = insertelement <128 x float> %649, float %15, i32 127
-	%651 = fmul <128 x float> %650, %522
-	%652 = fadd <128 x float> %520, %651
+	%521 = insertelement <128 x float> undef, float %15, i32 0
+	%522 = insertelement <128 x float> %521, float %15, i32 1
+	%523 = insertelement <128 x float> %522, float %15, i32 2
+	%524 = insertelement <128 x float> %523, float %15, i32 3
+	%525 = insertelement <128 x float> %524, float %15, i32 4
+	%526 = insertelement <128 x float> %525, float %15, i32 5
+	%527 = insertelement <128 x float> %526, float %15, i32 6
+	%528 = insertelement <128 x float> %527, float %15, i32 7
+	%529 = insertelement <128 x float> %528, float %15, i32 8
+	%530 = insertelement <128 x float> %529, float %15, i32 9
+	%531 = insertelement <128 x float> %530, float %15, i32 10
+	%532 = insertelement <128 x float> %531, float %15, i32 11
+	%533 = insertelement <128 x float> %532, float %15, i32 12
+	%534 = insertelement <128 x float> %533, float %15, i32 13
+	%535 = insertelement <128 x float> %534, float %15, i32 14
+	%536 = insertelement <128 x float> %535, float %15, i32 15
+	%537 = insertelement <128 x float> %536, float %15, i32 16
+	%538 = insertelement <128 x float> %537, float %15, i32 17
+	%539 = insertelement <128 x float> %538, float %15, i32 18
+	%540 = insertelement <128 x float> %539, float %15, i32 19
+	%541 = insertelement <128 x float> %540, float %15, i32 20
+	%542 = insertelement <128 x float> %541, float %15, i32 21
+	%543 = insertelement <128 x float> %542, float %15, i32 22
+	%544 = insertelement <128 x float> %543, float %15, i32 23
+	%545 = insertelement <128 x float> %544, float %15, i32 24
+	%546 = insertelement <128 x float> %545, float %15, i32 25
+	%547 = insertelement <128 x float> %546, float %15, i32 26
+	%548 = insertelement <128 x float> %547, float %15, i32 27
+	%549 = insertelement <128 x float> %548, float %15, i32 28
+	%550 = insertelement <128 x float> %549, float %15, i32 29
+	%551 = insertelement <128 x float> %550, float %15, i32 30
+	%552 = insertelement <128 x float> %551, float %15, i32 31
+	%553 = insertelement <128 x float> %552, float %15, i32 32
+	%554 = insertelement <128 x float> %553, float %15, i32 33
+	%555 = insertelement <128 x float> %554, float %15, i32 34
+	%556 = insertelement <128 x float> %555, float %15, i32 35
+	%557 = insertelement <128 x float> %556, float %15, i32 36
+	%558 = insertelement <128 x float> %557, float %15, i32 37
+	%559 = insertelement <128 x float> %558, float %15, i32 38
+	%560 = insertelement <128 x float> %559, float %15, i32 39
+	%561 = insertelement <128 x float> %560, float %15, i32 40
+	%562 = insertelement <128 x float> %561, float %15, i32 41
+	%563 = insertelement <128 x float> %562, float %15, i32 42
+	%564 = insertelement <128 x float> %563, float %15, i32 43
+	%565 = insertelement <128 x float> %564, float %15, i32 44
+	%566 = insertelement <128 x float> %565, float %15, i32 45
+	%567 = insertelement <128 x float> %566, float %15, i32 46
+	%568 = insertelement <128 x float> %567, float %15, i32 47
+	%569 = insertelement <128 x float> %568, float %15, i32 48
+	%570 = insertelement <128 x float> %569, float %15, i32 49
+	%571 = insertelement <128 x float> %570, float %15, i32 50
+	%572 = insertelement <128 x float> %571, float %15, i32 51
+	%573 = insertelement <128 x float> %572, float %15, i32 52
+	%574 = insertelement <128 x float> %573, float %15, i32 53
+	%575 = insertelement <128 x float> %574, float %15, i32 54
+	%576 = insertelement <128 x float> %575, float %15, i32 55
+	%577 = insertelement <128 x float> %576, float %15, i32 56
+	%578 = insertelement <128 x float> %577, float %15, i32 57
+	%579 = insertelement <128 x float> %578, float %15, i32 58
+	%580 = insertelement <128 x float> %579, float %15, i32 59
+	%581 = insertelement <128 x float> %580, float %15, i32 60
+	%582 = insertelement <128 x float> %581, float %15, i32 61
+	%583 = insertelement <128 x float> %582, float %15, i32 62
+	%584 = insertelement <128 x float> %583, float %15, i32 63
+	%585 = insertelement <128 x float> %584, float %15, i32 64
+	%586 = insertelement <128 x float> %585, float %15, i32 65
+	%587 = insertelement <128 x float> %586, float %15, i32 66
+	%588 = insertelement <128 x float> %587, float %15, i32 67
+	%589 = insertelement <128 x float> %588, float %15, i32 68
+	%590 = insertelement <128 x float> %589, float %15, i32 69
+	%591 = insertelement <128 x float> %590, float %15, i32 70
+	%592 = insertelement <128 x float> %591, float %15, i32 71
+	%593 = insertelement <128 x float> %592, float %15, i32 72
+	%594 = insertelement <128 x float> %593, float %15, i32 73
+	%595 = insertelement <128 x float> %594, float %15, i32 74
+	%596 = insertelement <128 x float> %595, float %15, i32 75
+	%597 = insertelement <128 x float> %596, float %15, i32 76
+	%598 = insertelement <128 x float> %597, float %15, i32 77
+	%599 = insertelement <128 x float> %598, float %15, i32 78
+	%600 = insertelement <128 x float> %599, float %15, i32 79
+	%601 = insertelement <128 x float> %600, float %15, i32 80
+	%602 = insertelement <128 x float> %601, float %15, i32 81
+	%603 = insertelement <128 x float> %602, float %15, i32 82
+	%604 = insertelement <128 x float> %603, float %15, i32 83
+	%605 = insertelement <128 x float> %604, float %15, i32 84
+	%606 = insertelement <128 x float> %605, float %15, i32 85
+	%607 = insertelement <128 x float> %606, float %15, i32 86
+	%608 = insertelement <128 x float> %607, float %15, i32 87
+	%609 = insertelement <128 x float> %608, float %15, i32 88
+	%610 = insertelement <128 x float> %609, float %15, i32 89
+	%611 = insertelement <128 x float> %610, float %15, i32 90
+	%612 = insertelement <128 x float> %611, float %15, i32 91
+	%613 = insertelement <128 x float> %612, float %15, i32 92
+	%614 = insertelement <128 x float> %613, float %15, i32 93
+	%615 = insertelement <128 x float> %614, float %15, i32 94
+	%616 = insertelement <128 x float> %615, float %15, i32 95
+	%617 = insertelement <128 x float> %616, float %15, i32 96
+	%618 = insertelement <128 x float> %617, float %15, i32 97
+	%619 = insertelement <128 x float> %618, float %15, i32 98
+	%620 = insertelement <128 x float> %619, float %15, i32 99
+	%621 = insertelement <128 x float> %620, float %15, i32 100
+	%622 = insertelement <128 x float> %621, float %15, i32 101
+	%623 = insertelement <128 x float> %622, float %15, i32 102
+	%624 = insertelement <128 x float> %623, float %15, i32 103
+	%625 = insertelement <128 x float> %624, float %15, i32 104
+	%626 = insertelement <128 x float> %625, float %15, i32 105
+	%627 = insertelement <128 x float> %626, float %15, i32 106
+	%628 = insertelement <128 x float> %627, float %15, i32 107
+	%629 = insertelement <128 x float> %628, float %15, i32 108
+	%630 = insertelement <128 x float> %629, float %15, i32 109
+	%631 = insertelement <128 x float> %630, float %15, i32 110
+	%632 = insertelement <128 x float> %631, float %15, i32 111
+	%633 = insertelement <128 x float> %632, float %15, i32 112
+	%634 = insertelement <128 x float> %633, float %15, i32 113
+	%635 = insertelement <128 x float> %634, float %15, i32 114
+	%636 = insertelement <128 x float> %635, float %15, i32 115
+	%637 = insertelement <128 x float> %636, float %15, i32 116
+	%638 = insertelement <128 x float> %637, float %15, i32 117
+	%639 = insertelement <128 x float> %638, float %15, i32 118
+	%640 = insertelement <128 x float> %639, float %15, i32 119
+	%641 = insertelement <128 x float> %640, float %15, i32 120
+	%642 = insertelement <128 x float> %641, float %15, i32 121
+	%643 = insertelement <128 x float> %642, float %15, i32 122
+	%644 = insertelement <128 x float> %643, float %15, i32 123
+	%645 = insertelement <128 x float> %644, float %15, i32 124
+	%646 = insertelement <128 x float> %645, float %15, i32 125
+	%647 = insertelement <128 x float> %646, float %15, i32 126
+	%648 = insertelement <128 x float> %647, float %15, i32 127
+	%649 = fmul <128 x float> %648, %305
+	%650 = fadd <128 x float> %520, %649
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
-	%653 = bitcast <128 x float>* %3 to float*
-	%654 = bitcast float* %653 to <128 x float>*
-	store <128 x float> %652, <128 x float>* %654, align 4
-	%655 = icmp ne float* %kept, null
-	%656 = sub i64 %n, %252
-	%657 = select i1 %655, i64 %656, i64 0
+	%651 = bitcast <128 x float>* %3 to float*
+	%652 = bitcast float* %651 to <128 x float>*
+	store <128 x float> %650, <128 x float>* %652, align 4
+	%653 = icmp ne float* %kept, null
+	%654 = sub i64 %n, %252
+	%655 = select i1 %653, i64 %654, i64 0
 	br label %keep.head.396
 
 keep.head.396:
-	%658 = phi i64 [ 0, %pad.done.395 ], [ %664, %keep.397 ]
-	%659 = icmp slt i64 %658, %657
-	br i1 %659, label %keep.397, label %keep.done.398
+	%656 = phi i64 [ 0, %pad.done.395 ], [ %662, %keep.397 ]
+	%657 = icmp slt i64 %656, %655
+	br i1 %657, label %keep.397, label %keep.done.398
 
 keep.397:
-	%660 = getelementptr float, float* %653, i64 %658
-	%661 = load float, float* %660, align 4
-	%662 = add i64 %252, %658
-	%663 = getelementptr float, float* %kept, i64 %662
-	store volatile float %661, float* %663, align 4
-	%664 = add i64 %658, 1
+	%658 = getelementptr float, float* %651, i64 %656
+	%659 = load float, float* %658, align 4
+	%660 = add i64 %252, %656
+	%661 = getelementptr float, float* %kept, i64 %660
+	store volatile float %659, float* %661, align 4
+	%662 = add i64 %656, 1
 	br label %keep.head.396
 
 keep.done.398:
-	%665 = fmul <128 x float> %517, %517
-	%666 = fmul <128 x float> %652, %652
-	%667 = select <128 x i1> %514, <128 x float> %665, <128 x float> zeroinitializer
-	%668 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%669 = fadd <32 x float> %248, %668
-	%670 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%663 = fmul <128 x float> %517, %517
+	%664 = fmul <128 x float> %650, %650
+	%665 = select <128 x i1> %514, <128 x float> %663, <128 x float> zeroinitializer
+	%666 = shufflevector <128 x float> %665, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%667 = fadd <32 x float> %248, %666
+	%668 = shufflevector <128 x float> %665, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%669 = fadd <32 x float> %667, %668
+	%670 = shufflevector <128 x float> %665, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%671 = fadd <32 x float> %669, %670
-	%672 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%672 = shufflevector <128 x float> %665, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%673 = fadd <32 x float> %671, %672
-	%674 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%675 = fadd <32 x float> %673, %674
-	%676 = select <128 x i1> %514, <128 x float> %666, <128 x float> zeroinitializer
-	%677 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%678 = fadd <32 x float> %249, %677
-	%679 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%674 = select <128 x i1> %514, <128 x float> %664, <128 x float> zeroinitializer
+	%675 = shufflevector <128 x float> %674, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%676 = fadd <32 x float> %249, %675
+	%677 = shufflevector <128 x float> %674, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%678 = fadd <32 x float> %676, %677
+	%679 = shufflevector <128 x float> %674, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%680 = fadd <32 x float> %678, %679
-	%681 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%681 = shufflevector <128 x float> %674, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%682 = fadd <32 x float> %680, %681
-	%683 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%684 = fadd <32 x float> %682, %683
-	br label %join.378
+	br label %join.387
 
-task.head.399:
-	%685 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.404 ]
-	%686 = icmp slt i64 %685, %19
-	br i1 %686, label %task.400, label %task.done.401
+task.head.408:
+	%683 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.413 ]
+	%684 = icmp slt i64 %683, %19
+	br i1 %684, label %task.409, label %task.done.410
 
-task.400:
-	%687 = sdiv i64 %685, %59
-	%688 = srem i64 %685, %59
-	%689 = mul i64 %687, %n
-	%690 = getelementptr float, float* %9, i64 %689
-	%691 = mul i64 %687, %n
-	%692 = getelementptr float, float* %11, i64 %691
-	%693 = mul i64 %688, u0x1000
-	%694 = sub i64 %n, %693
-	%695 = add i64 %694, 127
-	%696 = sdiv i64 %695, 128
-	%697 = icmp slt i64 %696, 32
-	%698 = select i1 %697, i64 %696, i64 32
-	br label %row.head.402
+task.409:
+	%685 = sdiv i64 %683, %59
+	%686 = srem i64 %683, %59
+	%687 = mul i64 %685, %n
+	%688 = getelementptr float, float* %9, i64 %687
+	%689 = mul i64 %685, %n
+	%690 = getelementptr float, float* %11, i64 %689
+	%691 = mul i64 %686, u0x1000
+	%692 = sub i64 %n, %691
+	%693 = add i64 %692, 127
+	%694 = sdiv i64 %693, 128
+	%695 = icmp slt i64 %694, 32
+	%696 = select i1 %695, i64 %694, i64 32
+	br label %row.head.411
 
-task.done.401:
+task.done.410:
 	ret void
 
-row.head.402:
-	%699 = phi i64 [ 0, %task.400 ], [ %1186, %join.407 ]
-	%700 = phi <32 x float> [ zeroinitializer, %task.400 ], [ %1184, %join.407 ]
-	%701 = phi <32 x float> [ zeroinitializer, %task.400 ], [ %1185, %join.407 ]
-	%702 = icmp slt i64 %699, %698
-	br i1 %702, label %row.403, label %row.done.404
+row.head.411:
+	%697 = phi i64 [ 0, %task.409 ], [ %1184, %join.416 ]
+	%698 = phi <32 x float> [ zeroinitializer, %task.409 ], [ %1182, %join.416 ]
+	%699 = phi <32 x float> [ zeroinitializer, %task.409 ], [ %1183, %join.416 ]
+	%700 = icmp slt i64 %697, %696
+	br i1 %700, label %row.412, label %row.done.413
 
-row.403:
-	%703 = mul i64 %699, 128
-	%704 = add i64 %693, %703
-	%705 = add i64 %704, 512
-	%706 = add i64 %705, 0
-	%707 = getelementptr float, float* %690, i64 %706
-	%708 = bitcast float* %707 to i8*
-	call void @llvm.prefetch.p0i8(i8* %708, i32 0, i32 3, i32 1)
-	%709 = add i64 %705, 16
-	%710 = getelementptr float, float* %690, i64 %709
-	%711 = bitcast float* %710 to i8*
-	call void @llvm.prefetch.p0i8(i8* %711, i32 0, i32 3, i32 1)
-	%712 = add i64 %705, 32
-	%713 = getelementptr float, float* %690, i64 %712
-	%714 = bitcast float* %713 to i8*
-	call void @llvm.prefetch.p0i8(i8* %714, i32 0, i32 3, i32 1)
-	%715 = add i64 %705, 48
-	%716 = getelementptr float, float* %690, i64 %715
-	%717 = bitcast float* %716 to i8*
-	call void @llvm.prefetch.p0i8(i8* %717, i32 0, i32 3, i32 1)
-	%718 = add i64 %705, 64
-	%719 = getelementptr float, float* %690, i64 %718
-	%720 = bitcast float* %719 to i8*
-	call void @llvm.prefetch.p0i8(i8* %720, i32 0, i32 3, i32 1)
-	%721 = add i64 %705, 80
-	%722 = getelementptr float, float* %690, i64 %721
-	%723 = bitcast float* %722 to i8*
-	call void @llvm.prefetch.p0i8(i8* %723, i32 0, i32 3, i32 1)
-	%724 = add i64 %705, 96
-	%725 = getelementptr float, float* %690, i64 %724
-	%726 = bitcast float* %725 to i8*
-	call void @llvm.prefetch.p0i8(i8* %726, i32 0, i32 3, i32 1)
-	%727 = add i64 %705, 112
-	%728 = getelementptr float, float* %690, i64 %727
-	%729 = bitcast float* %728 to i8*
-	call void @llvm.prefetch.p0i8(i8* %729, i32 0, i32 3, i32 1)
-	%730 = add i64 %705, 0
-	%731 = getelementptr float, float* %692, i64 %730
-	%732 = bitcast float* %731 to i8*
-	call void @llvm.prefetch.p0i8(i8* %732, i32 0, i32 3, i32 1)
-	%733 = add i64 %705, 16
-	%734 = getelementptr float, float* %692, i64 %733
-	%735 = bitcast float* %734 to i8*
-	call void @llvm.prefetch.p0i8(i8* %735, i32 0, i32 3, i32 1)
-	%736 = add i64 %705, 32
-	%737 = getelementptr float, float* %692, i64 %736
-	%738 = bitcast float* %737 to i8*
-	call void @llvm.prefetch.p0i8(i8* %738, i32 0, i32 3, i32 1)
-	%739 = add i64 %705, 48
-	%740 = getelementptr float, float* %692, i64 %739
-	%741 = bitcast float* %740 to i8*
-	call void @llvm.prefetch.p0i8(i8* %741, i32 0, i32 3, i32 1)
-	%742 = add i64 %705, 64
-	%743 = getelementptr float, float* %692, i64 %742
-	%744 = bitcast float* %743 to i8*
-	call void @llvm.prefetch.p0i8(i8* %744, i32 0, i32 3, i32 1)
-	%745 = add i64 %705, 80
-	%746 = getelementptr float, float* %692, i64 %745
-	%747 = bitcast float* %746 to i8*
-	call void @llvm.prefetch.p0i8(i8* %747, i32 0, i32 3, i32 1)
-	%748 = add i64 %705, 96
-	%749 = getelementptr float, float* %692, i64 %748
-	%750 = bitcast float* %749 to i8*
-	call void @llvm.prefetch.p0i8(i8* %750, i32 0, i32 3, i32 1)
-	%751 = add i64 %705, 112
-	%752 = getelementptr float, float* %692, i64 %751
-	%753 = bitcast float* %752 to i8*
-	call void @llvm.prefetch.p0i8(i8* %753, i32 0, i32 3, i32 1)
-	%754 = add i64 %704, 128
-	%755 = icmp sle i64 %754, %n
-	br i1 %755, label %then.405, label %else.406
+row.412:
+	%701 = mul i64 %697, 128
+	%702 = add i64 %691, %701
+	%703 = add i64 %702, 512
+	%704 = add i64 %703, 0
+	%705 = getelementptr float, float* %688, i64 %704
+	%706 = bitcast float* %705 to i8*
+	call void @llvm.prefetch.p0i8(i8* %706, i32 0, i32 3, i32 1)
+	%707 = add i64 %703, 16
+	%708 = getelementptr float, float* %688, i64 %707
+	%709 = bitcast float* %708 to i8*
+	call void @llvm.prefetch.p0i8(i8* %709, i32 0, i32 3, i32 1)
+	%710 = add i64 %703, 32
+	%711 = getelementptr float, float* %688, i64 %710
+	%712 = bitcast float* %711 to i8*
+	call void @llvm.prefetch.p0i8(i8* %712, i32 0, i32 3, i32 1)
+	%713 = add i64 %703, 48
+	%714 = getelementptr float, float* %688, i64 %713
+	%715 = bitcast float* %714 to i8*
+	call void @llvm.prefetch.p0i8(i8* %715, i32 0, i32 3, i32 1)
+	%716 = add i64 %703, 64
+	%717 = getelementptr float, float* %688, i64 %716
+	%718 = bitcast float* %717 to i8*
+	call void @llvm.prefetch.p0i8(i8* %718, i32 0, i32 3, i32 1)
+	%719 = add i64 %703, 80
+	%720 = getelementptr float, float* %688, i64 %719
+	%721 = bitcast float* %720 to i8*
+	call void @llvm.prefetch.p0i8(i8* %721, i32 0, i32 3, i32 1)
+	%722 = add i64 %703, 96
+	%723 = getelementptr float, float* %688, i64 %722
+	%724 = bitcast float* %723 to i8*
+	call void @llvm.prefetch.p0i8(i8* %724, i32 0, i32 3, i32 1)
+	%725 = add i64 %703, 112
+	%726 = getelementptr float, float* %688, i64 %725
+	%727 = bitcast float* %726 to i8*
+	call void @llvm.prefetch.p0i8(i8* %727, i32 0, i32 3, i32 1)
+	%728 = add i64 %703, 0
+	%729 = getelementptr float, float* %690, i64 %728
+	%730 = bitcast float* %729 to i8*
+	call void @llvm.prefetch.p0i8(i8* %730, i32 0, i32 3, i32 1)
+	%731 = add i64 %703, 16
+	%732 = getelementptr float, float* %690, i64 %731
+	%733 = bitcast float* %732 to i8*
+	call void @llvm.prefetch.p0i8(i8* %733, i32 0, i32 3, i32 1)
+	%734 = add i64 %703, 32
+	%735 = getelementptr float, float* %690, i64 %734
+	%736 = bitcast float* %735 to i8*
+	call void @llvm.prefetch.p0i8(i8* %736, i32 0, i32 3, i32 1)
+	%737 = add i64 %703, 48
+	%738 = getelementptr float, float* %690, i64 %737
+	%739 = bitcast float* %738 to i8*
+	call void @llvm.prefetch.p0i8(i8* %739, i32 0, i32 3, i32 1)
+	%740 = add i64 %703, 64
+	%741 = getelementptr float, float* %690, i64 %740
+	%742 = bitcast float* %741 to i8*
+	call void @llvm.prefetch.p0i8(i8* %742, i32 0, i32 3, i32 1)
+	%743 = add i64 %703, 80
+	%744 = getelementptr float, float* %690, i64 %743
+	%745 = bitcast float* %744 to i8*
+	call void @llvm.prefetch.p0i8(i8* %745, i32 0, i32 3, i32 1)
+	%746 = add i64 %703, 96
+	%747 = getelementptr float, float* %690, i64 %746
+	%748 = bitcast float* %747 to i8*
+	call void @llvm.prefetch.p0i8(i8* %748, i32 0, i32 3, i32 1)
+	%749 = add i64 %703, 112
+	%750 = getelementptr float, float* %690, i64 %749
+	%751 = bitcast float* %750 to i8*
+	call void @llvm.prefetch.p0i8(i8* %751, i32 0, i32 3, i32 1)
+	%752 = add i64 %702, 128
+	%753 = icmp sle i64 %752, %n
+	%754 = add i64 %21, %702
+	%755 = call <128 x float> @lars_noise_row128_8_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %754)
+	br i1 %753, label %then.414, label %else.415
 
-row.done.404:
-	%756 = shufflevector <32 x float> %700, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%757 = fadd <32 x float> %700, %756
-	%758 = shufflevector <32 x float> %701, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%759 = fadd <32 x float> %701, %758
+row.done.413:
+	%756 = shufflevector <32 x float> %698, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%757 = fadd <32 x float> %698, %756
+	%758 = shufflevector <32 x float> %699, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%759 = fadd <32 x float> %699, %758
 	%760 = shufflevector <32 x float> %757, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%761 = fadd <32 x float> %757, %760
 	%762 = shufflevector <32 x float> %759, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
@@ -10796,943 +10728,939 @@ row.done.404:
 	%774 = shufflevector <32 x float> %771, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%775 = fadd <32 x float> %771, %774
 	%776 = extractelement <32 x float> %773, i32 0
-	%777 = getelementptr float, float* %37, i64 %685
+	%777 = getelementptr float, float* %37, i64 %683
 	store float %776, float* %777, align 4
 	%778 = extractelement <32 x float> %775, i32 0
-	%779 = getelementptr float, float* %39, i64 %685
+	%779 = getelementptr float, float* %39, i64 %683
 	store float %778, float* %779, align 4
-	%780 = add i64 %685, 1
-	br label %task.head.399
+	%780 = add i64 %683, 1
+	br label %task.head.408
 
-then.405:
-	%781 = getelementptr float, float* %690, i64 %704
+then.414:
+	%781 = getelementptr float, float* %688, i64 %702
 	%782 = bitcast float* %781 to <128 x float>*
 	%783 = load <128 x float>, <128 x float>* %782, align 4
-	%784 = getelementptr float, float* %692, i64 %704
+	%784 = getelementptr float, float* %690, i64 %702
 	%785 = bitcast float* %784 to <128 x float>*
 	%786 = load <128 x float>, <128 x float>* %785, align 4
-	%787 = add i64 %21, %704
-	%788 = call <128 x float> @lars_noise_row128_8_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %787)
-	%789 = insertelement <128 x float> undef, float %15, i32 0
-	%790 = insertelement <128 x float> %789, float %15, i32 1
-	%791 = insertelement <128 x float> %790, float %15, i32 2
-	%792 = insertelement <128 x float> %791, float %15, i32 3
-	%793 = insertelement <128 x float> %792, float %15, i32 4
-	%794 = insertelement <128 x float> %793, float %15, i32 5
-	%795 = insertelement <128 x float> %794, float %15, i32 6
-	%796 = insertelement <128 x float> %795, float %15, i32 7
-	%797 = insertelement <128 x float> %796, float %15, i32 8
-	%798 = insertelement <128 x float> %797, float %15, i32 9
-	%799 = insertelement <128 x float> %798, float %15, i32 10
-	%800 = insertelement <128 x float> %799, float %15, i32 11
-	%801 = insertelement <128 x float> %800, float %15, i32 12
-	%802 = insertelement <128 x float> %801, float %15, i32 13
-	%803 = insertelement <128 x float> %802, float %15, i32 14
-	%804 = insertelement <128 x float> %803, float %15, i32 15
-	%805 = insertelement <128 x float> %804, float %15, i32 16
-	%806 = insertelement <128 x float> %805, float %15, i32 17
-	%807 = insertelement <128 x float> %806, float %15, i32 18
-	%808 = insertelement <128 x float> %807, float %15, i32 19
-	%809 = insertelement <128 x float> %808, float %15, i32 20
-	%810 = insertelement <128 x float> %809, float %15, i32 21
-	%811 = insertelement <128 x float> %810, float %15, i32 22
-	%812 = insertelement <128 x float> %811, float %15, i32 23
-	%813 = insertelement <128 x float> %812, float %15, i32 24
-	%814 = insertelement <128 x float> %813, float %15, i32 25
-	%815 = insertelement <128 x float> %814, float %15, i32 26
-	%816 = insertelement <128 x float> %815, float %15, i32 27
-	%817 = insertelement <128 x float> %816, float %15, i32 28
-	%818 = insertelement <128 x float> %817, float %15, i32 29
-	%819 = insertelement <128 x float> %818, float %15, i32 30
-	%820 = insertelement <128 x float> %819, float %15, i32 31
-	%821 = insertelement <128 x float> %820, float %15, i32 32
-	%822 = insertelement <128 x float> %821, float %15, i32 33
-	%823 = insertelement <128 x float> %822, float %15, i32 34
-	%824 = insertelement <128 x float> %823, float %15, i32 35
-	%825 = insertelement <128 x float> %824, float %15, i32 36
-	%826 = insertelement <128 x float> %825, float %15, i32 37
-	%827 = insertelement <128 x float> %826, float %15, i32 38
-	%828 = insertelement <128 x float> %827, float %15, i32 39
-	%829 = insertelement <128 x float> %828, float %15, i32 40
-	%830 = insertelement <128 x float> %829, float %15, i32 41
-	%831 = insertelement <128 x float> %830, float %15, i32 42
-	%832 = insertelement <128 x float> %831, float %15, i32 43
-	%833 = insertelement <128 x float> %832, float %15, i32 44
-	%834 = insertelement <128 x float> %833, float %15, i32 45
-	%835 = insertelement <128 x float> %834, float %15, i32 46
-	%836 = insertelement <128 x float> %835, float %15, i32 47
-	%837 = insertelement <128 x float> %836, float %15, i32 48
-	%838 = insertelement <128 x float> %837, float %15, i32 49
-	%839 = insertelement <128 x float> %838, float %15, i32 50
-	%840 = insertelement <128 x float> %839, float %15, i32 51
-	%841 = insertelement <128 x float> %840, float %15, i32 52
-	%842 = insertelement <128 x float> %841, float %15, i32 53
-	%843 = insertelement <128 x float> %842, float %15, i32 54
-	%844 = insertelement <128 x float> %843, float %15, i32 55
-	%845 = insertelement <128 x float> %844, float %15, i32 56
-	%846 = insertelement <128 x float> %845, float %15, i32 57
-	%847 = insertelement <128 x float> %846, float %15, i32 58
-	%848 = insertelement <128 x float> %847, float %15, i32 59
-	%849 = insertelement <128 x float> %848, float %15, i32 60
-	%850 = insertelement <128 x float> %849, float %15, i32 61
-	%851 = insertelement <128 x float> %850, float %15, i32 62
-	%852 = insertelement <128 x float> %851, float %15, i32 63
-	%853 = insertelement <128 x float> %852, float %15, i32 64
-	%854 = insertelement <128 x float> %853, float %15, i32 65
-	%855 = insertelement <128 x float> %854, float %15, i32 66
-	%856 = insertelement <128 x float> %855, float %15, i32 67
-	%857 = insertelement <128 x float> %856, float %15, i32 68
-	%858 = insertelement <128 x float> %857, float %15, i32 69
-	%859 = insertelement <128 x float> %858, float %15, i32 70
-	%860 = insertelement <128 x float> %859, float %15, i32 71
-	%861 = insertelement <128 x float> %860, float %15, i32 72
-	%862 = insertelement <128 x float> %861, float %15, i32 73
-	%863 = insertelement <128 x float> %862, float %15, i32 74
-	%864 = insertelement <128 x float> %863, float %15, i32 75
-	%865 = insertelement <128 x float> %864, float %15, i32 76
-	%866 = insertelement <128 x float> %865, float %15, i32 77
-	%867 = insertelement <128 x float> %866, float %15, i32 78
-	%868 = insertelement <128 x float> %867, float %15, i32 79
-	%869 = insertelement <128 x float> %868, float %15, i32 80
-	%870 = insertelement <128 x float> %869, float %15, i32 81
-	%871 = insertelement <128 x float> %870, float %15, i32 82
-	%872 = insertelement <128 x float> %871, float %15, i32 83
-	%873 = insertelement <128 x float> %872, float %15, i32 84
-	%874 = insertelement <128 x float> %873, float %15, i32 85
-	%875 = insertelement <128 x float> %874, float %15, i32 86
-	%876 = insertelement <128 x float> %875, float %15, i32 87
-	%877 = insertelement <128 x float> %876, float %15, i32 88
-	%878 = insertelement <128 x float> %877, float %15, i32 89
-	%879 = insertelement <128 x float> %878, float %15, i32 90
-	%880 = insertelement <128 x float> %879, float %15, i32 91
-	%881 = insertelement <128 x float> %880, float %15, i32 92
-	%882 = insertelement <128 x float> %881, float %15, i32 93
-	%883 = insertelement <128 x float> %882, float %15, i32 94
-	%884 = insertelement <128 x float> %883, float %15, i32 95
-	%885 = insertelement <128 x float> %884, float %15, i32 96
-	%886 = insertelement <128 x float> %885, float %15, i32 97
-	%887 = insertelement <128 x float> %886, float %15, i32 98
-	%888 = insertelement <128 x float> %887, float %15, i32 99
-	%889 = insertelement <128 x float> %888, float %15, i32 100
-	%890 = insertelement <128 x float> %889, float %15, i32 101
-	%891 = insertelement <128 x float> %890, float %15, i32 102
-	%892 = insertelement <128 x float> %891, float %15, i32 103
-	%893 = insertelement <128 x float> %892, float %15, i32 104
-	%894 = insertelement <128 x float> %893, float %15, i32 105
-	%895 = insertelement <128 x float> %894, float %15, i32 106
-	%896 = insertelement <128 x float> %895, float %15, i32 107
-	%897 = insertelement <128 x float> %896, float %15, i32 108
-	%898 = insertelement <128 x float> %897, float %15, i32 109
-	%899 = insertelement <128 x float> %898, float %15, i32 110
-	%900 = insertelement <128 x float> %899, float %15, i32 111
-	%901 = insertelement <128 x float> %900, float %15, i32 112
-	%902 = insertelement <128 x float> %901, float %15, i32 113
-	%903 = insertelement <128 x float> %902, float %15, i32 114
-	%904 = insertelement <128 x float> %903, float %15, i32 115
-	%905 = insertelement <128 x float> %904, float %15, i32 116
-	%906 = insertelement <128 x float> %905, float %15, i32 117
-	%907 = insertelement <128 x float> %906, float %15, i32 118
-	%908 = insertelement <128 x float> %907, float %15, i32 119
-	%909 = insertelement <128 x float> %908, float %15, i32 120
-	%910 = insertelement <128 x float> %909, float %15, i32 121
-	%911 = insertelement <128 x float> %910, float %15, i32 122
-	%912 = insertelement <128 x float> %911, float %15, i32 123
-	%913 = insertelement <128 x float> %912, float %15, i32 124
-	%914 = insertelement <128 x float> %913, float %15, i32 125
-	%915 = insertelement <128 x float> %914, float %15, i32 126
-	%916 = insertelement <128 x float> %915, float %15, i32 127
-	%917 = fmul <128 x float> %916, %788
-	%918 = fadd <128 x float> %786, %917
-	%919 = insertelement <128 x float> undef, float %57, i32 0
-	%920 = insertelement <128 x float> %919, float %57, i32 1
-	%921 = insertelement <128 x float> %920, float %57, i32 2
-	%922 = insertelement <128 x float> %921, float %57, i32 3
-	%923 = insertelement <128 x float> %922, float %57, i32 4
-	%924 = insertelement <128 x float> %923, float %57, i32 5
-	%925 = insertelement <128 x float> %924, float %57, i32 6
-	%926 = insertelement <128 x float> %925, float %57, i32 7
-	%927 = insertelement <128 x float> %926, float %57, i32 8
-	%928 = insertelement <128 x float> %927, float %57, i32 9
-	%929 = insertelement <128 x float> %928, float %57, i32 10
-	%930 = insertelement <128 x float> %929, float %57, i32 11
-	%931 = insertelement <128 x float> %930, float %57, i32 12
-	%932 = insertelement <128 x float> %931, float %57, i32 13
-	%933 = insertelement <128 x float> %932, float %57, i32 14
-	%934 = insertelement <128 x float> %933, float %57, i32 15
-	%935 = insertelement <128 x float> %934, float %57, i32 16
-	%936 = insertelement <128 x float> %935, float %57, i32 17
-	%937 = insertelement <128 x float> %936, float %57, i32 18
-	%938 = insertelement <128 x float> %937, float %57, i32 19
-	%939 = insertelement <128 x float> %938, float %57, i32 20
-	%940 = insertelement <128 x float> %939, float %57, i32 21
-	%941 = insertelement <128 x float> %940, float %57, i32 22
-	%942 = insertelement <128 x float> %941, float %57, i32 23
-	%943 = insertelement <128 x float> %942, float %57, i32 24
-	%944 = insertelement <128 x float> %943, float %57, i32 25
-	%945 = insertelement <128 x float> %944, float %57, i32 26
-	%946 = insertelement <128 x float> %945, float %57, i32 27
-	%947 = insertelement <128 x float> %946, float %57, i32 28
-	%948 = insertelement <128 x float> %947, float %57, i32 29
-	%949 = insertelement <128 x float> %948, float %57, i32 30
-	%950 = insertelement <128 x float> %949, float %57, i32 31
-	%951 = insertelement <128 x float> %950, float %57, i32 32
-	%952 = insertelement <128 x float> %951, float %57, i32 33
-	%953 = insertelement <128 x float> %952, float %57, i32 34
-	%954 = insertelement <128 x float> %953, float %57, i32 35
-	%955 = insertelement <128 x float> %954, float %57, i32 36
-	%956 = insertelement <128 x float> %955, float %57, i32 37
-	%957 = insertelement <128 x float> %956, float %57, i32 38
-	%958 = insertelement <128 x float> %957, float %57, i32 39
-	%959 = insertelement <128 x float> %958, float %57, i32 40
-	%960 = insertelement <128 x float> %959, float %57, i32 41
-	%961 = insertelement <128 x float> %960, float %57, i32 42
-	%962 = insertelement <128 x float> %961, float %57, i32 43
-	%963 = insertelement <128 x float> %962, float %57, i32 44
-	%964 = insertelement <128 x float> %963, float %57, i32 45
-	%965 = insertelement <128 x float> %964, float %57, i32 46
-	%966 = insertelement <128 x float> %965, float %57, i32 47
-	%967 = insertelement <128 x float> %966, float %57, i32 48
-	%968 = insertelement <128 x float> %967, float %57, i32 49
-	%969 = insertelement <128 x float> %968, float %57, i32 50
-	%970 = insertelement <128 x float> %969, float %57, i32 51
-	%971 = insertelement <128 x float> %970, float %57, i32 52
-	%972 = insertelement <128 x float> %971, float %57, i32 53
-	%973 = insertelement <128 x float> %972, float %57, i32 54
-	%974 = insertelement <128 x float> %973, float %57, i32 55
-	%975 = insertelement <128 x float> %974, float %57, i32 56
-	%976 = insertelement <128 x float> %975, float %57, i32 57
-	%977 = insertelement <128 x float> %976, float %57, i32 58
-	%978 = insertelement <128 x float> %977, float %57, i32 59
-	%979 = insertelement <128 x float> %978, float %57, i32 60
-	%980 = insertelement <128 x float> %979, float %57, i32 61
-	%981 = insertelement <128 x float> %980, float %57, i32 62
-	%982 = insertelement <128 x float> %981, float %57, i32 63
-	%983 = insertelement <128 x float> %982, float %57, i32 64
-	%984 = insertelement <128 x float> %983, float %57, i32 65
-	%985 = insertelement <128 x float> %984, float %57, i32 66
-	%986 = insertelement <128 x float> %985, float %57, i32 67
-	%987 = insertelement <128 x float> %986, float %57, i32 68
-	%988 = insertelement <128 x float> %987, float %57, i32 69
-	%989 = insertelement <128 x float> %988, float %57, i32 70
-	%990 = insertelement <128 x float> %989, float %57, i32 71
-	%991 = insertelement <128 x float> %990, float %57, i32 72
-	%992 = insertelement <128 x float> %991, float %57, i32 73
-	%993 = insertelement <128 x float> %992, float %57, i32 74
-	%994 = insertelement <128 x float> %993, float %57, i32 75
-	%995 = insertelement <128 x float> %994, float %57, i32 76
-	%996 = insertelement <128 x float> %995, float %57, i32 77
-	%997 = insertelement <128 x float> %996, float %57, i32 78
-	%998 = insertelement <128 x float> %997, float %57, i32 79
-	%999 = insertelement <128 x float> %998, float %57, i32 80
-	%1000 = insertelement <128 x float> %999, float %57, i32 81
-	%1001 = insertelement <128 x float> %1000, float %57, i32 82
-	%1002 = insertelement <128 x float> %1001, float %57, i32 83
-	%1003 = insertelement <128 x float> %1002, float %57, i32 84
-	%1004 = insertelement <128 x float> %1003, float %57, i32 85
-	%1005 = insertelement <128 x float> %1004, float %57, i32 86
-	%1006 = insertelement <128 x float> %1005, float %57, i32 87
-	%1007 = insertelement <128 x float> %1006, float %57, i32 88
-	%1008 = insertelement <128 x float> %1007, float %57, i32 89
-	%1009 = insertelement <128 x float> %1008, float %57, i32 90
-	%1010 = insertelement <128 x float> %1009, float %57, i32 91
-	%1011 = insertelement <128 x float> %1010, float %57, i32 92
-	%1012 = insertelement <128 x float> %1011, float %57, i32 93
-	%1013 = insertelement <128 x float> %1012, float %57, i32 94
-	%1014 = insertelement <128 x float> %1013, float %57, i32 95
-	%1015 = insertelement <128 x float> %1014, float %57, i32 96
-	%1016 = insertelement <128 x float> %1015, float %57, i32 97
-	%1017 = insertelement <128 x float> %1016, float %57, i32 98
-	%1018 = insertelement <128 x float> %1017, float %57, i32 99
-	%1019 = insertelement <128 x float> %1018, float %57, i32 100
-	%1020 = insertelement <128 x float> %1019, float %57, i32 101
-	%1021 = insertelement <128 x float> %1020, float %57, i32 102
-	%1022 = insertelement <128 x float> %1021, float %57, i32 103
-	%1023 = insertelement <128 x float> %1022, float %57, i32 104
-	%1024 = insertelement <128 x float> %1023, float %57, i32 105
-	%1025 = insertelement <128 x float> %1024, float %57, i32 106
-	%1026 = insertelement <128 x float> %1025, float %57, i32 107
-	%1027 = insertelement <128 x float> %1026, float %57, i32 108
-	%1028 = insertelement <128 x float> %1027, float %57, i32 109
-	%1029 = insertelement <128 x float> %1028, float %57, i32 110
-	%1030 = insertelement <128 x float> %1029, float %57, i32 111
-	%1031 = insertelement <128 x float> %1030, float %57, i32 112
-	%1032 = insertelement <128 x float> %1031, float %57, i32 113
-	%1033 = insertelement <128 x float> %1032, float %57, i32 114
-	%1034 = insertelement <128 x float> %1033, float %57, i32 115
-	%1035 = insertelement <128 x float> %1034, float %57, i32 116
-	%1036 = insertelement <128 x float> %1035, float %57, i32 117
-	%1037 = insertelement <128 x float> %1036, float %57, i32 118
-	%1038 = insertelement <128 x float> %1037, float %57, i32 119
-	%1039 = insertelement <128 x float> %1038, float %57, i32 120
-	%1040 = insertelement <128 x float> %1039, float %57, i32 121
-	%1041 = insertelement <128 x float> %1040, float %57, i32 122
-	%1042 = insertelement <128 x float> %1041, float %57, i32 123
-	%1043 = insertelement <128 x float> %1042, float %57, i32 124
-	%1044 = insertelement <128 x float> %1043, float %57, i32 125
-	%1045 = insertelement <128 x float> %1044, float %57, i32 126
-	%1046 = insertelement <128 x float> %1045, float %57, i32 127
-	%1047 = fmul <128 x float> %918, %1046
-	%1048 = fadd <128 x float> %1047, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1049 = fsub <128 x float> %1048, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1050 = insertelement <128 x float> undef, float %53, i32 0
-	%1051 = insertelement <128 x float> %1050, float %53, i32 1
-	%1052 = insertelement <128 x float> %1051, float %53, i32 2
-	%1053 = insertelement <128 x float> %1052, float %53, i32 3
-	%1054 = insertelement <128 x float> %1053, float %53, i32 4
-	%1055 = insertelement <128 x float> %1054, float %53, i32 5
-	%1056 = insertelement <128 x float> %1055, float %53, i32 6
-	%1057 = insertelement <128 x float> %1056, float %53, i32 7
-	%1058 = insertelement <128 x float> %1057, float %53, i32 8
-	%1059 = insertelement <128 x float> %1058, float %53, i32 9
-	%1060 = insertelement <128 x float> %1059, float %53, i32 10
-	%1061 = insertelement <128 x float> %1060, float %53, i32 11
-	%1062 = insertelement <128 x float> %1061, float %53, i32 12
-	%1063 = insertelement <128 x float> %1062, float %53, i32 13
-	%1064 = insertelement <128 x float> %1063, float %53, i32 14
-	%1065 = insertelement <128 x float> %1064, float %53, i32 15
-	%1066 = insertelement <128 x float> %1065, float %53, i32 16
-	%1067 = insertelement <128 x float> %1066, float %53, i32 17
-	%1068 = insertelement <128 x float> %1067, float %53, i32 18
-	%1069 = insertelement <128 x float> %1068, float %53, i32 19
-	%1070 = insertelement <128 x float> %1069, float %53, i32 20
-	%1071 = insertelement <128 x float> %1070, float %53, i32 21
-	%1072 = insertelement <128 x float> %1071, float %53, i32 22
-	%1073 = insertelement <128 x float> %1072, float %53, i32 23
-	%1074 = insertelement <128 x float> %1073, float %53, i32 24
-	%1075 = insertelement <128 x float> %1074, float %53, i32 25
-	%1076 = insertelement <128 x float> %1075, float %53, i32 26
-	%1077 = insertelement <128 x float> %1076, float %53, i32 27
-	%1078 = insertelement <128 x float> %1077, float %53, i32 28
-	%1079 = insertelement <128 x float> %1078, float %53, i32 29
-	%1080 = insertelement <128 x float> %1079, float %53, i32 30
-	%1081 = insertelement <128 x float> %1080, float %53, i32 31
-	%1082 = insertelement <128 x float> %1081, float %53, i32 32
-	%1083 = insertelement <128 x float> %1082, float %53, i32 33
-	%1084 = insertelement <128 x float> %1083, float %53, i32 34
-	%1085 = insertelement <128 x float> %1084, float %53, i32 35
-	%1086 = insertelement <128 x float> %1085, float %53, i32 36
-	%1087 = insertelement <128 x float> %1086, float %53, i32 37
-	%1088 = insertelement <128 x float> %1087, float %53, i32 38
-	%1089 = insertelement <128 x float> %1088, float %53, i32 39
-	%1090 = insertelement <128 x float> %1089, float %53, i32 40
-	%1091 = insertelement <128 x float> %1090, float %53, i32 41
-	%1092 = insertelement <128 x float> %1091, float %53, i32 42
-	%1093 = insertelement <128 x float> %1092, float %53, i32 43
-	%1094 = insertelement <128 x float> %1093, float %53, i32 44
-	%1095 = insertelement <128 x float> %1094, float %53, i32 45
-	%1096 = insertelement <128 x float> %1095, float %53, i32 46
-	%1097 = insertelement <128 x float> %1096, float %53, i32 47
-	%1098 = insertelement <128 x float> %1097, float %53, i32 48
-	%1099 = insertelement <128 x float> %1098, float %53, i32 49
-	%1100 = insertelement <128 x float> %1099, float %53, i32 50
-	%1101 = insertelement <128 x float> %1100, float %53, i32 51
-	%1102 = insertelement <128 x float> %1101, float %53, i32 52
-	%1103 = insertelement <128 x float> %1102, float %53, i32 53
-	%1104 = insertelement <128 x float> %1103, float %53, i32 54
-	%1105 = insertelement <128 x float> %1104, float %53, i32 55
-	%1106 = insertelement <128 x float> %1105, float %53, i32 56
-	%1107 = insertelement <128 x float> %1106, float %53, i32 57
-	%1108 = insertelement <128 x float> %1107, float %53, i32 58
-	%1109 = insertelement <128 x float> %1108, float %53, i32 59
-	%1110 = insertelement <128 x float> %1109, float %53, i32 60
-	%1111 = insertelement <128 x float> %1110, float %53, i32 61
-	%1112 = insertelement <128 x float> %1111, float %53, i32 62
-	%1113 = insertelement <128 x float> %1112, float %53, i32 63
-	%1114 = insertelement <128 x float> %1113, float %53, i32 64
-	%1115 = insertelement <128 x float> %1114, float %53, i32 65
-	%1116 = insertelement <128 x float> %1115, float %53, i32 66
-	%1117 = insertelement <128 x float> %1116, float %53, i32 67
-	%1118 = insertelement <128 x float> %1117, float %53, i32 68
-	%1119 = insertelement <128 x float> %1118, float %53, i32 69
-	%1120 = insertelement <128 x float> %1119, float %53, i32 70
-	%1121 = insertelement <128 x float> %1120, float %53, i32 71
-	%1122 = insertelement <128 x float> %1121, float %53, i32 72
-	%1123 = insertelement <128 x float> %1122, float %53, i32 73
-	%1124 = insertelement <128 x float> %1123, float %53, i32 74
-	%1125 = insertelement <128 x float> %1124, float %53, i32 75
-	%1126 = insertelement <128 x float> %1125, float %53, i32 76
-	%1127 = insertelement <128 x float> %1126, float %53, i32 77
-	%1128 = insertelement <128 x float> %1127, float %53, i32 78
-	%1129 = insertelement <128 x float> %1128, float %53, i32 79
-	%1130 = insertelement <128 x float> %1129, float %53, i32 80
-	%1131 = insertelement <128 x float> %1130, float %53, i32 81
-	%1132 = insertelement <128 x float> %1131, float %53, i32 82
-	%1133 = insertelement <128 x float> %1132, float %53, i32 83
-	%1134 = insertelement <128 x float> %1133, float %53, i32 84
-	%1135 = insertelement <128 x float> %1134, float %53, i32 85
-	%1136 = insertelement <128 x float> %1135, float %53, i32 86
-	%1137 = insertelement <128 x float> %1136, float %53, i32 87
-	%1138 = insertelement <128 x float> %1137, float %53, i32 88
-	%1139 = insertelement <128 x float> %1138, float %53, i32 89
-	%1140 = insertelement <128 x float> %1139, float %53, i32 90
-	%1141 = insertelement <128 x float> %1140, float %53, i32 91
-	%1142 = insertelement <128 x float> %1141, float %53, i32 92
-	%1143 = insertelement <128 x float> %1142, float %53, i32 93
-	%1144 = insertelement <128 x float> %1143, float %53, i32 94
-	%1145 = insertelement <128 x float> %1144, float %53, i32 95
-	%1146 = insertelement <128 x float> %1145, float %53, i32 96
-	%1147 = insertelement <128 x float> %1146, float %53, i32 97
-	%1148 = insertelement <128 x float> %1147, float %53, i32 98
-	%1149 = insertelement <128 x float> %1148, float %53, i32 99
-	%1150 = insertelement <128 x float> %1149, float %53, i32 100
-	%1151 = insertelement <128 x float> %1150, float %53, i32 101
-	%1152 = insertelement <128 x float> %1151, float %53, i32 102
-	%1153 = insertelement <128 x float> %1152, float %53, i32 103
-	%1154 = insertelement <128 x float> %1153, float %53, i32 104
-	%1155 = insertelement <128 x float> %1154, float %53, i32 105
-	%1156 = insertelement <128 x float> %1155, float %53, i32 106
-	%1157 = insertelement <128 x float> %1156, float %53, i32 107
-	%1158 = insertelement <128 x float> %1157, float %53, i32 108
-	%1159 = insertelement <128 x float> %1158, float %53, i32 109
-	%1160 = insertelement <128 x float> %1159, float %53, i32 110
-	%1161 = insertelement <128 x float> %1160, float %53, i32 111
-	%1162 = insertelement <128 x float> %1161, float %53, i32 112
-	%1163 = insertelement <128 x float> %1162, float %53, i32 113
-	%1164 = insertelement <128 x float> %1163, float %53, i32 114
-	%1165 = insertelement <128 x float> %1164, float %53, i32 115
-	%1166 = insertelement <128 x float> %1165, float %53, i32 116
-	%1167 = insertelement <128 x float> %1166, float %53, i32 117
-	%1168 = insertelement <128 x float> %1167, float %53, i32 118
-	%1169 = insertelement <128 x float> %1168, float %53, i32 119
-	%1170 = insertelement <128 x float> %1169, float %53, i32 120
-	%1171 = insertelement <128 x float> %1170, float %53, i32 121
-	%1172 = insertelement <128 x float> %1171, float %53, i32 122
-	%1173 = insertelement <128 x float> %1172, float %53, i32 123
-	%1174 = insertelement <128 x float> %1173, float %53, i32 124
-	%1175 = insertelement <128 x float> %1174, float %53, i32 125
-	%1176 = insertelement <128 x float> %1175, float %53, i32 126
-	%1177 = insertelement <128 x float> %1176, float %53, i32 127
-	%1178 = fmul <128 x float> %1049, %1177
-	%1179 = fcmp oeq float %53, 0.0
-	%1180 = select i1 %1179, <128 x float> %918, <128 x float> %1178
-	%1181 = icmp ne float* %kept, null
-	br i1 %1181, label %keep.417, label %kept.418
+	%787 = insertelement <128 x float> undef, float %15, i32 0
+	%788 = insertelement <128 x float> %787, float %15, i32 1
+	%789 = insertelement <128 x float> %788, float %15, i32 2
+	%790 = insertelement <128 x float> %789, float %15, i32 3
+	%791 = insertelement <128 x float> %790, float %15, i32 4
+	%792 = insertelement <128 x float> %791, float %15, i32 5
+	%793 = insertelement <128 x float> %792, float %15, i32 6
+	%794 = insertelement <128 x float> %793, float %15, i32 7
+	%795 = insertelement <128 x float> %794, float %15, i32 8
+	%796 = insertelement <128 x float> %795, float %15, i32 9
+	%797 = insertelement <128 x float> %796, float %15, i32 10
+	%798 = insertelement <128 x float> %797, float %15, i32 11
+	%799 = insertelement <128 x float> %798, float %15, i32 12
+	%800 = insertelement <128 x float> %799, float %15, i32 13
+	%801 = insertelement <128 x float> %800, float %15, i32 14
+	%802 = insertelement <128 x float> %801, float %15, i32 15
+	%803 = insertelement <128 x float> %802, float %15, i32 16
+	%804 = insertelement <128 x float> %803, float %15, i32 17
+	%805 = insertelement <128 x float> %804, float %15, i32 18
+	%806 = insertelement <128 x float> %805, float %15, i32 19
+	%807 = insertelement <128 x float> %806, float %15, i32 20
+	%808 = insertelement <128 x float> %807, float %15, i32 21
+	%809 = insertelement <128 x float> %808, float %15, i32 22
+	%810 = insertelement <128 x float> %809, float %15, i32 23
+	%811 = insertelement <128 x float> %810, float %15, i32 24
+	%812 = insertelement <128 x float> %811, float %15, i32 25
+	%813 = insertelement <128 x float> %812, float %15, i32 26
+	%814 = insertelement <128 x float> %813, float %15, i32 27
+	%815 = insertelement <128 x float> %814, float %15, i32 28
+	%816 = insertelement <128 x float> %815, float %15, i32 29
+	%817 = insertelement <128 x float> %816, float %15, i32 30
+	%818 = insertelement <128 x float> %817, float %15, i32 31
+	%819 = insertelement <128 x float> %818, float %15, i32 32
+	%820 = insertelement <128 x float> %819, float %15, i32 33
+	%821 = insertelement <128 x float> %820, float %15, i32 34
+	%822 = insertelement <128 x float> %821, float %15, i32 35
+	%823 = insertelement <128 x float> %822, float %15, i32 36
+	%824 = insertelement <128 x float> %823, float %15, i32 37
+	%825 = insertelement <128 x float> %824, float %15, i32 38
+	%826 = insertelement <128 x float> %825, float %15, i32 39
+	%827 = insertelement <128 x float> %826, float %15, i32 40
+	%828 = insertelement <128 x float> %827, float %15, i32 41
+	%829 = insertelement <128 x float> %828, float %15, i32 42
+	%830 = insertelement <128 x float> %829, float %15, i32 43
+	%831 = insertelement <128 x float> %830, float %15, i32 44
+	%832 = insertelement <128 x float> %831, float %15, i32 45
+	%833 = insertelement <128 x float> %832, float %15, i32 46
+	%834 = insertelement <128 x float> %833, float %15, i32 47
+	%835 = insertelement <128 x float> %834, float %15, i32 48
+	%836 = insertelement <128 x float> %835, float %15, i32 49
+	%837 = insertelement <128 x float> %836, float %15, i32 50
+	%838 = insertelement <128 x float> %837, float %15, i32 51
+	%839 = insertelement <128 x float> %838, float %15, i32 52
+	%840 = insertelement <128 x float> %839, float %15, i32 53
+	%841 = insertelement <128 x float> %840, float %15, i32 54
+	%842 = insertelement <128 x float> %841, float %15, i32 55
+	%843 = insertelement <128 x float> %842, float %15, i32 56
+	%844 = insertelement <128 x float> %843, float %15, i32 57
+	%845 = insertelement <128 x float> %844, float %15, i32 58
+	%846 = insertelement <128 x float> %845, float %15, i32 59
+	%847 = insertelement <128 x float> %846, float %15, i32 60
+	%848 = insertelement <128 x float> %847, float %15, i32 61
+	%849 = insertelement <128 x float> %848, float %15, i32 62
+	%850 = insertelement <128 x float> %849, float %15, i32 63
+	%851 = insertelement <128 x float> %850, float %15, i32 64
+	%852 = insertelement <128 x float> %851, float %15, i32 65
+	%853 = insertelement <128 x float> %852, float %15, i32 66
+	%854 = insertelement <128 x float> %853, float %15, i32 67
+	%855 = insertelement <128 x float> %854, float %15, i32 68
+	%856 = insertelement <128 x float> %855, float %15, i32 69
+	%857 = insertelement <128 x float> %856, float %15, i32 70
+	%858 = insertelement <128 x float> %857, float %15, i32 71
+	%859 = insertelement <128 x float> %858, float %15, i32 72
+	%860 = insertelement <128 x float> %859, float %15, i32 73
+	%861 = insertelement <128 x float> %860, float %15, i32 74
+	%862 = insertelement <128 x float> %861, float %15, i32 75
+	%863 = insertelement <128 x float> %862, float %15, i32 76
+	%864 = insertelement <128 x float> %863, float %15, i32 77
+	%865 = insertelement <128 x float> %864, float %15, i32 78
+	%866 = insertelement <128 x float> %865, float %15, i32 79
+	%867 = insertelement <128 x float> %866, float %15, i32 80
+	%868 = insertelement <128 x float> %867, float %15, i32 81
+	%869 = insertelement <128 x float> %868, float %15, i32 82
+	%870 = insertelement <128 x float> %869, float %15, i32 83
+	%871 = insertelement <128 x float> %870, float %15, i32 84
+	%872 = insertelement <128 x float> %871, float %15, i32 85
+	%873 = insertelement <128 x float> %872, float %15, i32 86
+	%874 = insertelement <128 x float> %873, float %15, i32 87
+	%875 = insertelement <128 x float> %874, float %15, i32 88
+	%876 = insertelement <128 x float> %875, float %15, i32 89
+	%877 = insertelement <128 x float> %876, float %15, i32 90
+	%878 = insertelement <128 x float> %877, float %15, i32 91
+	%879 = insertelement <128 x float> %878, float %15, i32 92
+	%880 = insertelement <128 x float> %879, float %15, i32 93
+	%881 = insertelement <128 x float> %880, float %15, i32 94
+	%882 = insertelement <128 x float> %881, float %15, i32 95
+	%883 = insertelement <128 x float> %882, float %15, i32 96
+	%884 = insertelement <128 x float> %883, float %15, i32 97
+	%885 = insertelement <128 x float> %884, float %15, i32 98
+	%886 = insertelement <128 x float> %885, float %15, i32 99
+	%887 = insertelement <128 x float> %886, float %15, i32 100
+	%888 = insertelement <128 x float> %887, float %15, i32 101
+	%889 = insertelement <128 x float> %888, float %15, i32 102
+	%890 = insertelement <128 x float> %889, float %15, i32 103
+	%891 = insertelement <128 x float> %890, float %15, i32 104
+	%892 = insertelement <128 x float> %891, float %15, i32 105
+	%893 = insertelement <128 x float> %892, float %15, i32 106
+	%894 = insertelement <128 x float> %893, float %15, i32 107
+	%895 = insertelement <128 x float> %894, float %15, i32 108
+	%896 = insertelement <128 x float> %895, float %15, i32 109
+	%897 = insertelement <128 x float> %896, float %15, i32 110
+	%898 = insertelement <128 x float> %897, float %15, i32 111
+	%899 = insertelement <128 x float> %898, float %15, i32 112
+	%900 = insertelement <128 x float> %899, float %15, i32 113
+	%901 = insertelement <128 x float> %900, float %15, i32 114
+	%902 = insertelement <128 x float> %901, float %15, i32 115
+	%903 = insertelement <128 x float> %902, float %15, i32 116
+	%904 = insertelement <128 x float> %903, float %15, i32 117
+	%905 = insertelement <128 x float> %904, float %15, i32 118
+	%906 = insertelement <128 x float> %905, float %15, i32 119
+	%907 = insertelement <128 x float> %906, float %15, i32 120
+	%908 = insertelement <128 x float> %907, float %15, i32 121
+	%909 = insertelement <128 x float> %908, float %15, i32 122
+	%910 = insertelement <128 x float> %909, float %15, i32 123
+	%911 = insertelement <128 x float> %910, float %15, i32 124
+	%912 = insertelement <128 x float> %911, float %15, i32 125
+	%913 = insertelement <128 x float> %912, float %15, i32 126
+	%914 = insertelement <128 x float> %913, float %15, i32 127
+	%915 = fmul <128 x float> %914, %755
+	%916 = fadd <128 x float> %786, %915
+	%917 = insertelement <128 x float> undef, float %57, i32 0
+	%918 = insertelement <128 x float> %917, float %57, i32 1
+	%919 = insertelement <128 x float> %918, float %57, i32 2
+	%920 = insertelement <128 x float> %919, float %57, i32 3
+	%921 = insertelement <128 x float> %920, float %57, i32 4
+	%922 = insertelement <128 x float> %921, float %57, i32 5
+	%923 = insertelement <128 x float> %922, float %57, i32 6
+	%924 = insertelement <128 x float> %923, float %57, i32 7
+	%925 = insertelement <128 x float> %924, float %57, i32 8
+	%926 = insertelement <128 x float> %925, float %57, i32 9
+	%927 = insertelement <128 x float> %926, float %57, i32 10
+	%928 = insertelement <128 x float> %927, float %57, i32 11
+	%929 = insertelement <128 x float> %928, float %57, i32 12
+	%930 = insertelement <128 x float> %929, float %57, i32 13
+	%931 = insertelement <128 x float> %930, float %57, i32 14
+	%932 = insertelement <128 x float> %931, float %57, i32 15
+	%933 = insertelement <128 x float> %932, float %57, i32 16
+	%934 = insertelement <128 x float> %933, float %57, i32 17
+	%935 = insertelement <128 x float> %934, float %57, i32 18
+	%936 = insertelement <128 x float> %935, float %57, i32 19
+	%937 = insertelement <128 x float> %936, float %57, i32 20
+	%938 = insertelement <128 x float> %937, float %57, i32 21
+	%939 = insertelement <128 x float> %938, float %57, i32 22
+	%940 = insertelement <128 x float> %939, float %57, i32 23
+	%941 = insertelement <128 x float> %940, float %57, i32 24
+	%942 = insertelement <128 x float> %941, float %57, i32 25
+	%943 = insertelement <128 x float> %942, float %57, i32 26
+	%944 = insertelement <128 x float> %943, float %57, i32 27
+	%945 = insertelement <128 x float> %944, float %57, i32 28
+	%946 = insertelement <128 x float> %945, float %57, i32 29
+	%947 = insertelement <128 x float> %946, float %57, i32 30
+	%948 = insertelement <128 x float> %947, float %57, i32 31
+	%949 = insertelement <128 x float> %948, float %57, i32 32
+	%950 = insertelement <128 x float> %949, float %57, i32 33
+	%951 = insertelement <128 x float> %950, float %57, i32 34
+	%952 = insertelement <128 x float> %951, float %57, i32 35
+	%953 = insertelement <128 x float> %952, float %57, i32 36
+	%954 = insertelement <128 x float> %953, float %57, i32 37
+	%955 = insertelement <128 x float> %954, float %57, i32 38
+	%956 = insertelement <128 x float> %955, float %57, i32 39
+	%957 = insertelement <128 x float> %956, float %57, i32 40
+	%958 = insertelement <128 x float> %957, float %57, i32 41
+	%959 = insertelement <128 x float> %958, float %57, i32 42
+	%960 = insertelement <128 x float> %959, float %57, i32 43
+	%961 = insertelement <128 x float> %960, float %57, i32 44
+	%962 = insertelement <128 x float> %961, float %57, i32 45
+	%963 = insertelement <128 x float> %962, float %57, i32 46
+	%964 = insertelement <128 x float> %963, float %57, i32 47
+	%965 = insertelement <128 x float> %964, float %57, i32 48
+	%966 = insertelement <128 x float> %965, float %57, i32 49
+	%967 = insertelement <128 x float> %966, float %57, i32 50
+	%968 = insertelement <128 x float> %967, float %57, i32 51
+	%969 = insertelement <128 x float> %968, float %57, i32 52
+	%970 = insertelement <128 x float> %969, float %57, i32 53
+	%971 = insertelement <128 x float> %970, float %57, i32 54
+	%972 = insertelement <128 x float> %971, float %57, i32 55
+	%973 = insertelement <128 x float> %972, float %57, i32 56
+	%974 = insertelement <128 x float> %973, float %57, i32 57
+	%975 = insertelement <128 x float> %974, float %57, i32 58
+	%976 = insertelement <128 x float> %975, float %57, i32 59
+	%977 = insertelement <128 x float> %976, float %57, i32 60
+	%978 = insertelement <128 x float> %977, float %57, i32 61
+	%979 = insertelement <128 x float> %978, float %57, i32 62
+	%980 = insertelement <128 x float> %979, float %57, i32 63
+	%981 = insertelement <128 x float> %980, float %57, i32 64
+	%982 = insertelement <128 x float> %981, float %57, i32 65
+	%983 = insertelement <128 x float> %982, float %57, i32 66
+	%984 = insertelement <128 x float> %983, float %57, i32 67
+	%985 = insertelement <128 x float> %984, float %57, i32 68
+	%986 = insertelement <128 x float> %985, float %57, i32 69
+	%987 = insertelement <128 x float> %986, float %57, i32 70
+	%988 = insertelement <128 x float> %987, float %57, i32 71
+	%989 = insertelement <128 x float> %988, float %57, i32 72
+	%990 = insertelement <128 x float> %989, float %57, i32 73
+	%991 = insertelement <128 x float> %990, float %57, i32 74
+	%992 = insertelement <128 x float> %991, float %57, i32 75
+	%993 = insertelement <128 x float> %992, float %57, i32 76
+	%994 = insertelement <128 x float> %993, float %57, i32 77
+	%995 = insertelement <128 x float> %994, float %57, i32 78
+	%996 = insertelement <128 x float> %995, float %57, i32 79
+	%997 = insertelement <128 x float> %996, float %57, i32 80
+	%998 = insertelement <128 x float> %997, float %57, i32 81
+	%999 = insertelement <128 x float> %998, float %57, i32 82
+	%1000 = insertelement <128 x float> %999, float %57, i32 83
+	%1001 = insertelement <128 x float> %1000, float %57, i32 84
+	%1002 = insertelement <128 x float> %1001, float %57, i32 85
+	%1003 = insertelement <128 x float> %1002, float %57, i32 86
+	%1004 = insertelement <128 x float> %1003, float %57, i32 87
+	%1005 = insertelement <128 x float> %1004, float %57, i32 88
+	%1006 = insertelement <128 x float> %1005, float %57, i32 89
+	%1007 = insertelement <128 x float> %1006, float %57, i32 90
+	%1008 = insertelement <128 x float> %1007, float %57, i32 91
+	%1009 = insertelement <128 x float> %1008, float %57, i32 92
+	%1010 = insertelement <128 x float> %1009, float %57, i32 93
+	%1011 = insertelement <128 x float> %1010, float %57, i32 94
+	%1012 = insertelement <128 x float> %1011, float %57, i32 95
+	%1013 = insertelement <128 x float> %1012, float %57, i32 96
+	%1014 = insertelement <128 x float> %1013, float %57, i32 97
+	%1015 = insertelement <128 x float> %1014, float %57, i32 98
+	%1016 = insertelement <128 x float> %1015, float %57, i32 99
+	%1017 = insertelement <128 x float> %1016, float %57, i32 100
+	%1018 = insertelement <128 x float> %1017, float %57, i32 101
+	%1019 = insertelement <128 x float> %1018, float %57, i32 102
+	%1020 = insertelement <128 x float> %1019, float %57, i32 103
+	%1021 = insertelement <128 x float> %1020, float %57, i32 104
+	%1022 = insertelement <128 x float> %1021, float %57, i32 105
+	%1023 = insertelement <128 x float> %1022, float %57, i32 106
+	%1024 = insertelement <128 x float> %1023, float %57, i32 107
+	%1025 = insertelement <128 x float> %1024, float %57, i32 108
+	%1026 = insertelement <128 x float> %1025, float %57, i32 109
+	%1027 = insertelement <128 x float> %1026, float %57, i32 110
+	%1028 = insertelement <128 x float> %1027, float %57, i32 111
+	%1029 = insertelement <128 x float> %1028, float %57, i32 112
+	%1030 = insertelement <128 x float> %1029, float %57, i32 113
+	%1031 = insertelement <128 x float> %1030, float %57, i32 114
+	%1032 = insertelement <128 x float> %1031, float %57, i32 115
+	%1033 = insertelement <128 x float> %1032, float %57, i32 116
+	%1034 = insertelement <128 x float> %1033, float %57, i32 117
+	%1035 = insertelement <128 x float> %1034, float %57, i32 118
+	%1036 = insertelement <128 x float> %1035, float %57, i32 119
+	%1037 = insertelement <128 x float> %1036, float %57, i32 120
+	%1038 = insertelement <128 x float> %1037, float %57, i32 121
+	%1039 = insertelement <128 x float> %1038, float %57, i32 122
+	%1040 = insertelement <128 x float> %1039, float %57, i32 123
+	%1041 = insertelement <128 x float> %1040, float %57, i32 124
+	%1042 = insertelement <128 x float> %1041, float %57, i32 125
+	%1043 = insertelement <128 x float> %1042, float %57, i32 126
+	%1044 = insertelement <128 x float> %1043, float %57, i32 127
+	%1045 = fmul <128 x float> %916, %1044
+	%1046 = fadd <128 x float> %1045, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1047 = fsub <128 x float> %1046, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1048 = insertelement <128 x float> undef, float %53, i32 0
+	%1049 = insertelement <128 x float> %1048, float %53, i32 1
+	%1050 = insertelement <128 x float> %1049, float %53, i32 2
+	%1051 = insertelement <128 x float> %1050, float %53, i32 3
+	%1052 = insertelement <128 x float> %1051, float %53, i32 4
+	%1053 = insertelement <128 x float> %1052, float %53, i32 5
+	%1054 = insertelement <128 x float> %1053, float %53, i32 6
+	%1055 = insertelement <128 x float> %1054, float %53, i32 7
+	%1056 = insertelement <128 x float> %1055, float %53, i32 8
+	%1057 = insertelement <128 x float> %1056, float %53, i32 9
+	%1058 = insertelement <128 x float> %1057, float %53, i32 10
+	%1059 = insertelement <128 x float> %1058, float %53, i32 11
+	%1060 = insertelement <128 x float> %1059, float %53, i32 12
+	%1061 = insertelement <128 x float> %1060, float %53, i32 13
+	%1062 = insertelement <128 x float> %1061, float %53, i32 14
+	%1063 = insertelement <128 x float> %1062, float %53, i32 15
+	%1064 = insertelement <128 x float> %1063, float %53, i32 16
+	%1065 = insertelement <128 x float> %1064, float %53, i32 17
+	%1066 = insertelement <128 x float> %1065, float %53, i32 18
+	%1067 = insertelement <128 x float> %1066, float %53, i32 19
+	%1068 = insertelement <128 x float> %1067, float %53, i32 20
+	%1069 = insertelement <128 x float> %1068, float %53, i32 21
+	%1070 = insertelement <128 x float> %1069, float %53, i32 22
+	%1071 = insertelement <128 x float> %1070, float %53, i32 23
+	%1072 = insertelement <128 x float> %1071, float %53, i32 24
+	%1073 = insertelement <128 x float> %1072, float %53, i32 25
+	%1074 = insertelement <128 x float> %1073, float %53, i32 26
+	%1075 = insertelement <128 x float> %1074, float %53, i32 27
+	%1076 = insertelement <128 x float> %1075, float %53, i32 28
+	%1077 = insertelement <128 x float> %1076, float %53, i32 29
+	%1078 = insertelement <128 x float> %1077, float %53, i32 30
+	%1079 = insertelement <128 x float> %1078, float %53, i32 31
+	%1080 = insertelement <128 x float> %1079, float %53, i32 32
+	%1081 = insertelement <128 x float> %1080, float %53, i32 33
+	%1082 = insertelement <128 x float> %1081, float %53, i32 34
+	%1083 = insertelement <128 x float> %1082, float %53, i32 35
+	%1084 = insertelement <128 x float> %1083, float %53, i32 36
+	%1085 = insertelement <128 x float> %1084, float %53, i32 37
+	%1086 = insertelement <128 x float> %1085, float %53, i32 38
+	%1087 = insertelement <128 x float> %1086, float %53, i32 39
+	%1088 = insertelement <128 x float> %1087, float %53, i32 40
+	%1089 = insertelement <128 x float> %1088, float %53, i32 41
+	%1090 = insertelement <128 x float> %1089, float %53, i32 42
+	%1091 = insertelement <128 x float> %1090, float %53, i32 43
+	%1092 = insertelement <128 x float> %1091, float %53, i32 44
+	%1093 = insertelement <128 x float> %1092, float %53, i32 45
+	%1094 = insertelement <128 x float> %1093, float %53, i32 46
+	%1095 = insertelement <128 x float> %1094, float %53, i32 47
+	%1096 = insertelement <128 x float> %1095, float %53, i32 48
+	%1097 = insertelement <128 x float> %1096, float %53, i32 49
+	%1098 = insertelement <128 x float> %1097, float %53, i32 50
+	%1099 = insertelement <128 x float> %1098, float %53, i32 51
+	%1100 = insertelement <128 x float> %1099, float %53, i32 52
+	%1101 = insertelement <128 x float> %1100, float %53, i32 53
+	%1102 = insertelement <128 x float> %1101, float %53, i32 54
+	%1103 = insertelement <128 x float> %1102, float %53, i32 55
+	%1104 = insertelement <128 x float> %1103, float %53, i32 56
+	%1105 = insertelement <128 x float> %1104, float %53, i32 57
+	%1106 = insertelement <128 x float> %1105, float %53, i32 58
+	%1107 = insertelement <128 x float> %1106, float %53, i32 59
+	%1108 = insertelement <128 x float> %1107, float %53, i32 60
+	%1109 = insertelement <128 x float> %1108, float %53, i32 61
+	%1110 = insertelement <128 x float> %1109, float %53, i32 62
+	%1111 = insertelement <128 x float> %1110, float %53, i32 63
+	%1112 = insertelement <128 x float> %1111, float %53, i32 64
+	%1113 = insertelement <128 x float> %1112, float %53, i32 65
+	%1114 = insertelement <128 x float> %1113, float %53, i32 66
+	%1115 = insertelement <128 x float> %1114, float %53, i32 67
+	%1116 = insertelement <128 x float> %1115, float %53, i32 68
+	%1117 = insertelement <128 x float> %1116, float %53, i32 69
+	%1118 = insertelement <128 x float> %1117, float %53, i32 70
+	%1119 = insertelement <128 x float> %1118, float %53, i32 71
+	%1120 = insertelement <128 x float> %1119, float %53, i32 72
+	%1121 = insertelement <128 x float> %1120, float %53, i32 73
+	%1122 = insertelement <128 x float> %1121, float %53, i32 74
+	%1123 = insertelement <128 x float> %1122, float %53, i32 75
+	%1124 = insertelement <128 x float> %1123, float %53, i32 76
+	%1125 = insertelement <128 x float> %1124, float %53, i32 77
+	%1126 = insertelement <128 x float> %1125, float %53, i32 78
+	%1127 = insertelement <128 x float> %1126, float %53, i32 79
+	%1128 = insertelement <128 x float> %1127, float %53, i32 80
+	%1129 = insertelement <128 x float> %1128, float %53, i32 81
+	%1130 = insertelement <128 x float> %1129, float %53, i32 82
+	%1131 = insertelement <128 x float> %1130, float %53, i32 83
+	%1132 = insertelement <128 x float> %1131, float %53, i32 84
+	%1133 = insertelement <128 x float> %1132, float %53, i32 85
+	%1134 = insertelement <128 x float> %1133, float %53, i32 86
+	%1135 = insertelement <128 x float> %1134, float %53, i32 87
+	%1136 = insertelement <128 x float> %1135, float %53, i32 88
+	%1137 = insertelement <128 x float> %1136, float %53, i32 89
+	%1138 = insertelement <128 x float> %1137, float %53, i32 90
+	%1139 = insertelement <128 x float> %1138, float %53, i32 91
+	%1140 = insertelement <128 x float> %1139, float %53, i32 92
+	%1141 = insertelement <128 x float> %1140, float %53, i32 93
+	%1142 = insertelement <128 x float> %1141, float %53, i32 94
+	%1143 = insertelement <128 x float> %1142, float %53, i32 95
+	%1144 = insertelement <128 x float> %1143, float %53, i32 96
+	%1145 = insertelement <128 x float> %1144, float %53, i32 97
+	%1146 = insertelement <128 x float> %1145, float %53, i32 98
+	%1147 = insertelement <128 x float> %1146, float %53, i32 99
+	%1148 = insertelement <128 x float> %1147, float %53, i32 100
+	%1149 = insertelement <128 x float> %1148, float %53, i32 101
+	%1150 = insertelement <128 x float> %1149, float %53, i32 102
+	%1151 = insertelement <128 x float> %1150, float %53, i32 103
+	%1152 = insertelement <128 x float> %1151, float %53, i32 104
+	%1153 = insertelement <128 x float> %1152, float %53, i32 105
+	%1154 = insertelement <128 x float> %1153, float %53, i32 106
+	%1155 = insertelement <128 x float> %1154, float %53, i32 107
+	%1156 = insertelement <128 x float> %1155, float %53, i32 108
+	%1157 = insertelement <128 x float> %1156, float %53, i32 109
+	%1158 = insertelement <128 x float> %1157, float %53, i32 110
+	%1159 = insertelement <128 x float> %1158, float %53, i32 111
+	%1160 = insertelement <128 x float> %1159, float %53, i32 112
+	%1161 = insertelement <128 x float> %1160, float %53, i32 113
+	%1162 = insertelement <128 x float> %1161, float %53, i32 114
+	%1163 = insertelement <128 x float> %1162, float %53, i32 115
+	%1164 = insertelement <128 x float> %1163, float %53, i32 116
+	%1165 = insertelement <128 x float> %1164, float %53, i32 117
+	%1166 = insertelement <128 x float> %1165, float %53, i32 118
+	%1167 = insertelement <128 x float> %1166, float %53, i32 119
+	%1168 = insertelement <128 x float> %1167, float %53, i32 120
+	%1169 = insertelement <128 x float> %1168, float %53, i32 121
+	%1170 = insertelement <128 x float> %1169, float %53, i32 122
+	%1171 = insertelement <128 x float> %1170, float %53, i32 123
+	%1172 = insertelement <128 x float> %1171, float %53, i32 124
+	%1173 = insertelement <128 x float> %1172, float %53, i32 125
+	%1174 = insertelement <128 x float> %1173, float %53, i32 126
+	%1175 = insertelement <128 x float> %1174, float %53, i32 127
+	%1176 = fmul <128 x float> %1047, %1175
+	%1177 = fcmp oeq float %53, 0.0
+	%1178 = select i1 %1177, <128 x float> %916, <128 x float> %1176
+	%1179 = icmp ne float* %kept, null
+	br i1 %1179, label %keep.417, label %kept.418
 
-else.406:
+else.415:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
-	%1182 = bitcast <128 x float>* %2 to float*
-	%1183 = sub i64 %n, %704
+	%1180 = bitcast <128 x float>* %2 to float*
+	%1181 = sub i64 %n, %702
 	br label %pad.head.419
 
-join.407:
-	%1184 = phi <32 x float> [ %1198, %kept.418 ], [ %1651, %keep.done.427 ]
-	%1185 = phi <32 x float> [ %1206, %kept.418 ], [ %1660, %keep.done.427 ]
-	%1186 = add i64 %699, 1
-	br label %row.head.402
+join.416:
+	%1182 = phi <32 x float> [ %1196, %kept.418 ], [ %1647, %keep.done.427 ]
+	%1183 = phi <32 x float> [ %1204, %kept.418 ], [ %1656, %keep.done.427 ]
+	%1184 = add i64 %697, 1
+	br label %row.head.411
 
 keep.417:
-	%1187 = getelementptr float, float* %kept, i64 %704
-	%1188 = bitcast float* %1187 to <128 x float>*
-	store <128 x float> %1180, <128 x float>* %1188, align 4
+	%1185 = getelementptr float, float* %kept, i64 %702
+	%1186 = bitcast float* %1185 to <128 x float>*
+	store <128 x float> %1178, <128 x float>* %1186, align 4
 	br label %kept.418
 
 kept.418:
-	%1189 = fmul <128 x float> %783, %783
-	%1190 = fmul <128 x float> %1180, %1180
-	%1191 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1192 = fadd <32 x float> %700, %1191
-	%1193 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1187 = fmul <128 x float> %783, %783
+	%1188 = fmul <128 x float> %1178, %1178
+	%1189 = shufflevector <128 x float> %1187, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1190 = fadd <32 x float> %698, %1189
+	%1191 = shufflevector <128 x float> %1187, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1192 = fadd <32 x float> %1190, %1191
+	%1193 = shufflevector <128 x float> %1187, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%1194 = fadd <32 x float> %1192, %1193
-	%1195 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1195 = shufflevector <128 x float> %1187, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1196 = fadd <32 x float> %1194, %1195
-	%1197 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1198 = fadd <32 x float> %1196, %1197
-	%1199 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1200 = fadd <32 x float> %701, %1199
-	%1201 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1197 = shufflevector <128 x float> %1188, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1198 = fadd <32 x float> %699, %1197
+	%1199 = shufflevector <128 x float> %1188, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1200 = fadd <32 x float> %1198, %1199
+	%1201 = shufflevector <128 x float> %1188, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%1202 = fadd <32 x float> %1200, %1201
-	%1203 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1203 = shufflevector <128 x float> %1188, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1204 = fadd <32 x float> %1202, %1203
-	%1205 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1206 = fadd <32 x float> %1204, %1205
-	br label %join.407
+	br label %join.416
 
 pad.head.419:
-	%1207 = phi i64 [ 0, %else.406 ], [ %1213, %pad.420 ]
-	%1208 = icmp slt i64 %1207, %1183
-	br i1 %1208, label %pad.420, label %pad.done.421
+	%1205 = phi i64 [ 0, %else.415 ], [ %1211, %pad.420 ]
+	%1206 = icmp slt i64 %1205, %1181
+	br i1 %1206, label %pad.420, label %pad.done.421
 
 pad.420:
-	%1209 = add i64 %704, %1207
-	%1210 = getelementptr float, float* %690, i64 %1209
-	%1211 = load float, float* %1210, align 4
-	%1212 = getelementptr float, float* %1182, i64 %1207
-	store volatile float %1211, float* %1212, align 4
-	%1213 = add i64 %1207, 1
+	%1207 = add i64 %702, %1205
+	%1208 = getelementptr float, float* %688, i64 %1207
+	%1209 = load float, float* %1208, align 4
+	%1210 = getelementptr float, float* %1180, i64 %1205
+	store volatile float %1209, float* %1210, align 4
+	%1211 = add i64 %1205, 1
 	br label %pad.head.419
 
 pad.done.421:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
-	%1214 = bitcast <128 x float>* %1 to float*
-	%1215 = sub i64 %n, %704
+	%1212 = bitcast <128 x float>* %1 to float*
+	%1213 = sub i64 %n, %702
 	br label %pad.head.422
 
 pad.head.422:
-	%1216 = phi i64 [ 0, %pad.done.421 ], [ %1222, %pad.423 ]
-	%1217 = icmp slt i64 %1216, %1215
-	br i1 %1217, label %pad.423, label %pad.done.424
+	%1214 = phi i64 [ 0, %pad.done.421 ], [ %1220, %pad.423 ]
+	%1215 = icmp slt i64 %1214, %1213
+	br i1 %1215, label %pad.423, label %pad.done.424
 
 pad.423:
-	%1218 = add i64 %704, %1216
-	%1219 = getelementptr float, float* %692, i64 %1218
-	%1220 = load float, float* %1219, align 4
-	%1221 = getelementptr float, float* %1214, i64 %1216
-	store volatile float %1220, float* %1221, align 4
-	%1222 = add i64 %1216, 1
+	%1216 = add i64 %702, %1214
+	%1217 = getelementptr float, float* %690, i64 %1216
+	%1218 = load float, float* %1217, align 4
+	%1219 = getelementptr float, float* %1212, i64 %1214
+	store volatile float %1218, float* %1219, align 4
+	%1220 = add i64 %1214, 1
 	br label %pad.head.422
 
 pad.done.424:
-	%1223 = insertelement <128 x i64> undef, i64 %704, i32 0
-	%1224 = shufflevector <128 x i64> %1223, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1225 = add <128 x i64> %1224, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%1226 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%1227 = shufflevector <128 x i64> %1226, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1228 = icmp slt <128 x i64> %1225, %1227
-	%1229 = getelementptr float, float* %1182, i64 0
-	%1230 = bitcast float* %1229 to <128 x float>*
-	%1231 = load <128 x float>, <128 x float>* %1230, align 4
-	%1232 = getelementptr float, float* %1214, i64 0
-	%1233 = bitcast float* %1232 to <128 x float>*
-	%1234 = load <128 x float>, <128 x float>* %1233, align 4
-	%1235 = add i64 %21, %704
-	%1236 = call <128 x float> @lars_noise_row128_8_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %1235)
-	%1237 = insertelement <128 x float> undef, float %15, i32 0
-	%1238 = insertelement <128 x float> %1237, float %15, i32 1
-	%1239 = insertelement <128 x float> %1238, float %15, i32 2
-	%1240 = insertelement <128 x float> %1239, float %15, i32 3
-	%1241 = insertelement <128 x float> %1240, float %15, i32 4
-	%1242 = insertelement <128 x float> %1241, float %15, i32 5
-	%1243 = insertelement <128 x float> %1242, float %15, i32 6
-	%1244 = insertelement <128 x float> %1243, float %15, i32 7
-	%1245 = insertelement <128 x float> %1244, float %15, i32 8
-	%1246 = insertelement <128 x float> %1245, float %15, i32 9
-	%1247 = insertelement <128 x float> %1246, float %15, i32 10
-	%1248 = insertelement <128 x float> %1247, float %15, i32 11
-	%1249 = insertelement <128 x float> %1248, float %15, i32 12
-	%1250 = insertelement <128 x float> %1249, float %15, i32 13
-	%1251 = insertelement <128 x float> %1250, float %15, i32 14
-	%1252 = insertelement <128 x float> %1251, float %15, i32 15
-	%1253 = insertelement <128 x float> %1252, float %15, i32 16
-	%1254 = insertelement <128 x float> %1253, float %15, i32 17
-	%1255 = insertelement <128 x float> %1254, float %15, i32 18
-	%1256 = insertelement <128 x float> %1255, float %15, i32 19
-	%1257 = insertelement <128 x float> %1256, float %15, i32 20
-	%1258 = insertelement <128 x float> %1257, float %15, i32 21
-	%1259 = insertelement <128 x float> %1258, float %15, i32 22
-	%1260 = insertelement <128 x float> %1259, float %15, i32 23
-	%1261 = insertelement <128 x float> %1260, float %15, i32 24
-	%1262 = insertelement <128 x float> %1261, float %15, i32 25
-	%1263 = insertelement <128 x float> %1262, float %15, i32 26
-	%1264 = insertelement <128 x float> %1263, float %15, i32 27
-	%1265 = insertelement <128 x float> %1264, float %15, i32 28
-	%1266 = insertelement <128 x float> %1265, float %15, i32 29
-	%1267 = insertelement <128 x float> %1266, float %15, i32 30
-	%1268 = insertelement <128 x float> %1267, float %15, i32 31
-	%1269 = insertelement <128 x float> %1268, float %15, i32 32
-	%1270 = insertelement <128 x float> %1269, float %15, i32 33
-	%1271 = insertelement <128 x float> %1270, float %15, i32 34
-	%1272 = insertelement <128 x float> %1271, float %15, i32 35
-	%1273 = insertelement <128 x float> %1272, float %15, i32 36
-	%1274 = insertelement <128 x float> %1273, float %15, i32 37
-	%1275 = insertelement <128 x float> %1274, float %15, i32 38
-	%1276 = insertelement <128 x float> %1275, float %15, i32 39
-	%1277 = insertelement <128 x float> %1276, float %15, i32 40
-	%1278 = insertelement <128 x float> %1277, float %15, i32 41
-	%1279 = insertelement <128 x float> %1278, float %15, i32 42
-	%1280 = insertelement <128 x float> %1279, float %15, i32 43
-	%1281 = insertelement <128 x float> %1280, float %15, i32 44
-	%1282 = insertelement <128 x float> %1281, float %15, i32 45
-	%1283 = insertelement <128 x float> %1282, float %15, i32 46
-	%1284 = insertelement <128 x float> %1283, float %15, i32 47
-	%1285 = insertelement <128 x float> %1284, float %15, i32 48
-	%1286 = insertelement <128 x float> %1285, float %15, i32 49
-	%1287 = insertelement <128 x float> %1286, float %15, i32 50
-	%1288 = insertelement <128 x float> %1287, float %15, i32 51
-	%1289 = insertelement <128 x float> %1288, float %15, i32 52
-	%1290 = insertelement <128 x float> %1289, float %15, i32 53
-	%1291 = insertelement <128 x float> %1290, float %15, i32 54
-	%1292 = insertelement <128 x float> %1291, float %15, i32 55
-	%1293 = insertelement <128 x float> %1292, float %15, i32 56
-	%1294 = insertelement <128 x float> %1293, float %15, i32 57
-	%1295 = insertelement <128 x float> %1294, float %15, i32 58
-	%1296 = insertelement <128 x float> %1295, float %15, i32 59
-	%1297 = insertelement <128 x float> %1296, float %15, i32 60
-	%1298 = insertelement <128 x float> %1297, float %15, i32 61
-	%1299 = insertelement <128 x float> %1298, float %15, i32 62
-	%1300 = insertelement <128 x float> %1299, float %15, i32 63
-	%1301 = insertelement <128 x float> %1300, float %15, i32 64
-	%1302 = insertelement <128 x float> %1301, float %15, i32 65
-	%1303 = insertelement <128 x float> %1302, float %15, i32 66
-	%1304 = insertelement <128 x float> %1303, float %15, i32 67
-	%1305 = insertelement <128 x float> %1304, float %15, i32 68
-	%1306 = insertelement <128 x float> %1305, float %15, i32 69
-	%1307 = insertelement <128 x float> %1306, float %15, i32 70
-	%1308 = insertelement <128 x float> %1307, float %15, i32 71
-	%1309 = insertelement <128 x float> %1308, float %15, i32 72
-	%1310 = insertelement <128 x float> %1309, float %15, i32 73
-	%1311 = insertelement <128 x float> %1310, float %15, i32 74
-	%1312 = insertelement <128 x float> %1311, float %15, i32 75
-	%1313 = insertelement <128 x float> %1312, float %15, i32 76
-	%1314 = insertelement <128 x float> %1313, float %15, i32 77
-	%1315 = insertelement <128 x float> %1314, float %15, i32 78
-	%1316 = insertelement <128 x float> %1315, float %15, i32 79
-	%1317 = insertelement <128 x float> %1316, float %15, i32 80
-	%1318 = insertelement <128 x float> %1317, float %15, i32 81
-	%1319 = insertelement <128 x float> %1318, float %15, i32 82
-	%1320 = insertelement <128 x float> %1319, float %15, i32 83
-	%1321 = insertelement <128 x float> %1320, float %15, i32 84
-	%1322 = insertelement <128 x float> %1321, float %15, i32 85
-	%1323 = insertelement <128 x float> %1322, float %15, i32 86
-	%1324 = insertelement <128 x float> %1323, float %15, i32 87
-	%1325 = insertelement <128 x float> %1324, float %15, i32 88
-	%1326 = insertelement <128 x float> %1325, float %15, i32 89
-	%1327 = insertelement <128 x float> %1326, float %15, i32 90
-	%1328 = insertelement <128 x float> %1327, float %15, i32 91
-	%1329 = insertelement <128 x float> %1328, float %15, i32 92
-	%1330 = insertelement <128 x float> %1329, float %15, i32 93
-	%1331 = insertelement <128 x float> %1330, float %15, i32 94
-	%1332 = insertelement <128 x float> %1331, float %15, i32 95
-	%1333 = insertelement <128 x float> %1332, float %15, i32 96
-	%1334 = insertelement <128 x float> %1333, float %15, i32 97
-	%1335 = insertelement <128 x float> %1334, float %15, i32 98
-	%1336 = insertelement <128 x float> %1335, float %15, i32 99
-	%1337 = insertelement <128 x float> %1336, float %15, i32 100
-	%1338 = insertelement <128 x float> %1337, float %15, i32 101
-	%1339 = insertelement <128 x float> %1338, float %15, i32 102
-	%1340 = insertelement <128 x float> %1339, float %15, i32 103
-	%1341 = insertelement <128 x float> %1340, float %15, i32 104
-	%1342 = insertelement <128 x float> %1341, float %15, i32 105
-	%1343 = insertelement <128 x float> %1342, float %15, i32 106
-	%1344 = insertelement <128 x float> %1343, float %15, i32 107
-	%1345 = insertelement <128 x float> %1344, float %15, i32 108
-	%1346 = insertelement <128 x float> %1345, float %15, i32 109
-	%1347 = insertelement <128 x float> %1346, float %15, i32 110
-	%1348 = insertelement <128 x float> %1347, float %15, i32 111
-	%1349 = insertelement <128 x float> %1348, float %15, i32 112
-	%1350 = insertelement <128 x float> %1349, float %15, i32 113
-	%1351 = insertelement <128 x float> %1350, float %15, i32 114
-	%1352 = insertelement <128 x float> %1351, float %15, i32 115
-	%1353 = insertelement <128 x float> %1352, float %15, i32 116
-	%1354 = insertelement <128 x float> %1353, float %15, i32 117
-	%1355 = insertelement <128 x float> %1354, float %15, i32 118
-	%1356 = insertelement <128 x float> %1355, float %15, i32 119
-	%1357 = insertelement <128 x float> %1356, float %15, i32 120
-	%1358 = insertelement <128 x float> %1357, float %15, i32 121
-	%1359 = insertelement <128 x float> %1358, float %15, i32 122
-	%1360 = insertelement <128 x float> %1359, float %15, i32 123
-	%1361 = insertelement <128 x float> %1360, float %15, i32 124
-	%1362 = insertelement <128 x float> %1361, float %15, i32 125
-	%1363 = insertelement <128 x float> %1362, float %15, i32 126
-	%1364 = insertelement <128 x float> %1363, float %15, i32 127
-	%1365 = fmul <128 x float> %1364, %1236
-	%1366 = fadd <128 x float> %1234, %1365
-	%1367 = insertelement <128 x float> undef, float %57, i32 0
-	%1368 = insertelement <128 x float> %1367, float %57, i32 1
-	%1369 = insertelement <128 x float> %1368, float %57, i32 2
-	%1370 = insertelement <128 x float> %1369, float %57, i32 3
-	%1371 = insertelement <128 x float> %1370, float %57, i32 4
-	%1372 = insertelement <128 x float> %1371, float %57, i32 5
-	%1373 = insertelement <128 x float> %1372, float %57, i32 6
-	%1374 = insertelement <128 x float> %1373, float %57, i32 7
-	%1375 = insertelement <128 x float> %1374, float %57, i32 8
-	%1376 = insertelement <128 x float> %1375, float %57, i32 9
-	%1377 = insertelement <128 x float> %1376, float %57, i32 10
-	%1378 = insertelement <128 x float> %1377, float %57, i32 11
-	%1379 = insertelement <128 x float> %1378, float %57, i32 12
-	%1380 = insertelement <128 x float> %1379, float %57, i32 13
-	%1381 = insertelement <128 x float> %1380, float %57, i32 14
-	%1382 = insertelement <128 x float> %1381, float %57, i32 15
-	%1383 = insertelement <128 x float> %1382, float %57, i32 16
-	%1384 = insertelement <128 x float> %1383, float %57, i32 17
-	%1385 = insertelement <128 x float> %1384, float %57, i32 18
-	%1386 = insertelement <128 x float> %1385, float %57, i32 19
-	%1387 = insertelement <128 x float> %1386, float %57, i32 20
-	%1388 = insertelement <128 x float> %1387, float %57, i32 21
-	%1389 = insertelement <128 x float> %1388, float %57, i32 22
-	%1390 = insertelement <128 x float> %1389, float %57, i32 23
-	%1391 = insertelement <128 x float> %1390, float %57, i32 24
-	%1392 = insertelement <128 x float> %1391, float %57, i32 25
-	%1393 = insertelement <128 x float> %1392, float %57, i32 26
-	%1394 = insertelement <128 x float> %1393, float %57, i32 27
-	%1395 = insertelement <128 x float> %1394, float %57, i32 28
-	%1396 = insertelement <128 x float> %1395, float %57, i32 29
-	%1397 = insertelement <128 x float> %1396, float %57, i32 30
-	%1398 = insertelement <128 x float> %1397, float %57, i32 31
-	%1399 = insertelement <128 x float> %1398, float %57, i32 32
-	%1400 = insertelement <128 x float> %1399, float %57, i32 33
-	%1401 = insertelement <128 x float> %1400, float %57, i32 34
-	%1402 = insertelement <128 x float> %1401, float %57, i32 35
-	%1403 = insertelement <128 x float> %1402, float %57, i32 36
-	%1404 = insertelement <128 x float> %1403, float %57, i32 37
-	%1405 = insertelement <128 x float> %1404, float %57, i32 38
-	%1406 = insertelement <128 x float> %1405, float %57, i32 39
-	%1407 = insertelement <128 x float> %1406, float %57, i32 40
-	%1408 = insertelement <128 x float> %1407, float %57, i32 41
-	%1409 = insertelement <128 x float> %1408, float %57, i32 42
-	%1410 = insertelement <128 x float> %1409, float %57, i32 43
-	%1411 = insertelement <128 x float> %1410, float %57, i32 44
-	%1412 = insertelement <128 x float> %1411, float %57, i32 45
-	%1413 = insertelement <128 x float> %1412, float %57, i32 46
-	%1414 = insertelement <128 x float> %1413, float %57, i32 47
-	%1415 = insertelement <128 x float> %1414, float %57, i32 48
-	%1416 = insertelement <128 x float> %1415, float %57, i32 49
-	%1417 = insertelement <128 x float> %1416, float %57, i32 50
-	%1418 = insertelement <128 x float> %1417, float %57, i32 51
-	%1419 = insertelement <128 x float> %1418, float %57, i32 52
-	%1420 = insertelement <128 x float> %1419, float %57, i32 53
-	%1421 = insertelement <128 x float> %1420, float %57, i32 54
-	%1422 = insertelement <128 x float> %1421, float %57, i32 55
-	%1423 = insertelement <128 x float> %1422, float %57, i32 56
-	%1424 = insertelement <128 x float> %1423, float %57, i32 57
-	%1425 = insertelement <128 x float> %1424, float %57, i32 58
-	%1426 = insertelement <128 x float> %1425, float %57, i32 59
-	%1427 = insertelement <128 x float> %1426, float %57, i32 60
-	%1428 = insertelement <128 x float> %1427, float %57, i32 61
-	%1429 = insertelement <128 x float> %1428, float %57, i32 62
-	%1430 = insertelement <128 x float> %1429, float %57, i32 63
-	%1431 = insertelement <128 x float> %1430, float %57, i32 64
-	%1432 = insertelement <128 x float> %1431, float %57, i32 65
-	%1433 = insertelement <128 x float> %1432, float %57, i32 66
-	%1434 = insertelement <128 x float> %1433, float %57, i32 67
-	%1435 = insertelement <128 x float> %1434, float %57, i32 68
-	%1436 = insertelement <128 x float> %1435, float %57, i32 69
-	%1437 = insertelement <128 x float> %1436, float %57, i32 70
-	%1438 = insertelement <128 x float> %1437, float %57, i32 71
-	%1439 = insertelement <128 x float> %1438, float %57, i32 72
-	%1440 = insertelement <128 x float> %1439, float %57, i32 73
-	%1441 = insertelement <128 x float> %1440, float %57, i32 74
-	%1442 = insertelement <128 x float> %1441, float %57, i32 75
-	%1443 = insertelement <128 x float> %1442, float %57, i32 76
-	%1444 = insertelement <128 x float> %1443, float %57, i32 77
-	%1445 = insertelement <128 x float> %1444, float %57, i32 78
-	%1446 = insertelement <128 x float> %1445, float %57, i32 79
-	%1447 = insertelement <128 x float> %1446, float %57, i32 80
-	%1448 = insertelement <128 x float> %1447, float %57, i32 81
-	%1449 = insertelement <128 x float> %1448, float %57, i32 82
-	%1450 = insertelement <128 x float> %1449, float %57, i32 83
-	%1451 = insertelement <128 x float> %1450, float %57, i32 84
-	%1452 = insertelement <128 x float> %1451, float %57, i32 85
-	%1453 = insertelement <128 x float> %1452, float %57, i32 86
-	%1454 = insertelement <128 x float> %1453, float %57, i32 87
-	%1455 = insertelement <128 x float> %1454, float %57, i32 88
-	%1456 = insertelement <128 x float> %1455, float %57, i32 89
-	%1457 = insertelement <128 x float> %1456, float %57, i32 90
-	%1458 = insertelement <128 x float> %1457, float %57, i32 91
-	%1459 = insertelement <128 x float> %1458, float %57, i32 92
-	%1460 = insertelement <128 x float> %1459, float %57, i32 93
-	%1461 = insertelement <128 x float> %1460, float %57, i32 94
-	%1462 = insertelement <128 x float> %1461, float %57, i32 95
-	%1463 = insertelement <128 x float> %1462, float %57, i32 96
-	%1464 = insertelement <128 x float> %1463, float %57, i32 97
-	%1465 = insertelement <128 x float> %1464, float %57, i32 98
-	%1466 = insertelement <128 x float> %1465, float %57, i32 99
-	%1467 = insertelement <128 x float> %1466, float %57, i32 100
-	%1468 = insertelement <128 x float> %1467, float %57, i32 101
-	%1469 = insertelement <128 x float> %1468, float %57, i32 102
-	%1470 = insertelement <128 x float> %1469, float %57, i32 103
-	%1471 = insertelement <128 x float> %1470, float %57, i32 104
-	%1472 = insertelement <128 x float> %1471, float %57, i32 105
-	%1473 = insertelement <128 x float> %1472, float %57, i32 106
-	%1474 = insertelement <128 x float> %1473, float %57, i32 107
-	%1475 = insertelement <128 x float> %1474, float %57, i32 108
-	%1476 = insertelement <128 x float> %1475, float %57, i32 109
-	%1477 = insertelement <128 x float> %1476, float %57, i32 110
-	%1478 = insertelement <128 x float> %1477, float %57, i32 111
-	%1479 = insertelement <128 x float> %1478, float %57, i32 112
-	%1480 = insertelement <128 x float> %1479, float %57, i32 113
-	%1481 = insertelement <128 x float> %1480, float %57, i32 114
-	%1482 = insertelement <128 x float> %1481, float %57, i32 115
-	%1483 = insertelement <128 x float> %1482, float %57, i32 116
-	%1484 = insertelement <128 x float> %1483, float %57, i32 117
-	%1485 = insertelement <128 x float> %1484, float %57, i32 118
-	%1486 = insertelement <128 x float> %1485, float %57, i32 119
-	%1487 = insertelement <128 x float> %1486, float %57, i32 120
-	%1488 = insertelement <128 x float> %1487, float %57, i32 121
-	%1489 = insertelement <128 x float> %1488, float %57, i32 122
-	%1490 = insertelement <128 x float> %1489, float %57, i32 123
-	%1491 = insertelement <128 x float> %1490, float %57, i32 124
-	%1492 = insertelement <128 x float> %1491, float %57, i32 125
-	%1493 = insertelement <128 x float> %1492, float %57, i32 126
-	%1494 = insertelement <128 x float> %1493, float %57, i32 127
-	%1495 = fmul <128 x float> %1366, %1494
-	%1496 = fadd <128 x float> %1495, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1497 = fsub <128 x float> %1496, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1498 = insertelement <128 x float> undef, float %53, i32 0
-	%1499 = insertelement <128 x float> %1498, float %53, i32 1
-	%1500 = insertelement <128 x float> %1499, float %53, i32 2
-	%1501 = insertelement <128 x float> %1500, float %53, i32 3
-	%1502 = insertelement <128 x float> %1501, float %53, i32 4
-	%1503 = insertelement <128 x float> %1502, float %53, i32 5
-	%1504 = insertelement <128 x float> %1503, float %53, i32 6
-	%1505 = insertelement <128 x float> %1504, float %53, i32 7
-	%1506 = insertelement <128 x float> %1505, float %53, i32 8
-	%1507 = insertelement <128 x float> %1506, float %53, i32 9
-	%1508 = insertelement <128 x float> %1507, float %53, i32 10
-	%1509 = insertelement <128 x float> %1508, float %53, i32 11
-	%1510 = insertelement <128 x float> %1509, float %53, i32 12
-	%1511 = insertelement <128 x float> %1510, float %53, i32 13
-	%1512 = insertelement <128 x float> %1511, float %53, i32 14
-	%1513 = insertelement <128 x float> %1512, float %53, i32 15
-	%1514 = insertelement <128 x float> %1513, float %53, i32 16
-	%1515 = insertelement <128 x float> %1514, float %53, i32 17
-	%1516 = insertelement <128 x float> %1515, float %53, i32 18
-	%1517 = insertelement <128 x float> %1516, float %53, i32 19
-	%1518 = insertelement <128 x float> %1517, float %53, i32 20
-	%1519 = insertelement <128 x float> %1518, float %53, i32 21
-	%1520 = insertelement <128 x float> %1519, float %53, i32 22
-	%1521 = insertelement <128 x float> %1520, float %53, i32 23
-	%1522 = insertelement <128 x float> %1521, float %53, i32 24
-	%1523 = insertelement <128 x float> %1522, float %53, i32 25
-	%1524 = insertelement <128 x float> %1523, float %53, i32 26
-	%1525 = insertelement <128 x float> %1524, float %53, i32 27
-	%1526 = insertelement <128 x float> %1525, float %53, i32 28
-	%1527 = insertelement <128 x float> %1526, float %53, i32 29
-	%1528 = insertelement <128 x float> %1527, float %53, i32 30
-	%1529 = insertelement <128 x float> %1528, float %53, i32 31
-	%1530 = insertelement <128 x float> %1529, float %53, i32 32
-	%1531 = insertelement <128 x float> %1530, float %53, i32 33
-	%1532 = insertelement <128 x float> %1531, float %53, i32 34
-	%1533 = insertelement <128 x float> %1532, float %53, i32 35
-	%1534 = insertelement <128 x float> %1533, float %53, i32 36
-	%1535 = insertelement <128 x float> %1534, float %53, i32 37
-	%1536 = insertelement <128 x float> %1535, float %53, i32 38
-	%1537 = insertelement <128 x float> %1536, float %53, i32 39
-	%1538 = insertelement <128 x float> %1537, float %53, i32 40
-	%1539 = insertelement <128 x float> %1538, float %53, i32 41
-	%1540 = insertelement <128 x float> %1539, float %53, i32 42
-	%1541 = insertelement <128 x float> %1540, float %53, i32 43
-	%1542 = insertelement <128 x float> %1541, float %53, i32 44
-	%1543 = insertelement <128 x float> %1542, float %53, i32 45
-	%1544 = insertelement <128 x float> %1543, float %53, i32 46
-	%1545 = insertelement <128 x float> %1544, float %53, i32 47
-	%1546 = insertelement <128 x float> %1545, float %53, i32 48
-	%1547 = insertelement <128 x float> %1546, float %53, i32 49
-	%1548 = insertelement <128 x float> %1547, float %53, i32 50
-	%1549 = insertelement <128 x float> %1548, float %53, i32 51
-	%1550 = insertelement <128 x float> %1549, float %53, i32 52
-	%1551 = insertelement <128 x float> %1550, float %53, i32 53
-	%1552 = insertelement <128 x float> %1551, float %53, i32 54
-	%1553 = insertelement <128 x float> %1552, float %53, i32 55
-	%1554 = insertelement <128 x float> %1553, float %53, i32 56
-	%1555 = insertelement <128 x float> %1554, float %53, i32 57
-	%1556 = insertelement <128 x float> %1555, float %53, i32 58
-	%1557 = insertelement <128 x float> %1556, float %53, i32 59
-	%1558 = insertelement <128 x float> %1557, float %53, i32 60
-	%1559 = insertelement <128 x float> %1558, float %53, i32 61
-	%1560 = insertelement <128 x float> %1559, float %53, i32 62
-	%1561 = insertelement <128 x float> %1560, float %53, i32 63
-	%1562 = insertelement <128 x float> %1561, float %53, i32 64
-	%1563 = insertelement <128 x float> %1562, float %53, i32 65
-	%1564 = insertelement <128 x float> %1563, float %53, i32 66
-	%1565 = insertelement <128 x float> %1564, float %53, i32 67
-	%1566 = insertelement <128 x float> %1565, float %53, i32 68
-	%1567 = insertelement <128 x float> %1566, float %53, i32 69
-	%1568 = insertelement <128 x float> %1567, float %53, i32 70
-	%1569 = insertelement <128 x float> %1568, float %53, i32 71
-	%1570 = insertelement <128 x float> %1569, float %53, i32 72
-	%1571 = insertelement <128 x float> %1570, float %53, i32 73
-	%1572 = insertelement <128 x float> %1571, float %53, i32 74
-	%1573 = insertelement <128 x float> %1572, float %53, i32 75
-	%1574 = insertelement <128 x float> %1573, float %53, i32 76
-	%1575 = insertelement <128 x float> %1574, float %53, i32 77
-	%1576 = insertelement <128 x float> %1575, float %53, i32 78
-	%1577 = insertelement <128 x float> %1576, float %53, i32 79
-	%1578 = insertelement <128 x float> %1577, float %53, i32 80
-	%1579 = insertelement <128 x float> %1578, float %53, i32 81
-	%1580 = insertelement <128 x float> %1579, float %53, i32 82
-	%1581 = insertelement <128 x float> %1580, float %53, i32 83
-	%1582 = insertelement <128 x float> %1581, float %53, i32 84
-	%1583 = insertelement <128 x float> %1582, float %53, i32 85
-	%1584 = insertelement <128 x float> %1583, float %53, i32 86
-	%1585 = insertelement <128 x float> %1584, float %53, i32 87
-	%1586 = insertelement <128 x float> %1585, float %53, i32 88
-	%1587 = insertelement <128 x float> %1586, float %53, i32 89
-	%1588 = insertelement <128 x float> %1587, float %53, i32 90
-	%1589 = insertelement <128 x float> %1588, float %53, i32 91
-	%1590 = insertelement <128 x float> %1589, float %53, i32 92
-	%1591 = insertelement <128 x float> %1590, float %53, i32 93
-	%1592 = insertelement <128 x float> %1591, float %53, i32 94
-	%1593 = insertelement <128 x float> %1592, float %53, i32 95
-	%1594 = insertelement <128 x float> %1593, float %53, i32 96
-	%1595 = insertelement <128 x float> %1594, float %53, i32 97
-	%1596 = insertelement <128 x float> %1595, float %53, i32 98
-	%1597 = insertelement <128 x float> %1596, float %53, i32 99
-	%1598 = insertelement <128 x float> %1597, float %53, i32 100
-	%1599 = insertelement <128 x float> %1598, float %53, i32 101
-	%1600 = insertelement <128 x float> %1599, float %53, i32 102
-	%1601 = insertelement <128 x float> %1600, float %53, i32 103
-	%1602 = insertelement <128 x float> %1601, float %53, i32 104
-	%1603 = insertelement <128 x float> %1602, float %53, i32 105
-	%1604 = insertelement <128 x float> %1603, float %53, i32 106
-	%1605 = insertelement <128 x float> %1604, float %53, i32 107
-	%1606 = insertelement <128 x float> %1605, float %53, i32 108
-	%1607 = insertelement <128 x float> %1606, float %53, i32 109
-	%1608 = insertelement <128 x float> %1607, float %53, i32 110
-	%1609 = insertelement <128 x float> %1608, float %53, i32 111
-	%1610 = insertelement <128 x float> %1609, float %53, i32 112
-	%1611 = insertelement <128 x float> %1610, float %53, i32 113
-	%1612 = insertelement <128 x float> %1611, float %53, i32 114
-	%1613 = insertelement <128 x float> %1612, float %53, i32 115
-	%1614 = insertelement <128 x float> %1613, float %53, i32 116
-	%1615 = insertelement <128 x float> %1614, float %53, i32 117
-	%1616 = insertelement <128 x float> %1615, float %53, i32 118
-	%1617 = insertelement <128 x float> %1616, float %53, i32 119
-	%1618 = insertelement <128 x float> %1617, float %53, i32 120
-	%1619 = insertelement <128 x float> %1618, float %53, i32 121
-	%1620 = insertelement <128 x float> %1619, float %53, i32 122
-	%1621 = insertelement <128 x float> %1620, float %53, i32 123
-	%1622 = insertelement <128 x float> %1621, float %53, i32 124
-	%1623 = insertelement <128 x float> %1622, float %53, i32 125
-	%1624 = insertelement <128 x float> %1623, float %53, i32 126
-	%1625 = insertelement <128 x float> %1624, float %53, i32 127
-	%1626 = fmul <128 x float> %1497, %1625
-	%1627 = fcmp oeq float %53, 0.0
-	%1628 = select i1 %1627, <128 x float> %1366, <128 x float> %1626
+	%1221 = insertelement <128 x i64> undef, i64 %702, i32 0
+	%1222 = shufflevector <128 x i64> %1221, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1223 = add <128 x i64> %1222, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%1224 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%1225 = shufflevector <128 x i64> %1224, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1226 = icmp slt <128 x i64> %1223, %1225
+	%1227 = getelementptr float, float* %1180, i64 0
+	%1228 = bitcast float* %1227 to <128 x float>*
+	%1229 = load <128 x float>, <128 x float>* %1228, align 4
+	%1230 = getelementptr float, float* %1212, i64 0
+	%1231 = bitcast float* %1230 to <128 x float>*
+	%1232 = load <128 x float>, <128 x float>* %1231, align 4
+	%1233 = insertelement <128 x float> undef, float %15, i32 0
+	%1234 = insertelement <128 x float> %1233, float %15, i32 1
+	%1235 = insertelement <128 x float> %1234, float %15, i32 2
+	%1236 = insertelement <128 x float> %1235, float %15, i32 3
+	%1237 = insertelement <128 x float> %1236, float %15, i32 4
+	%1238 = insertelement <128 x float> %1237, float %15, i32 5
+	%1239 = insertelement <128 x float> %1238, float %15, i32 6
+	%1240 = insertelement <128 x float> %1239, float %15, i32 7
+	%1241 = insertelement <128 x float> %1240, float %15, i32 8
+	%1242 = insertelement <128 x float> %1241, float %15, i32 9
+	%1243 = insertelement <128 x float> %1242, float %15, i32 10
+	%1244 = insertelement <128 x float> %1243, float %15, i32 11
+	%1245 = insertelement <128 x float> %1244, float %15, i32 12
+	%1246 = insertelement <128 x float> %1245, float %15, i32 13
+	%1247 = insertelement <128 x float> %1246, float %15, i32 14
+	%1248 = insertelement <128 x float> %1247, float %15, i32 15
+	%1249 = insertelement <128 x float> %1248, float %15, i32 16
+	%1250 = insertelement <128 x float> %1249, float %15, i32 17
+	%1251 = insertelement <128 x float> %1250, float %15, i32 18
+	%1252 = insertelement <128 x float> %1251, float %15, i32 19
+	%1253 = insertelement <128 x float> %1252, float %15, i32 20
+	%1254 = insertelement <128 x float> %1253, float %15, i32 21
+	%1255 = insertelement <128 x float> %1254, float %15, i32 22
+	%1256 = insertelement <128 x float> %1255, float %15, i32 23
+	%1257 = insertelement <128 x float> %1256, float %15, i32 24
+	%1258 = insertelement <128 x float> %1257, float %15, i32 25
+	%1259 = insertelement <128 x float> %1258, float %15, i32 26
+	%1260 = insertelement <128 x float> %1259, float %15, i32 27
+	%1261 = insertelement <128 x float> %1260, float %15, i32 28
+	%1262 = insertelement <128 x float> %1261, float %15, i32 29
+	%1263 = insertelement <128 x float> %1262, float %15, i32 30
+	%1264 = insertelement <128 x float> %1263, float %15, i32 31
+	%1265 = insertelement <128 x float> %1264, float %15, i32 32
+	%1266 = insertelement <128 x float> %1265, float %15, i32 33
+	%1267 = insertelement <128 x float> %1266, float %15, i32 34
+	%1268 = insertelement <128 x float> %1267, float %15, i32 35
+	%1269 = insertelement <128 x float> %1268, float %15, i32 36
+	%1270 = insertelement <128 x float> %1269, float %15, i32 37
+	%1271 = insertelement <128 x float> %1270, float %15, i32 38
+	%1272 = insertelement <128 x float> %1271, float %15, i32 39
+	%1273 = insertelement <128 x float> %1272, float %15, i32 40
+	%1274 = insertelement <128 x float> %1273, float %15, i32 41
+	%1275 = insertelement <128 x float> %1274, float %15, i32 42
+	%1276 = insertelement <128 x float> %1275, float %15, i32 43
+	%1277 = insertelement <128 x float> %1276, float %15, i32 44
+	%1278 = insertelement <128 x float> %1277, float %15, i32 45
+	%1279 = insertelement <128 x float> %1278, float %15, i32 46
+	%1280 = insertelement <128 x float> %1279, float %15, i32 47
+	%1281 = insertelement <128 x float> %1280, float %15, i32 48
+	%1282 = insertelement <128 x float> %1281, float %15, i32 49
+	%1283 = insertelement <128 x float> %1282, float %15, i32 50
+	%1284 = insertelement <128 x float> %1283, float %15, i32 51
+	%1285 = insertelement <128 x float> %1284, float %15, i32 52
+	%1286 = insertelement <128 x float> %1285, float %15, i32 53
+	%1287 = insertelement <128 x float> %1286, float %15, i32 54
+	%1288 = insertelement <128 x float> %1287, float %15, i32 55
+	%1289 = insertelement <128 x float> %1288, float %15, i32 56
+	%1290 = insertelement <128 x float> %1289, float %15, i32 57
+	%1291 = insertelement <128 x float> %1290, float %15, i32 58
+	%1292 = insertelement <128 x float> %1291, float %15, i32 59
+	%1293 = insertelement <128 x float> %1292, float %15, i32 60
+	%1294 = insertelement <128 x float> %1293, float %15, i32 61
+	%1295 = insertelement <128 x float> %1294, float %15, i32 62
+	%1296 = insertelement <128 x float> %1295, float %15, i32 63
+	%1297 = insertelement <128 x float> %1296, float %15, i32 64
+	%1298 = insertelement <128 x float> %1297, float %15, i32 65
+	%1299 = insertelement <128 x float> %1298, float %15, i32 66
+	%1300 = insertelement <128 x float> %1299, float %15, i32 67
+	%1301 = insertelement <128 x float> %1300, float %15, i32 68
+	%1302 = insertelement <128 x float> %1301, float %15, i32 69
+	%1303 = insertelement <128 x float> %1302, float %15, i32 70
+	%1304 = insertelement <128 x float> %1303, float %15, i32 71
+	%1305 = insertelement <128 x float> %1304, float %15, i32 72
+	%1306 = insertelement <128 x float> %1305, float %15, i32 73
+	%1307 = insertelement <128 x float> %1306, float %15, i32 74
+	%1308 = insertelement <128 x float> %1307, float %15, i32 75
+	%1309 = insertelement <128 x float> %1308, float %15, i32 76
+	%1310 = insertelement <128 x float> %1309, float %15, i32 77
+	%1311 = insertelement <128 x float> %1310, float %15, i32 78
+	%1312 = insertelement <128 x float> %1311, float %15, i32 79
+	%1313 = insertelement <128 x float> %1312, float %15, i32 80
+	%1314 = insertelement <128 x float> %1313, float %15, i32 81
+	%1315 = insertelement <128 x float> %1314, float %15, i32 82
+	%1316 = insertelement <128 x float> %1315, float %15, i32 83
+	%1317 = insertelement <128 x float> %1316, float %15, i32 84
+	%1318 = insertelement <128 x float> %1317, float %15, i32 85
+	%1319 = insertelement <128 x float> %1318, float %15, i32 86
+	%1320 = insertelement <128 x float> %1319, float %15, i32 87
+	%1321 = insertelement <128 x float> %1320, float %15, i32 88
+	%1322 = insertelement <128 x float> %1321, float %15, i32 89
+	%1323 = insertelement <128 x float> %1322, float %15, i32 90
+	%1324 = insertelement <128 x float> %1323, float %15, i32 91
+	%1325 = insertelement <128 x float> %1324, float %15, i32 92
+	%1326 = insertelement <128 x float> %1325, float %15, i32 93
+	%1327 = insertelement <128 x float> %1326, float %15, i32 94
+	%1328 = insertelement <128 x float> %1327, float %15, i32 95
+	%1329 = insertelement <128 x float> %1328, float %15, i32 96
+	%1330 = insertelement <128 x float> %1329, float %15, i32 97
+	%1331 = insertelement <128 x float> %1330, float %15, i32 98
+	%1332 = insertelement <128 x float> %1331, float %15, i32 99
+	%1333 = insertelement <128 x float> %1332, float %15, i32 100
+	%1334 = insertelement <128 x float> %1333, float %15, i32 101
+	%1335 = insertelement <128 x float> %1334, float %15, i32 102
+	%1336 = insertelement <128 x float> %1335, float %15, i32 103
+	%1337 = insertelement <128 x float> %1336, float %15, i32 104
+	%1338 = insertelement <128 x float> %1337, float %15, i32 105
+	%1339 = insertelement <128 x float> %1338, float %15, i32 106
+	%1340 = insertelement <128 x float> %1339, float %15, i32 107
+	%1341 = insertelement <128 x float> %1340, float %15, i32 108
+	%1342 = insertelement <128 x float> %1341, float %15, i32 109
+	%1343 = insertelement <128 x float> %1342, float %15, i32 110
+	%1344 = insertelement <128 x float> %1343, float %15, i32 111
+	%1345 = insertelement <128 x float> %1344, float %15, i32 112
+	%1346 = insertelement <128 x float> %1345, float %15, i32 113
+	%1347 = insertelement <128 x float> %1346, float %15, i32 114
+	%1348 = insertelement <128 x float> %1347, float %15, i32 115
+	%1349 = insertelement <128 x float> %1348, float %15, i32 116
+	%1350 = insertelement <128 x float> %1349, float %15, i32 117
+	%1351 = insertelement <128 x float> %1350, float %15, i32 118
+	%1352 = insertelement <128 x float> %1351, float %15, i32 119
+	%1353 = insertelement <128 x float> %1352, float %15, i32 120
+	%1354 = insertelement <128 x float> %1353, float %15, i32 121
+	%1355 = insertelement <128 x float> %1354, float %15, i32 122
+	%1356 = insertelement <128 x float> %1355, float %15, i32 123
+	%1357 = insertelement <128 x float> %1356, float %15, i32 124
+	%1358 = insertelement <128 x float> %1357, float %15, i32 125
+	%1359 = insertelement <128 x float> %1358, float %15, i32 126
+	%1360 = insertelement <128 x float> %1359, float %15, i32 127
+	%1361 = fmul <128 x float> %1360, %755
+	%1362 = fadd <128 x float> %1232, %1361
+	%1363 = insertelement <128 x float> undef, float %57, i32 0
+	%1364 = insertelement <128 x float> %1363, float %57, i32 1
+	%1365 = insertelement <128 x float> %1364, float %57, i32 2
+	%1366 = insertelement <128 x float> %1365, float %57, i32 3
+	%1367 = insertelement <128 x float> %1366, float %57, i32 4
+	%1368 = insertelement <128 x float> %1367, float %57, i32 5
+	%1369 = insertelement <128 x float> %1368, float %57, i32 6
+	%1370 = insertelement <128 x float> %1369, float %57, i32 7
+	%1371 = insertelement <128 x float> %1370, float %57, i32 8
+	%1372 = insertelement <128 x float> %1371, float %57, i32 9
+	%1373 = insertelement <128 x float> %1372, float %57, i32 10
+	%1374 = insertelement <128 x float> %1373, float %57, i32 11
+	%1375 = insertelement <128 x float> %1374, float %57, i32 12
+	%1376 = insertelement <128 x float> %1375, float %57, i32 13
+	%1377 = insertelement <128 x float> %1376, float %57, i32 14
+	%1378 = insertelement <128 x float> %1377, float %57, i32 15
+	%1379 = insertelement <128 x float> %1378, float %57, i32 16
+	%1380 = insertelement <128 x float> %1379, float %57, i32 17
+	%1381 = insertelement <128 x float> %1380, float %57, i32 18
+	%1382 = insertelement <128 x float> %1381, float %57, i32 19
+	%1383 = insertelement <128 x float> %1382, float %57, i32 20
+	%1384 = insertelement <128 x float> %1383, float %57, i32 21
+	%1385 = insertelement <128 x float> %1384, float %57, i32 22
+	%1386 = insertelement <128 x float> %1385, float %57, i32 23
+	%1387 = insertelement <128 x float> %1386, float %57, i32 24
+	%1388 = insertelement <128 x float> %1387, float %57, i32 25
+	%1389 = insertelement <128 x float> %1388, float %57, i32 26
+	%1390 = insertelement <128 x float> %1389, float %57, i32 27
+	%1391 = insertelement <128 x float> %1390, float %57, i32 28
+	%1392 = insertelement <128 x float> %1391, float %57, i32 29
+	%1393 = insertelement <128 x float> %1392, float %57, i32 30
+	%1394 = insertelement <128 x float> %1393, float %57, i32 31
+	%1395 = insertelement <128 x float> %1394, float %57, i32 32
+	%1396 = insertelement <128 x float> %1395, float %57, i32 33
+	%1397 = insertelement <128 x float> %1396, float %57, i32 34
+	%1398 = insertelement <128 x float> %1397, float %57, i32 35
+	%1399 = insertelement <128 x float> %1398, float %57, i32 36
+	%1400 = insertelement <128 x float> %1399, float %57, i32 37
+	%1401 = insertelement <128 x float> %1400, float %57, i32 38
+	%1402 = insertelement <128 x float> %1401, float %57, i32 39
+	%1403 = insertelement <128 x float> %1402, float %57, i32 40
+	%1404 = insertelement <128 x float> %1403, float %57, i32 41
+	%1405 = insertelement <128 x float> %1404, float %57, i32 42
+	%1406 = insertelement <128 x float> %1405, float %57, i32 43
+	%1407 = insertelement <128 x float> %1406, float %57, i32 44
+	%1408 = insertelement <128 x float> %1407, float %57, i32 45
+	%1409 = insertelement <128 x float> %1408, float %57, i32 46
+	%1410 = insertelement <128 x float> %1409, float %57, i32 47
+	%1411 = insertelement <128 x float> %1410, float %57, i32 48
+	%1412 = insertelement <128 x float> %1411, float %57, i32 49
+	%1413 = insertelement <128 x float> %1412, float %57, i32 50
+	%1414 = insertelement <128 x float> %1413, float %57, i32 51
+	%1415 = insertelement <128 x float> %1414, float %57, i32 52
+	%1416 = insertelement <128 x float> %1415, float %57, i32 53
+	%1417 = insertelement <128 x float> %1416, float %57, i32 54
+	%1418 = insertelement <128 x float> %1417, float %57, i32 55
+	%1419 = insertelement <128 x float> %1418, float %57, i32 56
+	%1420 = insertelement <128 x float> %1419, float %57, i32 57
+	%1421 = insertelement <128 x float> %1420, float %57, i32 58
+	%1422 = insertelement <128 x float> %1421, float %57, i32 59
+	%1423 = insertelement <128 x float> %1422, float %57, i32 60
+	%1424 = insertelement <128 x float> %1423, float %57, i32 61
+	%1425 = insertelement <128 x float> %1424, float %57, i32 62
+	%1426 = insertelement <128 x float> %1425, float %57, i32 63
+	%1427 = insertelement <128 x float> %1426, float %57, i32 64
+	%1428 = insertelement <128 x float> %1427, float %57, i32 65
+	%1429 = insertelement <128 x float> %1428, float %57, i32 66
+	%1430 = insertelement <128 x float> %1429, float %57, i32 67
+	%1431 = insertelement <128 x float> %1430, float %57, i32 68
+	%1432 = insertelement <128 x float> %1431, float %57, i32 69
+	%1433 = insertelement <128 x float> %1432, float %57, i32 70
+	%1434 = insertelement <128 x float> %1433, float %57, i32 71
+	%1435 = insertelement <128 x float> %1434, float %57, i32 72
+	%1436 = insertelement <128 x float> %1435, float %57, i32 73
+	%1437 = insertelement <128 x float> %1436, float %57, i32 74
+	%1438 = insertelement <128 x float> %1437, float %57, i32 75
+	%1439 = insertelement <128 x float> %1438, float %57, i32 76
+	%1440 = insertelement <128 x float> %1439, float %57, i32 77
+	%1441 = insertelement <128 x float> %1440, float %57, i32 78
+	%1442 = insertelement <128 x float> %1441, float %57, i32 79
+	%1443 = insertelement <128 x float> %1442, float %57, i32 80
+	%1444 = insertelement <128 x float> %1443, float %57, i32 81
+	%1445 = insertelement <128 x float> %1444, float %57, i32 82
+	%1446 = insertelement <128 x float> %1445, float %57, i32 83
+	%1447 = insertelement <128 x float> %1446, float %57, i32 84
+	%1448 = insertelement <128 x float> %1447, float %57, i32 85
+	%1449 = insertelement <128 x float> %1448, float %57, i32 86
+	%1450 = insertelement <128 x float> %1449, float %57, i32 87
+	%1451 = insertelement <128 x float> %1450, float %57, i32 88
+	%1452 = insertelement <128 x float> %1451, float %57, i32 89
+	%1453 = insertelement <128 x float> %1452, float %57, i32 90
+	%1454 = insertelement <128 x float> %1453, float %57, i32 91
+	%1455 = insertelement <128 x float> %1454, float %57, i32 92
+	%1456 = insertelement <128 x float> %1455, float %57, i32 93
+	%1457 = insertelement <128 x float> %1456, float %57, i32 94
+	%1458 = insertelement <128 x float> %1457, float %57, i32 95
+	%1459 = insertelement <128 x float> %1458, float %57, i32 96
+	%1460 = insertelement <128 x float> %1459, float %57, i32 97
+	%1461 = insertelement <128 x float> %1460, float %57, i32 98
+	%1462 = insertelement <128 x float> %1461, float %57, i32 99
+	%1463 = insertelement <128 x float> %1462, float %57, i32 100
+	%1464 = insertelement <128 x float> %1463, float %57, i32 101
+	%1465 = insertelement <128 x float> %1464, float %57, i32 102
+	%1466 = insertelement <128 x float> %1465, float %57, i32 103
+	%1467 = insertelement <128 x float> %1466, float %57, i32 104
+	%1468 = insertelement <128 x float> %1467, float %57, i32 105
+	%1469 = insertelement <128 x float> %1468, float %57, i32 106
+	%1470 = insertelement <128 x float> %1469, float %57, i32 107
+	%1471 = insertelement <128 x float> %1470, float %57, i32 108
+	%1472 = insertelement <128 x float> %1471, float %57, i32 109
+	%1473 = insertelement <128 x float> %1472, float %57, i32 110
+	%1474 = insertelement <128 x float> %1473, float %57, i32 111
+	%1475 = insertelement <128 x float> %1474, float %57, i32 112
+	%1476 = insertelement <128 x float> %1475, float %57, i32 113
+	%1477 = insertelement <128 x float> %1476, float %57, i32 114
+	%1478 = insertelement <128 x float> %1477, float %57, i32 115
+	%1479 = insertelement <128 x float> %1478, float %57, i32 116
+	%1480 = insertelement <128 x float> %1479, float %57, i32 117
+	%1481 = insertelement <128 x float> %1480, float %57, i32 118
+	%1482 = insertelement <128 x float> %1481, float %57, i32 119
+	%1483 = insertelement <128 x float> %1482, float %57, i32 120
+	%1484 = insertelement <128 x float> %1483, float %57, i32 121
+	%1485 = insertelement <128 x float> %1484, float %57, i32 122
+	%1486 = insertelement <128 x float> %1485, float %57, i32 123
+	%1487 = insertelement <128 x float> %1486, float %57, i32 124
+	%1488 = insertelement <128 x float> %1487, float %57, i32 125
+	%1489 = insertelement <128 x float> %1488, float %57, i32 126
+	%1490 = insertelement <128 x float> %1489, float %57, i32 127
+	%1491 = fmul <128 x float> %1362, %1490
+	%1492 = fadd <128 x float> %1491, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1493 = fsub <128 x float> %1492, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1494 = insertelement <128 x float> undef, float %53, i32 0
+	%1495 = insertelement <128 x float> %1494, float %53, i32 1
+	%1496 = insertelement <128 x float> %1495, float %53, i32 2
+	%1497 = insertelement <128 x float> %1496, float %53, i32 3
+	%1498 = insertelement <128 x float> %1497, float %53, i32 4
+	%1499 = insertelement <128 x float> %1498, float %53, i32 5
+	%1500 = insertelement <128 x float> %1499, float %53, i32 6
+	%1501 = insertelement <128 x float> %1500, float %53, i32 7
+	%1502 = insertelement <128 x float> %1501, float %53, i32 8
+	%1503 = insertelement <128 x float> %1502, float %53, i32 9
+	%1504 = insertelement <128 x float> %1503, float %53, i32 10
+	%1505 = insertelement <128 x float> %1504, float %53, i32 11
+	%1506 = insertelement <128 x float> %1505, float %53, i32 12
+	%1507 = insertelement <128 x float> %1506, float %53, i32 13
+	%1508 = insertelement <128 x float> %1507, float %53, i32 14
+	%1509 = insertelement <128 x float> %1508, float %53, i32 15
+	%1510 = insertelement <128 x float> %1509, float %53, i32 16
+	%1511 = insertelement <128 x float> %1510, float %53, i32 17
+	%1512 = insertelement <128 x float> %1511, float %53, i32 18
+	%1513 = insertelement <128 x float> %1512, float %53, i32 19
+	%1514 = insertelement <128 x float> %1513, float %53, i32 20
+	%1515 = insertelement <128 x float> %1514, float %53, i32 21
+	%1516 = insertelement <128 x float> %1515, float %53, i32 22
+	%1517 = insertelement <128 x float> %1516, float %53, i32 23
+	%1518 = insertelement <128 x float> %1517, float %53, i32 24
+	%1519 = insertelement <128 x float> %1518, float %53, i32 25
+	%1520 = insertelement <128 x float> %1519, float %53, i32 26
+	%1521 = insertelement <128 x float> %1520, float %53, i32 27
+	%1522 = insertelement <128 x float> %1521, float %53, i32 28
+	%1523 = insertelement <128 x float> %1522, float %53, i32 29
+	%1524 = insertelement <128 x float> %1523, float %53, i32 30
+	%1525 = insertelement <128 x float> %1524, float %53, i32 31
+	%1526 = insertelement <128 x float> %1525, float %53, i32 32
+	%1527 = insertelement <128 x float> %1526, float %53, i32 33
+	%1528 = insertelement <128 x float> %1527, float %53, i32 34
+	%1529 = insertelement <128 x float> %1528, float %53, i32 35
+	%1530 = insertelement <128 x float> %1529, float %53, i32 36
+	%1531 = insertelement <128 x float> %1530, float %53, i32 37
+	%1532 = insertelement <128 x float> %1531, float %53, i32 38
+	%1533 = insertelement <128 x float> %1532, float %53, i32 39
+	%1534 = insertelement <128 x float> %1533, float %53, i32 40
+	%1535 = insertelement <128 x float> %1534, float %53, i32 41
+	%1536 = insertelement <128 x float> %1535, float %53, i32 42
+	%1537 = insertelement <128 x float> %1536, float %53, i32 43
+	%1538 = insertelement <128 x float> %1537, float %53, i32 44
+	%1539 = insertelement <128 x float> %1538, float %53, i32 45
+	%1540 = insertelement <128 x float> %1539, float %53, i32 46
+	%1541 = insertelement <128 x float> %1540, float %53, i32 47
+	%1542 = insertelement <128 x float> %1541, float %53, i32 48
+	%1543 = insertelement <128 x float> %1542, float %53, i32 49
+	%1544 = insertelement <128 x float> %1543, float %53, i32 50
+	%1545 = insertelement <128 x float> %1544, float %53, i32 51
+	%1546 = insertelement <128 x float> %1545, float %53, i32 52
+	%1547 = insertelement <128 x float> %1546, float %53, i32 53
+	%1548 = insertelement <128 x float> %1547, float %53, i32 54
+	%1549 = insertelement <128 x float> %1548, float %53, i32 55
+	%1550 = insertelement <128 x float> %1549, float %53, i32 56
+	%1551 = insertelement <128 x float> %1550, float %53, i32 57
+	%1552 = insertelement <128 x float> %1551, float %53, i32 58
+	%1553 = insertelement <128 x float> %1552, float %53, i32 59
+	%1554 = insertelement <128 x float> %1553, float %53, i32 60
+	%1555 = insertelement <128 x float> %1554, float %53, i32 61
+	%1556 = insertelement <128 x float> %1555, float %53, i32 62
+	%1557 = insertelement <128 x float> %1556, float %53, i32 63
+	%1558 = insertelement <128 x float> %1557, float %53, i32 64
+	%1559 = insertelement <128 x float> %1558, float %53, i32 65
+	%1560 = insertelement <128 x float> %1559, float %53, i32 66
+	%1561 = insertelement <128 x float> %1560, float %53, i32 67
+	%1562 = insertelement <128 x float> %1561, float %53, i32 68
+	%1563 = insertelement <128 x float> %1562, float %53, i32 69
+	%1564 = insertelement <128 x float> %1563, float %53, i32 70
+	%1565 = insertelement <128 x float> %1564, float %53, i32 71
+	%1566 = insertelement <128 x float> %1565, float %53, i32 72
+	%1567 = insertelement <128 x float> %1566, float %53, i32 73
+	%1568 = insertelement <128 x float> %1567, float %53, i32 74
+	%1569 = insertelement <128 x float> %1568, float %53, i32 75
+	%1570 = insertelement <128 x float> %1569, float %53, i32 76
+	%1571 = insertelement <128 x float> %1570, float %53, i32 77
+	%1572 = insertelement <128 x float> %1571, float %53, i32 78
+	%1573 = insertelement <128 x float> %1572, float %53, i32 79
+	%1574 = insertelement <128 x float> %1573, float %53, i32 80
+	%1575 = insertelement <128 x float> %1574, float %53, i32 81
+	%1576 = insertelement <128 x float> %1575, float %53, i32 82
+	%1577 = insertelement <128 x float> %1576, float %53, i32 83
+	%1578 = insertelement <128 x float> %1577, float %53, i32 84
+	%1579 = insertelement <128 x float> %1578, float %53, i32 85
+	%1580 = insertelement <128 x float> %1579, float %53, i32 86
+	%1581 = insertelement <128 x float> %1580, float %53, i32 87
+	%1582 = insertelement <128 x float> %1581, float %53, i32 88
+	%1583 = insertelement <128 x float> %1582, float %53, i32 89
+	%1584 = insertelement <128 x float> %1583, float %53, i32 90
+	%1585 = insertelement <128 x float> %1584, float %53, i32 91
+	%1586 = insertelement <128 x float> %1585, float %53, i32 92
+	%1587 = insertelement <128 x float> %1586, float %53, i32 93
+	%1588 = insertelement <128 x float> %1587, float %53, i32 94
+	%1589 = insertelement <128 x float> %1588, float %53, i32 95
+	%1590 = insertelement <128 x float> %1589, float %53, i32 96
+	%1591 = insertelement <128 x float> %1590, float %53, i32 97
+	%1592 = insertelement <128 x float> %1591, float %53, i32 98
+	%1593 = insertelement <128 x float> %1592, float %53, i32 99
+	%1594 = insertelement <128 x float> %1593, float %53, i32 100
+	%1595 = insertelement <128 x float> %1594, float %53, i32 101
+	%1596 = insertelement <128 x float> %1595, float %53, i32 102
+	%1597 = insertelement <128 x float> %1596, float %53, i32 103
+	%1598 = insertelement <128 x float> %1597, float %53, i32 104
+	%1599 = insertelement <128 x float> %1598, float %53, i32 105
+	%1600 = insertelement <128 x float> %1599, float %53, i32 106
+	%1601 = insertelement <128 x float> %1600, float %53, i32 107
+	%1602 = insertelement <128 x float> %1601, float %53, i32 108
+	%1603 = insertelement <128 x float> %1602, float %53, i32 109
+	%1604 = insertelement <128 x float> %1603, float %53, i32 110
+	%1605 = insertelement <128 x float> %1604, float %53, i32 111
+	%1606 = insertelement <128 x float> %1605, float %53, i32 112
+	%1607 = insertelement <128 x float> %1606, float %53, i32 113
+	%1608 = insertelement <128 x float> %1607, float %53, i32 114
+	%1609 = insertelement <128 x float> %1608, float %53, i32 115
+	%1610 = insertelement <128 x float> %1609, float %53, i32 116
+	%1611 = insertelement <128 x float> %1610, float %53, i32 117
+	%1612 = insertelement <128 x float> %1611, float %53, i32 118
+	%1613 = insertelement <128 x float> %1612, float %53, i32 119
+	%1614 = insertelement <128 x float> %1613, float %53, i32 120
+	%1615 = insertelement <128 x float> %1614, float %53, i32 121
+	%1616 = insertelement <128 x float> %1615, float %53, i32 122
+	%1617 = insertelement <128 x float> %1616, float %53, i32 123
+	%1618 = insertelement <128 x float> %1617, float %53, i32 124
+	%1619 = insertelement <128 x float> %1618, float %53, i32 125
+	%1620 = insertelement <128 x float> %1619, float %53, i32 126
+	%1621 = insertelement <128 x float> %1620, float %53, i32 127
+	%1622 = fmul <128 x float> %1493, %1621
+	%1623 = fcmp oeq float %53, 0.0
+	%1624 = select i1 %1623, <128 x float> %1362, <128 x float> %1622
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
-	%1629 = bitcast <128 x float>* %0 to float*
-	%1630 = bitcast float* %1629 to <128 x float>*
-	store <128 x float> %1628, <128 x float>* %1630, align 4
-	%1631 = icmp ne float* %kept, null
-	%1632 = sub i64 %n, %704
-	%1633 = select i1 %1631, i64 %1632, i64 0
+	%1625 = bitcast <128 x float>* %0 to float*
+	%1626 = bitcast float* %1625 to <128 x float>*
+	store <128 x float> %1624, <128 x float>* %1626, align 4
+	%1627 = icmp ne float* %kept, null
+	%1628 = sub i64 %n, %702
+	%1629 = select i1 %1627, i64 %1628, i64 0
 	br label %keep.head.425
 
 keep.head.425:
-	%1634 = phi i64 [ 0, %pad.done.424 ], [ %1640, %keep.426 ]
-	%1635 = icmp slt i64 %1634, %1633
-	br i1 %1635, label %keep.426, label %keep.done.427
+	%1630 = phi i64 [ 0, %pad.done.424 ], [ %1636, %keep.426 ]
+	%1631 = icmp slt i64 %1630, %1629
+	br i1 %1631, label %keep.426, label %keep.done.427
 
 keep.426:
-	%1636 = getelementptr float, float* %1629, i64 %1634
-	%1637 = load float, float* %1636, align 4
-	%1638 = add i64 %704, %1634
-	%1639 = getelementptr float, float* %kept, i64 %1638
-	store volatile float %1637, float* %1639, align 4
-	%1640 = add i64 %1634, 1
+	%1632 = getelementptr float, float* %1625, i64 %1630
+	%1633 = load float, float* %1632, align 4
+	%1634 = add i64 %702, %1630
+	%1635 = getelementptr float, float* %kept, i64 %1634
+	store volatile float %1633, float* %1635, align 4
+	%1636 = add i64 %1630, 1
 	br label %keep.head.425
 
 keep.done.427:
-	%1641 = fmul <128 x float> %1231, %1231
-	%1642 = fmul <128 x float> %1628, %1628
-	%1643 = select <128 x i1> %1228, <128 x float> %1641, <128 x float> zeroinitializer
-	%1644 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1645 = fadd <32 x float> %700, %1644
-	%1646 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1637 = fmul <128 x float> %1229, %1229
+	%1638 = fmul <128 x float> %1624, %1624
+	%1639 = select <128 x i1> %1226, <128 x float> %1637, <128 x float> zeroinitializer
+	%1640 = shufflevector <128 x float> %1639, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1641 = fadd <32 x float> %698, %1640
+	%1642 = shufflevector <128 x float> %1639, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1643 = fadd <32 x float> %1641, %1642
+	%1644 = shufflevector <128 x float> %1639, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1645 = fadd <32 x float> %1643, %1644
+	%1646 = shufflevector <128 x float> %1639, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1647 = fadd <32 x float> %1645, %1646
-	%1648 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1649 = fadd <32 x float> %1647, %1648
-	%1650 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1651 = fadd <32 x float> %1649, %1650
-	%1652 = select <128 x i1> %1228, <128 x float> %1642, <128 x float> zeroinitializer
-	%1653 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1654 = fadd <32 x float> %701, %1653
-	%1655 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1648 = select <128 x i1> %1226, <128 x float> %1638, <128 x float> zeroinitializer
+	%1649 = shufflevector <128 x float> %1648, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1650 = fadd <32 x float> %699, %1649
+	%1651 = shufflevector <128 x float> %1648, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1652 = fadd <32 x float> %1650, %1651
+	%1653 = shufflevector <128 x float> %1648, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1654 = fadd <32 x float> %1652, %1653
+	%1655 = shufflevector <128 x float> %1648, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1656 = fadd <32 x float> %1654, %1655
-	%1657 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1658 = fadd <32 x float> %1656, %1657
-	%1659 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1660 = fadd <32 x float> %1658, %1659
-	br label %join.407
+	br label %join.416
 }
 
 declare void @llvm.prefetch.p0i8(i8* %0, i32 %1, i32 %2, i32 %3)
@@ -11743,28 +11671,28 @@ entry:
 	%1 = bitcast [160 x float]* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.379, label %else.380
+	br i1 %3, label %then.370, label %else.371
 
-then.379:
-	br label %blocks.head.382
+then.370:
+	br label %blocks.head.373
 
-else.380:
+else.371:
 	%4 = sub i64 %first, %2
-	br label %blocks.head.385
+	br label %blocks.head.376
 
-join.381:
+join.372:
 	%5 = select i1 %3, i64 0, i64 %2
 	%6 = getelementptr float, float* %1, i64 %5
 	%7 = bitcast float* %6 to <128 x float>*
 	%8 = load <128 x float>, <128 x float>* %7, align 4
 	ret <128 x float> %8
 
-blocks.head.382:
-	%9 = phi i64 [ 0, %then.379 ], [ %31, %blocks.383 ]
+blocks.head.373:
+	%9 = phi i64 [ 0, %then.370 ], [ %31, %blocks.374 ]
 	%10 = icmp slt i64 %9, 4
-	br i1 %10, label %blocks.383, label %blocks.done.384
+	br i1 %10, label %blocks.374, label %blocks.done.375
 
-blocks.383:
+blocks.374:
 	%11 = mul i64 %9, 32
 	%12 = add i64 %first, %11
 	%13 = lshr i64 %12, 2
@@ -11790,17 +11718,17 @@ blocks.383:
 	%30 = extractvalue [4 x <8 x float>] %14, 3
 	store <8 x float> %30, <8 x float>* %29, align 4
 	%31 = add i64 %9, 1
-	br label %blocks.head.382
+	br label %blocks.head.373
 
-blocks.done.384:
-	br label %join.381
+blocks.done.375:
+	br label %join.372
 
-blocks.head.385:
-	%32 = phi i64 [ 0, %else.380 ], [ %54, %blocks.386 ]
+blocks.head.376:
+	%32 = phi i64 [ 0, %else.371 ], [ %54, %blocks.377 ]
 	%33 = icmp slt i64 %32, 5
-	br i1 %33, label %blocks.386, label %blocks.done.387
+	br i1 %33, label %blocks.377, label %blocks.done.378
 
-blocks.386:
+blocks.377:
 	%34 = mul i64 %32, 32
 	%35 = add i64 %4, %34
 	%36 = lshr i64 %35, 2
@@ -11826,10 +11754,10 @@ blocks.386:
 	%53 = extractvalue [4 x <8 x float>] %37, 3
 	store <8 x float> %53, <8 x float>* %52, align 4
 	%54 = add i64 %32, 1
-	br label %blocks.head.385
+	br label %blocks.head.376
 
-blocks.done.387:
-	br label %join.381
+blocks.done.378:
+	br label %join.372
 }
 
 define internal <128 x float> @lars_noise_row128_8_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -11838,28 +11766,28 @@ entry:
 	%1 = bitcast [192 x float]* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.408, label %else.409
+	br i1 %3, label %then.399, label %else.400
 
-then.408:
-	br label %blocks.head.411
+then.399:
+	br label %blocks.head.402
 
-else.409:
+else.400:
 	%4 = sub i64 %first, %2
-	br label %blocks.head.414
+	br label %blocks.head.405
 
-join.410:
+join.401:
 	%5 = select i1 %3, i64 0, i64 %2
 	%6 = getelementptr float, float* %1, i64 %5
 	%7 = bitcast float* %6 to <128 x float>*
 	%8 = load <128 x float>, <128 x float>* %7, align 4
 	ret <128 x float> %8
 
-blocks.head.411:
-	%9 = phi i64 [ 0, %then.408 ], [ %47, %blocks.412 ]
+blocks.head.402:
+	%9 = phi i64 [ 0, %then.399 ], [ %47, %blocks.403 ]
 	%10 = icmp slt i64 %9, 2
-	br i1 %10, label %blocks.412, label %blocks.done.413
+	br i1 %10, label %blocks.403, label %blocks.done.404
 
-blocks.412:
+blocks.403:
 	%11 = mul i64 %9, 64
 	%12 = add i64 %first, %11
 	%13 = lshr i64 %12, 3
@@ -11905,17 +11833,17 @@ blocks.412:
 	%46 = extractvalue [8 x <8 x float>] %14, 7
 	store <8 x float> %46, <8 x float>* %45, align 4
 	%47 = add i64 %9, 1
-	br label %blocks.head.411
+	br label %blocks.head.402
 
-blocks.done.413:
-	br label %join.410
+blocks.done.404:
+	br label %join.401
 
-blocks.head.414:
-	%48 = phi i64 [ 0, %else.409 ], [ %86, %blocks.415 ]
+blocks.head.405:
+	%48 = phi i64 [ 0, %else.400 ], [ %86, %blocks.406 ]
 	%49 = icmp slt i64 %48, 3
-	br i1 %49, label %blocks.415, label %blocks.done.416
+	br i1 %49, label %blocks.406, label %blocks.done.407
 
-blocks.415:
+blocks.406:
 	%50 = mul i64 %48, 64
 	%51 = add i64 %4, %50
 	%52 = lshr i64 %51, 3
@@ -11961,10 +11889,10 @@ blocks.415:
 	%85 = extractvalue [8 x <8 x float>] %53, 7
 	store <8 x float> %85, <8 x float>* %84, align 4
 	%86 = add i64 %48, 1
-	br label %blocks.head.414
+	br label %blocks.head.405
 
-blocks.done.416:
-	br label %join.410
+blocks.done.407:
+	br label %join.401
 }
 
 define internal void @lars_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
@@ -12023,7 +11951,7 @@ without_noise:
 with_noise:
 	%42 = add i64 %n, 4095
 	%43 = sdiv i64 %42, u0x1000
-	br label %task.head.443
+	br label %task.head.452
 
 with_secure_noise:
 	%44 = bitcast float %15 to i32
@@ -12042,7 +11970,7 @@ with_secure_noise:
 	%57 = bitcast i32 %56 to float
 	%58 = add i64 %n, 4095
 	%59 = sdiv i64 %58, u0x1000
-	br label %task.head.472
+	br label %task.head.481
 
 unknown_mode:
 	ret void
@@ -12287,12 +12215,12 @@ pad.done.442:
 	%232 = fadd <32 x float> %230, %231
 	br label %join.436
 
-task.head.443:
-	%233 = phi i64 [ %17, %with_noise ], [ %328, %row.done.448 ]
+task.head.452:
+	%233 = phi i64 [ %17, %with_noise ], [ %330, %row.done.457 ]
 	%234 = icmp slt i64 %233, %19
-	br i1 %234, label %task.444, label %task.done.445
+	br i1 %234, label %task.453, label %task.done.454
 
-task.444:
+task.453:
 	%235 = sdiv i64 %233, %43
 	%236 = srem i64 %233, %43
 	%237 = mul i64 %235, %n
@@ -12305,19 +12233,19 @@ task.444:
 	%244 = sdiv i64 %243, 128
 	%245 = icmp slt i64 %244, 32
 	%246 = select i1 %245, i64 %244, i64 32
-	br label %row.head.446
+	br label %row.head.455
 
-task.done.445:
+task.done.454:
 	ret void
 
-row.head.446:
-	%247 = phi i64 [ 0, %task.444 ], [ %472, %join.451 ]
-	%248 = phi <32 x float> [ zeroinitializer, %task.444 ], [ %470, %join.451 ]
-	%249 = phi <32 x float> [ zeroinitializer, %task.444 ], [ %471, %join.451 ]
+row.head.455:
+	%247 = phi i64 [ 0, %task.453 ], [ %472, %join.460 ]
+	%248 = phi <32 x float> [ zeroinitializer, %task.453 ], [ %470, %join.460 ]
+	%249 = phi <32 x float> [ zeroinitializer, %task.453 ], [ %471, %join.460 ]
 	%250 = icmp slt i64 %247, %246
-	br i1 %250, label %row.447, label %row.done.448
+	br i1 %250, label %row.456, label %row.done.457
 
-row.447:
+row.456:
 	%251 = mul i64 %247, 128
 	%252 = add i64 %241, %251
 	%253 = add i64 %252, 512
@@ -12387,47 +12315,47 @@ row.447:
 	call void @llvm.prefetch.p0i8(i8* %301, i32 0, i32 3, i32 1)
 	%302 = add i64 %252, 128
 	%303 = icmp sle i64 %302, %n
-	br i1 %303, label %then.449, label %else.450
+	%304 = add i64 %21, %252
+	%305 = call <128 x float> @lars_noise_row128_16_false(i64 %23, i32 %25, i64 %304)
+	br i1 %303, label %then.458, label %else.459
 
-row.done.448:
-	%304 = shufflevector <32 x float> %248, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%305 = fadd <32 x float> %248, %304
-	%306 = shufflevector <32 x float> %249, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%307 = fadd <32 x float> %249, %306
-	%308 = shufflevector <32 x float> %305, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%309 = fadd <32 x float> %305, %308
+row.done.457:
+	%306 = shufflevector <32 x float> %248, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%307 = fadd <32 x float> %248, %306
+	%308 = shufflevector <32 x float> %249, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%309 = fadd <32 x float> %249, %308
 	%310 = shufflevector <32 x float> %307, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%311 = fadd <32 x float> %307, %310
-	%312 = shufflevector <32 x float> %309, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%312 = shufflevector <32 x float> %309, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%313 = fadd <32 x float> %309, %312
 	%314 = shufflevector <32 x float> %311, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%315 = fadd <32 x float> %311, %314
-	%316 = shufflevector <32 x float> %313, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%316 = shufflevector <32 x float> %313, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%317 = fadd <32 x float> %313, %316
 	%318 = shufflevector <32 x float> %315, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%319 = fadd <32 x float> %315, %318
-	%320 = shufflevector <32 x float> %317, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%320 = shufflevector <32 x float> %317, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%321 = fadd <32 x float> %317, %320
 	%322 = shufflevector <32 x float> %319, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%323 = fadd <32 x float> %319, %322
-	%324 = extractelement <32 x float> %321, i32 0
-	%325 = getelementptr float, float* %37, i64 %233
-	store float %324, float* %325, align 4
+	%324 = shufflevector <32 x float> %321, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%325 = fadd <32 x float> %321, %324
 	%326 = extractelement <32 x float> %323, i32 0
-	%327 = getelementptr float, float* %39, i64 %233
+	%327 = getelementptr float, float* %37, i64 %233
 	store float %326, float* %327, align 4
-	%328 = add i64 %233, 1
-	br label %task.head.443
+	%328 = extractelement <32 x float> %325, i32 0
+	%329 = getelementptr float, float* %39, i64 %233
+	store float %328, float* %329, align 4
+	%330 = add i64 %233, 1
+	br label %task.head.452
 
-then.449:
-	%329 = getelementptr float, float* %238, i64 %252
-	%330 = bitcast float* %329 to <128 x float>*
-	%331 = load <128 x float>, <128 x float>* %330, align 4
-	%332 = getelementptr float, float* %240, i64 %252
-	%333 = bitcast float* %332 to <128 x float>*
-	%334 = load <128 x float>, <128 x float>* %333, align 4
-	%335 = add i64 %21, %252
-	%336 = call <128 x float> @lars_noise_row128_16_false(i64 %23, i32 %25, i64 %335)
+then.458:
+	%331 = getelementptr float, float* %238, i64 %252
+	%332 = bitcast float* %331 to <128 x float>*
+	%333 = load <128 x float>, <128 x float>* %332, align 4
+	%334 = getelementptr float, float* %240, i64 %252
+	%335 = bitcast float* %334 to <128 x float>*
+	%336 = load <128 x float>, <128 x float>* %335, align 4
 	%337 = insertelement <128 x float> undef, float %15, i32 0
 	%338 = insertelement <128 x float> %337, float %15, i32 1
 	%339 = insertelement <128 x float> %338, float %15, i32 2
@@ -12556,22 +12484,22 @@ then.449:
 	%462 = insertelement <128 x float> %461, float %15, i32 125
 	%463 = insertelement <128 x float> %462, float %15, i32 126
 	%464 = insertelement <128 x float> %463, float %15, i32 127
-	%465 = fmul <128 x float> %464, %336
-	%466 = fadd <128 x float> %334, %465
+	%465 = fmul <128 x float> %464, %305
+	%466 = fadd <128 x float> %336, %465
 	%467 = icmp ne float* %kept, null
 	br i1 %467, label %keep.461, label %kept.462
 
-else.450:
+else.459:
 	store <128 x float> zeroinitializer, <128 x float>* %5, align 4
 	%468 = bitcast <128 x float>* %5 to float*
 	%469 = sub i64 %n, %252
 	br label %pad.head.463
 
-join.451:
-	%470 = phi <32 x float> [ %484, %kept.462 ], [ %675, %keep.done.471 ]
-	%471 = phi <32 x float> [ %492, %kept.462 ], [ %684, %keep.done.471 ]
+join.460:
+	%470 = phi <32 x float> [ %484, %kept.462 ], [ %673, %keep.done.471 ]
+	%471 = phi <32 x float> [ %492, %kept.462 ], [ %682, %keep.done.471 ]
 	%472 = add i64 %247, 1
-	br label %row.head.446
+	br label %row.head.455
 
 keep.461:
 	%473 = getelementptr float, float* %kept, i64 %252
@@ -12580,7 +12508,7 @@ keep.461:
 	br label %kept.462
 
 kept.462:
-	%475 = fmul <128 x float> %331, %331
+	%475 = fmul <128 x float> %333, %333
 	%476 = fmul <128 x float> %466, %466
 	%477 = shufflevector <128 x float> %475, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
 	%478 = fadd <32 x float> %248, %477
@@ -12598,10 +12526,10 @@ kept.462:
 	%490 = fadd <32 x float> %488, %489
 	%491 = shufflevector <128 x float> %476, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%492 = fadd <32 x float> %490, %491
-	br label %join.451
+	br label %join.460
 
 pad.head.463:
-	%493 = phi i64 [ 0, %else.450 ], [ %499, %pad.464 ]
+	%493 = phi i64 [ 0, %else.459 ], [ %499, %pad.464 ]
 	%494 = icmp slt i64 %493, %469
 	br i1 %494, label %pad.464, label %pad.done.465
 
@@ -12647,291 +12575,291 @@ pad.done.468:
 	%518 = getelementptr float, float* %500, i64 0
 	%519 = bitcast float* %518 to <128 x float>*
 	%520 = load <128 x float>, <128 x float>* %519, align 4
-	%521 = add i64 %21, %252
-	%522 = call <128 x float> @lars_noise_row128_16_false(i64 %23, i32 %25, i64 %521)
-	%523 = insertelement <128 x float> undef, float %15, i32 0
-	%524 = insertelement <128 x float> %523, float %15, i32 1
-	%525 = insertelement <128 x float> %524, float %15, i32 2
-	%526 = insertelement <128 x float> %525, float %15, i32 3
-	%527 = insertelement <128 x float> %526, float %15, i32 4
-	%528 = insertelement <128 x float> %527, float %15, i32 5
-	%529 = insertelement <128 x float> %528, float %15, i32 6
-	%530 = insertelement <128 x float> %529, float %15, i32 7
-	%531 = insertelement <128 x float> %530, float %15, i32 8
-	%532 = insertelement <128 x float> %531, float %15, i32 9
-	%533 = insertelement <128 x float> %532, float %15, i32 10
-	%534 = insertelement <128 x float> %533, float %15, i32 11
-	%535 = insertelement <128 x float> %534, float %15, i32 12
-	%536 = insertelement <128 x float> %535, float %15, i32 13
-	%537 = insertelement <128 x float> %536, float %15, i32 14
-	%538 = insertelement <128 x float> %537, float %15, i32 15
-	%539 = insertelement <128 x float> %538, float %15, i32 16
-	%540 = insertelement <128 x float> %539, float %15, i32 17
-	%541 = insertelement <128 x float> %540, float %15, i32 18
-	%542 = insertelement <128 x float> %541, float %15, i32 19
-	%543 = insertelement <128 x float> %542, float %15, i32 20
-	%544 = insertelement <128 x float> %543, float %15, i32 21
-	%545 = insertelement <128 x float> %544, float %15, i32 22
-	%546 = insertelement <128 x float> %545, float %15, i32 23
-	%547 = insertelement <128 x float> %546, float %15, i32 24
-	%548 = insertelement <128 x float> %547, float %15, i32 25
-	%549 = insertelement <128 x float> %548, float %15, i32 26
-	%550 = insertelement <128 x float> %549, float %15, i32 27
-	%551 = insertelement <128 x float> %550, float %15, i32 28
-	%552 = insertelement <128 x float> %551, float %15, i32 29
-	%553 = insertelement <128 x float> %552, float %15, i32 30
-	%554 = insertelement <128 x float> %553, float %15, i32 31
-	%555 = insertelement <128 x float> %554, float %15, i32 32
-	%556 = insertelement <128 x float> %555, float %15, i32 33
-	%557 = insertelement <128 x float> %556, float %15, i32 34
-	%558 = insertelement <128 x float> %557, float %15, i32 35
-	%559 = insertelement <128 x float> %558, float %15, i32 36
-	%560 = insertelement <128 x float> %559, float %15, i32 37
-	%561 = insertelement <128 x float> %560, float %15, i32 38
-	%562 = insertelement <128 x float> %561, float %15, i32 39
-	%563 = insertelement <128 x float> %562, float %15, i32 40
-	%564 = insertelement <128 x float> %563, float %15, i32 41
-	%565 = insertelement <128 x float> %564, float %15, i32 42
-	%566 = insertelement <128 x float> %565, float %15, i32 43
-	%567 = insertelement <128 x float> %566, float %15, i32 44
-	%568 = insertelement <128 x float> %567, float %15, i32 45
-	%569 = insertelement <128 x float> %568, float %15, i32 46
-	%570 = insertelement <128 x float> %569, float %15, i32 47
-	%571 = insertelement <128 x float> %570, float %15, i32 48
-	%572 = insertelement <128 x float> %571, float %15, i32 49
-	%573 = insertelement <128 x float> %572, float %15, i32 50
-	%574 = insertelement <128 x float> %573, float %15, i32 51
-	%575 = insertelement <128 x float> %574, float %15, i32 52
-	%576 = insertelement <128 x float> %575, float %15, i32 53
-	%577 = insertelement <128 x float> %576, float %15, i32 54
-	%578 = insertelement <128 x float> %577, float %15, i32 55
-	%579 = insertelement <128 x float> %578, float %15, i32 56
-	%580 = insertelement <128 x float> %579, float %15, i32 57
-	%581 = insertelement <128 x float> %580, float %15, i32 58
-	%582 = insertelement <128 x float> %581, float %15, i32 59
-	%583 = insertelement <128 x float> %582, float %15, i32 60
-	%584 = insertelement <128 x float> %583, float %15, i32 61
-	%585 = insertelement <128 x float> %584, float %15, i32 62
-	%586 = insertelement <128 x float> %585, float %15, i32 63
-	%587 = insertelement <128 x float> %586, float %15, i32 64
-	%588 = insertelement <128 x float> %587, float %15, i32 65
-	%589 = insertelement <128 x float> %588, float %15, i32 66
-	%590 = insertelement <128 x float> %589, float %15, i32 67
-	%591 = insertelement <128 x float> %590, float %15, i32 68
-	%592 = insertelement <128 x float> %591, float %15, i32 69
-	%593 = insertelement <128 x float> %592, float %15, i32 70
-	%594 = insertelement <128 x float> %593, float %15, i32 71
-	%595 = insertelement <128 x float> %594, float %15, i32 72
-	%596 = insertelement <128 x float> %595, float %15, i32 73
-	%597 = insertelement <128 x float> %596, float %15, i32 74
-	%598 = insertelement <128 x float> %597, float %15, i32 75
-	%599 = insertelement <128 x float> %598, float %15, i32 76
-	%600 = insertelement <128 x float> %599, float %15, i32 77
-	%601 = insertelement <128 x float> %600, float %15, i32 78
-	%602 = insertelement <128 x float> %601, float %15, i32 79
-	%603 = insertelement <128 x float> %602, float %15, i32 80
-	%604 = insertelement <128 x float> %603, float %15, i32 81
-	%605 = insertelement <128 x float> %604, float %15, i32 82
-	%606 = insertelement <128 x float> %605, float %15, i32 83
-	%607 = insertelement <128 x float> %606, float %15, i32 84
-	%608 = insertelement <128 x float> %607, float %15, i32 85
-	%609 = insertelement <128 x float> %608, float %15, i32 86
-	%610 = insertelement <128 x float> %609, float %15, i32 87
-	%611 = insertelement <128 x float> %610, float %15, i32 88
-	%612 = insertelement <128 x float> %611, float %15, i32 89
-	%613 = insertelement <128 x float> %612, float %15, i32 90
-	%614 = insertelement <128 x float> %613, float %15, i32 91
-	%615 = insertelement <128 x float> %614, float %15, i32 92
-	%616 = insertelement <128 x float> %615, float %15, i32 93
-	%617 = insertelement <128 x float> %616, float %15, i32 94
-	%618 = insertelement <128 x float> %617, float %15, i32 95
-	%619 = insertelement <128 x float> %618, float %15, i32 96
-	%620 = insertelement <128 x float> %619, float %15, i32 97
-	%621 = insertelement <128 x float> %620, float %15, i32 98
-	%622 = insertelement <128 x float> %621, float %15, i32 99
-	%623 = insertelement <128 x float> %622, float %15, i32 100
-	%624 = insertelement <128 x float> %623, float %15, i32 101
-	%625 = insertelement <128 x float> %624, float %15, i32 102
-	%626 = insertelement <128 x float> %625, float %15, i32 103
-	%627 = insertelement <128 x float> %626, float %15, i32 104
-	%628 = insertelement <128 x float> %627, float %15, i32 105
-	%629 = insertelement <128 x float> %628, float %15, i32 106
-	%630 = insertelement <128 x float> %629, float %15, i32 107
-	%631 = insertelement <128 x float> %630, float %15, i32 108
-	%632 = insertelement <128 x float> %631, float %15, i32 109
-	%633 = insertelement <128 x float> %632, float %15, i32 110
-	%634 = insertelement <128 x float> %633, float %15, i32 111
-	%635 = insertelement <128 x float> %634, float %15, i32 112
-	%636 = insertelement <128 x float> %635, float %15, i32 113
-	%637 = insertelement <128 x float> %636, float %15, i32 114
-	%638 = insertelement <128 x float> %637, float %15, i32 115
-	%639 = insertelement <128 x float> %638, float %15, i32 116
-	%640 = insertelement <128 x float> %639, float %15, i32 117
-	%641 = insertelement <128 x float> %640, float %15, i32 118
-	%642 = insertelement <128 x float> %641, float %15, i32 119
-	%643 = insertelement <128 x float> %642, float %15, i32 120
-	%644 = insertelement <128 x float> %643, float %15, i32 121
-	%645 = insertelement <128 x float> %644, float %15, i32 122
-	%646 = insertelement <128 x float> %645, float %15, i32 123
-	%647 = insertelement <128 x float> %646, float %15, i32 124
-	%648 = insertelement <128 x float> %647, float %15, i32 125
-	%649 = insertelement <128 x float> %648, float %15, i32 126
-	%650 = insertelement <128 x float> %649, float %15, i32 127
-	%651 = fmul <128 x float> %650, %522
-	%652 = fadd <128 x float> %520, %651
+	%521 = insertelement <128 x float> undef, float %15, i32 0
+	%522 = insertelement <128 x float> %521, float %15, i32 1
+	%523 = insertelement <128 x float> %522, float %15, i32 2
+	%524 = insertelement <128 x float> %523, float %15, i32 3
+	%525 = insertelement <128 x float> %524, float %15, i32 4
+	%526 = insertelement <128 x float> %525, float %15, i32 5
+	%527 = insertelement <128 x float> %526, float %15, i32 6
+	%528 = insertelement <128 x float> %527, float %15, i32 7
+	%529 = insertelement <128 x float> %528, float %15, i32 8
+	%530 = insertelement <128 x float> %529, float %15, i32 9
+	%531 = insertelement <128 x float> %530, float %15, i32 10
+	%532 = insertelement <128 x float> %531, float %15, i32 11
+	%533 = insertelement <128 x float> %532, float %15, i32 12
+	%534 = insertelement <128 x float> %533, float %15, i32 13
+	%535 = insertelement <128 x float> %534, float %15, i32 14
+	%536 = insertelement <128 x float> %535, float %15, i32 15
+	%537 = insertelement <128 x float> %536, float %15, i32 16
+	%538 = insertelement <128 x float> %537, float %15, i32 17
+	%539 = insertelement <128 x float> %538, float %15, i32 18
+	%540 = insertelement <128 x float> %539, float %15, i32 19
+	%541 = insertelement <128 x float> %540, float %15, i32 20
+	%542 = insertelement <128 x float> %541, float %15, i32 21
+	%543 = insertelement <128 x float> %542, float %15, i32 22
+	%544 = insertelement <128 x float> %543, float %15, i32 23
+	%545 = insertelement <128 x float> %544, float %15, i32 24
+	%546 = insertelement <128 x float> %545, float %15, i32 25
+	%547 = insertelement <128 x float> %546, float %15, i32 26
+	%548 = insertelement <128 x float> %547, float %15, i32 27
+	%549 = insertelement <128 x float> %548, float %15, i32 28
+	%550 = insertelement <128 x float> %549, float %15, i32 29
+	%551 = insertelement <128 x float> %550, float %15, i32 30
+	%552 = insertelement <128 x float> %551, float %15, i32 31
+	%553 = insertelement <128 x float> %552, float %15, i32 32
+	%554 = insertelement <128 x float> %553, float %15, i32 33
+	%555 = insertelement <128 x float> %554, float %15, i32 34
+	%556 = insertelement <128 x float> %555, float %15, i32 35
+	%557 = insertelement <128 x float> %556, float %15, i32 36
+	%558 = insertelement <128 x float> %557, float %15, i32 37
+	%559 = insertelement <128 x float> %558, float %15, i32 38
+	%560 = insertelement <128 x float> %559, float %15, i32 39
+	%561 = insertelement <128 x float> %560, float %15, i32 40
+	%562 = insertelement <128 x float> %561, float %15, i32 41
+	%563 = insertelement <128 x float> %562, float %15, i32 42
+	%564 = insertelement <128 x float> %563, float %15, i32 43
+	%565 = insertelement <128 x float> %564, float %15, i32 44
+	%566 = insertelement <128 x float> %565, float %15, i32 45
+	%567 = insertelement <128 x float> %566, float %15, i32 46
+	%568 = insertelement <128 x float> %567, float %15, i32 47
+	%569 = insertelement <128 x float> %568, float %15, i32 48
+	%570 = insertelement <128 x float> %569, float %15, i32 49
+	%571 = insertelement <128 x float> %570, float %15, i32 50
+	%572 = insertelement <128 x float> %571, float %15, i32 51
+	%573 = insertelement <128 x float> %572, float %15, i32 52
+	%574 = insertelement <128 x float> %573, float %15, i32 53
+	%575 = insertelement <128 x float> %574, float %15, i32 54
+	%576 = insertelement <128 x float> %575, float %15, i32 55
+	%577 = insertelement <128 x float> %576, float %15, i32 56
+	%578 = insertelement <128 x float> %577, float %15, i32 57
+	%579 = insertelement <128 x float> %578, float %15, i32 58
+	%580 = insertelement <128 x float> %579, float %15, i32 59
+	%581 = insertelement <128 x float> %580, float %15, i32 60
+	%582 = insertelement <128 x float> %581, float %15, i32 61
+	%583 = insertelement <128 x float> %582, float %15, i32 62
+	%584 = insertelement <128 x float> %583, float %15, i32 63
+	%585 = insertelement <128 x float> %584, float %15, i32 64
+	%586 = insertelement <128 x float> %585, float %15, i32 65
+	%587 = insertelement <128 x float> %586, float %15, i32 66
+	%588 = insertelement <128 x float> %587, float %15, i32 67
+	%589 = insertelement <128 x float> %588, float %15, i32 68
+	%590 = insertelement <128 x float> %589, float %15, i32 69
+	%591 = insertelement <128 x float> %590, float %15, i32 70
+	%592 = insertelement <128 x float> %591, float %15, i32 71
+	%593 = insertelement <128 x float> %592, float %15, i32 72
+	%594 = insertelement <128 x float> %593, float %15, i32 73
+	%595 = insertelement <128 x float> %594, float %15, i32 74
+	%596 = insertelement <128 x float> %595, float %15, i32 75
+	%597 = insertelement <128 x float> %596, float %15, i32 76
+	%598 = insertelement <128 x float> %597, float %15, i32 77
+	%599 = insertelement <128 x float> %598, float %15, i32 78
+	%600 = insertelement <128 x float> %599, float %15, i32 79
+	%601 = insertelement <128 x float> %600, float %15, i32 80
+	%602 = insertelement <128 x float> %601, float %15, i32 81
+	%603 = insertelement <128 x float> %602, float %15, i32 82
+	%604 = insertelement <128 x float> %603, float %15, i32 83
+	%605 = insertelement <128 x float> %604, float %15, i32 84
+	%606 = insertelement <128 x float> %605, float %15, i32 85
+	%607 = insertelement <128 x float> %606, float %15, i32 86
+	%608 = insertelement <128 x float> %607, float %15, i32 87
+	%609 = insertelement <128 x float> %608, float %15, i32 88
+	%610 = insertelement <128 x float> %609, float %15, i32 89
+	%611 = insertelement <128 x float> %610, float %15, i32 90
+	%612 = insertelement <128 x float> %611, float %15, i32 91
+	%613 = insertelement <128 x float> %612, float %15, i32 92
+	%614 = insertelement <128 x float> %613, float %15, i32 93
+	%615 = insertelement <128 x float> %614, float %15, i32 94
+	%616 = insertelement <128 x float> %615, float %15, i32 95
+	%617 = insertelement <128 x float> %616, float %15, i32 96
+	%618 = insertelement <128 x float> %617, float %15, i32 97
+	%619 = insertelement <128 x float> %618, float %15, i32 98
+	%620 = insertelement <128 x float> %619, float %15, i32 99
+	%621 = insertelement <128 x float> %620, float %15, i32 100
+	%622 = insertelement <128 x float> %621, float %15, i32 101
+	%623 = insertelement <128 x float> %622, float %15, i32 102
+	%624 = insertelement <128 x float> %623, float %15, i32 103
+	%625 = insertelement <128 x float> %624, float %15, i32 104
+	%626 = insertelement <128 x float> %625, float %15, i32 105
+	%627 = insertelement <128 x float> %626, float %15, i32 106
+	%628 = insertelement <128 x float> %627, float %15, i32 107
+	%629 = insertelement <128 x float> %628, float %15, i32 108
+	%630 = insertelement <128 x float> %629, float %15, i32 109
+	%631 = insertelement <128 x float> %630, float %15, i32 110
+	%632 = insertelement <128 x float> %631, float %15, i32 111
+	%633 = insertelement <128 x float> %632, float %15, i32 112
+	%634 = insertelement <128 x float> %633, float %15, i32 113
+	%635 = insertelement <128 x float> %634, float %15, i32 114
+	%636 = insertelement <128 x float> %635, float %15, i32 115
+	%637 = insertelement <128 x float> %636, float %15, i32 116
+	%638 = insertelement <128 x float> %637, float %15, i32 117
+	%639 = insertelement <128 x float> %638, float %15, i32 118
+	%640 = insertelement <128 x float> %639, float %15, i32 119
+	%641 = insertelement <128 x float> %640, float %15, i32 120
+	%642 = insertelement <128 x float> %641, float %15, i32 121
+	%643 = insertelement <128 x float> %642, float %15, i32 122
+	%644 = insertelement <128 x float> %643, float %15, i32 123
+	%645 = insertelement <128 x float> %644, float %15, i32 124
+	%646 = insertelement <128 x float> %645, float %15, i32 125
+	%647 = insertelement <128 x float> %646, float %15, i32 126
+	%648 = insertelement <128 x float> %647, float %15, i32 127
+	%649 = fmul <128 x float> %648, %305
+	%650 = fadd <128 x float> %520, %649
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
-	%653 = bitcast <128 x float>* %3 to float*
-	%654 = bitcast float* %653 to <128 x float>*
-	store <128 x float> %652, <128 x float>* %654, align 4
-	%655 = icmp ne float* %kept, null
-	%656 = sub i64 %n, %252
-	%657 = select i1 %655, i64 %656, i64 0
+	%651 = bitcast <128 x float>* %3 to float*
+	%652 = bitcast float* %651 to <128 x float>*
+	store <128 x float> %650, <128 x float>* %652, align 4
+	%653 = icmp ne float* %kept, null
+	%654 = sub i64 %n, %252
+	%655 = select i1 %653, i64 %654, i64 0
 	br label %keep.head.469
 
 keep.head.469:
-	%658 = phi i64 [ 0, %pad.done.468 ], [ %664, %keep.470 ]
-	%659 = icmp slt i64 %658, %657
-	br i1 %659, label %keep.470, label %keep.done.471
+	%656 = phi i64 [ 0, %pad.done.468 ], [ %662, %keep.470 ]
+	%657 = icmp slt i64 %656, %655
+	br i1 %657, label %keep.470, label %keep.done.471
 
 keep.470:
-	%660 = getelementptr float, float* %653, i64 %658
-	%661 = load float, float* %660, align 4
-	%662 = add i64 %252, %658
-	%663 = getelementptr float, float* %kept, i64 %662
-	store volatile float %661, float* %663, align 4
-	%664 = add i64 %658, 1
+	%658 = getelementptr float, float* %651, i64 %656
+	%659 = load float, float* %658, align 4
+	%660 = add i64 %252, %656
+	%661 = getelementptr float, float* %kept, i64 %660
+	store volatile float %659, float* %661, align 4
+	%662 = add i64 %656, 1
 	br label %keep.head.469
 
 keep.done.471:
-	%665 = fmul <128 x float> %517, %517
-	%666 = fmul <128 x float> %652, %652
-	%667 = select <128 x i1> %514, <128 x float> %665, <128 x float> zeroinitializer
-	%668 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%669 = fadd <32 x float> %248, %668
-	%670 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%663 = fmul <128 x float> %517, %517
+	%664 = fmul <128 x float> %650, %650
+	%665 = select <128 x i1> %514, <128 x float> %663, <128 x float> zeroinitializer
+	%666 = shufflevector <128 x float> %665, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%667 = fadd <32 x float> %248, %666
+	%668 = shufflevector <128 x float> %665, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%669 = fadd <32 x float> %667, %668
+	%670 = shufflevector <128 x float> %665, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%671 = fadd <32 x float> %669, %670
-	%672 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%672 = shufflevector <128 x float> %665, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%673 = fadd <32 x float> %671, %672
-	%674 = shufflevector <128 x float> %667, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%675 = fadd <32 x float> %673, %674
-	%676 = select <128 x i1> %514, <128 x float> %666, <128 x float> zeroinitializer
-	%677 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%678 = fadd <32 x float> %249, %677
-	%679 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%674 = select <128 x i1> %514, <128 x float> %664, <128 x float> zeroinitializer
+	%675 = shufflevector <128 x float> %674, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%676 = fadd <32 x float> %249, %675
+	%677 = shufflevector <128 x float> %674, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%678 = fadd <32 x float> %676, %677
+	%679 = shufflevector <128 x float> %674, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%680 = fadd <32 x float> %678, %679
-	%681 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%681 = shufflevector <128 x float> %674, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%682 = fadd <32 x float> %680, %681
-	%683 = shufflevector <128 x float> %676, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%684 = fadd <32 x float> %682, %683
-	br label %join.451
+	br label %join.460
 
-task.head.472:
-	%685 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.477 ]
-	%686 = icmp slt i64 %685, %19
-	br i1 %686, label %task.473, label %task.done.474
+task.head.481:
+	%683 = phi i64 [ %17, %with_secure_noise ], [ %780, %row.done.486 ]
+	%684 = icmp slt i64 %683, %19
+	br i1 %684, label %task.482, label %task.done.483
 
-task.473:
-	%687 = sdiv i64 %685, %59
-	%688 = srem i64 %685, %59
-	%689 = mul i64 %687, %n
-	%690 = getelementptr float, float* %9, i64 %689
-	%691 = mul i64 %687, %n
-	%692 = getelementptr float, float* %11, i64 %691
-	%693 = mul i64 %688, u0x1000
-	%694 = sub i64 %n, %693
-	%695 = add i64 %694, 127
-	%696 = sdiv i64 %695, 128
-	%697 = icmp slt i64 %696, 32
-	%698 = select i1 %697, i64 %696, i64 32
-	br label %row.head.475
+task.482:
+	%685 = sdiv i64 %683, %59
+	%686 = srem i64 %683, %59
+	%687 = mul i64 %685, %n
+	%688 = getelementptr float, float* %9, i64 %687
+	%689 = mul i64 %685, %n
+	%690 = getelementptr float, float* %11, i64 %689
+	%691 = mul i64 %686, u0x1000
+	%692 = sub i64 %n, %691
+	%693 = add i64 %692, 127
+	%694 = sdiv i64 %693, 128
+	%695 = icmp slt i64 %694, 32
+	%696 = select i1 %695, i64 %694, i64 32
+	br label %row.head.484
 
-task.done.474:
+task.done.483:
 	ret void
 
-row.head.475:
-	%699 = phi i64 [ 0, %task.473 ], [ %1186, %join.480 ]
-	%700 = phi <32 x float> [ zeroinitializer, %task.473 ], [ %1184, %join.480 ]
-	%701 = phi <32 x float> [ zeroinitializer, %task.473 ], [ %1185, %join.480 ]
-	%702 = icmp slt i64 %699, %698
-	br i1 %702, label %row.476, label %row.done.477
+row.head.484:
+	%697 = phi i64 [ 0, %task.482 ], [ %1184, %join.489 ]
+	%698 = phi <32 x float> [ zeroinitializer, %task.482 ], [ %1182, %join.489 ]
+	%699 = phi <32 x float> [ zeroinitializer, %task.482 ], [ %1183, %join.489 ]
+	%700 = icmp slt i64 %697, %696
+	br i1 %700, label %row.485, label %row.done.486
 
-row.476:
-	%703 = mul i64 %699, 128
-	%704 = add i64 %693, %703
-	%705 = add i64 %704, 512
-	%706 = add i64 %705, 0
-	%707 = getelementptr float, float* %690, i64 %706
-	%708 = bitcast float* %707 to i8*
-	call void @llvm.prefetch.p0i8(i8* %708, i32 0, i32 3, i32 1)
-	%709 = add i64 %705, 16
-	%710 = getelementptr float, float* %690, i64 %709
-	%711 = bitcast float* %710 to i8*
-	call void @llvm.prefetch.p0i8(i8* %711, i32 0, i32 3, i32 1)
-	%712 = add i64 %705, 32
-	%713 = getelementptr float, float* %690, i64 %712
-	%714 = bitcast float* %713 to i8*
-	call void @llvm.prefetch.p0i8(i8* %714, i32 0, i32 3, i32 1)
-	%715 = add i64 %705, 48
-	%716 = getelementptr float, float* %690, i64 %715
-	%717 = bitcast float* %716 to i8*
-	call void @llvm.prefetch.p0i8(i8* %717, i32 0, i32 3, i32 1)
-	%718 = add i64 %705, 64
-	%719 = getelementptr float, float* %690, i64 %718
-	%720 = bitcast float* %719 to i8*
-	call void @llvm.prefetch.p0i8(i8* %720, i32 0, i32 3, i32 1)
-	%721 = add i64 %705, 80
-	%722 = getelementptr float, float* %690, i64 %721
-	%723 = bitcast float* %722 to i8*
-	call void @llvm.prefetch.p0i8(i8* %723, i32 0, i32 3, i32 1)
-	%724 = add i64 %705, 96
-	%725 = getelementptr float, float* %690, i64 %724
-	%726 = bitcast float* %725 to i8*
-	call void @llvm.prefetch.p0i8(i8* %726, i32 0, i32 3, i32 1)
-	%727 = add i64 %705, 112
-	%728 = getelementptr float, float* %690, i64 %727
-	%729 = bitcast float* %728 to i8*
-	call void @llvm.prefetch.p0i8(i8* %729, i32 0, i32 3, i32 1)
-	%730 = add i64 %705, 0
-	%731 = getelementptr float, float* %692, i64 %730
-	%732 = bitcast float* %731 to i8*
-	call void @llvm.prefetch.p0i8(i8* %732, i32 0, i32 3, i32 1)
-	%733 = add i64 %705, 16
-	%734 = getelementptr float, float* %692, i64 %733
-	%735 = bitcast float* %734 to i8*
-	call void @llvm.prefetch.p0i8(i8* %735, i32 0, i32 3, i32 1)
-	%736 = add i64 %705, 32
-	%737 = getelementptr float, float* %692, i64 %736
-	%738 = bitcast float* %737 to i8*
-	call void @llvm.prefetch.p0i8(i8* %738, i32 0, i32 3, i32 1)
-	%739 = add i64 %705, 48
-	%740 = getelementptr float, float* %692, i64 %739
-	%741 = bitcast float* %740 to i8*
-	call void @llvm.prefetch.p0i8(i8* %741, i32 0, i32 3, i32 1)
-	%742 = add i64 %705, 64
-	%743 = getelementptr float, float* %692, i64 %742
-	%744 = bitcast float* %743 to i8*
-	call void @llvm.prefetch.p0i8(i8* %744, i32 0, i32 3, i32 1)
-	%745 = add i64 %705, 80
-	%746 = getelementptr float, float* %692, i64 %745
-	%747 = bitcast float* %746 to i8*
-	call void @llvm.prefetch.p0i8(i8* %747, i32 0, i32 3, i32 1)
-	%748 = add i64 %705, 96
-	%749 = getelementptr float, float* %692, i64 %748
-	%750 = bitcast float* %749 to i8*
-	call void @llvm.prefetch.p0i8(i8* %750, i32 0, i32 3, i32 1)
-	%751 = add i64 %705, 112
-	%752 = getelementptr float, float* %692, i64 %751
-	%753 = bitcast float* %752 to i8*
-	call void @llvm.prefetch.p0i8(i8* %753, i32 0, i32 3, i32 1)
-	%754 = add i64 %704, 128
-	%755 = icmp sle i64 %754, %n
-	br i1 %755, label %then.478, label %else.479
+row.485:
+	%701 = mul i64 %697, 128
+	%702 = add i64 %691, %701
+	%703 = add i64 %702, 512
+	%704 = add i64 %703, 0
+	%705 = getelementptr float, float* %688, i64 %704
+	%706 = bitcast float* %705 to i8*
+	call void @llvm.prefetch.p0i8(i8* %706, i32 0, i32 3, i32 1)
+	%707 = add i64 %703, 16
+	%708 = getelementptr float, float* %688, i64 %707
+	%709 = bitcast float* %708 to i8*
+	call void @llvm.prefetch.p0i8(i8* %709, i32 0, i32 3, i32 1)
+	%710 = add i64 %703, 32
+	%711 = getelementptr float, float* %688, i64 %710
+	%712 = bitcast float* %711 to i8*
+	call void @llvm.prefetch.p0i8(i8* %712, i32 0, i32 3, i32 1)
+	%713 = add i64 %703, 48
+	%714 = getelementptr float, float* %688, i64 %713
+	%715 = bitcast float* %714 to i8*
+	call void @llvm.prefetch.p0i8(i8* %715, i32 0, i32 3, i32 1)
+	%716 = add i64 %703, 64
+	%717 = getelementptr float, float* %688, i64 %716
+	%718 = bitcast float* %717 to i8*
+	call void @llvm.prefetch.p0i8(i8* %718, i32 0, i32 3, i32 1)
+	%719 = add i64 %703, 80
+	%720 = getelementptr float, float* %688, i64 %719
+	%721 = bitcast float* %720 to i8*
+	call void @llvm.prefetch.p0i8(i8* %721, i32 0, i32 3, i32 1)
+	%722 = add i64 %703, 96
+	%723 = getelementptr float, float* %688, i64 %722
+	%724 = bitcast float* %723 to i8*
+	call void @llvm.prefetch.p0i8(i8* %724, i32 0, i32 3, i32 1)
+	%725 = add i64 %703, 112
+	%726 = getelementptr float, float* %688, i64 %725
+	%727 = bitcast float* %726 to i8*
+	call void @llvm.prefetch.p0i8(i8* %727, i32 0, i32 3, i32 1)
+	%728 = add i64 %703, 0
+	%729 = getelementptr float, float* %690, i64 %728
+	%730 = bitcast float* %729 to i8*
+	call void @llvm.prefetch.p0i8(i8* %730, i32 0, i32 3, i32 1)
+	%731 = add i64 %703, 16
+	%732 = getelementptr float, float* %690, i64 %731
+	%733 = bitcast float* %732 to i8*
+	call void @llvm.prefetch.p0i8(i8* %733, i32 0, i32 3, i32 1)
+	%734 = add i64 %703, 32
+	%735 = getelementptr float, float* %690, i64 %734
+	%736 = bitcast float* %735 to i8*
+	call void @llvm.prefetch.p0i8(i8* %736, i32 0, i32 3, i32 1)
+	%737 = add i64 %703, 48
+	%738 = getelementptr float, float* %690, i64 %737
+	%739 = bitcast float* %738 to i8*
+	call void @llvm.prefetch.p0i8(i8* %739, i32 0, i32 3, i32 1)
+	%740 = add i64 %703, 64
+	%741 = getelementptr float, float* %690, i64 %740
+	%742 = bitcast float* %741 to i8*
+	call void @llvm.prefetch.p0i8(i8* %742, i32 0, i32 3, i32 1)
+	%743 = add i64 %703, 80
+	%744 = getelementptr float, float* %690, i64 %743
+	%745 = bitcast float* %744 to i8*
+	call void @llvm.prefetch.p0i8(i8* %745, i32 0, i32 3, i32 1)
+	%746 = add i64 %703, 96
+	%747 = getelementptr float, float* %690, i64 %746
+	%748 = bitcast float* %747 to i8*
+	call void @llvm.prefetch.p0i8(i8* %748, i32 0, i32 3, i32 1)
+	%749 = add i64 %703, 112
+	%750 = getelementptr float, float* %690, i64 %749
+	%751 = bitcast float* %750 to i8*
+	call void @llvm.prefetch.p0i8(i8* %751, i32 0, i32 3, i32 1)
+	%752 = add i64 %702, 128
+	%753 = icmp sle i64 %752, %n
+	%754 = add i64 %21, %702
+	%755 = call <128 x float> @lars_noise_row128_16_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %754)
+	br i1 %753, label %then.487, label %else.488
 
-row.done.477:
-	%756 = shufflevector <32 x float> %700, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%757 = fadd <32 x float> %700, %756
-	%758 = shufflevector <32 x float> %701, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%759 = fadd <32 x float> %701, %758
+row.done.486:
+	%756 = shufflevector <32 x float> %698, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%757 = fadd <32 x float> %698, %756
+	%758 = shufflevector <32 x float> %699, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%759 = fadd <32 x float> %699, %758
 	%760 = shufflevector <32 x float> %757, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%761 = fadd <32 x float> %757, %760
 	%762 = shufflevector <32 x float> %759, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
@@ -12949,943 +12877,939 @@ row.done.477:
 	%774 = shufflevector <32 x float> %771, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%775 = fadd <32 x float> %771, %774
 	%776 = extractelement <32 x float> %773, i32 0
-	%777 = getelementptr float, float* %37, i64 %685
+	%777 = getelementptr float, float* %37, i64 %683
 	store float %776, float* %777, align 4
 	%778 = extractelement <32 x float> %775, i32 0
-	%779 = getelementptr float, float* %39, i64 %685
+	%779 = getelementptr float, float* %39, i64 %683
 	store float %778, float* %779, align 4
-	%780 = add i64 %685, 1
-	br label %task.head.472
+	%780 = add i64 %683, 1
+	br label %task.head.481
 
-then.478:
-	%781 = getelementptr float, float* %690, i64 %704
+then.487:
+	%781 = getelementptr float, float* %688, i64 %702
 	%782 = bitcast float* %781 to <128 x float>*
 	%783 = load <128 x float>, <128 x float>* %782, align 4
-	%784 = getelementptr float, float* %692, i64 %704
+	%784 = getelementptr float, float* %690, i64 %702
 	%785 = bitcast float* %784 to <128 x float>*
 	%786 = load <128 x float>, <128 x float>* %785, align 4
-	%787 = add i64 %21, %704
-	%788 = call <128 x float> @lars_noise_row128_16_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %787)
-	%789 = insertelement <128 x float> undef, float %15, i32 0
-	%790 = insertelement <128 x float> %789, float %15, i32 1
-	%791 = insertelement <128 x float> %790, float %15, i32 2
-	%792 = insertelement <128 x float> %791, float %15, i32 3
-	%793 = insertelement <128 x float> %792, float %15, i32 4
-	%794 = insertelement <128 x float> %793, float %15, i32 5
-	%795 = insertelement <128 x float> %794, float %15, i32 6
-	%796 = insertelement <128 x float> %795, float %15, i32 7
-	%797 = insertelement <128 x float> %796, float %15, i32 8
-	%798 = insertelement <128 x float> %797, float %15, i32 9
-	%799 = insertelement <128 x float> %798, float %15, i32 10
-	%800 = insertelement <128 x float> %799, float %15, i32 11
-	%801 = insertelement <128 x float> %800, float %15, i32 12
-	%802 = insertelement <128 x float> %801, float %15, i32 13
-	%803 = insertelement <128 x float> %802, float %15, i32 14
-	%804 = insertelement <128 x float> %803, float %15, i32 15
-	%805 = insertelement <128 x float> %804, float %15, i32 16
-	%806 = insertelement <128 x float> %805, float %15, i32 17
-	%807 = insertelement <128 x float> %806, float %15, i32 18
-	%808 = insertelement <128 x float> %807, float %15, i32 19
-	%809 = insertelement <128 x float> %808, float %15, i32 20
-	%810 = insertelement <128 x float> %809, float %15, i32 21
-	%811 = insertelement <128 x float> %810, float %15, i32 22
-	%812 = insertelement <128 x float> %811, float %15, i32 23
-	%813 = insertelement <128 x float> %812, float %15, i32 24
-	%814 = insertelement <128 x float> %813, float %15, i32 25
-	%815 = insertelement <128 x float> %814, float %15, i32 26
-	%816 = insertelement <128 x float> %815, float %15, i32 27
-	%817 = insertelement <128 x float> %816, float %15, i32 28
-	%818 = insertelement <128 x float> %817, float %15, i32 29
-	%819 = insertelement <128 x float> %818, float %15, i32 30
-	%820 = insertelement <128 x float> %819, float %15, i32 31
-	%821 = insertelement <128 x float> %820, float %15, i32 32
-	%822 = insertelement <128 x float> %821, float %15, i32 33
-	%823 = insertelement <128 x float> %822, float %15, i32 34
-	%824 = insertelement <128 x float> %823, float %15, i32 35
-	%825 = insertelement <128 x float> %824, float %15, i32 36
-	%826 = insertelement <128 x float> %825, float %15, i32 37
-	%827 = insertelement <128 x float> %826, float %15, i32 38
-	%828 = insertelement <128 x float> %827, float %15, i32 39
-	%829 = insertelement <128 x float> %828, float %15, i32 40
-	%830 = insertelement <128 x float> %829, float %15, i32 41
-	%831 = insertelement <128 x float> %830, float %15, i32 42
-	%832 = insertelement <128 x float> %831, float %15, i32 43
-	%833 = insertelement <128 x float> %832, float %15, i32 44
-	%834 = insertelement <128 x float> %833, float %15, i32 45
-	%835 = insertelement <128 x float> %834, float %15, i32 46
-	%836 = insertelement <128 x float> %835, float %15, i32 47
-	%837 = insertelement <128 x float> %836, float %15, i32 48
-	%838 = insertelement <128 x float> %837, float %15, i32 49
-	%839 = insertelement <128 x float> %838, float %15, i32 50
-	%840 = insertelement <128 x float> %839, float %15, i32 51
-	%841 = insertelement <128 x float> %840, float %15, i32 52
-	%842 = insertelement <128 x float> %841, float %15, i32 53
-	%843 = insertelement <128 x float> %842, float %15, i32 54
-	%844 = insertelement <128 x float> %843, float %15, i32 55
-	%845 = insertelement <128 x float> %844, float %15, i32 56
-	%846 = insertelement <128 x float> %845, float %15, i32 57
-	%847 = insertelement <128 x float> %846, float %15, i32 58
-	%848 = insertelement <128 x float> %847, float %15, i32 59
-	%849 = insertelement <128 x float> %848, float %15, i32 60
-	%850 = insertelement <128 x float> %849, float %15, i32 61
-	%851 = insertelement <128 x float> %850, float %15, i32 62
-	%852 = insertelement <128 x float> %851, float %15, i32 63
-	%853 = insertelement <128 x float> %852, float %15, i32 64
-	%854 = insertelement <128 x float> %853, float %15, i32 65
-	%855 = insertelement <128 x float> %854, float %15, i32 66
-	%856 = insertelement <128 x float> %855, float %15, i32 67
-	%857 = insertelement <128 x float> %856, float %15, i32 68
-	%858 = insertelement <128 x float> %857, float %15, i32 69
-	%859 = insertelement <128 x float> %858, float %15, i32 70
-	%860 = insertelement <128 x float> %859, float %15, i32 71
-	%861 = insertelement <128 x float> %860, float %15, i32 72
-	%862 = insertelement <128 x float> %861, float %15, i32 73
-	%863 = insertelement <128 x float> %862, float %15, i32 74
-	%864 = insertelement <128 x float> %863, float %15, i32 75
-	%865 = insertelement <128 x float> %864, float %15, i32 76
-	%866 = insertelement <128 x float> %865, float %15, i32 77
-	%867 = insertelement <128 x float> %866, float %15, i32 78
-	%868 = insertelement <128 x float> %867, float %15, i32 79
-	%869 = insertelement <128 x float> %868, float %15, i32 80
-	%870 = insertelement <128 x float> %869, float %15, i32 81
-	%871 = insertelement <128 x float> %870, float %15, i32 82
-	%872 = insertelement <128 x float> %871, float %15, i32 83
-	%873 = insertelement <128 x float> %872, float %15, i32 84
-	%874 = insertelement <128 x float> %873, float %15, i32 85
-	%875 = insertelement <128 x float> %874, float %15, i32 86
-	%876 = insertelement <128 x float> %875, float %15, i32 87
-	%877 = insertelement <128 x float> %876, float %15, i32 88
-	%878 = insertelement <128 x float> %877, float %15, i32 89
-	%879 = insertelement <128 x float> %878, float %15, i32 90
-	%880 = insertelement <128 x float> %879, float %15, i32 91
-	%881 = insertelement <128 x float> %880, float %15, i32 92
-	%882 = insertelement <128 x float> %881, float %15, i32 93
-	%883 = insertelement <128 x float> %882, float %15, i32 94
-	%884 = insertelement <128 x float> %883, float %15, i32 95
-	%885 = insertelement <128 x float> %884, float %15, i32 96
-	%886 = insertelement <128 x float> %885, float %15, i32 97
-	%887 = insertelement <128 x float> %886, float %15, i32 98
-	%888 = insertelement <128 x float> %887, float %15, i32 99
-	%889 = insertelement <128 x float> %888, float %15, i32 100
-	%890 = insertelement <128 x float> %889, float %15, i32 101
-	%891 = insertelement <128 x float> %890, float %15, i32 102
-	%892 = insertelement <128 x float> %891, float %15, i32 103
-	%893 = insertelement <128 x float> %892, float %15, i32 104
-	%894 = insertelement <128 x float> %893, float %15, i32 105
-	%895 = insertelement <128 x float> %894, float %15, i32 106
-	%896 = insertelement <128 x float> %895, float %15, i32 107
-	%897 = insertelement <128 x float> %896, float %15, i32 108
-	%898 = insertelement <128 x float> %897, float %15, i32 109
-	%899 = insertelement <128 x float> %898, float %15, i32 110
-	%900 = insertelement <128 x float> %899, float %15, i32 111
-	%901 = insertelement <128 x float> %900, float %15, i32 112
-	%902 = insertelement <128 x float> %901, float %15, i32 113
-	%903 = insertelement <128 x float> %902, float %15, i32 114
-	%904 = insertelement <128 x float> %903, float %15, i32 115
-	%905 = insertelement <128 x float> %904, float %15, i32 116
-	%906 = insertelement <128 x float> %905, float %15, i32 117
-	%907 = insertelement <128 x float> %906, float %15, i32 118
-	%908 = insertelement <128 x float> %907, float %15, i32 119
-	%909 = insertelement <128 x float> %908, float %15, i32 120
-	%910 = insertelement <128 x float> %909, float %15, i32 121
-	%911 = insertelement <128 x float> %910, float %15, i32 122
-	%912 = insertelement <128 x float> %911, float %15, i32 123
-	%913 = insertelement <128 x float> %912, float %15, i32 124
-	%914 = insertelement <128 x float> %913, float %15, i32 125
-	%915 = insertelement <128 x float> %914, float %15, i32 126
-	%916 = insertelement <128 x float> %915, float %15, i32 127
-	%917 = fmul <128 x float> %916, %788
-	%918 = fadd <128 x float> %786, %917
-	%919 = insertelement <128 x float> undef, float %57, i32 0
-	%920 = insertelement <128 x float> %919, float %57, i32 1
-	%921 = insertelement <128 x float> %920, float %57, i32 2
-	%922 = insertelement <128 x float> %921, float %57, i32 3
-	%923 = insertelement <128 x float> %922, float %57, i32 4
-	%924 = insertelement <128 x float> %923, float %57, i32 5
-	%925 = insertelement <128 x float> %924, float %57, i32 6
-	%926 = insertelement <128 x float> %925, float %57, i32 7
-	%927 = insertelement <128 x float> %926, float %57, i32 8
-	%928 = insertelement <128 x float> %927, float %57, i32 9
-	%929 = insertelement <128 x float> %928, float %57, i32 10
-	%930 = insertelement <128 x float> %929, float %57, i32 11
-	%931 = insertelement <128 x float> %930, float %57, i32 12
-	%932 = insertelement <128 x float> %931, float %57, i32 13
-	%933 = insertelement <128 x float> %932, float %57, i32 14
-	%934 = insertelement <128 x float> %933, float %57, i32 15
-	%935 = insertelement <128 x float> %934, float %57, i32 16
-	%936 = insertelement <128 x float> %935, float %57, i32 17
-	%937 = insertelement <128 x float> %936, float %57, i32 18
-	%938 = insertelement <128 x float> %937, float %57, i32 19
-	%939 = insertelement <128 x float> %938, float %57, i32 20
-	%940 = insertelement <128 x float> %939, float %57, i32 21
-	%941 = insertelement <128 x float> %940, float %57, i32 22
-	%942 = insertelement <128 x float> %941, float %57, i32 23
-	%943 = insertelement <128 x float> %942, float %57, i32 24
-	%944 = insertelement <128 x float> %943, float %57, i32 25
-	%945 = insertelement <128 x float> %944, float %57, i32 26
-	%946 = insertelement <128 x float> %945, float %57, i32 27
-	%947 = insertelement <128 x float> %946, float %57, i32 28
-	%948 = insertelement <128 x float> %947, float %57, i32 29
-	%949 = insertelement <128 x float> %948, float %57, i32 30
-	%950 = insertelement <128 x float> %949, float %57, i32 31
-	%951 = insertelement <128 x float> %950, float %57, i32 32
-	%952 = insertelement <128 x float> %951, float %57, i32 33
-	%953 = insertelement <128 x float> %952, float %57, i32 34
-	%954 = insertelement <128 x float> %953, float %57, i32 35
-	%955 = insertelement <128 x float> %954, float %57, i32 36
-	%956 = insertelement <128 x float> %955, float %57, i32 37
-	%957 = insertelement <128 x float> %956, float %57, i32 38
-	%958 = insertelement <128 x float> %957, float %57, i32 39
-	%959 = insertelement <128 x float> %958, float %57, i32 40
-	%960 = insertelement <128 x float> %959, float %57, i32 41
-	%961 = insertelement <128 x float> %960, float %57, i32 42
-	%962 = insertelement <128 x float> %961, float %57, i32 43
-	%963 = insertelement <128 x float> %962, float %57, i32 44
-	%964 = insertelement <128 x float> %963, float %57, i32 45
-	%965 = insertelement <128 x float> %964, float %57, i32 46
-	%966 = insertelement <128 x float> %965, float %57, i32 47
-	%967 = insertelement <128 x float> %966, float %57, i32 48
-	%968 = insertelement <128 x float> %967, float %57, i32 49
-	%969 = insertelement <128 x float> %968, float %57, i32 50
-	%970 = insertelement <128 x float> %969, float %57, i32 51
-	%971 = insertelement <128 x float> %970, float %57, i32 52
-	%972 = insertelement <128 x float> %971, float %57, i32 53
-	%973 = insertelement <128 x float> %972, float %57, i32 54
-	%974 = insertelement <128 x float> %973, float %57, i32 55
-	%975 = insertelement <128 x float> %974, float %57, i32 56
-	%976 = insertelement <128 x float> %975, float %57, i32 57
-	%977 = insertelement <128 x float> %976, float %57, i32 58
-	%978 = insertelement <128 x float> %977, float %57, i32 59
-	%979 = insertelement <128 x float> %978, float %57, i32 60
-	%980 = insertelement <128 x float> %979, float %57, i32 61
-	%981 = insertelement <128 x float> %980, float %57, i32 62
-	%982 = insertelement <128 x float> %981, float %57, i32 63
-	%983 = insertelement <128 x float> %982, float %57, i32 64
-	%984 = insertelement <128 x float> %983, float %57, i32 65
-	%985 = insertelement <128 x float> %984, float %57, i32 66
-	%986 = insertelement <128 x float> %985, float %57, i32 67
-	%987 = insertelement <128 x float> %986, float %57, i32 68
-	%988 = insertelement <128 x float> %987, float %57, i32 69
-	%989 = insertelement <128 x float> %988, float %57, i32 70
-	%990 = insertelement <128 x float> %989, float %57, i32 71
-	%991 = insertelement <128 x float> %990, float %57, i32 72
-	%992 = insertelement <128 x float> %991, float %57, i32 73
-	%993 = insertelement <128 x float> %992, float %57, i32 74
-	%994 = insertelement <128 x float> %993, float %57, i32 75
-	%995 = insertelement <128 x float> %994, float %57, i32 76
-	%996 = insertelement <128 x float> %995, float %57, i32 77
-	%997 = insertelement <128 x float> %996, float %57, i32 78
-	%998 = insertelement <128 x float> %997, float %57, i32 79
-	%999 = insertelement <128 x float> %998, float %57, i32 80
-	%1000 = insertelement <128 x float> %999, float %57, i32 81
-	%1001 = insertelement <128 x float> %1000, float %57, i32 82
-	%1002 = insertelement <128 x float> %1001, float %57, i32 83
-	%1003 = insertelement <128 x float> %1002, float %57, i32 84
-	%1004 = insertelement <128 x float> %1003, float %57, i32 85
-	%1005 = insertelement <128 x float> %1004, float %57, i32 86
-	%1006 = insertelement <128 x float> %1005, float %57, i32 87
-	%1007 = insertelement <128 x float> %1006, float %57, i32 88
-	%1008 = insertelement <128 x float> %1007, float %57, i32 89
-	%1009 = insertelement <128 x float> %1008, float %57, i32 90
-	%1010 = insertelement <128 x float> %1009, float %57, i32 91
-	%1011 = insertelement <128 x float> %1010, float %57, i32 92
-	%1012 = insertelement <128 x float> %1011, float %57, i32 93
-	%1013 = insertelement <128 x float> %1012, float %57, i32 94
-	%1014 = insertelement <128 x float> %1013, float %57, i32 95
-	%1015 = insertelement <128 x float> %1014, float %57, i32 96
-	%1016 = insertelement <128 x float> %1015, float %57, i32 97
-	%1017 = insertelement <128 x float> %1016, float %57, i32 98
-	%1018 = insertelement <128 x float> %1017, float %57, i32 99
-	%1019 = insertelement <128 x float> %1018, float %57, i32 100
-	%1020 = insertelement <128 x float> %1019, float %57, i32 101
-	%1021 = insertelement <128 x float> %1020, float %57, i32 102
-	%1022 = insertelement <128 x float> %1021, float %57, i32 103
-	%1023 = insertelement <128 x float> %1022, float %57, i32 104
-	%1024 = insertelement <128 x float> %1023, float %57, i32 105
-	%1025 = insertelement <128 x float> %1024, float %57, i32 106
-	%1026 = insertelement <128 x float> %1025, float %57, i32 107
-	%1027 = insertelement <128 x float> %1026, float %57, i32 108
-	%1028 = insertelement <128 x float> %1027, float %57, i32 109
-	%1029 = insertelement <128 x float> %1028, float %57, i32 110
-	%1030 = insertelement <128 x float> %1029, float %57, i32 111
-	%1031 = insertelement <128 x float> %1030, float %57, i32 112
-	%1032 = insertelement <128 x float> %1031, float %57, i32 113
-	%1033 = insertelement <128 x float> %1032, float %57, i32 114
-	%1034 = insertelement <128 x float> %1033, float %57, i32 115
-	%1035 = insertelement <128 x float> %1034, float %57, i32 116
-	%1036 = insertelement <128 x float> %1035, float %57, i32 117
-	%1037 = insertelement <128 x float> %1036, float %57, i32 118
-	%1038 = insertelement <128 x float> %1037, float %57, i32 119
-	%1039 = insertelement <128 x float> %1038, float %57, i32 120
-	%1040 = insertelement <128 x float> %1039, float %57, i32 121
-	%1041 = insertelement <128 x float> %1040, float %57, i32 122
-	%1042 = insertelement <128 x float> %1041, float %57, i32 123
-	%1043 = insertelement <128 x float> %1042, float %57, i32 124
-	%1044 = insertelement <128 x float> %1043, float %57, i32 125
-	%1045 = insertelement <128 x float> %1044, float %57, i32 126
-	%1046 = insertelement <128 x float> %1045, float %57, i32 127
-	%1047 = fmul <128 x float> %918, %1046
-	%1048 = fadd <128 x float> %1047, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1049 = fsub <128 x float> %1048, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1050 = insertelement <128 x float> undef, float %53, i32 0
-	%1051 = insertelement <128 x float> %1050, float %53, i32 1
-	%1052 = insertelement <128 x float> %1051, float %53, i32 2
-	%1053 = insertelement <128 x float> %1052, float %53, i32 3
-	%1054 = insertelement <128 x float> %1053, float %53, i32 4
-	%1055 = insertelement <128 x float> %1054, float %53, i32 5
-	%1056 = insertelement <128 x float> %1055, float %53, i32 6
-	%1057 = insertelement <128 x float> %1056, float %53, i32 7
-	%1058 = insertelement <128 x float> %1057, float %53, i32 8
-	%1059 = insertelement <128 x float> %1058, float %53, i32 9
-	%1060 = insertelement <128 x float> %1059, float %53, i32 10
-	%1061 = insertelement <128 x float> %1060, float %53, i32 11
-	%1062 = insertelement <128 x float> %1061, float %53, i32 12
-	%1063 = insertelement <128 x float> %1062, float %53, i32 13
-	%1064 = insertelement <128 x float> %1063, float %53, i32 14
-	%1065 = insertelement <128 x float> %1064, float %53, i32 15
-	%1066 = insertelement <128 x float> %1065, float %53, i32 16
-	%1067 = insertelement <128 x float> %1066, float %53, i32 17
-	%1068 = insertelement <128 x float> %1067, float %53, i32 18
-	%1069 = insertelement <128 x float> %1068, float %53, i32 19
-	%1070 = insertelement <128 x float> %1069, float %53, i32 20
-	%1071 = insertelement <128 x float> %1070, float %53, i32 21
-	%1072 = insertelement <128 x float> %1071, float %53, i32 22
-	%1073 = insertelement <128 x float> %1072, float %53, i32 23
-	%1074 = insertelement <128 x float> %1073, float %53, i32 24
-	%1075 = insertelement <128 x float> %1074, float %53, i32 25
-	%1076 = insertelement <128 x float> %1075, float %53, i32 26
-	%1077 = insertelement <128 x float> %1076, float %53, i32 27
-	%1078 = insertelement <128 x float> %1077, float %53, i32 28
-	%1079 = insertelement <128 x float> %1078, float %53, i32 29
-	%1080 = insertelement <128 x float> %1079, float %53, i32 30
-	%1081 = insertelement <128 x float> %1080, float %53, i32 31
-	%1082 = insertelement <128 x float> %1081, float %53, i32 32
-	%1083 = insertelement <128 x float> %1082, float %53, i32 33
-	%1084 = insertelement <128 x float> %1083, float %53, i32 34
-	%1085 = insertelement <128 x float> %1084, float %53, i32 35
-	%1086 = insertelement <128 x float> %1085, float %53, i32 36
-	%1087 = insertelement <128 x float> %1086, float %53, i32 37
-	%1088 = insertelement <128 x float> %1087, float %53, i32 38
-	%1089 = insertelement <128 x float> %1088, float %53, i32 39
-	%1090 = insertelement <128 x float> %1089, float %53, i32 40
-	%1091 = insertelement <128 x float> %1090, float %53, i32 41
-	%1092 = insertelement <128 x float> %1091, float %53, i32 42
-	%1093 = insertelement <128 x float> %1092, float %53, i32 43
-	%1094 = insertelement <128 x float> %1093, float %53, i32 44
-	%1095 = insertelement <128 x float> %1094, float %53, i32 45
-	%1096 = insertelement <128 x float> %1095, float %53, i32 46
-	%1097 = insertelement <128 x float> %1096, float %53, i32 47
-	%1098 = insertelement <128 x float> %1097, float %53, i32 48
-	%1099 = insertelement <128 x float> %1098, float %53, i32 49
-	%1100 = insertelement <128 x float> %1099, float %53, i32 50
-	%1101 = insertelement <128 x float> %1100, float %53, i32 51
-	%1102 = insertelement <128 x float> %1101, float %53, i32 52
-	%1103 = insertelement <128 x float> %1102, float %53, i32 53
-	%1104 = insertelement <128 x float> %1103, float %53, i32 54
-	%1105 = insertelement <128 x float> %1104, float %53, i32 55
-	%1106 = insertelement <128 x float> %1105, float %53, i32 56
-	%1107 = insertelement <128 x float> %1106, float %53, i32 57
-	%1108 = insertelement <128 x float> %1107, float %53, i32 58
-	%1109 = insertelement <128 x float> %1108, float %53, i32 59
-	%1110 = insertelement <128 x float> %1109, float %53, i32 60
-	%1111 = insertelement <128 x float> %1110, float %53, i32 61
-	%1112 = insertelement <128 x float> %1111, float %53, i32 62
-	%1113 = insertelement <128 x float> %1112, float %53, i32 63
-	%1114 = insertelement <128 x float> %1113, float %53, i32 64
-	%1115 = insertelement <128 x float> %1114, float %53, i32 65
-	%1116 = insertelement <128 x float> %1115, float %53, i32 66
-	%1117 = insertelement <128 x float> %1116, float %53, i32 67
-	%1118 = insertelement <128 x float> %1117, float %53, i32 68
-	%1119 = insertelement <128 x float> %1118, float %53, i32 69
-	%1120 = insertelement <128 x float> %1119, float %53, i32 70
-	%1121 = insertelement <128 x float> %1120, float %53, i32 71
-	%1122 = insertelement <128 x float> %1121, float %53, i32 72
-	%1123 = insertelement <128 x float> %1122, float %53, i32 73
-	%1124 = insertelement <128 x float> %1123, float %53, i32 74
-	%1125 = insertelement <128 x float> %1124, float %53, i32 75
-	%1126 = insertelement <128 x float> %1125, float %53, i32 76
-	%1127 = insertelement <128 x float> %1126, float %53, i32 77
-	%1128 = insertelement <128 x float> %1127, float %53, i32 78
-	%1129 = insertelement <128 x float> %1128, float %53, i32 79
-	%1130 = insertelement <128 x float> %1129, float %53, i32 80
-	%1131 = insertelement <128 x float> %1130, float %53, i32 81
-	%1132 = insertelement <128 x float> %1131, float %53, i32 82
-	%1133 = insertelement <128 x float> %1132, float %53, i32 83
-	%1134 = insertelement <128 x float> %1133, float %53, i32 84
-	%1135 = insertelement <128 x float> %1134, float %53, i32 85
-	%1136 = insertelement <128 x float> %1135, float %53, i32 86
-	%1137 = insertelement <128 x float> %1136, float %53, i32 87
-	%1138 = insertelement <128 x float> %1137, float %53, i32 88
-	%1139 = insertelement <128 x float> %1138, float %53, i32 89
-	%1140 = insertelement <128 x float> %1139, float %53, i32 90
-	%1141 = insertelement <128 x float> %1140, float %53, i32 91
-	%1142 = insertelement <128 x float> %1141, float %53, i32 92
-	%1143 = insertelement <128 x float> %1142, float %53, i32 93
-	%1144 = insertelement <128 x float> %1143, float %53, i32 94
-	%1145 = insertelement <128 x float> %1144, float %53, i32 95
-	%1146 = insertelement <128 x float> %1145, float %53, i32 96
-	%1147 = insertelement <128 x float> %1146, float %53, i32 97
-	%1148 = insertelement <128 x float> %1147, float %53, i32 98
-	%1149 = insertelement <128 x float> %1148, float %53, i32 99
-	%1150 = insertelement <128 x float> %1149, float %53, i32 100
-	%1151 = insertelement <128 x float> %1150, float %53, i32 101
-	%1152 = insertelement <128 x float> %1151, float %53, i32 102
-	%1153 = insertelement <128 x float> %1152, float %53, i32 103
-	%1154 = insertelement <128 x float> %1153, float %53, i32 104
-	%1155 = insertelement <128 x float> %1154, float %53, i32 105
-	%1156 = insertelement <128 x float> %1155, float %53, i32 106
-	%1157 = insertelement <128 x float> %1156, float %53, i32 107
-	%1158 = insertelement <128 x float> %1157, float %53, i32 108
-	%1159 = insertelement <128 x float> %1158, float %53, i32 109
-	%1160 = insertelement <128 x float> %1159, float %53, i32 110
-	%1161 = insertelement <128 x float> %1160, float %53, i32 111
-	%1162 = insertelement <128 x float> %1161, float %53, i32 112
-	%1163 = insertelement <128 x float> %1162, float %53, i32 113
-	%1164 = insertelement <128 x float> %1163, float %53, i32 114
-	%1165 = insertelement <128 x float> %1164, float %53, i32 115
-	%1166 = insertelement <128 x float> %1165, float %53, i32 116
-	%1167 = insertelement <128 x float> %1166, float %53, i32 117
-	%1168 = insertelement <128 x float> %1167, float %53, i32 118
-	%1169 = insertelement <128 x float> %1168, float %53, i32 119
-	%1170 = insertelement <128 x float> %1169, float %53, i32 120
-	%1171 = insertelement <128 x float> %1170, float %53, i32 121
-	%1172 = insertelement <128 x float> %1171, float %53, i32 122
-	%1173 = insertelement <128 x float> %1172, float %53, i32 123
-	%1174 = insertelement <128 x float> %1173, float %53, i32 124
-	%1175 = insertelement <128 x float> %1174, float %53, i32 125
-	%1176 = insertelement <128 x float> %1175, float %53, i32 126
-	%1177 = insertelement <128 x float> %1176, float %53, i32 127
-	%1178 = fmul <128 x float> %1049, %1177
-	%1179 = fcmp oeq float %53, 0.0
-	%1180 = select i1 %1179, <128 x float> %918, <128 x float> %1178
-	%1181 = icmp ne float* %kept, null
-	br i1 %1181, label %keep.490, label %kept.491
+	%787 = insertelement <128 x float> undef, float %15, i32 0
+	%788 = insertelement <128 x float> %787, float %15, i32 1
+	%789 = insertelement <128 x float> %788, float %15, i32 2
+	%790 = insertelement <128 x float> %789, float %15, i32 3
+	%791 = insertelement <128 x float> %790, float %15, i32 4
+	%792 = insertelement <128 x float> %791, float %15, i32 5
+	%793 = insertelement <128 x float> %792, float %15, i32 6
+	%794 = insertelement <128 x float> %793, float %15, i32 7
+	%795 = insertelement <128 x float> %794, float %15, i32 8
+	%796 = insertelement <128 x float> %795, float %15, i32 9
+	%797 = insertelement <128 x float> %796, float %15, i32 10
+	%798 = insertelement <128 x float> %797, float %15, i32 11
+	%799 = insertelement <128 x float> %798, float %15, i32 12
+	%800 = insertelement <128 x float> %799, float %15, i32 13
+	%801 = insertelement <128 x float> %800, float %15, i32 14
+	%802 = insertelement <128 x float> %801, float %15, i32 15
+	%803 = insertelement <128 x float> %802, float %15, i32 16
+	%804 = insertelement <128 x float> %803, float %15, i32 17
+	%805 = insertelement <128 x float> %804, float %15, i32 18
+	%806 = insertelement <128 x float> %805, float %15, i32 19
+	%807 = insertelement <128 x float> %806, float %15, i32 20
+	%808 = insertelement <128 x float> %807, float %15, i32 21
+	%809 = insertelement <128 x float> %808, float %15, i32 22
+	%810 = insertelement <128 x float> %809, float %15, i32 23
+	%811 = insertelement <128 x float> %810, float %15, i32 24
+	%812 = insertelement <128 x float> %811, float %15, i32 25
+	%813 = insertelement <128 x float> %812, float %15, i32 26
+	%814 = insertelement <128 x float> %813, float %15, i32 27
+	%815 = insertelement <128 x float> %814, float %15, i32 28
+	%816 = insertelement <128 x float> %815, float %15, i32 29
+	%817 = insertelement <128 x float> %816, float %15, i32 30
+	%818 = insertelement <128 x float> %817, float %15, i32 31
+	%819 = insertelement <128 x float> %818, float %15, i32 32
+	%820 = insertelement <128 x float> %819, float %15, i32 33
+	%821 = insertelement <128 x float> %820, float %15, i32 34
+	%822 = insertelement <128 x float> %821, float %15, i32 35
+	%823 = insertelement <128 x float> %822, float %15, i32 36
+	%824 = insertelement <128 x float> %823, float %15, i32 37
+	%825 = insertelement <128 x float> %824, float %15, i32 38
+	%826 = insertelement <128 x float> %825, float %15, i32 39
+	%827 = insertelement <128 x float> %826, float %15, i32 40
+	%828 = insertelement <128 x float> %827, float %15, i32 41
+	%829 = insertelement <128 x float> %828, float %15, i32 42
+	%830 = insertelement <128 x float> %829, float %15, i32 43
+	%831 = insertelement <128 x float> %830, float %15, i32 44
+	%832 = insertelement <128 x float> %831, float %15, i32 45
+	%833 = insertelement <128 x float> %832, float %15, i32 46
+	%834 = insertelement <128 x float> %833, float %15, i32 47
+	%835 = insertelement <128 x float> %834, float %15, i32 48
+	%836 = insertelement <128 x float> %835, float %15, i32 49
+	%837 = insertelement <128 x float> %836, float %15, i32 50
+	%838 = insertelement <128 x float> %837, float %15, i32 51
+	%839 = insertelement <128 x float> %838, float %15, i32 52
+	%840 = insertelement <128 x float> %839, float %15, i32 53
+	%841 = insertelement <128 x float> %840, float %15, i32 54
+	%842 = insertelement <128 x float> %841, float %15, i32 55
+	%843 = insertelement <128 x float> %842, float %15, i32 56
+	%844 = insertelement <128 x float> %843, float %15, i32 57
+	%845 = insertelement <128 x float> %844, float %15, i32 58
+	%846 = insertelement <128 x float> %845, float %15, i32 59
+	%847 = insertelement <128 x float> %846, float %15, i32 60
+	%848 = insertelement <128 x float> %847, float %15, i32 61
+	%849 = insertelement <128 x float> %848, float %15, i32 62
+	%850 = insertelement <128 x float> %849, float %15, i32 63
+	%851 = insertelement <128 x float> %850, float %15, i32 64
+	%852 = insertelement <128 x float> %851, float %15, i32 65
+	%853 = insertelement <128 x float> %852, float %15, i32 66
+	%854 = insertelement <128 x float> %853, float %15, i32 67
+	%855 = insertelement <128 x float> %854, float %15, i32 68
+	%856 = insertelement <128 x float> %855, float %15, i32 69
+	%857 = insertelement <128 x float> %856, float %15, i32 70
+	%858 = insertelement <128 x float> %857, float %15, i32 71
+	%859 = insertelement <128 x float> %858, float %15, i32 72
+	%860 = insertelement <128 x float> %859, float %15, i32 73
+	%861 = insertelement <128 x float> %860, float %15, i32 74
+	%862 = insertelement <128 x float> %861, float %15, i32 75
+	%863 = insertelement <128 x float> %862, float %15, i32 76
+	%864 = insertelement <128 x float> %863, float %15, i32 77
+	%865 = insertelement <128 x float> %864, float %15, i32 78
+	%866 = insertelement <128 x float> %865, float %15, i32 79
+	%867 = insertelement <128 x float> %866, float %15, i32 80
+	%868 = insertelement <128 x float> %867, float %15, i32 81
+	%869 = insertelement <128 x float> %868, float %15, i32 82
+	%870 = insertelement <128 x float> %869, float %15, i32 83
+	%871 = insertelement <128 x float> %870, float %15, i32 84
+	%872 = insertelement <128 x float> %871, float %15, i32 85
+	%873 = insertelement <128 x float> %872, float %15, i32 86
+	%874 = insertelement <128 x float> %873, float %15, i32 87
+	%875 = insertelement <128 x float> %874, float %15, i32 88
+	%876 = insertelement <128 x float> %875, float %15, i32 89
+	%877 = insertelement <128 x float> %876, float %15, i32 90
+	%878 = insertelement <128 x float> %877, float %15, i32 91
+	%879 = insertelement <128 x float> %878, float %15, i32 92
+	%880 = insertelement <128 x float> %879, float %15, i32 93
+	%881 = insertelement <128 x float> %880, float %15, i32 94
+	%882 = insertelement <128 x float> %881, float %15, i32 95
+	%883 = insertelement <128 x float> %882, float %15, i32 96
+	%884 = insertelement <128 x float> %883, float %15, i32 97
+	%885 = insertelement <128 x float> %884, float %15, i32 98
+	%886 = insertelement <128 x float> %885, float %15, i32 99
+	%887 = insertelement <128 x float> %886, float %15, i32 100
+	%888 = insertelement <128 x float> %887, float %15, i32 101
+	%889 = insertelement <128 x float> %888, float %15, i32 102
+	%890 = insertelement <128 x float> %889, float %15, i32 103
+	%891 = insertelement <128 x float> %890, float %15, i32 104
+	%892 = insertelement <128 x float> %891, float %15, i32 105
+	%893 = insertelement <128 x float> %892, float %15, i32 106
+	%894 = insertelement <128 x float> %893, float %15, i32 107
+	%895 = insertelement <128 x float> %894, float %15, i32 108
+	%896 = insertelement <128 x float> %895, float %15, i32 109
+	%897 = insertelement <128 x float> %896, float %15, i32 110
+	%898 = insertelement <128 x float> %897, float %15, i32 111
+	%899 = insertelement <128 x float> %898, float %15, i32 112
+	%900 = insertelement <128 x float> %899, float %15, i32 113
+	%901 = insertelement <128 x float> %900, float %15, i32 114
+	%902 = insertelement <128 x float> %901, float %15, i32 115
+	%903 = insertelement <128 x float> %902, float %15, i32 116
+	%904 = insertelement <128 x float> %903, float %15, i32 117
+	%905 = insertelement <128 x float> %904, float %15, i32 118
+	%906 = insertelement <128 x float> %905, float %15, i32 119
+	%907 = insertelement <128 x float> %906, float %15, i32 120
+	%908 = insertelement <128 x float> %907, float %15, i32 121
+	%909 = insertelement <128 x float> %908, float %15, i32 122
+	%910 = insertelement <128 x float> %909, float %15, i32 123
+	%911 = insertelement <128 x float> %910, float %15, i32 124
+	%912 = insertelement <128 x float> %911, float %15, i32 125
+	%913 = insertelement <128 x float> %912, float %15, i32 126
+	%914 = insertelement <128 x float> %913, float %15, i32 127
+	%915 = fmul <128 x float> %914, %755
+	%916 = fadd <128 x float> %786, %915
+	%917 = insertelement <128 x float> undef, float %57, i32 0
+	%918 = insertelement <128 x float> %917, float %57, i32 1
+	%919 = insertelement <128 x float> %918, float %57, i32 2
+	%920 = insertelement <128 x float> %919, float %57, i32 3
+	%921 = insertelement <128 x float> %920, float %57, i32 4
+	%922 = insertelement <128 x float> %921, float %57, i32 5
+	%923 = insertelement <128 x float> %922, float %57, i32 6
+	%924 = insertelement <128 x float> %923, float %57, i32 7
+	%925 = insertelement <128 x float> %924, float %57, i32 8
+	%926 = insertelement <128 x float> %925, float %57, i32 9
+	%927 = insertelement <128 x float> %926, float %57, i32 10
+	%928 = insertelement <128 x float> %927, float %57, i32 11
+	%929 = insertelement <128 x float> %928, float %57, i32 12
+	%930 = insertelement <128 x float> %929, float %57, i32 13
+	%931 = insertelement <128 x float> %930, float %57, i32 14
+	%932 = insertelement <128 x float> %931, float %57, i32 15
+	%933 = insertelement <128 x float> %932, float %57, i32 16
+	%934 = insertelement <128 x float> %933, float %57, i32 17
+	%935 = insertelement <128 x float> %934, float %57, i32 18
+	%936 = insertelement <128 x float> %935, float %57, i32 19
+	%937 = insertelement <128 x float> %936, float %57, i32 20
+	%938 = insertelement <128 x float> %937, float %57, i32 21
+	%939 = insertelement <128 x float> %938, float %57, i32 22
+	%940 = insertelement <128 x float> %939, float %57, i32 23
+	%941 = insertelement <128 x float> %940, float %57, i32 24
+	%942 = insertelement <128 x float> %941, float %57, i32 25
+	%943 = insertelement <128 x float> %942, float %57, i32 26
+	%944 = insertelement <128 x float> %943, float %57, i32 27
+	%945 = insertelement <128 x float> %944, float %57, i32 28
+	%946 = insertelement <128 x float> %945, float %57, i32 29
+	%947 = insertelement <128 x float> %946, float %57, i32 30
+	%948 = insertelement <128 x float> %947, float %57, i32 31
+	%949 = insertelement <128 x float> %948, float %57, i32 32
+	%950 = insertelement <128 x float> %949, float %57, i32 33
+	%951 = insertelement <128 x float> %950, float %57, i32 34
+	%952 = insertelement <128 x float> %951, float %57, i32 35
+	%953 = insertelement <128 x float> %952, float %57, i32 36
+	%954 = insertelement <128 x float> %953, float %57, i32 37
+	%955 = insertelement <128 x float> %954, float %57, i32 38
+	%956 = insertelement <128 x float> %955, float %57, i32 39
+	%957 = insertelement <128 x float> %956, float %57, i32 40
+	%958 = insertelement <128 x float> %957, float %57, i32 41
+	%959 = insertelement <128 x float> %958, float %57, i32 42
+	%960 = insertelement <128 x float> %959, float %57, i32 43
+	%961 = insertelement <128 x float> %960, float %57, i32 44
+	%962 = insertelement <128 x float> %961, float %57, i32 45
+	%963 = insertelement <128 x float> %962, float %57, i32 46
+	%964 = insertelement <128 x float> %963, float %57, i32 47
+	%965 = insertelement <128 x float> %964, float %57, i32 48
+	%966 = insertelement <128 x float> %965, float %57, i32 49
+	%967 = insertelement <128 x float> %966, float %57, i32 50
+	%968 = insertelement <128 x float> %967, float %57, i32 51
+	%969 = insertelement <128 x float> %968, float %57, i32 52
+	%970 = insertelement <128 x float> %969, float %57, i32 53
+	%971 = insertelement <128 x float> %970, float %57, i32 54
+	%972 = insertelement <128 x float> %971, float %57, i32 55
+	%973 = insertelement <128 x float> %972, float %57, i32 56
+	%974 = insertelement <128 x float> %973, float %57, i32 57
+	%975 = insertelement <128 x float> %974, float %57, i32 58
+	%976 = insertelement <128 x float> %975, float %57, i32 59
+	%977 = insertelement <128 x float> %976, float %57, i32 60
+	%978 = insertelement <128 x float> %977, float %57, i32 61
+	%979 = insertelement <128 x float> %978, float %57, i32 62
+	%980 = insertelement <128 x float> %979, float %57, i32 63
+	%981 = insertelement <128 x float> %980, float %57, i32 64
+	%982 = insertelement <128 x float> %981, float %57, i32 65
+	%983 = insertelement <128 x float> %982, float %57, i32 66
+	%984 = insertelement <128 x float> %983, float %57, i32 67
+	%985 = insertelement <128 x float> %984, float %57, i32 68
+	%986 = insertelement <128 x float> %985, float %57, i32 69
+	%987 = insertelement <128 x float> %986, float %57, i32 70
+	%988 = insertelement <128 x float> %987, float %57, i32 71
+	%989 = insertelement <128 x float> %988, float %57, i32 72
+	%990 = insertelement <128 x float> %989, float %57, i32 73
+	%991 = insertelement <128 x float> %990, float %57, i32 74
+	%992 = insertelement <128 x float> %991, float %57, i32 75
+	%993 = insertelement <128 x float> %992, float %57, i32 76
+	%994 = insertelement <128 x float> %993, float %57, i32 77
+	%995 = insertelement <128 x float> %994, float %57, i32 78
+	%996 = insertelement <128 x float> %995, float %57, i32 79
+	%997 = insertelement <128 x float> %996, float %57, i32 80
+	%998 = insertelement <128 x float> %997, float %57, i32 81
+	%999 = insertelement <128 x float> %998, float %57, i32 82
+	%1000 = insertelement <128 x float> %999, float %57, i32 83
+	%1001 = insertelement <128 x float> %1000, float %57, i32 84
+	%1002 = insertelement <128 x float> %1001, float %57, i32 85
+	%1003 = insertelement <128 x float> %1002, float %57, i32 86
+	%1004 = insertelement <128 x float> %1003, float %57, i32 87
+	%1005 = insertelement <128 x float> %1004, float %57, i32 88
+	%1006 = insertelement <128 x float> %1005, float %57, i32 89
+	%1007 = insertelement <128 x float> %1006, float %57, i32 90
+	%1008 = insertelement <128 x float> %1007, float %57, i32 91
+	%1009 = insertelement <128 x float> %1008, float %57, i32 92
+	%1010 = insertelement <128 x float> %1009, float %57, i32 93
+	%1011 = insertelement <128 x float> %1010, float %57, i32 94
+	%1012 = insertelement <128 x float> %1011, float %57, i32 95
+	%1013 = insertelement <128 x float> %1012, float %57, i32 96
+	%1014 = insertelement <128 x float> %1013, float %57, i32 97
+	%1015 = insertelement <128 x float> %1014, float %57, i32 98
+	%1016 = insertelement <128 x float> %1015, float %57, i32 99
+	%1017 = insertelement <128 x float> %1016, float %57, i32 100
+	%1018 = insertelement <128 x float> %1017, float %57, i32 101
+	%1019 = insertelement <128 x float> %1018, float %57, i32 102
+	%1020 = insertelement <128 x float> %1019, float %57, i32 103
+	%1021 = insertelement <128 x float> %1020, float %57, i32 104
+	%1022 = insertelement <128 x float> %1021, float %57, i32 105
+	%1023 = insertelement <128 x float> %1022, float %57, i32 106
+	%1024 = insertelement <128 x float> %1023, float %57, i32 107
+	%1025 = insertelement <128 x float> %1024, float %57, i32 108
+	%1026 = insertelement <128 x float> %1025, float %57, i32 109
+	%1027 = insertelement <128 x float> %1026, float %57, i32 110
+	%1028 = insertelement <128 x float> %1027, float %57, i32 111
+	%1029 = insertelement <128 x float> %1028, float %57, i32 112
+	%1030 = insertelement <128 x float> %1029, float %57, i32 113
+	%1031 = insertelement <128 x float> %1030, float %57, i32 114
+	%1032 = insertelement <128 x float> %1031, float %57, i32 115
+	%1033 = insertelement <128 x float> %1032, float %57, i32 116
+	%1034 = insertelement <128 x float> %1033, float %57, i32 117
+	%1035 = insertelement <128 x float> %1034, float %57, i32 118
+	%1036 = insertelement <128 x float> %1035, float %57, i32 119
+	%1037 = insertelement <128 x float> %1036, float %57, i32 120
+	%1038 = insertelement <128 x float> %1037, float %57, i32 121
+	%1039 = insertelement <128 x float> %1038, float %57, i32 122
+	%1040 = insertelement <128 x float> %1039, float %57, i32 123
+	%1041 = insertelement <128 x float> %1040, float %57, i32 124
+	%1042 = insertelement <128 x float> %1041, float %57, i32 125
+	%1043 = insertelement <128 x float> %1042, float %57, i32 126
+	%1044 = insertelement <128 x float> %1043, float %57, i32 127
+	%1045 = fmul <128 x float> %916, %1044
+	%1046 = fadd <128 x float> %1045, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1047 = fsub <128 x float> %1046, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1048 = insertelement <128 x float> undef, float %53, i32 0
+	%1049 = insertelement <128 x float> %1048, float %53, i32 1
+	%1050 = insertelement <128 x float> %1049, float %53, i32 2
+	%1051 = insertelement <128 x float> %1050, float %53, i32 3
+	%1052 = insertelement <128 x float> %1051, float %53, i32 4
+	%1053 = insertelement <128 x float> %1052, float %53, i32 5
+	%1054 = insertelement <128 x float> %1053, float %53, i32 6
+	%1055 = insertelement <128 x float> %1054, float %53, i32 7
+	%1056 = insertelement <128 x float> %1055, float %53, i32 8
+	%1057 = insertelement <128 x float> %1056, float %53, i32 9
+	%1058 = insertelement <128 x float> %1057, float %53, i32 10
+	%1059 = insertelement <128 x float> %1058, float %53, i32 11
+	%1060 = insertelement <128 x float> %1059, float %53, i32 12
+	%1061 = insertelement <128 x float> %1060, float %53, i32 13
+	%1062 = insertelement <128 x float> %1061, float %53, i32 14
+	%1063 = insertelement <128 x float> %1062, float %53, i32 15
+	%1064 = insertelement <128 x float> %1063, float %53, i32 16
+	%1065 = insertelement <128 x float> %1064, float %53, i32 17
+	%1066 = insertelement <128 x float> %1065, float %53, i32 18
+	%1067 = insertelement <128 x float> %1066, float %53, i32 19
+	%1068 = insertelement <128 x float> %1067, float %53, i32 20
+	%1069 = insertelement <128 x float> %1068, float %53, i32 21
+	%1070 = insertelement <128 x float> %1069, float %53, i32 22
+	%1071 = insertelement <128 x float> %1070, float %53, i32 23
+	%1072 = insertelement <128 x float> %1071, float %53, i32 24
+	%1073 = insertelement <128 x float> %1072, float %53, i32 25
+	%1074 = insertelement <128 x float> %1073, float %53, i32 26
+	%1075 = insertelement <128 x float> %1074, float %53, i32 27
+	%1076 = insertelement <128 x float> %1075, float %53, i32 28
+	%1077 = insertelement <128 x float> %1076, float %53, i32 29
+	%1078 = insertelement <128 x float> %1077, float %53, i32 30
+	%1079 = insertelement <128 x float> %1078, float %53, i32 31
+	%1080 = insertelement <128 x float> %1079, float %53, i32 32
+	%1081 = insertelement <128 x float> %1080, float %53, i32 33
+	%1082 = insertelement <128 x float> %1081, float %53, i32 34
+	%1083 = insertelement <128 x float> %1082, float %53, i32 35
+	%1084 = insertelement <128 x float> %1083, float %53, i32 36
+	%1085 = insertelement <128 x float> %1084, float %53, i32 37
+	%1086 = insertelement <128 x float> %1085, float %53, i32 38
+	%1087 = insertelement <128 x float> %1086, float %53, i32 39
+	%1088 = insertelement <128 x float> %1087, float %53, i32 40
+	%1089 = insertelement <128 x float> %1088, float %53, i32 41
+	%1090 = insertelement <128 x float> %1089, float %53, i32 42
+	%1091 = insertelement <128 x float> %1090, float %53, i32 43
+	%1092 = insertelement <128 x float> %1091, float %53, i32 44
+	%1093 = insertelement <128 x float> %1092, float %53, i32 45
+	%1094 = insertelement <128 x float> %1093, float %53, i32 46
+	%1095 = insertelement <128 x float> %1094, float %53, i32 47
+	%1096 = insertelement <128 x float> %1095, float %53, i32 48
+	%1097 = insertelement <128 x float> %1096, float %53, i32 49
+	%1098 = insertelement <128 x float> %1097, float %53, i32 50
+	%1099 = insertelement <128 x float> %1098, float %53, i32 51
+	%1100 = insertelement <128 x float> %1099, float %53, i32 52
+	%1101 = insertelement <128 x float> %1100, float %53, i32 53
+	%1102 = insertelement <128 x float> %1101, float %53, i32 54
+	%1103 = insertelement <128 x float> %1102, float %53, i32 55
+	%1104 = insertelement <128 x float> %1103, float %53, i32 56
+	%1105 = insertelement <128 x float> %1104, float %53, i32 57
+	%1106 = insertelement <128 x float> %1105, float %53, i32 58
+	%1107 = insertelement <128 x float> %1106, float %53, i32 59
+	%1108 = insertelement <128 x float> %1107, float %53, i32 60
+	%1109 = insertelement <128 x float> %1108, float %53, i32 61
+	%1110 = insertelement <128 x float> %1109, float %53, i32 62
+	%1111 = insertelement <128 x float> %1110, float %53, i32 63
+	%1112 = insertelement <128 x float> %1111, float %53, i32 64
+	%1113 = insertelement <128 x float> %1112, float %53, i32 65
+	%1114 = insertelement <128 x float> %1113, float %53, i32 66
+	%1115 = insertelement <128 x float> %1114, float %53, i32 67
+	%1116 = insertelement <128 x float> %1115, float %53, i32 68
+	%1117 = insertelement <128 x float> %1116, float %53, i32 69
+	%1118 = insertelement <128 x float> %1117, float %53, i32 70
+	%1119 = insertelement <128 x float> %1118, float %53, i32 71
+	%1120 = insertelement <128 x float> %1119, float %53, i32 72
+	%1121 = insertelement <128 x float> %1120, float %53, i32 73
+	%1122 = insertelement <128 x float> %1121, float %53, i32 74
+	%1123 = insertelement <128 x float> %1122, float %53, i32 75
+	%1124 = insertelement <128 x float> %1123, float %53, i32 76
+	%1125 = insertelement <128 x float> %1124, float %53, i32 77
+	%1126 = insertelement <128 x float> %1125, float %53, i32 78
+	%1127 = insertelement <128 x float> %1126, float %53, i32 79
+	%1128 = insertelement <128 x float> %1127, float %53, i32 80
+	%1129 = insertelement <128 x float> %1128, float %53, i32 81
+	%1130 = insertelement <128 x float> %1129, float %53, i32 82
+	%1131 = insertelement <128 x float> %1130, float %53, i32 83
+	%1132 = insertelement <128 x float> %1131, float %53, i32 84
+	%1133 = insertelement <128 x float> %1132, float %53, i32 85
+	%1134 = insertelement <128 x float> %1133, float %53, i32 86
+	%1135 = insertelement <128 x float> %1134, float %53, i32 87
+	%1136 = insertelement <128 x float> %1135, float %53, i32 88
+	%1137 = insertelement <128 x float> %1136, float %53, i32 89
+	%1138 = insertelement <128 x float> %1137, float %53, i32 90
+	%1139 = insertelement <128 x float> %1138, float %53, i32 91
+	%1140 = insertelement <128 x float> %1139, float %53, i32 92
+	%1141 = insertelement <128 x float> %1140, float %53, i32 93
+	%1142 = insertelement <128 x float> %1141, float %53, i32 94
+	%1143 = insertelement <128 x float> %1142, float %53, i32 95
+	%1144 = insertelement <128 x float> %1143, float %53, i32 96
+	%1145 = insertelement <128 x float> %1144, float %53, i32 97
+	%1146 = insertelement <128 x float> %1145, float %53, i32 98
+	%1147 = insertelement <128 x float> %1146, float %53, i32 99
+	%1148 = insertelement <128 x float> %1147, float %53, i32 100
+	%1149 = insertelement <128 x float> %1148, float %53, i32 101
+	%1150 = insertelement <128 x float> %1149, float %53, i32 102
+	%1151 = insertelement <128 x float> %1150, float %53, i32 103
+	%1152 = insertelement <128 x float> %1151, float %53, i32 104
+	%1153 = insertelement <128 x float> %1152, float %53, i32 105
+	%1154 = insertelement <128 x float> %1153, float %53, i32 106
+	%1155 = insertelement <128 x float> %1154, float %53, i32 107
+	%1156 = insertelement <128 x float> %1155, float %53, i32 108
+	%1157 = insertelement <128 x float> %1156, float %53, i32 109
+	%1158 = insertelement <128 x float> %1157, float %53, i32 110
+	%1159 = insertelement <128 x float> %1158, float %53, i32 111
+	%1160 = insertelement <128 x float> %1159, float %53, i32 112
+	%1161 = insertelement <128 x float> %1160, float %53, i32 113
+	%1162 = insertelement <128 x float> %1161, float %53, i32 114
+	%1163 = insertelement <128 x float> %1162, float %53, i32 115
+	%1164 = insertelement <128 x float> %1163, float %53, i32 116
+	%1165 = insertelement <128 x float> %1164, float %53, i32 117
+	%1166 = insertelement <128 x float> %1165, float %53, i32 118
+	%1167 = insertelement <128 x float> %1166, float %53, i32 119
+	%1168 = insertelement <128 x float> %1167, float %53, i32 120
+	%1169 = insertelement <128 x float> %1168, float %53, i32 121
+	%1170 = insertelement <128 x float> %1169, float %53, i32 122
+	%1171 = insertelement <128 x float> %1170, float %53, i32 123
+	%1172 = insertelement <128 x float> %1171, float %53, i32 124
+	%1173 = insertelement <128 x float> %1172, float %53, i32 125
+	%1174 = insertelement <128 x float> %1173, float %53, i32 126
+	%1175 = insertelement <128 x float> %1174, float %53, i32 127
+	%1176 = fmul <128 x float> %1047, %1175
+	%1177 = fcmp oeq float %53, 0.0
+	%1178 = select i1 %1177, <128 x float> %916, <128 x float> %1176
+	%1179 = icmp ne float* %kept, null
+	br i1 %1179, label %keep.490, label %kept.491
 
-else.479:
+else.488:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
-	%1182 = bitcast <128 x float>* %2 to float*
-	%1183 = sub i64 %n, %704
+	%1180 = bitcast <128 x float>* %2 to float*
+	%1181 = sub i64 %n, %702
 	br label %pad.head.492
 
-join.480:
-	%1184 = phi <32 x float> [ %1198, %kept.491 ], [ %1651, %keep.done.500 ]
-	%1185 = phi <32 x float> [ %1206, %kept.491 ], [ %1660, %keep.done.500 ]
-	%1186 = add i64 %699, 1
-	br label %row.head.475
+join.489:
+	%1182 = phi <32 x float> [ %1196, %kept.491 ], [ %1647, %keep.done.500 ]
+	%1183 = phi <32 x float> [ %1204, %kept.491 ], [ %1656, %keep.done.500 ]
+	%1184 = add i64 %697, 1
+	br label %row.head.484
 
 keep.490:
-	%1187 = getelementptr float, float* %kept, i64 %704
-	%1188 = bitcast float* %1187 to <128 x float>*
-	store <128 x float> %1180, <128 x float>* %1188, align 4
+	%1185 = getelementptr float, float* %kept, i64 %702
+	%1186 = bitcast float* %1185 to <128 x float>*
+	store <128 x float> %1178, <128 x float>* %1186, align 4
 	br label %kept.491
 
 kept.491:
-	%1189 = fmul <128 x float> %783, %783
-	%1190 = fmul <128 x float> %1180, %1180
-	%1191 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1192 = fadd <32 x float> %700, %1191
-	%1193 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1187 = fmul <128 x float> %783, %783
+	%1188 = fmul <128 x float> %1178, %1178
+	%1189 = shufflevector <128 x float> %1187, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1190 = fadd <32 x float> %698, %1189
+	%1191 = shufflevector <128 x float> %1187, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1192 = fadd <32 x float> %1190, %1191
+	%1193 = shufflevector <128 x float> %1187, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%1194 = fadd <32 x float> %1192, %1193
-	%1195 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1195 = shufflevector <128 x float> %1187, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1196 = fadd <32 x float> %1194, %1195
-	%1197 = shufflevector <128 x float> %1189, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1198 = fadd <32 x float> %1196, %1197
-	%1199 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1200 = fadd <32 x float> %701, %1199
-	%1201 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1197 = shufflevector <128 x float> %1188, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1198 = fadd <32 x float> %699, %1197
+	%1199 = shufflevector <128 x float> %1188, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1200 = fadd <32 x float> %1198, %1199
+	%1201 = shufflevector <128 x float> %1188, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%1202 = fadd <32 x float> %1200, %1201
-	%1203 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1203 = shufflevector <128 x float> %1188, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1204 = fadd <32 x float> %1202, %1203
-	%1205 = shufflevector <128 x float> %1190, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1206 = fadd <32 x float> %1204, %1205
-	br label %join.480
+	br label %join.489
 
 pad.head.492:
-	%1207 = phi i64 [ 0, %else.479 ], [ %1213, %pad.493 ]
-	%1208 = icmp slt i64 %1207, %1183
-	br i1 %1208, label %pad.493, label %pad.done.494
+	%1205 = phi i64 [ 0, %else.488 ], [ %1211, %pad.493 ]
+	%1206 = icmp slt i64 %1205, %1181
+	br i1 %1206, label %pad.493, label %pad.done.494
 
 pad.493:
-	%1209 = add i64 %704, %1207
-	%1210 = getelementptr float, float* %690, i64 %1209
-	%1211 = load float, float* %1210, align 4
-	%1212 = getelementptr float, float* %1182, i64 %1207
-	store volatile float %1211, float* %1212, align 4
-	%1213 = add i64 %1207, 1
+	%1207 = add i64 %702, %1205
+	%1208 = getelementptr float, float* %688, i64 %1207
+	%1209 = load float, float* %1208, align 4
+	%1210 = getelementptr float, float* %1180, i64 %1205
+	store volatile float %1209, float* %1210, align 4
+	%1211 = add i64 %1205, 1
 	br label %pad.head.492
 
 pad.done.494:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
-	%1214 = bitcast <128 x float>* %1 to float*
-	%1215 = sub i64 %n, %704
+	%1212 = bitcast <128 x float>* %1 to float*
+	%1213 = sub i64 %n, %702
 	br label %pad.head.495
 
 pad.head.495:
-	%1216 = phi i64 [ 0, %pad.done.494 ], [ %1222, %pad.496 ]
-	%1217 = icmp slt i64 %1216, %1215
-	br i1 %1217, label %pad.496, label %pad.done.497
+	%1214 = phi i64 [ 0, %pad.done.494 ], [ %1220, %pad.496 ]
+	%1215 = icmp slt i64 %1214, %1213
+	br i1 %1215, label %pad.496, label %pad.done.497
 
 pad.496:
-	%1218 = add i64 %704, %1216
-	%1219 = getelementptr float, float* %692, i64 %1218
-	%1220 = load float, float* %1219, align 4
-	%1221 = getelementptr float, float* %1214, i64 %1216
-	store volatile float %1220, float* %1221, align 4
-	%1222 = add i64 %1216, 1
+	%1216 = add i64 %702, %1214
+	%1217 = getelementptr float, float* %690, i64 %1216
+	%1218 = load float, float* %1217, align 4
+	%1219 = getelementptr float, float* %1212, i64 %1214
+	store volatile float %1218, float* %1219, align 4
+	%1220 = add i64 %1214, 1
 	br label %pad.head.495
 
 pad.done.497:
-	%1223 = insertelement <128 x i64> undef, i64 %704, i32 0
-	%1224 = shufflevector <128 x i64> %1223, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1225 = add <128 x i64> %1224, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%1226 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%1227 = shufflevector <128 x i64> %1226, <128 x i64> undef, <128 x i32> zeroinitializer
-	%1228 = icmp slt <128 x i64> %1225, %1227
-	%1229 = getelementptr float, float* %1182, i64 0
-	%1230 = bitcast float* %1229 to <128 x float>*
-	%1231 = load <128 x float>, <128 x float>* %1230, align 4
-	%1232 = getelementptr float, float* %1214, i64 0
-	%1233 = bitcast float* %1232 to <128 x float>*
-	%1234 = load <128 x float>, <128 x float>* %1233, align 4
-	%1235 = add i64 %21, %704
-	%1236 = call <128 x float> @lars_noise_row128_16_true(i64 %30, i64 %31, i64 %32, i64 %33, i32 %25, i64 %1235)
-	%1237 = insertelement <128 x float> undef, float %15, i32 0
-	%1238 = insertelement <128 x float> %1237, float %15, i32 1
-	%1239 = insertelement <128 x float> %1238, float %15, i32 2
-	%1240 = insertelement <128 x float> %1239, float %15, i32 3
-	%1241 = insertelement <128 x float> %1240, float %15, i32 4
-	%1242 = insertelement <128 x float> %1241, float %15, i32 5
-	%1243 = insertelement <128 x float> %1242, float %15, i32 6
-	%1244 = insertelement <128 x float> %1243, float %15, i32 7
-	%1245 = insertelement <128 x float> %1244, float %15, i32 8
-	%1246 = insertelement <128 x float> %1245, float %15, i32 9
-	%1247 = insertelement <128 x float> %1246, float %15, i32 10
-	%1248 = insertelement <128 x float> %1247, float %15, i32 11
-	%1249 = insertelement <128 x float> %1248, float %15, i32 12
-	%1250 = insertelement <128 x float> %1249, float %15, i32 13
-	%1251 = insertelement <128 x float> %1250, float %15, i32 14
-	%1252 = insertelement <128 x float> %1251, float %15, i32 15
-	%1253 = insertelement <128 x float> %1252, float %15, i32 16
-	%1254 = insertelement <128 x float> %1253, float %15, i32 17
-	%1255 = insertelement <128 x float> %1254, float %15, i32 18
-	%1256 = insertelement <128 x float> %1255, float %15, i32 19
-	%1257 = insertelement <128 x float> %1256, float %15, i32 20
-	%1258 = insertelement <128 x float> %1257, float %15, i32 21
-	%1259 = insertelement <128 x float> %1258, float %15, i32 22
-	%1260 = insertelement <128 x float> %1259, float %15, i32 23
-	%1261 = insertelement <128 x float> %1260, float %15, i32 24
-	%1262 = insertelement <128 x float> %1261, float %15, i32 25
-	%1263 = insertelement <128 x float> %1262, float %15, i32 26
-	%1264 = insertelement <128 x float> %1263, float %15, i32 27
-	%1265 = insertelement <128 x float> %1264, float %15, i32 28
-	%1266 = insertelement <128 x float> %1265, float %15, i32 29
-	%1267 = insertelement <128 x float> %1266, float %15, i32 30
-	%1268 = insertelement <128 x float> %1267, float %15, i32 31
-	%1269 = insertelement <128 x float> %1268, float %15, i32 32
-	%1270 = insertelement <128 x float> %1269, float %15, i32 33
-	%1271 = insertelement <128 x float> %1270, float %15, i32 34
-	%1272 = insertelement <128 x float> %1271, float %15, i32 35
-	%1273 = insertelement <128 x float> %1272, float %15, i32 36
-	%1274 = insertelement <128 x float> %1273, float %15, i32 37
-	%1275 = insertelement <128 x float> %1274, float %15, i32 38
-	%1276 = insertelement <128 x float> %1275, float %15, i32 39
-	%1277 = insertelement <128 x float> %1276, float %15, i32 40
-	%1278 = insertelement <128 x float> %1277, float %15, i32 41
-	%1279 = insertelement <128 x float> %1278, float %15, i32 42
-	%1280 = insertelement <128 x float> %1279, float %15, i32 43
-	%1281 = insertelement <128 x float> %1280, float %15, i32 44
-	%1282 = insertelement <128 x float> %1281, float %15, i32 45
-	%1283 = insertelement <128 x float> %1282, float %15, i32 46
-	%1284 = insertelement <128 x float> %1283, float %15, i32 47
-	%1285 = insertelement <128 x float> %1284, float %15, i32 48
-	%1286 = insertelement <128 x float> %1285, float %15, i32 49
-	%1287 = insertelement <128 x float> %1286, float %15, i32 50
-	%1288 = insertelement <128 x float> %1287, float %15, i32 51
-	%1289 = insertelement <128 x float> %1288, float %15, i32 52
-	%1290 = insertelement <128 x float> %1289, float %15, i32 53
-	%1291 = insertelement <128 x float> %1290, float %15, i32 54
-	%1292 = insertelement <128 x float> %1291, float %15, i32 55
-	%1293 = insertelement <128 x float> %1292, float %15, i32 56
-	%1294 = insertelement <128 x float> %1293, float %15, i32 57
-	%1295 = insertelement <128 x float> %1294, float %15, i32 58
-	%1296 = insertelement <128 x float> %1295, float %15, i32 59
-	%1297 = insertelement <128 x float> %1296, float %15, i32 60
-	%1298 = insertelement <128 x float> %1297, float %15, i32 61
-	%1299 = insertelement <128 x float> %1298, float %15, i32 62
-	%1300 = insertelement <128 x float> %1299, float %15, i32 63
-	%1301 = insertelement <128 x float> %1300, float %15, i32 64
-	%1302 = insertelement <128 x float> %1301, float %15, i32 65
-	%1303 = insertelement <128 x float> %1302, float %15, i32 66
-	%1304 = insertelement <128 x float> %1303, float %15, i32 67
-	%1305 = insertelement <128 x float> %1304, float %15, i32 68
-	%1306 = insertelement <128 x float> %1305, float %15, i32 69
-	%1307 = insertelement <128 x float> %1306, float %15, i32 70
-	%1308 = insertelement <128 x float> %1307, float %15, i32 71
-	%1309 = insertelement <128 x float> %1308, float %15, i32 72
-	%1310 = insertelement <128 x float> %1309, float %15, i32 73
-	%1311 = insertelement <128 x float> %1310, float %15, i32 74
-	%1312 = insertelement <128 x float> %1311, float %15, i32 75
-	%1313 = insertelement <128 x float> %1312, float %15, i32 76
-	%1314 = insertelement <128 x float> %1313, float %15, i32 77
-	%1315 = insertelement <128 x float> %1314, float %15, i32 78
-	%1316 = insertelement <128 x float> %1315, float %15, i32 79
-	%1317 = insertelement <128 x float> %1316, float %15, i32 80
-	%1318 = insertelement <128 x float> %1317, float %15, i32 81
-	%1319 = insertelement <128 x float> %1318, float %15, i32 82
-	%1320 = insertelement <128 x float> %1319, float %15, i32 83
-	%1321 = insertelement <128 x float> %1320, float %15, i32 84
-	%1322 = insertelement <128 x float> %1321, float %15, i32 85
-	%1323 = insertelement <128 x float> %1322, float %15, i32 86
-	%1324 = insertelement <128 x float> %1323, float %15, i32 87
-	%1325 = insertelement <128 x float> %1324, float %15, i32 88
-	%1326 = insertelement <128 x float> %1325, float %15, i32 89
-	%1327 = insertelement <128 x float> %1326, float %15, i32 90
-	%1328 = insertelement <128 x float> %1327, float %15, i32 91
-	%1329 = insertelement <128 x float> %1328, float %15, i32 92
-	%1330 = insertelement <128 x float> %1329, float %15, i32 93
-	%1331 = insertelement <128 x float> %1330, float %15, i32 94
-	%1332 = insertelement <128 x float> %1331, float %15, i32 95
-	%1333 = insertelement <128 x float> %1332, float %15, i32 96
-	%1334 = insertelement <128 x float> %1333, float %15, i32 97
-	%1335 = insertelement <128 x float> %1334, float %15, i32 98
-	%1336 = insertelement <128 x float> %1335, float %15, i32 99
-	%1337 = insertelement <128 x float> %1336, float %15, i32 100
-	%1338 = insertelement <128 x float> %1337, float %15, i32 101
-	%1339 = insertelement <128 x float> %1338, float %15, i32 102
-	%1340 = insertelement <128 x float> %1339, float %15, i32 103
-	%1341 = insertelement <128 x float> %1340, float %15, i32 104
-	%1342 = insertelement <128 x float> %1341, float %15, i32 105
-	%1343 = insertelement <128 x float> %1342, float %15, i32 106
-	%1344 = insertelement <128 x float> %1343, float %15, i32 107
-	%1345 = insertelement <128 x float> %1344, float %15, i32 108
-	%1346 = insertelement <128 x float> %1345, float %15, i32 109
-	%1347 = insertelement <128 x float> %1346, float %15, i32 110
-	%1348 = insertelement <128 x float> %1347, float %15, i32 111
-	%1349 = insertelement <128 x float> %1348, float %15, i32 112
-	%1350 = insertelement <128 x float> %1349, float %15, i32 113
-	%1351 = insertelement <128 x float> %1350, float %15, i32 114
-	%1352 = insertelement <128 x float> %1351, float %15, i32 115
-	%1353 = insertelement <128 x float> %1352, float %15, i32 116
-	%1354 = insertelement <128 x float> %1353, float %15, i32 117
-	%1355 = insertelement <128 x float> %1354, float %15, i32 118
-	%1356 = insertelement <128 x float> %1355, float %15, i32 119
-	%1357 = insertelement <128 x float> %1356, float %15, i32 120
-	%1358 = insertelement <128 x float> %1357, float %15, i32 121
-	%1359 = insertelement <128 x float> %1358, float %15, i32 122
-	%1360 = insertelement <128 x float> %1359, float %15, i32 123
-	%1361 = insertelement <128 x float> %1360, float %15, i32 124
-	%1362 = insertelement <128 x float> %1361, float %15, i32 125
-	%1363 = insertelement <128 x float> %1362, float %15, i32 126
-	%1364 = insertelement <128 x float> %1363, float %15, i32 127
-	%1365 = fmul <128 x float> %1364, %1236
-	%1366 = fadd <128 x float> %1234, %1365
-	%1367 = insertelement <128 x float> undef, float %57, i32 0
-	%1368 = insertelement <128 x float> %1367, float %57, i32 1
-	%1369 = insertelement <128 x float> %1368, float %57, i32 2
-	%1370 = insertelement <128 x float> %1369, float %57, i32 3
-	%1371 = insertelement <128 x float> %1370, float %57, i32 4
-	%1372 = insertelement <128 x float> %1371, float %57, i32 5
-	%1373 = insertelement <128 x float> %1372, float %57, i32 6
-	%1374 = insertelement <128 x float> %1373, float %57, i32 7
-	%1375 = insertelement <128 x float> %1374, float %57, i32 8
-	%1376 = insertelement <128 x float> %1375, float %57, i32 9
-	%1377 = insertelement <128 x float> %1376, float %57, i32 10
-	%1378 = insertelement <128 x float> %1377, float %57, i32 11
-	%1379 = insertelement <128 x float> %1378, float %57, i32 12
-	%1380 = insertelement <128 x float> %1379, float %57, i32 13
-	%1381 = insertelement <128 x float> %1380, float %57, i32 14
-	%1382 = insertelement <128 x float> %1381, float %57, i32 15
-	%1383 = insertelement <128 x float> %1382, float %57, i32 16
-	%1384 = insertelement <128 x float> %1383, float %57, i32 17
-	%1385 = insertelement <128 x float> %1384, float %57, i32 18
-	%1386 = insertelement <128 x float> %1385, float %57, i32 19
-	%1387 = insertelement <128 x float> %1386, float %57, i32 20
-	%1388 = insertelement <128 x float> %1387, float %57, i32 21
-	%1389 = insertelement <128 x float> %1388, float %57, i32 22
-	%1390 = insertelement <128 x float> %1389, float %57, i32 23
-	%1391 = insertelement <128 x float> %1390, float %57, i32 24
-	%1392 = insertelement <128 x float> %1391, float %57, i32 25
-	%1393 = insertelement <128 x float> %1392, float %57, i32 26
-	%1394 = insertelement <128 x float> %1393, float %57, i32 27
-	%1395 = insertelement <128 x float> %1394, float %57, i32 28
-	%1396 = insertelement <128 x float> %1395, float %57, i32 29
-	%1397 = insertelement <128 x float> %1396, float %57, i32 30
-	%1398 = insertelement <128 x float> %1397, float %57, i32 31
-	%1399 = insertelement <128 x float> %1398, float %57, i32 32
-	%1400 = insertelement <128 x float> %1399, float %57, i32 33
-	%1401 = insertelement <128 x float> %1400, float %57, i32 34
-	%1402 = insertelement <128 x float> %1401, float %57, i32 35
-	%1403 = insertelement <128 x float> %1402, float %57, i32 36
-	%1404 = insertelement <128 x float> %1403, float %57, i32 37
-	%1405 = insertelement <128 x float> %1404, float %57, i32 38
-	%1406 = insertelement <128 x float> %1405, float %57, i32 39
-	%1407 = insertelement <128 x float> %1406, float %57, i32 40
-	%1408 = insertelement <128 x float> %1407, float %57, i32 41
-	%1409 = insertelement <128 x float> %1408, float %57, i32 42
-	%1410 = insertelement <128 x float> %1409, float %57, i32 43
-	%1411 = insertelement <128 x float> %1410, float %57, i32 44
-	%1412 = insertelement <128 x float> %1411, float %57, i32 45
-	%1413 = insertelement <128 x float> %1412, float %57, i32 46
-	%1414 = insertelement <128 x float> %1413, float %57, i32 47
-	%1415 = insertelement <128 x float> %1414, float %57, i32 48
-	%1416 = insertelement <128 x float> %1415, float %57, i32 49
-	%1417 = insertelement <128 x float> %1416, float %57, i32 50
-	%1418 = insertelement <128 x float> %1417, float %57, i32 51
-	%1419 = insertelement <128 x float> %1418, float %57, i32 52
-	%1420 = insertelement <128 x float> %1419, float %57, i32 53
-	%1421 = insertelement <128 x float> %1420, float %57, i32 54
-	%1422 = insertelement <128 x float> %1421, float %57, i32 55
-	%1423 = insertelement <128 x float> %1422, float %57, i32 56
-	%1424 = insertelement <128 x float> %1423, float %57, i32 57
-	%1425 = insertelement <128 x float> %1424, float %57, i32 58
-	%1426 = insertelement <128 x float> %1425, float %57, i32 59
-	%1427 = insertelement <128 x float> %1426, float %57, i32 60
-	%1428 = insertelement <128 x float> %1427, float %57, i32 61
-	%1429 = insertelement <128 x float> %1428, float %57, i32 62
-	%1430 = insertelement <128 x float> %1429, float %57, i32 63
-	%1431 = insertelement <128 x float> %1430, float %57, i32 64
-	%1432 = insertelement <128 x float> %1431, float %57, i32 65
-	%1433 = insertelement <128 x float> %1432, float %57, i32 66
-	%1434 = insertelement <128 x float> %1433, float %57, i32 67
-	%1435 = insertelement <128 x float> %1434, float %57, i32 68
-	%1436 = insertelement <128 x float> %1435, float %57, i32 69
-	%1437 = insertelement <128 x float> %1436, float %57, i32 70
-	%1438 = insertelement <128 x float> %1437, float %57, i32 71
-	%1439 = insertelement <128 x float> %1438, float %57, i32 72
-	%1440 = insertelement <128 x float> %1439, float %57, i32 73
-	%1441 = insertelement <128 x float> %1440, float %57, i32 74
-	%1442 = insertelement <128 x float> %1441, float %57, i32 75
-	%1443 = insertelement <128 x float> %1442, float %57, i32 76
-	%1444 = insertelement <128 x float> %1443, float %57, i32 77
-	%1445 = insertelement <128 x float> %1444, float %57, i32 78
-	%1446 = insertelement <128 x float> %1445, float %57, i32 79
-	%1447 = insertelement <128 x float> %1446, float %57, i32 80
-	%1448 = insertelement <128 x float> %1447, float %57, i32 81
-	%1449 = insertelement <128 x float> %1448, float %57, i32 82
-	%1450 = insertelement <128 x float> %1449, float %57, i32 83
-	%1451 = insertelement <128 x float> %1450, float %57, i32 84
-	%1452 = insertelement <128 x float> %1451, float %57, i32 85
-	%1453 = insertelement <128 x float> %1452, float %57, i32 86
-	%1454 = insertelement <128 x float> %1453, float %57, i32 87
-	%1455 = insertelement <128 x float> %1454, float %57, i32 88
-	%1456 = insertelement <128 x float> %1455, float %57, i32 89
-	%1457 = insertelement <128 x float> %1456, float %57, i32 90
-	%1458 = insertelement <128 x float> %1457, float %57, i32 91
-	%1459 = insertelement <128 x float> %1458, float %57, i32 92
-	%1460 = insertelement <128 x float> %1459, float %57, i32 93
-	%1461 = insertelement <128 x float> %1460, float %57, i32 94
-	%1462 = insertelement <128 x float> %1461, float %57, i32 95
-	%1463 = insertelement <128 x float> %1462, float %57, i32 96
-	%1464 = insertelement <128 x float> %1463, float %57, i32 97
-	%1465 = insertelement <128 x float> %1464, float %57, i32 98
-	%1466 = insertelement <128 x float> %1465, float %57, i32 99
-	%1467 = insertelement <128 x float> %1466, float %57, i32 100
-	%1468 = insertelement <128 x float> %1467, float %57, i32 101
-	%1469 = insertelement <128 x float> %1468, float %57, i32 102
-	%1470 = insertelement <128 x float> %1469, float %57, i32 103
-	%1471 = insertelement <128 x float> %1470, float %57, i32 104
-	%1472 = insertelement <128 x float> %1471, float %57, i32 105
-	%1473 = insertelement <128 x float> %1472, float %57, i32 106
-	%1474 = insertelement <128 x float> %1473, float %57, i32 107
-	%1475 = insertelement <128 x float> %1474, float %57, i32 108
-	%1476 = insertelement <128 x float> %1475, float %57, i32 109
-	%1477 = insertelement <128 x float> %1476, float %57, i32 110
-	%1478 = insertelement <128 x float> %1477, float %57, i32 111
-	%1479 = insertelement <128 x float> %1478, float %57, i32 112
-	%1480 = insertelement <128 x float> %1479, float %57, i32 113
-	%1481 = insertelement <128 x float> %1480, float %57, i32 114
-	%1482 = insertelement <128 x float> %1481, float %57, i32 115
-	%1483 = insertelement <128 x float> %1482, float %57, i32 116
-	%1484 = insertelement <128 x float> %1483, float %57, i32 117
-	%1485 = insertelement <128 x float> %1484, float %57, i32 118
-	%1486 = insertelement <128 x float> %1485, float %57, i32 119
-	%1487 = insertelement <128 x float> %1486, float %57, i32 120
-	%1488 = insertelement <128 x float> %1487, float %57, i32 121
-	%1489 = insertelement <128 x float> %1488, float %57, i32 122
-	%1490 = insertelement <128 x float> %1489, float %57, i32 123
-	%1491 = insertelement <128 x float> %1490, float %57, i32 124
-	%1492 = insertelement <128 x float> %1491, float %57, i32 125
-	%1493 = insertelement <128 x float> %1492, float %57, i32 126
-	%1494 = insertelement <128 x float> %1493, float %57, i32 127
-	%1495 = fmul <128 x float> %1366, %1494
-	%1496 = fadd <128 x float> %1495, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1497 = fsub <128 x float> %1496, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
-	%1498 = insertelement <128 x float> undef, float %53, i32 0
-	%1499 = insertelement <128 x float> %1498, float %53, i32 1
-	%1500 = insertelement <128 x float> %1499, float %53, i32 2
-	%1501 = insertelement <128 x float> %1500, float %53, i32 3
-	%1502 = insertelement <128 x float> %1501, float %53, i32 4
-	%1503 = insertelement <128 x float> %1502, float %53, i32 5
-	%1504 = insertelement <128 x float> %1503, float %53, i32 6
-	%1505 = insertelement <128 x float> %1504, float %53, i32 7
-	%1506 = insertelement <128 x float> %1505, float %53, i32 8
-	%1507 = insertelement <128 x float> %1506, float %53, i32 9
-	%1508 = insertelement <128 x float> %1507, float %53, i32 10
-	%1509 = insertelement <128 x float> %1508, float %53, i32 11
-	%1510 = insertelement <128 x float> %1509, float %53, i32 12
-	%1511 = insertelement <128 x float> %1510, float %53, i32 13
-	%1512 = insertelement <128 x float> %1511, float %53, i32 14
-	%1513 = insertelement <128 x float> %1512, float %53, i32 15
-	%1514 = insertelement <128 x float> %1513, float %53, i32 16
-	%1515 = insertelement <128 x float> %1514, float %53, i32 17
-	%1516 = insertelement <128 x float> %1515, float %53, i32 18
-	%1517 = insertelement <128 x float> %1516, float %53, i32 19
-	%1518 = insertelement <128 x float> %1517, float %53, i32 20
-	%1519 = insertelement <128 x float> %1518, float %53, i32 21
-	%1520 = insertelement <128 x float> %1519, float %53, i32 22
-	%1521 = insertelement <128 x float> %1520, float %53, i32 23
-	%1522 = insertelement <128 x float> %1521, float %53, i32 24
-	%1523 = insertelement <128 x float> %1522, float %53, i32 25
-	%1524 = insertelement <128 x float> %1523, float %53, i32 26
-	%1525 = insertelement <128 x float> %1524, float %53, i32 27
-	%1526 = insertelement <128 x float> %1525, float %53, i32 28
-	%1527 = insertelement <128 x float> %1526, float %53, i32 29
-	%1528 = insertelement <128 x float> %1527, float %53, i32 30
-	%1529 = insertelement <128 x float> %1528, float %53, i32 31
-	%1530 = insertelement <128 x float> %1529, float %53, i32 32
-	%1531 = insertelement <128 x float> %1530, float %53, i32 33
-	%1532 = insertelement <128 x float> %1531, float %53, i32 34
-	%1533 = insertelement <128 x float> %1532, float %53, i32 35
-	%1534 = insertelement <128 x float> %1533, float %53, i32 36
-	%1535 = insertelement <128 x float> %1534, float %53, i32 37
-	%1536 = insertelement <128 x float> %1535, float %53, i32 38
-	%1537 = insertelement <128 x float> %1536, float %53, i32 39
-	%1538 = insertelement <128 x float> %1537, float %53, i32 40
-	%1539 = insertelement <128 x float> %1538, float %53, i32 41
-	%1540 = insertelement <128 x float> %1539, float %53, i32 42
-	%1541 = insertelement <128 x float> %1540, float %53, i32 43
-	%1542 = insertelement <128 x float> %1541, float %53, i32 44
-	%1543 = insertelement <128 x float> %1542, float %53, i32 45
-	%1544 = insertelement <128 x float> %1543, float %53, i32 46
-	%1545 = insertelement <128 x float> %1544, float %53, i32 47
-	%1546 = insertelement <128 x float> %1545, float %53, i32 48
-	%1547 = insertelement <128 x float> %1546, float %53, i32 49
-	%1548 = insertelement <128 x float> %1547, float %53, i32 50
-	%1549 = insertelement <128 x float> %1548, float %53, i32 51
-	%1550 = insertelement <128 x float> %1549, float %53, i32 52
-	%1551 = insertelement <128 x float> %1550, float %53, i32 53
-	%1552 = insertelement <128 x float> %1551, float %53, i32 54
-	%1553 = insertelement <128 x float> %1552, float %53, i32 55
-	%1554 = insertelement <128 x float> %1553, float %53, i32 56
-	%1555 = insertelement <128 x float> %1554, float %53, i32 57
-	%1556 = insertelement <128 x float> %1555, float %53, i32 58
-	%1557 = insertelement <128 x float> %1556, float %53, i32 59
-	%1558 = insertelement <128 x float> %1557, float %53, i32 60
-	%1559 = insertelement <128 x float> %1558, float %53, i32 61
-	%1560 = insertelement <128 x float> %1559, float %53, i32 62
-	%1561 = insertelement <128 x float> %1560, float %53, i32 63
-	%1562 = insertelement <128 x float> %1561, float %53, i32 64
-	%1563 = insertelement <128 x float> %1562, float %53, i32 65
-	%1564 = insertelement <128 x float> %1563, float %53, i32 66
-	%1565 = insertelement <128 x float> %1564, float %53, i32 67
-	%1566 = insertelement <128 x float> %1565, float %53, i32 68
-	%1567 = insertelement <128 x float> %1566, float %53, i32 69
-	%1568 = insertelement <128 x float> %1567, float %53, i32 70
-	%1569 = insertelement <128 x float> %1568, float %53, i32 71
-	%1570 = insertelement <128 x float> %1569, float %53, i32 72
-	%1571 = insertelement <128 x float> %1570, float %53, i32 73
-	%1572 = insertelement <128 x float> %1571, float %53, i32 74
-	%1573 = insertelement <128 x float> %1572, float %53, i32 75
-	%1574 = insertelement <128 x float> %1573, float %53, i32 76
-	%1575 = insertelement <128 x float> %1574, float %53, i32 77
-	%1576 = insertelement <128 x float> %1575, float %53, i32 78
-	%1577 = insertelement <128 x float> %1576, float %53, i32 79
-	%1578 = insertelement <128 x float> %1577, float %53, i32 80
-	%1579 = insertelement <128 x float> %1578, float %53, i32 81
-	%1580 = insertelement <128 x float> %1579, float %53, i32 82
-	%1581 = insertelement <128 x float> %1580, float %53, i32 83
-	%1582 = insertelement <128 x float> %1581, float %53, i32 84
-	%1583 = insertelement <128 x float> %1582, float %53, i32 85
-	%1584 = insertelement <128 x float> %1583, float %53, i32 86
-	%1585 = insertelement <128 x float> %1584, float %53, i32 87
-	%1586 = insertelement <128 x float> %1585, float %53, i32 88
-	%1587 = insertelement <128 x float> %1586, float %53, i32 89
-	%1588 = insertelement <128 x float> %1587, float %53, i32 90
-	%1589 = insertelement <128 x float> %1588, float %53, i32 91
-	%1590 = insertelement <128 x float> %1589, float %53, i32 92
-	%1591 = insertelement <128 x float> %1590, float %53, i32 93
-	%1592 = insertelement <128 x float> %1591, float %53, i32 94
-	%1593 = insertelement <128 x float> %1592, float %53, i32 95
-	%1594 = insertelement <128 x float> %1593, float %53, i32 96
-	%1595 = insertelement <128 x float> %1594, float %53, i32 97
-	%1596 = insertelement <128 x float> %1595, float %53, i32 98
-	%1597 = insertelement <128 x float> %1596, float %53, i32 99
-	%1598 = insertelement <128 x float> %1597, float %53, i32 100
-	%1599 = insertelement <128 x float> %1598, float %53, i32 101
-	%1600 = insertelement <128 x float> %1599, float %53, i32 102
-	%1601 = insertelement <128 x float> %1600, float %53, i32 103
-	%1602 = insertelement <128 x float> %1601, float %53, i32 104
-	%1603 = insertelement <128 x float> %1602, float %53, i32 105
-	%1604 = insertelement <128 x float> %1603, float %53, i32 106
-	%1605 = insertelement <128 x float> %1604, float %53, i32 107
-	%1606 = insertelement <128 x float> %1605, float %53, i32 108
-	%1607 = insertelement <128 x float> %1606, float %53, i32 109
-	%1608 = insertelement <128 x float> %1607, float %53, i32 110
-	%1609 = insertelement <128 x float> %1608, float %53, i32 111
-	%1610 = insertelement <128 x float> %1609, float %53, i32 112
-	%1611 = insertelement <128 x float> %1610, float %53, i32 113
-	%1612 = insertelement <128 x float> %1611, float %53, i32 114
-	%1613 = insertelement <128 x float> %1612, float %53, i32 115
-	%1614 = insertelement <128 x float> %1613, float %53, i32 116
-	%1615 = insertelement <128 x float> %1614, float %53, i32 117
-	%1616 = insertelement <128 x float> %1615, float %53, i32 118
-	%1617 = insertelement <128 x float> %1616, float %53, i32 119
-	%1618 = insertelement <128 x float> %1617, float %53, i32 120
-	%1619 = insertelement <128 x float> %1618, float %53, i32 121
-	%1620 = insertelement <128 x float> %1619, float %53, i32 122
-	%1621 = insertelement <128 x float> %1620, float %53, i32 123
-	%1622 = insertelement <128 x float> %1621, float %53, i32 124
-	%1623 = insertelement <128 x float> %1622, float %53, i32 125
-	%1624 = insertelement <128 x float> %1623, float %53, i32 126
-	%1625 = insertelement <128 x float> %1624, float %53, i32 127
-	%1626 = fmul <128 x float> %1497, %1625
-	%1627 = fcmp oeq float %53, 0.0
-	%1628 = select i1 %1627, <128 x float> %1366, <128 x float> %1626
+	%1221 = insertelement <128 x i64> undef, i64 %702, i32 0
+	%1222 = shufflevector <128 x i64> %1221, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1223 = add <128 x i64> %1222, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%1224 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%1225 = shufflevector <128 x i64> %1224, <128 x i64> undef, <128 x i32> zeroinitializer
+	%1226 = icmp slt <128 x i64> %1223, %1225
+	%1227 = getelementptr float, float* %1180, i64 0
+	%1228 = bitcast float* %1227 to <128 x float>*
+	%1229 = load <128 x float>, <128 x float>* %1228, align 4
+	%1230 = getelementptr float, float* %1212, i64 0
+	%1231 = bitcast float* %1230 to <128 x float>*
+	%1232 = load <128 x float>, <128 x float>* %1231, align 4
+	%1233 = insertelement <128 x float> undef, float %15, i32 0
+	%1234 = insertelement <128 x float> %1233, float %15, i32 1
+	%1235 = insertelement <128 x float> %1234, float %15, i32 2
+	%1236 = insertelement <128 x float> %1235, float %15, i32 3
+	%1237 = insertelement <128 x float> %1236, float %15, i32 4
+	%1238 = insertelement <128 x float> %1237, float %15, i32 5
+	%1239 = insertelement <128 x float> %1238, float %15, i32 6
+	%1240 = insertelement <128 x float> %1239, float %15, i32 7
+	%1241 = insertelement <128 x float> %1240, float %15, i32 8
+	%1242 = insertelement <128 x float> %1241, float %15, i32 9
+	%1243 = insertelement <128 x float> %1242, float %15, i32 10
+	%1244 = insertelement <128 x float> %1243, float %15, i32 11
+	%1245 = insertelement <128 x float> %1244, float %15, i32 12
+	%1246 = insertelement <128 x float> %1245, float %15, i32 13
+	%1247 = insertelement <128 x float> %1246, float %15, i32 14
+	%1248 = insertelement <128 x float> %1247, float %15, i32 15
+	%1249 = insertelement <128 x float> %1248, float %15, i32 16
+	%1250 = insertelement <128 x float> %1249, float %15, i32 17
+	%1251 = insertelement <128 x float> %1250, float %15, i32 18
+	%1252 = insertelement <128 x float> %1251, float %15, i32 19
+	%1253 = insertelement <128 x float> %1252, float %15, i32 20
+	%1254 = insertelement <128 x float> %1253, float %15, i32 21
+	%1255 = insertelement <128 x float> %1254, float %15, i32 22
+	%1256 = insertelement <128 x float> %1255, float %15, i32 23
+	%1257 = insertelement <128 x float> %1256, float %15, i32 24
+	%1258 = insertelement <128 x float> %1257, float %15, i32 25
+	%1259 = insertelement <128 x float> %1258, float %15, i32 26
+	%1260 = insertelement <128 x float> %1259, float %15, i32 27
+	%1261 = insertelement <128 x float> %1260, float %15, i32 28
+	%1262 = insertelement <128 x float> %1261, float %15, i32 29
+	%1263 = insertelement <128 x float> %1262, float %15, i32 30
+	%1264 = insertelement <128 x float> %1263, float %15, i32 31
+	%1265 = insertelement <128 x float> %1264, float %15, i32 32
+	%1266 = insertelement <128 x float> %1265, float %15, i32 33
+	%1267 = insertelement <128 x float> %1266, float %15, i32 34
+	%1268 = insertelement <128 x float> %1267, float %15, i32 35
+	%1269 = insertelement <128 x float> %1268, float %15, i32 36
+	%1270 = insertelement <128 x float> %1269, float %15, i32 37
+	%1271 = insertelement <128 x float> %1270, float %15, i32 38
+	%1272 = insertelement <128 x float> %1271, float %15, i32 39
+	%1273 = insertelement <128 x float> %1272, float %15, i32 40
+	%1274 = insertelement <128 x float> %1273, float %15, i32 41
+	%1275 = insertelement <128 x float> %1274, float %15, i32 42
+	%1276 = insertelement <128 x float> %1275, float %15, i32 43
+	%1277 = insertelement <128 x float> %1276, float %15, i32 44
+	%1278 = insertelement <128 x float> %1277, float %15, i32 45
+	%1279 = insertelement <128 x float> %1278, float %15, i32 46
+	%1280 = insertelement <128 x float> %1279, float %15, i32 47
+	%1281 = insertelement <128 x float> %1280, float %15, i32 48
+	%1282 = insertelement <128 x float> %1281, float %15, i32 49
+	%1283 = insertelement <128 x float> %1282, float %15, i32 50
+	%1284 = insertelement <128 x float> %1283, float %15, i32 51
+	%1285 = insertelement <128 x float> %1284, float %15, i32 52
+	%1286 = insertelement <128 x float> %1285, float %15, i32 53
+	%1287 = insertelement <128 x float> %1286, float %15, i32 54
+	%1288 = insertelement <128 x float> %1287, float %15, i32 55
+	%1289 = insertelement <128 x float> %1288, float %15, i32 56
+	%1290 = insertelement <128 x float> %1289, float %15, i32 57
+	%1291 = insertelement <128 x float> %1290, float %15, i32 58
+	%1292 = insertelement <128 x float> %1291, float %15, i32 59
+	%1293 = insertelement <128 x float> %1292, float %15, i32 60
+	%1294 = insertelement <128 x float> %1293, float %15, i32 61
+	%1295 = insertelement <128 x float> %1294, float %15, i32 62
+	%1296 = insertelement <128 x float> %1295, float %15, i32 63
+	%1297 = insertelement <128 x float> %1296, float %15, i32 64
+	%1298 = insertelement <128 x float> %1297, float %15, i32 65
+	%1299 = insertelement <128 x float> %1298, float %15, i32 66
+	%1300 = insertelement <128 x float> %1299, float %15, i32 67
+	%1301 = insertelement <128 x float> %1300, float %15, i32 68
+	%1302 = insertelement <128 x float> %1301, float %15, i32 69
+	%1303 = insertelement <128 x float> %1302, float %15, i32 70
+	%1304 = insertelement <128 x float> %1303, float %15, i32 71
+	%1305 = insertelement <128 x float> %1304, float %15, i32 72
+	%1306 = insertelement <128 x float> %1305, float %15, i32 73
+	%1307 = insertelement <128 x float> %1306, float %15, i32 74
+	%1308 = insertelement <128 x float> %1307, float %15, i32 75
+	%1309 = insertelement <128 x float> %1308, float %15, i32 76
+	%1310 = insertelement <128 x float> %1309, float %15, i32 77
+	%1311 = insertelement <128 x float> %1310, float %15, i32 78
+	%1312 = insertelement <128 x float> %1311, float %15, i32 79
+	%1313 = insertelement <128 x float> %1312, float %15, i32 80
+	%1314 = insertelement <128 x float> %1313, float %15, i32 81
+	%1315 = insertelement <128 x float> %1314, float %15, i32 82
+	%1316 = insertelement <128 x float> %1315, float %15, i32 83
+	%1317 = insertelement <128 x float> %1316, float %15, i32 84
+	%1318 = insertelement <128 x float> %1317, float %15, i32 85
+	%1319 = insertelement <128 x float> %1318, float %15, i32 86
+	%1320 = insertelement <128 x float> %1319, float %15, i32 87
+	%1321 = insertelement <128 x float> %1320, float %15, i32 88
+	%1322 = insertelement <128 x float> %1321, float %15, i32 89
+	%1323 = insertelement <128 x float> %1322, float %15, i32 90
+	%1324 = insertelement <128 x float> %1323, float %15, i32 91
+	%1325 = insertelement <128 x float> %1324, float %15, i32 92
+	%1326 = insertelement <128 x float> %1325, float %15, i32 93
+	%1327 = insertelement <128 x float> %1326, float %15, i32 94
+	%1328 = insertelement <128 x float> %1327, float %15, i32 95
+	%1329 = insertelement <128 x float> %1328, float %15, i32 96
+	%1330 = insertelement <128 x float> %1329, float %15, i32 97
+	%1331 = insertelement <128 x float> %1330, float %15, i32 98
+	%1332 = insertelement <128 x float> %1331, float %15, i32 99
+	%1333 = insertelement <128 x float> %1332, float %15, i32 100
+	%1334 = insertelement <128 x float> %1333, float %15, i32 101
+	%1335 = insertelement <128 x float> %1334, float %15, i32 102
+	%1336 = insertelement <128 x float> %1335, float %15, i32 103
+	%1337 = insertelement <128 x float> %1336, float %15, i32 104
+	%1338 = insertelement <128 x float> %1337, float %15, i32 105
+	%1339 = insertelement <128 x float> %1338, float %15, i32 106
+	%1340 = insertelement <128 x float> %1339, float %15, i32 107
+	%1341 = insertelement <128 x float> %1340, float %15, i32 108
+	%1342 = insertelement <128 x float> %1341, float %15, i32 109
+	%1343 = insertelement <128 x float> %1342, float %15, i32 110
+	%1344 = insertelement <128 x float> %1343, float %15, i32 111
+	%1345 = insertelement <128 x float> %1344, float %15, i32 112
+	%1346 = insertelement <128 x float> %1345, float %15, i32 113
+	%1347 = insertelement <128 x float> %1346, float %15, i32 114
+	%1348 = insertelement <128 x float> %1347, float %15, i32 115
+	%1349 = insertelement <128 x float> %1348, float %15, i32 116
+	%1350 = insertelement <128 x float> %1349, float %15, i32 117
+	%1351 = insertelement <128 x float> %1350, float %15, i32 118
+	%1352 = insertelement <128 x float> %1351, float %15, i32 119
+	%1353 = insertelement <128 x float> %1352, float %15, i32 120
+	%1354 = insertelement <128 x float> %1353, float %15, i32 121
+	%1355 = insertelement <128 x float> %1354, float %15, i32 122
+	%1356 = insertelement <128 x float> %1355, float %15, i32 123
+	%1357 = insertelement <128 x float> %1356, float %15, i32 124
+	%1358 = insertelement <128 x float> %1357, float %15, i32 125
+	%1359 = insertelement <128 x float> %1358, float %15, i32 126
+	%1360 = insertelement <128 x float> %1359, float %15, i32 127
+	%1361 = fmul <128 x float> %1360, %755
+	%1362 = fadd <128 x float> %1232, %1361
+	%1363 = insertelement <128 x float> undef, float %57, i32 0
+	%1364 = insertelement <128 x float> %1363, float %57, i32 1
+	%1365 = insertelement <128 x float> %1364, float %57, i32 2
+	%1366 = insertelement <128 x float> %1365, float %57, i32 3
+	%1367 = insertelement <128 x float> %1366, float %57, i32 4
+	%1368 = insertelement <128 x float> %1367, float %57, i32 5
+	%1369 = insertelement <128 x float> %1368, float %57, i32 6
+	%1370 = insertelement <128 x float> %1369, float %57, i32 7
+	%1371 = insertelement <128 x float> %1370, float %57, i32 8
+	%1372 = insertelement <128 x float> %1371, float %57, i32 9
+	%1373 = insertelement <128 x float> %1372, float %57, i32 10
+	%1374 = insertelement <128 x float> %1373, float %57, i32 11
+	%1375 = insertelement <128 x float> %1374, float %57, i32 12
+	%1376 = insertelement <128 x float> %1375, float %57, i32 13
+	%1377 = insertelement <128 x float> %1376, float %57, i32 14
+	%1378 = insertelement <128 x float> %1377, float %57, i32 15
+	%1379 = insertelement <128 x float> %1378, float %57, i32 16
+	%1380 = insertelement <128 x float> %1379, float %57, i32 17
+	%1381 = insertelement <128 x float> %1380, float %57, i32 18
+	%1382 = insertelement <128 x float> %1381, float %57, i32 19
+	%1383 = insertelement <128 x float> %1382, float %57, i32 20
+	%1384 = insertelement <128 x float> %1383, float %57, i32 21
+	%1385 = insertelement <128 x float> %1384, float %57, i32 22
+	%1386 = insertelement <128 x float> %1385, float %57, i32 23
+	%1387 = insertelement <128 x float> %1386, float %57, i32 24
+	%1388 = insertelement <128 x float> %1387, float %57, i32 25
+	%1389 = insertelement <128 x float> %1388, float %57, i32 26
+	%1390 = insertelement <128 x float> %1389, float %57, i32 27
+	%1391 = insertelement <128 x float> %1390, float %57, i32 28
+	%1392 = insertelement <128 x float> %1391, float %57, i32 29
+	%1393 = insertelement <128 x float> %1392, float %57, i32 30
+	%1394 = insertelement <128 x float> %1393, float %57, i32 31
+	%1395 = insertelement <128 x float> %1394, float %57, i32 32
+	%1396 = insertelement <128 x float> %1395, float %57, i32 33
+	%1397 = insertelement <128 x float> %1396, float %57, i32 34
+	%1398 = insertelement <128 x float> %1397, float %57, i32 35
+	%1399 = insertelement <128 x float> %1398, float %57, i32 36
+	%1400 = insertelement <128 x float> %1399, float %57, i32 37
+	%1401 = insertelement <128 x float> %1400, float %57, i32 38
+	%1402 = insertelement <128 x float> %1401, float %57, i32 39
+	%1403 = insertelement <128 x float> %1402, float %57, i32 40
+	%1404 = insertelement <128 x float> %1403, float %57, i32 41
+	%1405 = insertelement <128 x float> %1404, float %57, i32 42
+	%1406 = insertelement <128 x float> %1405, float %57, i32 43
+	%1407 = insertelement <128 x float> %1406, float %57, i32 44
+	%1408 = insertelement <128 x float> %1407, float %57, i32 45
+	%1409 = insertelement <128 x float> %1408, float %57, i32 46
+	%1410 = insertelement <128 x float> %1409, float %57, i32 47
+	%1411 = insertelement <128 x float> %1410, float %57, i32 48
+	%1412 = insertelement <128 x float> %1411, float %57, i32 49
+	%1413 = insertelement <128 x float> %1412, float %57, i32 50
+	%1414 = insertelement <128 x float> %1413, float %57, i32 51
+	%1415 = insertelement <128 x float> %1414, float %57, i32 52
+	%1416 = insertelement <128 x float> %1415, float %57, i32 53
+	%1417 = insertelement <128 x float> %1416, float %57, i32 54
+	%1418 = insertelement <128 x float> %1417, float %57, i32 55
+	%1419 = insertelement <128 x float> %1418, float %57, i32 56
+	%1420 = insertelement <128 x float> %1419, float %57, i32 57
+	%1421 = insertelement <128 x float> %1420, float %57, i32 58
+	%1422 = insertelement <128 x float> %1421, float %57, i32 59
+	%1423 = insertelement <128 x float> %1422, float %57, i32 60
+	%1424 = insertelement <128 x float> %1423, float %57, i32 61
+	%1425 = insertelement <128 x float> %1424, float %57, i32 62
+	%1426 = insertelement <128 x float> %1425, float %57, i32 63
+	%1427 = insertelement <128 x float> %1426, float %57, i32 64
+	%1428 = insertelement <128 x float> %1427, float %57, i32 65
+	%1429 = insertelement <128 x float> %1428, float %57, i32 66
+	%1430 = insertelement <128 x float> %1429, float %57, i32 67
+	%1431 = insertelement <128 x float> %1430, float %57, i32 68
+	%1432 = insertelement <128 x float> %1431, float %57, i32 69
+	%1433 = insertelement <128 x float> %1432, float %57, i32 70
+	%1434 = insertelement <128 x float> %1433, float %57, i32 71
+	%1435 = insertelement <128 x float> %1434, float %57, i32 72
+	%1436 = insertelement <128 x float> %1435, float %57, i32 73
+	%1437 = insertelement <128 x float> %1436, float %57, i32 74
+	%1438 = insertelement <128 x float> %1437, float %57, i32 75
+	%1439 = insertelement <128 x float> %1438, float %57, i32 76
+	%1440 = insertelement <128 x float> %1439, float %57, i32 77
+	%1441 = insertelement <128 x float> %1440, float %57, i32 78
+	%1442 = insertelement <128 x float> %1441, float %57, i32 79
+	%1443 = insertelement <128 x float> %1442, float %57, i32 80
+	%1444 = insertelement <128 x float> %1443, float %57, i32 81
+	%1445 = insertelement <128 x float> %1444, float %57, i32 82
+	%1446 = insertelement <128 x float> %1445, float %57, i32 83
+	%1447 = insertelement <128 x float> %1446, float %57, i32 84
+	%1448 = insertelement <128 x float> %1447, float %57, i32 85
+	%1449 = insertelement <128 x float> %1448, float %57, i32 86
+	%1450 = insertelement <128 x float> %1449, float %57, i32 87
+	%1451 = insertelement <128 x float> %1450, float %57, i32 88
+	%1452 = insertelement <128 x float> %1451, float %57, i32 89
+	%1453 = insertelement <128 x float> %1452, float %57, i32 90
+	%1454 = insertelement <128 x float> %1453, float %57, i32 91
+	%1455 = insertelement <128 x float> %1454, float %57, i32 92
+	%1456 = insertelement <128 x float> %1455, float %57, i32 93
+	%1457 = insertelement <128 x float> %1456, float %57, i32 94
+	%1458 = insertelement <128 x float> %1457, float %57, i32 95
+	%1459 = insertelement <128 x float> %1458, float %57, i32 96
+	%1460 = insertelement <128 x float> %1459, float %57, i32 97
+	%1461 = insertelement <128 x float> %1460, float %57, i32 98
+	%1462 = insertelement <128 x float> %1461, float %57, i32 99
+	%1463 = insertelement <128 x float> %1462, float %57, i32 100
+	%1464 = insertelement <128 x float> %1463, float %57, i32 101
+	%1465 = insertelement <128 x float> %1464, float %57, i32 102
+	%1466 = insertelement <128 x float> %1465, float %57, i32 103
+	%1467 = insertelement <128 x float> %1466, float %57, i32 104
+	%1468 = insertelement <128 x float> %1467, float %57, i32 105
+	%1469 = insertelement <128 x float> %1468, float %57, i32 106
+	%1470 = insertelement <128 x float> %1469, float %57, i32 107
+	%1471 = insertelement <128 x float> %1470, float %57, i32 108
+	%1472 = insertelement <128 x float> %1471, float %57, i32 109
+	%1473 = insertelement <128 x float> %1472, float %57, i32 110
+	%1474 = insertelement <128 x float> %1473, float %57, i32 111
+	%1475 = insertelement <128 x float> %1474, float %57, i32 112
+	%1476 = insertelement <128 x float> %1475, float %57, i32 113
+	%1477 = insertelement <128 x float> %1476, float %57, i32 114
+	%1478 = insertelement <128 x float> %1477, float %57, i32 115
+	%1479 = insertelement <128 x float> %1478, float %57, i32 116
+	%1480 = insertelement <128 x float> %1479, float %57, i32 117
+	%1481 = insertelement <128 x float> %1480, float %57, i32 118
+	%1482 = insertelement <128 x float> %1481, float %57, i32 119
+	%1483 = insertelement <128 x float> %1482, float %57, i32 120
+	%1484 = insertelement <128 x float> %1483, float %57, i32 121
+	%1485 = insertelement <128 x float> %1484, float %57, i32 122
+	%1486 = insertelement <128 x float> %1485, float %57, i32 123
+	%1487 = insertelement <128 x float> %1486, float %57, i32 124
+	%1488 = insertelement <128 x float> %1487, float %57, i32 125
+	%1489 = insertelement <128 x float> %1488, float %57, i32 126
+	%1490 = insertelement <128 x float> %1489, float %57, i32 127
+	%1491 = fmul <128 x float> %1362, %1490
+	%1492 = fadd <128 x float> %1491, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1493 = fsub <128 x float> %1492, <float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07, float 1.2582912e+07>
+	%1494 = insertelement <128 x float> undef, float %53, i32 0
+	%1495 = insertelement <128 x float> %1494, float %53, i32 1
+	%1496 = insertelement <128 x float> %1495, float %53, i32 2
+	%1497 = insertelement <128 x float> %1496, float %53, i32 3
+	%1498 = insertelement <128 x float> %1497, float %53, i32 4
+	%1499 = insertelement <128 x float> %1498, float %53, i32 5
+	%1500 = insertelement <128 x float> %1499, float %53, i32 6
+	%1501 = insertelement <128 x float> %1500, float %53, i32 7
+	%1502 = insertelement <128 x float> %1501, float %53, i32 8
+	%1503 = insertelement <128 x float> %1502, float %53, i32 9
+	%1504 = insertelement <128 x float> %1503, float %53, i32 10
+	%1505 = insertelement <128 x float> %1504, float %53, i32 11
+	%1506 = insertelement <128 x float> %1505, float %53, i32 12
+	%1507 = insertelement <128 x float> %1506, float %53, i32 13
+	%1508 = insertelement <128 x float> %1507, float %53, i32 14
+	%1509 = insertelement <128 x float> %1508, float %53, i32 15
+	%1510 = insertelement <128 x float> %1509, float %53, i32 16
+	%1511 = insertelement <128 x float> %1510, float %53, i32 17
+	%1512 = insertelement <128 x float> %1511, float %53, i32 18
+	%1513 = insertelement <128 x float> %1512, float %53, i32 19
+	%1514 = insertelement <128 x float> %1513, float %53, i32 20
+	%1515 = insertelement <128 x float> %1514, float %53, i32 21
+	%1516 = insertelement <128 x float> %1515, float %53, i32 22
+	%1517 = insertelement <128 x float> %1516, float %53, i32 23
+	%1518 = insertelement <128 x float> %1517, float %53, i32 24
+	%1519 = insertelement <128 x float> %1518, float %53, i32 25
+	%1520 = insertelement <128 x float> %1519, float %53, i32 26
+	%1521 = insertelement <128 x float> %1520, float %53, i32 27
+	%1522 = insertelement <128 x float> %1521, float %53, i32 28
+	%1523 = insertelement <128 x float> %1522, float %53, i32 29
+	%1524 = insertelement <128 x float> %1523, float %53, i32 30
+	%1525 = insertelement <128 x float> %1524, float %53, i32 31
+	%1526 = insertelement <128 x float> %1525, float %53, i32 32
+	%1527 = insertelement <128 x float> %1526, float %53, i32 33
+	%1528 = insertelement <128 x float> %1527, float %53, i32 34
+	%1529 = insertelement <128 x float> %1528, float %53, i32 35
+	%1530 = insertelement <128 x float> %1529, float %53, i32 36
+	%1531 = insertelement <128 x float> %1530, float %53, i32 37
+	%1532 = insertelement <128 x float> %1531, float %53, i32 38
+	%1533 = insertelement <128 x float> %1532, float %53, i32 39
+	%1534 = insertelement <128 x float> %1533, float %53, i32 40
+	%1535 = insertelement <128 x float> %1534, float %53, i32 41
+	%1536 = insertelement <128 x float> %1535, float %53, i32 42
+	%1537 = insertelement <128 x float> %1536, float %53, i32 43
+	%1538 = insertelement <128 x float> %1537, float %53, i32 44
+	%1539 = insertelement <128 x float> %1538, float %53, i32 45
+	%1540 = insertelement <128 x float> %1539, float %53, i32 46
+	%1541 = insertelement <128 x float> %1540, float %53, i32 47
+	%1542 = insertelement <128 x float> %1541, float %53, i32 48
+	%1543 = insertelement <128 x float> %1542, float %53, i32 49
+	%1544 = insertelement <128 x float> %1543, float %53, i32 50
+	%1545 = insertelement <128 x float> %1544, float %53, i32 51
+	%1546 = insertelement <128 x float> %1545, float %53, i32 52
+	%1547 = insertelement <128 x float> %1546, float %53, i32 53
+	%1548 = insertelement <128 x float> %1547, float %53, i32 54
+	%1549 = insertelement <128 x float> %1548, float %53, i32 55
+	%1550 = insertelement <128 x float> %1549, float %53, i32 56
+	%1551 = insertelement <128 x float> %1550, float %53, i32 57
+	%1552 = insertelement <128 x float> %1551, float %53, i32 58
+	%1553 = insertelement <128 x float> %1552, float %53, i32 59
+	%1554 = insertelement <128 x float> %1553, float %53, i32 60
+	%1555 = insertelement <128 x float> %1554, float %53, i32 61
+	%1556 = insertelement <128 x float> %1555, float %53, i32 62
+	%1557 = insertelement <128 x float> %1556, float %53, i32 63
+	%1558 = insertelement <128 x float> %1557, float %53, i32 64
+	%1559 = insertelement <128 x float> %1558, float %53, i32 65
+	%1560 = insertelement <128 x float> %1559, float %53, i32 66
+	%1561 = insertelement <128 x float> %1560, float %53, i32 67
+	%1562 = insertelement <128 x float> %1561, float %53, i32 68
+	%1563 = insertelement <128 x float> %1562, float %53, i32 69
+	%1564 = insertelement <128 x float> %1563, float %53, i32 70
+	%1565 = insertelement <128 x float> %1564, float %53, i32 71
+	%1566 = insertelement <128 x float> %1565, float %53, i32 72
+	%1567 = insertelement <128 x float> %1566, float %53, i32 73
+	%1568 = insertelement <128 x float> %1567, float %53, i32 74
+	%1569 = insertelement <128 x float> %1568, float %53, i32 75
+	%1570 = insertelement <128 x float> %1569, float %53, i32 76
+	%1571 = insertelement <128 x float> %1570, float %53, i32 77
+	%1572 = insertelement <128 x float> %1571, float %53, i32 78
+	%1573 = insertelement <128 x float> %1572, float %53, i32 79
+	%1574 = insertelement <128 x float> %1573, float %53, i32 80
+	%1575 = insertelement <128 x float> %1574, float %53, i32 81
+	%1576 = insertelement <128 x float> %1575, float %53, i32 82
+	%1577 = insertelement <128 x float> %1576, float %53, i32 83
+	%1578 = insertelement <128 x float> %1577, float %53, i32 84
+	%1579 = insertelement <128 x float> %1578, float %53, i32 85
+	%1580 = insertelement <128 x float> %1579, float %53, i32 86
+	%1581 = insertelement <128 x float> %1580, float %53, i32 87
+	%1582 = insertelement <128 x float> %1581, float %53, i32 88
+	%1583 = insertelement <128 x float> %1582, float %53, i32 89
+	%1584 = insertelement <128 x float> %1583, float %53, i32 90
+	%1585 = insertelement <128 x float> %1584, float %53, i32 91
+	%1586 = insertelement <128 x float> %1585, float %53, i32 92
+	%1587 = insertelement <128 x float> %1586, float %53, i32 93
+	%1588 = insertelement <128 x float> %1587, float %53, i32 94
+	%1589 = insertelement <128 x float> %1588, float %53, i32 95
+	%1590 = insertelement <128 x float> %1589, float %53, i32 96
+	%1591 = insertelement <128 x float> %1590, float %53, i32 97
+	%1592 = insertelement <128 x float> %1591, float %53, i32 98
+	%1593 = insertelement <128 x float> %1592, float %53, i32 99
+	%1594 = insertelement <128 x float> %1593, float %53, i32 100
+	%1595 = insertelement <128 x float> %1594, float %53, i32 101
+	%1596 = insertelement <128 x float> %1595, float %53, i32 102
+	%1597 = insertelement <128 x float> %1596, float %53, i32 103
+	%1598 = insertelement <128 x float> %1597, float %53, i32 104
+	%1599 = insertelement <128 x float> %1598, float %53, i32 105
+	%1600 = insertelement <128 x float> %1599, float %53, i32 106
+	%1601 = insertelement <128 x float> %1600, float %53, i32 107
+	%1602 = insertelement <128 x float> %1601, float %53, i32 108
+	%1603 = insertelement <128 x float> %1602, float %53, i32 109
+	%1604 = insertelement <128 x float> %1603, float %53, i32 110
+	%1605 = insertelement <128 x float> %1604, float %53, i32 111
+	%1606 = insertelement <128 x float> %1605, float %53, i32 112
+	%1607 = insertelement <128 x float> %1606, float %53, i32 113
+	%1608 = insertelement <128 x float> %1607, float %53, i32 114
+	%1609 = insertelement <128 x float> %1608, float %53, i32 115
+	%1610 = insertelement <128 x float> %1609, float %53, i32 116
+	%1611 = insertelement <128 x float> %1610, float %53, i32 117
+	%1612 = insertelement <128 x float> %1611, float %53, i32 118
+	%1613 = insertelement <128 x float> %1612, float %53, i32 119
+	%1614 = insertelement <128 x float> %1613, float %53, i32 120
+	%1615 = insertelement <128 x float> %1614, float %53, i32 121
+	%1616 = insertelement <128 x float> %1615, float %53, i32 122
+	%1617 = insertelement <128 x float> %1616, float %53, i32 123
+	%1618 = insertelement <128 x float> %1617, float %53, i32 124
+	%1619 = insertelement <128 x float> %1618, float %53, i32 125
+	%1620 = insertelement <128 x float> %1619, float %53, i32 126
+	%1621 = insertelement <128 x float> %1620, float %53, i32 127
+	%1622 = fmul <128 x float> %1493, %1621
+	%1623 = fcmp oeq float %53, 0.0
+	%1624 = select i1 %1623, <128 x float> %1362, <128 x float> %1622
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
-	%1629 = bitcast <128 x float>* %0 to float*
-	%1630 = bitcast float* %1629 to <128 x float>*
-	store <128 x float> %1628, <128 x float>* %1630, align 4
-	%1631 = icmp ne float* %kept, null
-	%1632 = sub i64 %n, %704
-	%1633 = select i1 %1631, i64 %1632, i64 0
+	%1625 = bitcast <128 x float>* %0 to float*
+	%1626 = bitcast float* %1625 to <128 x float>*
+	store <128 x float> %1624, <128 x float>* %1626, align 4
+	%1627 = icmp ne float* %kept, null
+	%1628 = sub i64 %n, %702
+	%1629 = select i1 %1627, i64 %1628, i64 0
 	br label %keep.head.498
 
 keep.head.498:
-	%1634 = phi i64 [ 0, %pad.done.497 ], [ %1640, %keep.499 ]
-	%1635 = icmp slt i64 %1634, %1633
-	br i1 %1635, label %keep.499, label %keep.done.500
+	%1630 = phi i64 [ 0, %pad.done.497 ], [ %1636, %keep.499 ]
+	%1631 = icmp slt i64 %1630, %1629
+	br i1 %1631, label %keep.499, label %keep.done.500
 
 keep.499:
-	%1636 = getelementptr float, float* %1629, i64 %1634
-	%1637 = load float, float* %1636, align 4
-	%1638 = add i64 %704, %1634
-	%1639 = getelementptr float, float* %kept, i64 %1638
-	store volatile float %1637, float* %1639, align 4
-	%1640 = add i64 %1634, 1
+	%1632 = getelementptr float, float* %1625, i64 %1630
+	%1633 = load float, float* %1632, align 4
+	%1634 = add i64 %702, %1630
+	%1635 = getelementptr float, float* %kept, i64 %1634
+	store volatile float %1633, float* %1635, align 4
+	%1636 = add i64 %1630, 1
 	br label %keep.head.498
 
 keep.done.500:
-	%1641 = fmul <128 x float> %1231, %1231
-	%1642 = fmul <128 x float> %1628, %1628
-	%1643 = select <128 x i1> %1228, <128 x float> %1641, <128 x float> zeroinitializer
-	%1644 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1645 = fadd <32 x float> %700, %1644
-	%1646 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1637 = fmul <128 x float> %1229, %1229
+	%1638 = fmul <128 x float> %1624, %1624
+	%1639 = select <128 x i1> %1226, <128 x float> %1637, <128 x float> zeroinitializer
+	%1640 = shufflevector <128 x float> %1639, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1641 = fadd <32 x float> %698, %1640
+	%1642 = shufflevector <128 x float> %1639, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1643 = fadd <32 x float> %1641, %1642
+	%1644 = shufflevector <128 x float> %1639, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1645 = fadd <32 x float> %1643, %1644
+	%1646 = shufflevector <128 x float> %1639, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1647 = fadd <32 x float> %1645, %1646
-	%1648 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1649 = fadd <32 x float> %1647, %1648
-	%1650 = shufflevector <128 x float> %1643, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1651 = fadd <32 x float> %1649, %1650
-	%1652 = select <128 x i1> %1228, <128 x float> %1642, <128 x float> zeroinitializer
-	%1653 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%1654 = fadd <32 x float> %701, %1653
-	%1655 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1648 = select <128 x i1> %1226, <128 x float> %1638, <128 x float> zeroinitializer
+	%1649 = shufflevector <128 x float> %1648, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%1650 = fadd <32 x float> %699, %1649
+	%1651 = shufflevector <128 x float> %1648, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%1652 = fadd <32 x float> %1650, %1651
+	%1653 = shufflevector <128 x float> %1648, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%1654 = fadd <32 x float> %1652, %1653
+	%1655 = shufflevector <128 x float> %1648, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1656 = fadd <32 x float> %1654, %1655
-	%1657 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%1658 = fadd <32 x float> %1656, %1657
-	%1659 = shufflevector <128 x float> %1652, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%1660 = fadd <32 x float> %1658, %1659
-	br label %join.480
+	br label %join.489
 }
 
 define internal <128 x float> @lars_noise_row128_16_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
@@ -13894,28 +13818,28 @@ entry:
 	%1 = bitcast [192 x float]* %0 to float*
 	%2 = and i64 %first, 3
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.452, label %else.453
+	br i1 %3, label %then.443, label %else.444
 
-then.452:
-	br label %blocks.head.455
+then.443:
+	br label %blocks.head.446
 
-else.453:
+else.444:
 	%4 = sub i64 %first, %2
-	br label %blocks.head.458
+	br label %blocks.head.449
 
-join.454:
+join.445:
 	%5 = select i1 %3, i64 0, i64 %2
 	%6 = getelementptr float, float* %1, i64 %5
 	%7 = bitcast float* %6 to <128 x float>*
 	%8 = load <128 x float>, <128 x float>* %7, align 4
 	ret <128 x float> %8
 
-blocks.head.455:
-	%9 = phi i64 [ 0, %then.452 ], [ %31, %blocks.456 ]
+blocks.head.446:
+	%9 = phi i64 [ 0, %then.443 ], [ %31, %blocks.447 ]
 	%10 = icmp slt i64 %9, 2
-	br i1 %10, label %blocks.456, label %blocks.done.457
+	br i1 %10, label %blocks.447, label %blocks.done.448
 
-blocks.456:
+blocks.447:
 	%11 = mul i64 %9, 64
 	%12 = add i64 %first, %11
 	%13 = lshr i64 %12, 2
@@ -13941,17 +13865,17 @@ blocks.456:
 	%30 = extractvalue [4 x <16 x float>] %14, 3
 	store <16 x float> %30, <16 x float>* %29, align 4
 	%31 = add i64 %9, 1
-	br label %blocks.head.455
+	br label %blocks.head.446
 
-blocks.done.457:
-	br label %join.454
+blocks.done.448:
+	br label %join.445
 
-blocks.head.458:
-	%32 = phi i64 [ 0, %else.453 ], [ %54, %blocks.459 ]
+blocks.head.449:
+	%32 = phi i64 [ 0, %else.444 ], [ %54, %blocks.450 ]
 	%33 = icmp slt i64 %32, 3
-	br i1 %33, label %blocks.459, label %blocks.done.460
+	br i1 %33, label %blocks.450, label %blocks.done.451
 
-blocks.459:
+blocks.450:
 	%34 = mul i64 %32, 64
 	%35 = add i64 %4, %34
 	%36 = lshr i64 %35, 2
@@ -13977,10 +13901,10 @@ blocks.459:
 	%53 = extractvalue [4 x <16 x float>] %37, 3
 	store <16 x float> %53, <16 x float>* %52, align 4
 	%54 = add i64 %32, 1
-	br label %blocks.head.458
+	br label %blocks.head.449
 
-blocks.done.460:
-	br label %join.454
+blocks.done.451:
+	br label %join.445
 }
 
 define internal <128 x float> @lars_noise_row128_16_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -13989,28 +13913,28 @@ entry:
 	%1 = bitcast [256 x float]* %0 to float*
 	%2 = and i64 %first, 7
 	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.481, label %else.482
+	br i1 %3, label %then.472, label %else.473
 
-then.481:
-	br label %blocks.head.484
+then.472:
+	br label %blocks.head.475
 
-else.482:
+else.473:
 	%4 = sub i64 %first, %2
-	br label %blocks.head.487
+	br label %blocks.head.478
 
-join.483:
+join.474:
 	%5 = select i1 %3, i64 0, i64 %2
 	%6 = getelementptr float, float* %1, i64 %5
 	%7 = bitcast float* %6 to <128 x float>*
 	%8 = load <128 x float>, <128 x float>* %7, align 4
 	ret <128 x float> %8
 
-blocks.head.484:
-	%9 = phi i64 [ 0, %then.481 ], [ %47, %blocks.485 ]
+blocks.head.475:
+	%9 = phi i64 [ 0, %then.472 ], [ %47, %blocks.476 ]
 	%10 = icmp slt i64 %9, 1
-	br i1 %10, label %blocks.485, label %blocks.done.486
+	br i1 %10, label %blocks.476, label %blocks.done.477
 
-blocks.485:
+blocks.476:
 	%11 = mul i64 %9, 128
 	%12 = add i64 %first, %11
 	%13 = lshr i64 %12, 3
@@ -14056,17 +13980,17 @@ blocks.485:
 	%46 = extractvalue [8 x <16 x float>] %14, 7
 	store <16 x float> %46, <16 x float>* %45, align 4
 	%47 = add i64 %9, 1
-	br label %blocks.head.484
+	br label %blocks.head.475
 
-blocks.done.486:
-	br label %join.483
+blocks.done.477:
+	br label %join.474
 
-blocks.head.487:
-	%48 = phi i64 [ 0, %else.482 ], [ %86, %blocks.488 ]
+blocks.head.478:
+	%48 = phi i64 [ 0, %else.473 ], [ %86, %blocks.479 ]
 	%49 = icmp slt i64 %48, 2
-	br i1 %49, label %blocks.488, label %blocks.done.489
+	br i1 %49, label %blocks.479, label %blocks.done.480
 
-blocks.488:
+blocks.479:
 	%50 = mul i64 %48, 128
 	%51 = add i64 %4, %50
 	%52 = lshr i64 %51, 3
@@ -14112,10 +14036,10 @@ blocks.488:
 	%85 = extractvalue [8 x <16 x float>] %53, 7
 	store <16 x float> %85, <16 x float>* %84, align 4
 	%86 = add i64 %48, 1
-	br label %blocks.head.487
+	br label %blocks.head.478
 
-blocks.done.489:
-	br label %join.483
+blocks.done.480:
+	br label %join.474
 }
 
 define void @lars_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind {
@@ -14517,4 +14441,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lars_abi = constant [65 x i8] c"2c387c76d94c96a2e395a4c093d58148dec0d6334248624f2fbeab8d5301c342\00"
+@lars_abi = constant [65 x i8] c"a444af42f91bdb728b951f51328f32046dcbec70a3d6fb25673bed1464c9d40a\00"
