@@ -272,29 +272,24 @@ func (k *kernel) noiseRow(w, groups lanes, secure bool) *llvm.Func {
 	row.Align = 4
 	b.Insts = append(b.Insts, row)
 	rowPtr, first := b.NewBitCast(row, f32Ptr), params[len(params)-1]
-	off := b.NewAnd(first, i64c(d.block()-1))
-	aligned := b.NewICmp(enum.IPredEQ, off, i64c(0))
-	b, _ = k.ifElse(f, b, aligned, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-		return k.drawBlocks(f, b, d, w, groups, first, rowPtr), nil
-	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-		return k.drawBlocks(f, b, d, lanes(int64(w)+per), groups, b.NewSub(first, off), rowPtr), nil
-	})
-	start := b.NewSelect(aligned, i64c(0), off)
-	b.NewRet(load(b, w.f32(), b.NewBitCast(b.NewGetElementPtr(f32, rowPtr, start), types.NewPointer(w.f32())), 4))
+	off := b.NewAnd(first, i64c(d.block()-1)) // 0 where first starts a block
+	calls := b.NewAdd(i64c(int64(w)/per), b.NewZExt(b.NewICmp(enum.IPredNE, off, i64c(0)), i64))
+	b = k.drawBlocks(f, b, d, calls, groups, b.NewSub(first, off), rowPtr)
+	b.NewRet(load(b, w.f32(), b.NewBitCast(b.NewGetElementPtr(f32, rowPtr, off), types.NewPointer(w.f32())), 4))
 	return f
 }
 
-// drawBlocks stores at row the Gaussians of the w elements from first,
+// drawBlocks stores at row the Gaussians of calls wide draws from first,
 // which starts a block of d: the step's wide draws, gaussianC's 4·wide a
 // call in the Philox scheme, secure.wide's 8·wide in the secure one, each
 // in coordinate order.
-func (k *kernel) drawBlocks(f *llvm.Func, b *llvm.Block, d *draw, w, wide lanes, first, row value.Value) *llvm.Block {
+func (k *kernel) drawBlocks(f *llvm.Func, b *llvm.Block, d *draw, calls value.Value, wide lanes, first, row value.Value) *llvm.Block {
 	fn, per := k.noise.gaussianC[wide], d.block()*int64(wide)
 	if d.secure() {
 		fn = k.noise.secure.wide[wide]
 	}
-	vecs := int(per / int64(wide))
-	return k.forLoop(f, b, "blocks", i64c(0), i64c(int64(w)/per), i64c(1), func(b *llvm.Block, c value.Value) *llvm.Block {
+	vecs := int(d.block()) // a call's values, one vector of wide a block element
+	return k.forLoop(f, b, "blocks", i64c(0), calls, i64c(1), func(b *llvm.Block, c value.Value) *llvm.Block {
 		at := b.NewMul(c, i64c(per))
 		z := d.call(b, fn, b.NewLShr(b.NewAdd(first, at), i64c(int64(bits.TrailingZeros64(uint64(d.block()))))))
 		for v := range vecs {

@@ -11228,7 +11228,7 @@ without_noise:
 with_noise:
 	%66 = add i64 %n, 4095
 	%67 = sdiv i64 %66, u0x1000
-	br label %task.head.385
+	br label %task.head.379
 
 with_secure_noise:
 	%68 = bitcast float %39 to i32
@@ -11247,7 +11247,7 @@ with_secure_noise:
 	%81 = bitcast i32 %80 to float
 	%82 = add i64 %n, 4095
 	%83 = sdiv i64 %82, u0x1000
-	br label %task.head.420
+	br label %task.head.408
 
 unknown_mode:
 	ret void
@@ -11672,12 +11672,12 @@ pad.done.375:
 	%398 = fadd <32 x float> %396, %397
 	br label %join.363
 
-task.head.385:
-	%399 = phi i64 [ %41, %with_noise ], [ %548, %row.done.390 ]
+task.head.379:
+	%399 = phi i64 [ %41, %with_noise ], [ %548, %row.done.384 ]
 	%400 = icmp slt i64 %399, %43
-	br i1 %400, label %task.386, label %task.done.387
+	br i1 %400, label %task.380, label %task.done.381
 
-task.386:
+task.380:
 	%401 = sdiv i64 %399, %67
 	%402 = srem i64 %399, %67
 	%403 = mul i64 %401, %n
@@ -11694,19 +11694,19 @@ task.386:
 	%414 = sdiv i64 %413, 128
 	%415 = icmp slt i64 %414, 32
 	%416 = select i1 %415, i64 %414, i64 32
-	br label %row.head.388
+	br label %row.head.382
 
-task.done.387:
+task.done.381:
 	ret void
 
-row.head.388:
-	%417 = phi i64 [ 0, %task.386 ], [ %696, %join.393 ]
-	%418 = phi <32 x float> [ zeroinitializer, %task.386 ], [ %694, %join.393 ]
-	%419 = phi <32 x float> [ zeroinitializer, %task.386 ], [ %695, %join.393 ]
+row.head.382:
+	%417 = phi i64 [ 0, %task.380 ], [ %696, %join.387 ]
+	%418 = phi <32 x float> [ zeroinitializer, %task.380 ], [ %694, %join.387 ]
+	%419 = phi <32 x float> [ zeroinitializer, %task.380 ], [ %695, %join.387 ]
 	%420 = icmp slt i64 %417, %416
-	br i1 %420, label %row.389, label %row.done.390
+	br i1 %420, label %row.383, label %row.done.384
 
-row.389:
+row.383:
 	%421 = mul i64 %417, 128
 	%422 = add i64 %411, %421
 	%423 = add i64 %422, 512
@@ -11842,9 +11842,9 @@ row.389:
 	%521 = icmp sle i64 %520, %n
 	%522 = add i64 %45, %422
 	%523 = call <128 x float> @lamb_noise_row128_8_false(i64 %47, i32 %49, i64 %522)
-	br i1 %521, label %then.391, label %else.392
+	br i1 %521, label %then.385, label %else.386
 
-row.done.390:
+row.done.384:
 	%524 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%525 = fadd <32 x float> %418, %524
 	%526 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -11872,9 +11872,9 @@ row.done.390:
 	%547 = getelementptr float, float* %63, i64 %399
 	store float %546, float* %547, align 4
 	%548 = add i64 %399, 1
-	br label %task.head.385
+	br label %task.head.379
 
-then.391:
+then.385:
 	%549 = getelementptr float, float* %404, i64 %422
 	%550 = bitcast float* %549 to <128 x float>*
 	%551 = load <128 x float>, <128 x float>* %550, align 4
@@ -12018,27 +12018,27 @@ then.391:
 	%689 = fmul <128 x float> %688, %523
 	%690 = fadd <128 x float> %554, %689
 	%691 = icmp ne float* %kept, null
-	br i1 %691, label %keep.394, label %kept.395
+	br i1 %691, label %keep.388, label %kept.389
 
-else.392:
+else.386:
 	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
 	%692 = bitcast <128 x float>* %9 to float*
 	%693 = sub i64 %n, %422
-	br label %pad.head.396
+	br label %pad.head.390
 
-join.393:
-	%694 = phi <32 x float> [ %738, %kept.395 ], [ %981, %keep.done.410 ]
-	%695 = phi <32 x float> [ %746, %kept.395 ], [ %990, %keep.done.410 ]
+join.387:
+	%694 = phi <32 x float> [ %738, %kept.389 ], [ %981, %keep.done.404 ]
+	%695 = phi <32 x float> [ %746, %kept.389 ], [ %990, %keep.done.404 ]
 	%696 = add i64 %417, 1
-	br label %row.head.388
+	br label %row.head.382
 
-keep.394:
+keep.388:
 	%697 = getelementptr float, float* %kept, i64 %422
 	%698 = bitcast float* %697 to <128 x float>*
 	store <128 x float> %690, <128 x float>* %698, align 4
-	br label %kept.395
+	br label %kept.389
 
-kept.395:
+kept.389:
 	%699 = insertelement <128 x float> undef, float %23, i32 0
 	%700 = shufflevector <128 x float> %699, <128 x float> undef, <128 x i32> zeroinitializer
 	%701 = insertelement <128 x float> undef, float %25, i32 0
@@ -12087,83 +12087,83 @@ kept.395:
 	%744 = fadd <32 x float> %742, %743
 	%745 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%746 = fadd <32 x float> %744, %745
-	br label %join.393
+	br label %join.387
 
-pad.head.396:
-	%747 = phi i64 [ 0, %else.392 ], [ %753, %pad.397 ]
+pad.head.390:
+	%747 = phi i64 [ 0, %else.386 ], [ %753, %pad.391 ]
 	%748 = icmp slt i64 %747, %693
-	br i1 %748, label %pad.397, label %pad.done.398
+	br i1 %748, label %pad.391, label %pad.done.392
 
-pad.397:
+pad.391:
 	%749 = add i64 %422, %747
 	%750 = getelementptr float, float* %404, i64 %749
 	%751 = load float, float* %750, align 4
 	%752 = getelementptr float, float* %692, i64 %747
 	store volatile float %751, float* %752, align 4
 	%753 = add i64 %747, 1
-	br label %pad.head.396
+	br label %pad.head.390
 
-pad.done.398:
+pad.done.392:
 	store <128 x float> zeroinitializer, <128 x float>* %8, align 4
 	%754 = bitcast <128 x float>* %8 to float*
 	%755 = sub i64 %n, %422
-	br label %pad.head.399
+	br label %pad.head.393
 
-pad.head.399:
-	%756 = phi i64 [ 0, %pad.done.398 ], [ %762, %pad.400 ]
+pad.head.393:
+	%756 = phi i64 [ 0, %pad.done.392 ], [ %762, %pad.394 ]
 	%757 = icmp slt i64 %756, %755
-	br i1 %757, label %pad.400, label %pad.done.401
+	br i1 %757, label %pad.394, label %pad.done.395
 
-pad.400:
+pad.394:
 	%758 = add i64 %422, %756
 	%759 = getelementptr float, float* %406, i64 %758
 	%760 = load float, float* %759, align 4
 	%761 = getelementptr float, float* %754, i64 %756
 	store volatile float %760, float* %761, align 4
 	%762 = add i64 %756, 1
-	br label %pad.head.399
+	br label %pad.head.393
 
-pad.done.401:
+pad.done.395:
 	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
 	%763 = bitcast <128 x float>* %7 to float*
 	%764 = sub i64 %n, %422
-	br label %pad.head.402
+	br label %pad.head.396
 
-pad.head.402:
-	%765 = phi i64 [ 0, %pad.done.401 ], [ %771, %pad.403 ]
+pad.head.396:
+	%765 = phi i64 [ 0, %pad.done.395 ], [ %771, %pad.397 ]
 	%766 = icmp slt i64 %765, %764
-	br i1 %766, label %pad.403, label %pad.done.404
+	br i1 %766, label %pad.397, label %pad.done.398
 
-pad.403:
+pad.397:
 	%767 = add i64 %422, %765
 	%768 = getelementptr float, float* %408, i64 %767
 	%769 = load float, float* %768, align 4
 	%770 = getelementptr float, float* %763, i64 %765
 	store volatile float %769, float* %770, align 4
 	%771 = add i64 %765, 1
-	br label %pad.head.402
+	br label %pad.head.396
 
-pad.done.404:
+pad.done.398:
 	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
 	%772 = bitcast <128 x float>* %6 to float*
 	%773 = sub i64 %n, %422
-	br label %pad.head.405
+	br label %pad.head.399
 
-pad.head.405:
-	%774 = phi i64 [ 0, %pad.done.404 ], [ %780, %pad.406 ]
+pad.head.399:
+	%774 = phi i64 [ 0, %pad.done.398 ], [ %780, %pad.400 ]
 	%775 = icmp slt i64 %774, %773
-	br i1 %775, label %pad.406, label %pad.done.407
+	br i1 %775, label %pad.400, label %pad.done.401
 
-pad.406:
+pad.400:
 	%776 = add i64 %422, %774
 	%777 = getelementptr float, float* %410, i64 %776
 	%778 = load float, float* %777, align 4
 	%779 = getelementptr float, float* %772, i64 %774
 	store volatile float %778, float* %779, align 4
 	%780 = add i64 %774, 1
-	br label %pad.head.405
+	br label %pad.head.399
 
-pad.done.407:
+pad.done.401:
 	%781 = insertelement <128 x i64> undef, i64 %422, i32 0
 	%782 = shufflevector <128 x i64> %781, <128 x i64> undef, <128 x i32> zeroinitializer
 	%783 = add <128 x i64> %782, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -12319,23 +12319,23 @@ pad.done.407:
 	%931 = icmp ne float* %kept, null
 	%932 = sub i64 %n, %422
 	%933 = select i1 %931, i64 %932, i64 0
-	br label %keep.head.408
+	br label %keep.head.402
 
-keep.head.408:
-	%934 = phi i64 [ 0, %pad.done.407 ], [ %940, %keep.409 ]
+keep.head.402:
+	%934 = phi i64 [ 0, %pad.done.401 ], [ %940, %keep.403 ]
 	%935 = icmp slt i64 %934, %933
-	br i1 %935, label %keep.409, label %keep.done.410
+	br i1 %935, label %keep.403, label %keep.done.404
 
-keep.409:
+keep.403:
 	%936 = getelementptr float, float* %929, i64 %934
 	%937 = load float, float* %936, align 4
 	%938 = add i64 %422, %934
 	%939 = getelementptr float, float* %kept, i64 %938
 	store volatile float %937, float* %939, align 4
 	%940 = add i64 %934, 1
-	br label %keep.head.408
+	br label %keep.head.402
 
-keep.done.410:
+keep.done.404:
 	%941 = insertelement <128 x float> undef, float %23, i32 0
 	%942 = shufflevector <128 x float> %941, <128 x float> undef, <128 x i32> zeroinitializer
 	%943 = insertelement <128 x float> undef, float %25, i32 0
@@ -12386,14 +12386,14 @@ keep.done.410:
 	%988 = fadd <32 x float> %986, %987
 	%989 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%990 = fadd <32 x float> %988, %989
-	br label %join.393
+	br label %join.387
 
-task.head.420:
-	%991 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.425 ]
+task.head.408:
+	%991 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.413 ]
 	%992 = icmp slt i64 %991, %43
-	br i1 %992, label %task.421, label %task.done.422
+	br i1 %992, label %task.409, label %task.done.410
 
-task.421:
+task.409:
 	%993 = sdiv i64 %991, %83
 	%994 = srem i64 %991, %83
 	%995 = mul i64 %993, %n
@@ -12410,19 +12410,19 @@ task.421:
 	%1006 = sdiv i64 %1005, 128
 	%1007 = icmp slt i64 %1006, 32
 	%1008 = select i1 %1007, i64 %1006, i64 32
-	br label %row.head.423
+	br label %row.head.411
 
-task.done.422:
+task.done.410:
 	ret void
 
-row.head.423:
-	%1009 = phi i64 [ 0, %task.421 ], [ %1550, %join.428 ]
-	%1010 = phi <32 x float> [ zeroinitializer, %task.421 ], [ %1548, %join.428 ]
-	%1011 = phi <32 x float> [ zeroinitializer, %task.421 ], [ %1549, %join.428 ]
+row.head.411:
+	%1009 = phi i64 [ 0, %task.409 ], [ %1550, %join.416 ]
+	%1010 = phi <32 x float> [ zeroinitializer, %task.409 ], [ %1548, %join.416 ]
+	%1011 = phi <32 x float> [ zeroinitializer, %task.409 ], [ %1549, %join.416 ]
 	%1012 = icmp slt i64 %1009, %1008
-	br i1 %1012, label %row.424, label %row.done.425
+	br i1 %1012, label %row.412, label %row.done.413
 
-row.424:
+row.412:
 	%1013 = mul i64 %1009, 128
 	%1014 = add i64 %1003, %1013
 	%1015 = add i64 %1014, 512
@@ -12558,9 +12558,9 @@ row.424:
 	%1113 = icmp sle i64 %1112, %n
 	%1114 = add i64 %45, %1014
 	%1115 = call <128 x float> @lamb_noise_row128_8_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1114)
-	br i1 %1113, label %then.426, label %else.427
+	br i1 %1113, label %then.414, label %else.415
 
-row.done.425:
+row.done.413:
 	%1116 = shufflevector <32 x float> %1010, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%1117 = fadd <32 x float> %1010, %1116
 	%1118 = shufflevector <32 x float> %1011, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -12588,9 +12588,9 @@ row.done.425:
 	%1139 = getelementptr float, float* %63, i64 %991
 	store float %1138, float* %1139, align 4
 	%1140 = add i64 %991, 1
-	br label %task.head.420
+	br label %task.head.408
 
-then.426:
+then.414:
 	%1141 = getelementptr float, float* %996, i64 %1014
 	%1142 = bitcast float* %1141 to <128 x float>*
 	%1143 = load <128 x float>, <128 x float>* %1142, align 4
@@ -12996,27 +12996,27 @@ then.426:
 	%1543 = fcmp oeq float %77, 0.0
 	%1544 = select i1 %1543, <128 x float> %1282, <128 x float> %1542
 	%1545 = icmp ne float* %kept, null
-	br i1 %1545, label %keep.429, label %kept.430
+	br i1 %1545, label %keep.417, label %kept.418
 
-else.427:
+else.415:
 	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
 	%1546 = bitcast <128 x float>* %4 to float*
 	%1547 = sub i64 %n, %1014
-	br label %pad.head.431
+	br label %pad.head.419
 
-join.428:
-	%1548 = phi <32 x float> [ %1592, %kept.430 ], [ %2097, %keep.done.445 ]
-	%1549 = phi <32 x float> [ %1600, %kept.430 ], [ %2106, %keep.done.445 ]
+join.416:
+	%1548 = phi <32 x float> [ %1592, %kept.418 ], [ %2097, %keep.done.433 ]
+	%1549 = phi <32 x float> [ %1600, %kept.418 ], [ %2106, %keep.done.433 ]
 	%1550 = add i64 %1009, 1
-	br label %row.head.423
+	br label %row.head.411
 
-keep.429:
+keep.417:
 	%1551 = getelementptr float, float* %kept, i64 %1014
 	%1552 = bitcast float* %1551 to <128 x float>*
 	store <128 x float> %1544, <128 x float>* %1552, align 4
-	br label %kept.430
+	br label %kept.418
 
-kept.430:
+kept.418:
 	%1553 = insertelement <128 x float> undef, float %23, i32 0
 	%1554 = shufflevector <128 x float> %1553, <128 x float> undef, <128 x i32> zeroinitializer
 	%1555 = insertelement <128 x float> undef, float %25, i32 0
@@ -13065,83 +13065,83 @@ kept.430:
 	%1598 = fadd <32 x float> %1596, %1597
 	%1599 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1600 = fadd <32 x float> %1598, %1599
-	br label %join.428
+	br label %join.416
 
-pad.head.431:
-	%1601 = phi i64 [ 0, %else.427 ], [ %1607, %pad.432 ]
+pad.head.419:
+	%1601 = phi i64 [ 0, %else.415 ], [ %1607, %pad.420 ]
 	%1602 = icmp slt i64 %1601, %1547
-	br i1 %1602, label %pad.432, label %pad.done.433
+	br i1 %1602, label %pad.420, label %pad.done.421
 
-pad.432:
+pad.420:
 	%1603 = add i64 %1014, %1601
 	%1604 = getelementptr float, float* %996, i64 %1603
 	%1605 = load float, float* %1604, align 4
 	%1606 = getelementptr float, float* %1546, i64 %1601
 	store volatile float %1605, float* %1606, align 4
 	%1607 = add i64 %1601, 1
-	br label %pad.head.431
+	br label %pad.head.419
 
-pad.done.433:
+pad.done.421:
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
 	%1608 = bitcast <128 x float>* %3 to float*
 	%1609 = sub i64 %n, %1014
-	br label %pad.head.434
+	br label %pad.head.422
 
-pad.head.434:
-	%1610 = phi i64 [ 0, %pad.done.433 ], [ %1616, %pad.435 ]
+pad.head.422:
+	%1610 = phi i64 [ 0, %pad.done.421 ], [ %1616, %pad.423 ]
 	%1611 = icmp slt i64 %1610, %1609
-	br i1 %1611, label %pad.435, label %pad.done.436
+	br i1 %1611, label %pad.423, label %pad.done.424
 
-pad.435:
+pad.423:
 	%1612 = add i64 %1014, %1610
 	%1613 = getelementptr float, float* %998, i64 %1612
 	%1614 = load float, float* %1613, align 4
 	%1615 = getelementptr float, float* %1608, i64 %1610
 	store volatile float %1614, float* %1615, align 4
 	%1616 = add i64 %1610, 1
-	br label %pad.head.434
+	br label %pad.head.422
 
-pad.done.436:
+pad.done.424:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%1617 = bitcast <128 x float>* %2 to float*
 	%1618 = sub i64 %n, %1014
-	br label %pad.head.437
+	br label %pad.head.425
 
-pad.head.437:
-	%1619 = phi i64 [ 0, %pad.done.436 ], [ %1625, %pad.438 ]
+pad.head.425:
+	%1619 = phi i64 [ 0, %pad.done.424 ], [ %1625, %pad.426 ]
 	%1620 = icmp slt i64 %1619, %1618
-	br i1 %1620, label %pad.438, label %pad.done.439
+	br i1 %1620, label %pad.426, label %pad.done.427
 
-pad.438:
+pad.426:
 	%1621 = add i64 %1014, %1619
 	%1622 = getelementptr float, float* %1000, i64 %1621
 	%1623 = load float, float* %1622, align 4
 	%1624 = getelementptr float, float* %1617, i64 %1619
 	store volatile float %1623, float* %1624, align 4
 	%1625 = add i64 %1619, 1
-	br label %pad.head.437
+	br label %pad.head.425
 
-pad.done.439:
+pad.done.427:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%1626 = bitcast <128 x float>* %1 to float*
 	%1627 = sub i64 %n, %1014
-	br label %pad.head.440
+	br label %pad.head.428
 
-pad.head.440:
-	%1628 = phi i64 [ 0, %pad.done.439 ], [ %1634, %pad.441 ]
+pad.head.428:
+	%1628 = phi i64 [ 0, %pad.done.427 ], [ %1634, %pad.429 ]
 	%1629 = icmp slt i64 %1628, %1627
-	br i1 %1629, label %pad.441, label %pad.done.442
+	br i1 %1629, label %pad.429, label %pad.done.430
 
-pad.441:
+pad.429:
 	%1630 = add i64 %1014, %1628
 	%1631 = getelementptr float, float* %1002, i64 %1630
 	%1632 = load float, float* %1631, align 4
 	%1633 = getelementptr float, float* %1626, i64 %1628
 	store volatile float %1632, float* %1633, align 4
 	%1634 = add i64 %1628, 1
-	br label %pad.head.440
+	br label %pad.head.428
 
-pad.done.442:
+pad.done.430:
 	%1635 = insertelement <128 x i64> undef, i64 %1014, i32 0
 	%1636 = shufflevector <128 x i64> %1635, <128 x i64> undef, <128 x i32> zeroinitializer
 	%1637 = add <128 x i64> %1636, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -13559,23 +13559,23 @@ pad.done.442:
 	%2047 = icmp ne float* %kept, null
 	%2048 = sub i64 %n, %1014
 	%2049 = select i1 %2047, i64 %2048, i64 0
-	br label %keep.head.443
+	br label %keep.head.431
 
-keep.head.443:
-	%2050 = phi i64 [ 0, %pad.done.442 ], [ %2056, %keep.444 ]
+keep.head.431:
+	%2050 = phi i64 [ 0, %pad.done.430 ], [ %2056, %keep.432 ]
 	%2051 = icmp slt i64 %2050, %2049
-	br i1 %2051, label %keep.444, label %keep.done.445
+	br i1 %2051, label %keep.432, label %keep.done.433
 
-keep.444:
+keep.432:
 	%2052 = getelementptr float, float* %2045, i64 %2050
 	%2053 = load float, float* %2052, align 4
 	%2054 = add i64 %1014, %2050
 	%2055 = getelementptr float, float* %kept, i64 %2054
 	store volatile float %2053, float* %2055, align 4
 	%2056 = add i64 %2050, 1
-	br label %keep.head.443
+	br label %keep.head.431
 
-keep.done.445:
+keep.done.433:
 	%2057 = insertelement <128 x float> undef, float %23, i32 0
 	%2058 = shufflevector <128 x float> %2057, <128 x float> undef, <128 x i32> zeroinitializer
 	%2059 = insertelement <128 x float> undef, float %25, i32 0
@@ -13626,7 +13626,7 @@ keep.done.445:
 	%2104 = fadd <32 x float> %2102, %2103
 	%2105 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%2106 = fadd <32 x float> %2104, %2105
-	br label %join.428
+	br label %join.416
 }
 
 declare void @llvm.prefetch.p0i8(i8* %0, i32 %1, i32 %2, i32 %3)
@@ -13638,94 +13638,50 @@ entry:
 	%0 = alloca [160 x float], align 4
 	%1 = bitcast [160 x float]* %0 to float*
 	%2 = and i64 %first, 3
-	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.376, label %else.377
+	%3 = icmp ne i64 %2, 0
+	%4 = zext i1 %3 to i64
+	%5 = add i64 4, %4
+	%6 = sub i64 %first, %2
+	br label %blocks.head.376
 
-then.376:
-	br label %blocks.head.379
+blocks.head.376:
+	%7 = phi i64 [ 0, %entry ], [ %29, %blocks.377 ]
+	%8 = icmp slt i64 %7, %5
+	br i1 %8, label %blocks.377, label %blocks.done.378
 
-else.377:
-	%4 = sub i64 %first, %2
-	br label %blocks.head.382
+blocks.377:
+	%9 = mul i64 %7, 32
+	%10 = add i64 %6, %9
+	%11 = lshr i64 %10, 2
+	%12 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 0, i64 %11)
+	%13 = add i64 %9, 0
+	%14 = getelementptr float, float* %1, i64 %13
+	%15 = bitcast float* %14 to <8 x float>*
+	%16 = extractvalue [4 x <8 x float>] %12, 0
+	store <8 x float> %16, <8 x float>* %15, align 4
+	%17 = add i64 %9, 8
+	%18 = getelementptr float, float* %1, i64 %17
+	%19 = bitcast float* %18 to <8 x float>*
+	%20 = extractvalue [4 x <8 x float>] %12, 1
+	store <8 x float> %20, <8 x float>* %19, align 4
+	%21 = add i64 %9, 16
+	%22 = getelementptr float, float* %1, i64 %21
+	%23 = bitcast float* %22 to <8 x float>*
+	%24 = extractvalue [4 x <8 x float>] %12, 2
+	store <8 x float> %24, <8 x float>* %23, align 4
+	%25 = add i64 %9, 24
+	%26 = getelementptr float, float* %1, i64 %25
+	%27 = bitcast float* %26 to <8 x float>*
+	%28 = extractvalue [4 x <8 x float>] %12, 3
+	store <8 x float> %28, <8 x float>* %27, align 4
+	%29 = add i64 %7, 1
+	br label %blocks.head.376
 
-join.378:
-	%5 = select i1 %3, i64 0, i64 %2
-	%6 = getelementptr float, float* %1, i64 %5
-	%7 = bitcast float* %6 to <128 x float>*
-	%8 = load <128 x float>, <128 x float>* %7, align 4
-	ret <128 x float> %8
-
-blocks.head.379:
-	%9 = phi i64 [ 0, %then.376 ], [ %31, %blocks.380 ]
-	%10 = icmp slt i64 %9, 4
-	br i1 %10, label %blocks.380, label %blocks.done.381
-
-blocks.380:
-	%11 = mul i64 %9, 32
-	%12 = add i64 %first, %11
-	%13 = lshr i64 %12, 2
-	%14 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 0, i64 %13)
-	%15 = add i64 %11, 0
-	%16 = getelementptr float, float* %1, i64 %15
-	%17 = bitcast float* %16 to <8 x float>*
-	%18 = extractvalue [4 x <8 x float>] %14, 0
-	store <8 x float> %18, <8 x float>* %17, align 4
-	%19 = add i64 %11, 8
-	%20 = getelementptr float, float* %1, i64 %19
-	%21 = bitcast float* %20 to <8 x float>*
-	%22 = extractvalue [4 x <8 x float>] %14, 1
-	store <8 x float> %22, <8 x float>* %21, align 4
-	%23 = add i64 %11, 16
-	%24 = getelementptr float, float* %1, i64 %23
-	%25 = bitcast float* %24 to <8 x float>*
-	%26 = extractvalue [4 x <8 x float>] %14, 2
-	store <8 x float> %26, <8 x float>* %25, align 4
-	%27 = add i64 %11, 24
-	%28 = getelementptr float, float* %1, i64 %27
-	%29 = bitcast float* %28 to <8 x float>*
-	%30 = extractvalue [4 x <8 x float>] %14, 3
-	store <8 x float> %30, <8 x float>* %29, align 4
-	%31 = add i64 %9, 1
-	br label %blocks.head.379
-
-blocks.done.381:
-	br label %join.378
-
-blocks.head.382:
-	%32 = phi i64 [ 0, %else.377 ], [ %54, %blocks.383 ]
-	%33 = icmp slt i64 %32, 5
-	br i1 %33, label %blocks.383, label %blocks.done.384
-
-blocks.383:
-	%34 = mul i64 %32, 32
-	%35 = add i64 %4, %34
-	%36 = lshr i64 %35, 2
-	%37 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 0, i64 %36)
-	%38 = add i64 %34, 0
-	%39 = getelementptr float, float* %1, i64 %38
-	%40 = bitcast float* %39 to <8 x float>*
-	%41 = extractvalue [4 x <8 x float>] %37, 0
-	store <8 x float> %41, <8 x float>* %40, align 4
-	%42 = add i64 %34, 8
-	%43 = getelementptr float, float* %1, i64 %42
-	%44 = bitcast float* %43 to <8 x float>*
-	%45 = extractvalue [4 x <8 x float>] %37, 1
-	store <8 x float> %45, <8 x float>* %44, align 4
-	%46 = add i64 %34, 16
-	%47 = getelementptr float, float* %1, i64 %46
-	%48 = bitcast float* %47 to <8 x float>*
-	%49 = extractvalue [4 x <8 x float>] %37, 2
-	store <8 x float> %49, <8 x float>* %48, align 4
-	%50 = add i64 %34, 24
-	%51 = getelementptr float, float* %1, i64 %50
-	%52 = bitcast float* %51 to <8 x float>*
-	%53 = extractvalue [4 x <8 x float>] %37, 3
-	store <8 x float> %53, <8 x float>* %52, align 4
-	%54 = add i64 %32, 1
-	br label %blocks.head.382
-
-blocks.done.384:
-	br label %join.378
+blocks.done.378:
+	%30 = getelementptr float, float* %1, i64 %2
+	%31 = bitcast float* %30 to <128 x float>*
+	%32 = load <128 x float>, <128 x float>* %31, align 4
+	ret <128 x float> %32
 }
 
 define internal <128 x float> @lamb_noise_row128_8_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -13733,134 +13689,70 @@ entry:
 	%0 = alloca [192 x float], align 4
 	%1 = bitcast [192 x float]* %0 to float*
 	%2 = and i64 %first, 7
-	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.411, label %else.412
+	%3 = icmp ne i64 %2, 0
+	%4 = zext i1 %3 to i64
+	%5 = add i64 2, %4
+	%6 = sub i64 %first, %2
+	br label %blocks.head.405
 
-then.411:
-	br label %blocks.head.414
+blocks.head.405:
+	%7 = phi i64 [ 0, %entry ], [ %45, %blocks.406 ]
+	%8 = icmp slt i64 %7, %5
+	br i1 %8, label %blocks.406, label %blocks.done.407
 
-else.412:
-	%4 = sub i64 %first, %2
-	br label %blocks.head.417
+blocks.406:
+	%9 = mul i64 %7, 64
+	%10 = add i64 %6, %9
+	%11 = lshr i64 %10, 3
+	%12 = call [8 x <8 x float>] @fg_secure_c8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %11)
+	%13 = add i64 %9, 0
+	%14 = getelementptr float, float* %1, i64 %13
+	%15 = bitcast float* %14 to <8 x float>*
+	%16 = extractvalue [8 x <8 x float>] %12, 0
+	store <8 x float> %16, <8 x float>* %15, align 4
+	%17 = add i64 %9, 8
+	%18 = getelementptr float, float* %1, i64 %17
+	%19 = bitcast float* %18 to <8 x float>*
+	%20 = extractvalue [8 x <8 x float>] %12, 1
+	store <8 x float> %20, <8 x float>* %19, align 4
+	%21 = add i64 %9, 16
+	%22 = getelementptr float, float* %1, i64 %21
+	%23 = bitcast float* %22 to <8 x float>*
+	%24 = extractvalue [8 x <8 x float>] %12, 2
+	store <8 x float> %24, <8 x float>* %23, align 4
+	%25 = add i64 %9, 24
+	%26 = getelementptr float, float* %1, i64 %25
+	%27 = bitcast float* %26 to <8 x float>*
+	%28 = extractvalue [8 x <8 x float>] %12, 3
+	store <8 x float> %28, <8 x float>* %27, align 4
+	%29 = add i64 %9, 32
+	%30 = getelementptr float, float* %1, i64 %29
+	%31 = bitcast float* %30 to <8 x float>*
+	%32 = extractvalue [8 x <8 x float>] %12, 4
+	store <8 x float> %32, <8 x float>* %31, align 4
+	%33 = add i64 %9, 40
+	%34 = getelementptr float, float* %1, i64 %33
+	%35 = bitcast float* %34 to <8 x float>*
+	%36 = extractvalue [8 x <8 x float>] %12, 5
+	store <8 x float> %36, <8 x float>* %35, align 4
+	%37 = add i64 %9, 48
+	%38 = getelementptr float, float* %1, i64 %37
+	%39 = bitcast float* %38 to <8 x float>*
+	%40 = extractvalue [8 x <8 x float>] %12, 6
+	store <8 x float> %40, <8 x float>* %39, align 4
+	%41 = add i64 %9, 56
+	%42 = getelementptr float, float* %1, i64 %41
+	%43 = bitcast float* %42 to <8 x float>*
+	%44 = extractvalue [8 x <8 x float>] %12, 7
+	store <8 x float> %44, <8 x float>* %43, align 4
+	%45 = add i64 %7, 1
+	br label %blocks.head.405
 
-join.413:
-	%5 = select i1 %3, i64 0, i64 %2
-	%6 = getelementptr float, float* %1, i64 %5
-	%7 = bitcast float* %6 to <128 x float>*
-	%8 = load <128 x float>, <128 x float>* %7, align 4
-	ret <128 x float> %8
-
-blocks.head.414:
-	%9 = phi i64 [ 0, %then.411 ], [ %47, %blocks.415 ]
-	%10 = icmp slt i64 %9, 2
-	br i1 %10, label %blocks.415, label %blocks.done.416
-
-blocks.415:
-	%11 = mul i64 %9, 64
-	%12 = add i64 %first, %11
-	%13 = lshr i64 %12, 3
-	%14 = call [8 x <8 x float>] @fg_secure_c8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %13)
-	%15 = add i64 %11, 0
-	%16 = getelementptr float, float* %1, i64 %15
-	%17 = bitcast float* %16 to <8 x float>*
-	%18 = extractvalue [8 x <8 x float>] %14, 0
-	store <8 x float> %18, <8 x float>* %17, align 4
-	%19 = add i64 %11, 8
-	%20 = getelementptr float, float* %1, i64 %19
-	%21 = bitcast float* %20 to <8 x float>*
-	%22 = extractvalue [8 x <8 x float>] %14, 1
-	store <8 x float> %22, <8 x float>* %21, align 4
-	%23 = add i64 %11, 16
-	%24 = getelementptr float, float* %1, i64 %23
-	%25 = bitcast float* %24 to <8 x float>*
-	%26 = extractvalue [8 x <8 x float>] %14, 2
-	store <8 x float> %26, <8 x float>* %25, align 4
-	%27 = add i64 %11, 24
-	%28 = getelementptr float, float* %1, i64 %27
-	%29 = bitcast float* %28 to <8 x float>*
-	%30 = extractvalue [8 x <8 x float>] %14, 3
-	store <8 x float> %30, <8 x float>* %29, align 4
-	%31 = add i64 %11, 32
-	%32 = getelementptr float, float* %1, i64 %31
-	%33 = bitcast float* %32 to <8 x float>*
-	%34 = extractvalue [8 x <8 x float>] %14, 4
-	store <8 x float> %34, <8 x float>* %33, align 4
-	%35 = add i64 %11, 40
-	%36 = getelementptr float, float* %1, i64 %35
-	%37 = bitcast float* %36 to <8 x float>*
-	%38 = extractvalue [8 x <8 x float>] %14, 5
-	store <8 x float> %38, <8 x float>* %37, align 4
-	%39 = add i64 %11, 48
-	%40 = getelementptr float, float* %1, i64 %39
-	%41 = bitcast float* %40 to <8 x float>*
-	%42 = extractvalue [8 x <8 x float>] %14, 6
-	store <8 x float> %42, <8 x float>* %41, align 4
-	%43 = add i64 %11, 56
-	%44 = getelementptr float, float* %1, i64 %43
-	%45 = bitcast float* %44 to <8 x float>*
-	%46 = extractvalue [8 x <8 x float>] %14, 7
-	store <8 x float> %46, <8 x float>* %45, align 4
-	%47 = add i64 %9, 1
-	br label %blocks.head.414
-
-blocks.done.416:
-	br label %join.413
-
-blocks.head.417:
-	%48 = phi i64 [ 0, %else.412 ], [ %86, %blocks.418 ]
-	%49 = icmp slt i64 %48, 3
-	br i1 %49, label %blocks.418, label %blocks.done.419
-
-blocks.418:
-	%50 = mul i64 %48, 64
-	%51 = add i64 %4, %50
-	%52 = lshr i64 %51, 3
-	%53 = call [8 x <8 x float>] @fg_secure_c8(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %52)
-	%54 = add i64 %50, 0
-	%55 = getelementptr float, float* %1, i64 %54
-	%56 = bitcast float* %55 to <8 x float>*
-	%57 = extractvalue [8 x <8 x float>] %53, 0
-	store <8 x float> %57, <8 x float>* %56, align 4
-	%58 = add i64 %50, 8
-	%59 = getelementptr float, float* %1, i64 %58
-	%60 = bitcast float* %59 to <8 x float>*
-	%61 = extractvalue [8 x <8 x float>] %53, 1
-	store <8 x float> %61, <8 x float>* %60, align 4
-	%62 = add i64 %50, 16
-	%63 = getelementptr float, float* %1, i64 %62
-	%64 = bitcast float* %63 to <8 x float>*
-	%65 = extractvalue [8 x <8 x float>] %53, 2
-	store <8 x float> %65, <8 x float>* %64, align 4
-	%66 = add i64 %50, 24
-	%67 = getelementptr float, float* %1, i64 %66
-	%68 = bitcast float* %67 to <8 x float>*
-	%69 = extractvalue [8 x <8 x float>] %53, 3
-	store <8 x float> %69, <8 x float>* %68, align 4
-	%70 = add i64 %50, 32
-	%71 = getelementptr float, float* %1, i64 %70
-	%72 = bitcast float* %71 to <8 x float>*
-	%73 = extractvalue [8 x <8 x float>] %53, 4
-	store <8 x float> %73, <8 x float>* %72, align 4
-	%74 = add i64 %50, 40
-	%75 = getelementptr float, float* %1, i64 %74
-	%76 = bitcast float* %75 to <8 x float>*
-	%77 = extractvalue [8 x <8 x float>] %53, 5
-	store <8 x float> %77, <8 x float>* %76, align 4
-	%78 = add i64 %50, 48
-	%79 = getelementptr float, float* %1, i64 %78
-	%80 = bitcast float* %79 to <8 x float>*
-	%81 = extractvalue [8 x <8 x float>] %53, 6
-	store <8 x float> %81, <8 x float>* %80, align 4
-	%82 = add i64 %50, 56
-	%83 = getelementptr float, float* %1, i64 %82
-	%84 = bitcast float* %83 to <8 x float>*
-	%85 = extractvalue [8 x <8 x float>] %53, 7
-	store <8 x float> %85, <8 x float>* %84, align 4
-	%86 = add i64 %48, 1
-	br label %blocks.head.417
-
-blocks.done.419:
-	br label %join.413
+blocks.done.407:
+	%46 = getelementptr float, float* %1, i64 %2
+	%47 = bitcast float* %46 to <128 x float>*
+	%48 = load <128 x float>, <128 x float>* %47, align 4
+	ret <128 x float> %48
 }
 
 define internal void @lamb_reduce_host16(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) alwaysinline nounwind {
@@ -13938,12 +13830,12 @@ entry:
 without_noise:
 	%64 = add i64 %n, 4095
 	%65 = sdiv i64 %64, u0x1000
-	br label %task.head.446
+	br label %task.head.434
 
 with_noise:
 	%66 = add i64 %n, 4095
 	%67 = sdiv i64 %66, u0x1000
-	br label %task.head.476
+	br label %task.head.458
 
 with_secure_noise:
 	%68 = bitcast float %39 to i32
@@ -13962,17 +13854,17 @@ with_secure_noise:
 	%81 = bitcast i32 %80 to float
 	%82 = add i64 %n, 4095
 	%83 = sdiv i64 %82, u0x1000
-	br label %task.head.511
+	br label %task.head.487
 
 unknown_mode:
 	ret void
 
-task.head.446:
-	%84 = phi i64 [ %41, %without_noise ], [ %231, %row.done.451 ]
+task.head.434:
+	%84 = phi i64 [ %41, %without_noise ], [ %231, %row.done.439 ]
 	%85 = icmp slt i64 %84, %43
-	br i1 %85, label %task.447, label %task.done.448
+	br i1 %85, label %task.435, label %task.done.436
 
-task.447:
+task.435:
 	%86 = sdiv i64 %84, %65
 	%87 = srem i64 %84, %65
 	%88 = mul i64 %86, %n
@@ -13989,19 +13881,19 @@ task.447:
 	%99 = sdiv i64 %98, 128
 	%100 = icmp slt i64 %99, 32
 	%101 = select i1 %100, i64 %99, i64 32
-	br label %row.head.449
+	br label %row.head.437
 
-task.done.448:
+task.done.436:
 	ret void
 
-row.head.449:
-	%102 = phi i64 [ 0, %task.447 ], [ %296, %join.454 ]
-	%103 = phi <32 x float> [ zeroinitializer, %task.447 ], [ %294, %join.454 ]
-	%104 = phi <32 x float> [ zeroinitializer, %task.447 ], [ %295, %join.454 ]
+row.head.437:
+	%102 = phi i64 [ 0, %task.435 ], [ %296, %join.442 ]
+	%103 = phi <32 x float> [ zeroinitializer, %task.435 ], [ %294, %join.442 ]
+	%104 = phi <32 x float> [ zeroinitializer, %task.435 ], [ %295, %join.442 ]
 	%105 = icmp slt i64 %102, %101
-	br i1 %105, label %row.450, label %row.done.451
+	br i1 %105, label %row.438, label %row.done.439
 
-row.450:
+row.438:
 	%106 = mul i64 %102, 128
 	%107 = add i64 %96, %106
 	%108 = add i64 %107, 512
@@ -14135,9 +14027,9 @@ row.450:
 	call void @llvm.prefetch.p0i8(i8* %204, i32 0, i32 3, i32 1)
 	%205 = add i64 %107, 128
 	%206 = icmp sle i64 %205, %n
-	br i1 %206, label %then.452, label %else.453
+	br i1 %206, label %then.440, label %else.441
 
-row.done.451:
+row.done.439:
 	%207 = shufflevector <32 x float> %103, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%208 = fadd <32 x float> %103, %207
 	%209 = shufflevector <32 x float> %104, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -14165,9 +14057,9 @@ row.done.451:
 	%230 = getelementptr float, float* %63, i64 %84
 	store float %229, float* %230, align 4
 	%231 = add i64 %84, 1
-	br label %task.head.446
+	br label %task.head.434
 
-then.452:
+then.440:
 	%232 = getelementptr float, float* %89, i64 %107
 	%233 = bitcast float* %232 to <128 x float>*
 	%234 = load <128 x float>, <128 x float>* %233, align 4
@@ -14228,95 +14120,95 @@ then.452:
 	%289 = fadd <32 x float> %287, %288
 	%290 = shufflevector <128 x float> %275, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%291 = fadd <32 x float> %289, %290
-	br label %join.454
+	br label %join.442
 
-else.453:
+else.441:
 	store <128 x float> zeroinitializer, <128 x float>* %13, align 4
 	%292 = bitcast <128 x float>* %13 to float*
 	%293 = sub i64 %n, %107
-	br label %pad.head.455
+	br label %pad.head.443
 
-join.454:
-	%294 = phi <32 x float> [ %283, %then.452 ], [ %389, %pad.done.466 ]
-	%295 = phi <32 x float> [ %291, %then.452 ], [ %398, %pad.done.466 ]
+join.442:
+	%294 = phi <32 x float> [ %283, %then.440 ], [ %389, %pad.done.454 ]
+	%295 = phi <32 x float> [ %291, %then.440 ], [ %398, %pad.done.454 ]
 	%296 = add i64 %102, 1
-	br label %row.head.449
+	br label %row.head.437
 
-pad.head.455:
-	%297 = phi i64 [ 0, %else.453 ], [ %303, %pad.456 ]
+pad.head.443:
+	%297 = phi i64 [ 0, %else.441 ], [ %303, %pad.444 ]
 	%298 = icmp slt i64 %297, %293
-	br i1 %298, label %pad.456, label %pad.done.457
+	br i1 %298, label %pad.444, label %pad.done.445
 
-pad.456:
+pad.444:
 	%299 = add i64 %107, %297
 	%300 = getelementptr float, float* %89, i64 %299
 	%301 = load float, float* %300, align 4
 	%302 = getelementptr float, float* %292, i64 %297
 	store volatile float %301, float* %302, align 4
 	%303 = add i64 %297, 1
-	br label %pad.head.455
+	br label %pad.head.443
 
-pad.done.457:
+pad.done.445:
 	store <128 x float> zeroinitializer, <128 x float>* %12, align 4
 	%304 = bitcast <128 x float>* %12 to float*
 	%305 = sub i64 %n, %107
-	br label %pad.head.458
+	br label %pad.head.446
 
-pad.head.458:
-	%306 = phi i64 [ 0, %pad.done.457 ], [ %312, %pad.459 ]
+pad.head.446:
+	%306 = phi i64 [ 0, %pad.done.445 ], [ %312, %pad.447 ]
 	%307 = icmp slt i64 %306, %305
-	br i1 %307, label %pad.459, label %pad.done.460
+	br i1 %307, label %pad.447, label %pad.done.448
 
-pad.459:
+pad.447:
 	%308 = add i64 %107, %306
 	%309 = getelementptr float, float* %91, i64 %308
 	%310 = load float, float* %309, align 4
 	%311 = getelementptr float, float* %304, i64 %306
 	store volatile float %310, float* %311, align 4
 	%312 = add i64 %306, 1
-	br label %pad.head.458
+	br label %pad.head.446
 
-pad.done.460:
+pad.done.448:
 	store <128 x float> zeroinitializer, <128 x float>* %11, align 4
 	%313 = bitcast <128 x float>* %11 to float*
 	%314 = sub i64 %n, %107
-	br label %pad.head.461
+	br label %pad.head.449
 
-pad.head.461:
-	%315 = phi i64 [ 0, %pad.done.460 ], [ %321, %pad.462 ]
+pad.head.449:
+	%315 = phi i64 [ 0, %pad.done.448 ], [ %321, %pad.450 ]
 	%316 = icmp slt i64 %315, %314
-	br i1 %316, label %pad.462, label %pad.done.463
+	br i1 %316, label %pad.450, label %pad.done.451
 
-pad.462:
+pad.450:
 	%317 = add i64 %107, %315
 	%318 = getelementptr float, float* %93, i64 %317
 	%319 = load float, float* %318, align 4
 	%320 = getelementptr float, float* %313, i64 %315
 	store volatile float %319, float* %320, align 4
 	%321 = add i64 %315, 1
-	br label %pad.head.461
+	br label %pad.head.449
 
-pad.done.463:
+pad.done.451:
 	store <128 x float> zeroinitializer, <128 x float>* %10, align 4
 	%322 = bitcast <128 x float>* %10 to float*
 	%323 = sub i64 %n, %107
-	br label %pad.head.464
+	br label %pad.head.452
 
-pad.head.464:
-	%324 = phi i64 [ 0, %pad.done.463 ], [ %330, %pad.465 ]
+pad.head.452:
+	%324 = phi i64 [ 0, %pad.done.451 ], [ %330, %pad.453 ]
 	%325 = icmp slt i64 %324, %323
-	br i1 %325, label %pad.465, label %pad.done.466
+	br i1 %325, label %pad.453, label %pad.done.454
 
-pad.465:
+pad.453:
 	%326 = add i64 %107, %324
 	%327 = getelementptr float, float* %95, i64 %326
 	%328 = load float, float* %327, align 4
 	%329 = getelementptr float, float* %322, i64 %324
 	store volatile float %328, float* %329, align 4
 	%330 = add i64 %324, 1
-	br label %pad.head.464
+	br label %pad.head.452
 
-pad.done.466:
+pad.done.454:
 	%331 = insertelement <128 x i64> undef, i64 %107, i32 0
 	%332 = shufflevector <128 x i64> %331, <128 x i64> undef, <128 x i32> zeroinitializer
 	%333 = add <128 x i64> %332, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -14385,14 +14277,14 @@ pad.done.466:
 	%396 = fadd <32 x float> %394, %395
 	%397 = shufflevector <128 x float> %390, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%398 = fadd <32 x float> %396, %397
-	br label %join.454
+	br label %join.442
 
-task.head.476:
-	%399 = phi i64 [ %41, %with_noise ], [ %548, %row.done.481 ]
+task.head.458:
+	%399 = phi i64 [ %41, %with_noise ], [ %548, %row.done.463 ]
 	%400 = icmp slt i64 %399, %43
-	br i1 %400, label %task.477, label %task.done.478
+	br i1 %400, label %task.459, label %task.done.460
 
-task.477:
+task.459:
 	%401 = sdiv i64 %399, %67
 	%402 = srem i64 %399, %67
 	%403 = mul i64 %401, %n
@@ -14409,19 +14301,19 @@ task.477:
 	%414 = sdiv i64 %413, 128
 	%415 = icmp slt i64 %414, 32
 	%416 = select i1 %415, i64 %414, i64 32
-	br label %row.head.479
+	br label %row.head.461
 
-task.done.478:
+task.done.460:
 	ret void
 
-row.head.479:
-	%417 = phi i64 [ 0, %task.477 ], [ %696, %join.484 ]
-	%418 = phi <32 x float> [ zeroinitializer, %task.477 ], [ %694, %join.484 ]
-	%419 = phi <32 x float> [ zeroinitializer, %task.477 ], [ %695, %join.484 ]
+row.head.461:
+	%417 = phi i64 [ 0, %task.459 ], [ %696, %join.466 ]
+	%418 = phi <32 x float> [ zeroinitializer, %task.459 ], [ %694, %join.466 ]
+	%419 = phi <32 x float> [ zeroinitializer, %task.459 ], [ %695, %join.466 ]
 	%420 = icmp slt i64 %417, %416
-	br i1 %420, label %row.480, label %row.done.481
+	br i1 %420, label %row.462, label %row.done.463
 
-row.480:
+row.462:
 	%421 = mul i64 %417, 128
 	%422 = add i64 %411, %421
 	%423 = add i64 %422, 512
@@ -14557,9 +14449,9 @@ row.480:
 	%521 = icmp sle i64 %520, %n
 	%522 = add i64 %45, %422
 	%523 = call <128 x float> @lamb_noise_row128_16_false(i64 %47, i32 %49, i64 %522)
-	br i1 %521, label %then.482, label %else.483
+	br i1 %521, label %then.464, label %else.465
 
-row.done.481:
+row.done.463:
 	%524 = shufflevector <32 x float> %418, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%525 = fadd <32 x float> %418, %524
 	%526 = shufflevector <32 x float> %419, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -14587,9 +14479,9 @@ row.done.481:
 	%547 = getelementptr float, float* %63, i64 %399
 	store float %546, float* %547, align 4
 	%548 = add i64 %399, 1
-	br label %task.head.476
+	br label %task.head.458
 
-then.482:
+then.464:
 	%549 = getelementptr float, float* %404, i64 %422
 	%550 = bitcast float* %549 to <128 x float>*
 	%551 = load <128 x float>, <128 x float>* %550, align 4
@@ -14733,27 +14625,27 @@ then.482:
 	%689 = fmul <128 x float> %688, %523
 	%690 = fadd <128 x float> %554, %689
 	%691 = icmp ne float* %kept, null
-	br i1 %691, label %keep.485, label %kept.486
+	br i1 %691, label %keep.467, label %kept.468
 
-else.483:
+else.465:
 	store <128 x float> zeroinitializer, <128 x float>* %9, align 4
 	%692 = bitcast <128 x float>* %9 to float*
 	%693 = sub i64 %n, %422
-	br label %pad.head.487
+	br label %pad.head.469
 
-join.484:
-	%694 = phi <32 x float> [ %738, %kept.486 ], [ %981, %keep.done.501 ]
-	%695 = phi <32 x float> [ %746, %kept.486 ], [ %990, %keep.done.501 ]
+join.466:
+	%694 = phi <32 x float> [ %738, %kept.468 ], [ %981, %keep.done.483 ]
+	%695 = phi <32 x float> [ %746, %kept.468 ], [ %990, %keep.done.483 ]
 	%696 = add i64 %417, 1
-	br label %row.head.479
+	br label %row.head.461
 
-keep.485:
+keep.467:
 	%697 = getelementptr float, float* %kept, i64 %422
 	%698 = bitcast float* %697 to <128 x float>*
 	store <128 x float> %690, <128 x float>* %698, align 4
-	br label %kept.486
+	br label %kept.468
 
-kept.486:
+kept.468:
 	%699 = insertelement <128 x float> undef, float %23, i32 0
 	%700 = shufflevector <128 x float> %699, <128 x float> undef, <128 x i32> zeroinitializer
 	%701 = insertelement <128 x float> undef, float %25, i32 0
@@ -14802,83 +14694,83 @@ kept.486:
 	%744 = fadd <32 x float> %742, %743
 	%745 = shufflevector <128 x float> %730, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%746 = fadd <32 x float> %744, %745
-	br label %join.484
+	br label %join.466
 
-pad.head.487:
-	%747 = phi i64 [ 0, %else.483 ], [ %753, %pad.488 ]
+pad.head.469:
+	%747 = phi i64 [ 0, %else.465 ], [ %753, %pad.470 ]
 	%748 = icmp slt i64 %747, %693
-	br i1 %748, label %pad.488, label %pad.done.489
+	br i1 %748, label %pad.470, label %pad.done.471
 
-pad.488:
+pad.470:
 	%749 = add i64 %422, %747
 	%750 = getelementptr float, float* %404, i64 %749
 	%751 = load float, float* %750, align 4
 	%752 = getelementptr float, float* %692, i64 %747
 	store volatile float %751, float* %752, align 4
 	%753 = add i64 %747, 1
-	br label %pad.head.487
+	br label %pad.head.469
 
-pad.done.489:
+pad.done.471:
 	store <128 x float> zeroinitializer, <128 x float>* %8, align 4
 	%754 = bitcast <128 x float>* %8 to float*
 	%755 = sub i64 %n, %422
-	br label %pad.head.490
+	br label %pad.head.472
 
-pad.head.490:
-	%756 = phi i64 [ 0, %pad.done.489 ], [ %762, %pad.491 ]
+pad.head.472:
+	%756 = phi i64 [ 0, %pad.done.471 ], [ %762, %pad.473 ]
 	%757 = icmp slt i64 %756, %755
-	br i1 %757, label %pad.491, label %pad.done.492
+	br i1 %757, label %pad.473, label %pad.done.474
 
-pad.491:
+pad.473:
 	%758 = add i64 %422, %756
 	%759 = getelementptr float, float* %406, i64 %758
 	%760 = load float, float* %759, align 4
 	%761 = getelementptr float, float* %754, i64 %756
 	store volatile float %760, float* %761, align 4
 	%762 = add i64 %756, 1
-	br label %pad.head.490
+	br label %pad.head.472
 
-pad.done.492:
+pad.done.474:
 	store <128 x float> zeroinitializer, <128 x float>* %7, align 4
 	%763 = bitcast <128 x float>* %7 to float*
 	%764 = sub i64 %n, %422
-	br label %pad.head.493
+	br label %pad.head.475
 
-pad.head.493:
-	%765 = phi i64 [ 0, %pad.done.492 ], [ %771, %pad.494 ]
+pad.head.475:
+	%765 = phi i64 [ 0, %pad.done.474 ], [ %771, %pad.476 ]
 	%766 = icmp slt i64 %765, %764
-	br i1 %766, label %pad.494, label %pad.done.495
+	br i1 %766, label %pad.476, label %pad.done.477
 
-pad.494:
+pad.476:
 	%767 = add i64 %422, %765
 	%768 = getelementptr float, float* %408, i64 %767
 	%769 = load float, float* %768, align 4
 	%770 = getelementptr float, float* %763, i64 %765
 	store volatile float %769, float* %770, align 4
 	%771 = add i64 %765, 1
-	br label %pad.head.493
+	br label %pad.head.475
 
-pad.done.495:
+pad.done.477:
 	store <128 x float> zeroinitializer, <128 x float>* %6, align 4
 	%772 = bitcast <128 x float>* %6 to float*
 	%773 = sub i64 %n, %422
-	br label %pad.head.496
+	br label %pad.head.478
 
-pad.head.496:
-	%774 = phi i64 [ 0, %pad.done.495 ], [ %780, %pad.497 ]
+pad.head.478:
+	%774 = phi i64 [ 0, %pad.done.477 ], [ %780, %pad.479 ]
 	%775 = icmp slt i64 %774, %773
-	br i1 %775, label %pad.497, label %pad.done.498
+	br i1 %775, label %pad.479, label %pad.done.480
 
-pad.497:
+pad.479:
 	%776 = add i64 %422, %774
 	%777 = getelementptr float, float* %410, i64 %776
 	%778 = load float, float* %777, align 4
 	%779 = getelementptr float, float* %772, i64 %774
 	store volatile float %778, float* %779, align 4
 	%780 = add i64 %774, 1
-	br label %pad.head.496
+	br label %pad.head.478
 
-pad.done.498:
+pad.done.480:
 	%781 = insertelement <128 x i64> undef, i64 %422, i32 0
 	%782 = shufflevector <128 x i64> %781, <128 x i64> undef, <128 x i32> zeroinitializer
 	%783 = add <128 x i64> %782, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -15034,23 +14926,23 @@ pad.done.498:
 	%931 = icmp ne float* %kept, null
 	%932 = sub i64 %n, %422
 	%933 = select i1 %931, i64 %932, i64 0
-	br label %keep.head.499
+	br label %keep.head.481
 
-keep.head.499:
-	%934 = phi i64 [ 0, %pad.done.498 ], [ %940, %keep.500 ]
+keep.head.481:
+	%934 = phi i64 [ 0, %pad.done.480 ], [ %940, %keep.482 ]
 	%935 = icmp slt i64 %934, %933
-	br i1 %935, label %keep.500, label %keep.done.501
+	br i1 %935, label %keep.482, label %keep.done.483
 
-keep.500:
+keep.482:
 	%936 = getelementptr float, float* %929, i64 %934
 	%937 = load float, float* %936, align 4
 	%938 = add i64 %422, %934
 	%939 = getelementptr float, float* %kept, i64 %938
 	store volatile float %937, float* %939, align 4
 	%940 = add i64 %934, 1
-	br label %keep.head.499
+	br label %keep.head.481
 
-keep.done.501:
+keep.done.483:
 	%941 = insertelement <128 x float> undef, float %23, i32 0
 	%942 = shufflevector <128 x float> %941, <128 x float> undef, <128 x i32> zeroinitializer
 	%943 = insertelement <128 x float> undef, float %25, i32 0
@@ -15101,14 +14993,14 @@ keep.done.501:
 	%988 = fadd <32 x float> %986, %987
 	%989 = shufflevector <128 x float> %982, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%990 = fadd <32 x float> %988, %989
-	br label %join.484
+	br label %join.466
 
-task.head.511:
-	%991 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.516 ]
+task.head.487:
+	%991 = phi i64 [ %41, %with_secure_noise ], [ %1140, %row.done.492 ]
 	%992 = icmp slt i64 %991, %43
-	br i1 %992, label %task.512, label %task.done.513
+	br i1 %992, label %task.488, label %task.done.489
 
-task.512:
+task.488:
 	%993 = sdiv i64 %991, %83
 	%994 = srem i64 %991, %83
 	%995 = mul i64 %993, %n
@@ -15125,19 +15017,19 @@ task.512:
 	%1006 = sdiv i64 %1005, 128
 	%1007 = icmp slt i64 %1006, 32
 	%1008 = select i1 %1007, i64 %1006, i64 32
-	br label %row.head.514
+	br label %row.head.490
 
-task.done.513:
+task.done.489:
 	ret void
 
-row.head.514:
-	%1009 = phi i64 [ 0, %task.512 ], [ %1550, %join.519 ]
-	%1010 = phi <32 x float> [ zeroinitializer, %task.512 ], [ %1548, %join.519 ]
-	%1011 = phi <32 x float> [ zeroinitializer, %task.512 ], [ %1549, %join.519 ]
+row.head.490:
+	%1009 = phi i64 [ 0, %task.488 ], [ %1550, %join.495 ]
+	%1010 = phi <32 x float> [ zeroinitializer, %task.488 ], [ %1548, %join.495 ]
+	%1011 = phi <32 x float> [ zeroinitializer, %task.488 ], [ %1549, %join.495 ]
 	%1012 = icmp slt i64 %1009, %1008
-	br i1 %1012, label %row.515, label %row.done.516
+	br i1 %1012, label %row.491, label %row.done.492
 
-row.515:
+row.491:
 	%1013 = mul i64 %1009, 128
 	%1014 = add i64 %1003, %1013
 	%1015 = add i64 %1014, 512
@@ -15273,9 +15165,9 @@ row.515:
 	%1113 = icmp sle i64 %1112, %n
 	%1114 = add i64 %45, %1014
 	%1115 = call <128 x float> @lamb_noise_row128_16_true(i64 %54, i64 %55, i64 %56, i64 %57, i32 %49, i64 %1114)
-	br i1 %1113, label %then.517, label %else.518
+	br i1 %1113, label %then.493, label %else.494
 
-row.done.516:
+row.done.492:
 	%1116 = shufflevector <32 x float> %1010, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%1117 = fadd <32 x float> %1010, %1116
 	%1118 = shufflevector <32 x float> %1011, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -15303,9 +15195,9 @@ row.done.516:
 	%1139 = getelementptr float, float* %63, i64 %991
 	store float %1138, float* %1139, align 4
 	%1140 = add i64 %991, 1
-	br label %task.head.511
+	br label %task.head.487
 
-then.517:
+then.493:
 	%1141 = getelementptr float, float* %996, i64 %1014
 	%1142 = bitcast float* %1141 to <128 x float>*
 	%1143 = load <128 x float>, <128 x float>* %1142, align 4
@@ -15711,27 +15603,27 @@ then.517:
 	%1543 = fcmp oeq float %77, 0.0
 	%1544 = select i1 %1543, <128 x float> %1282, <128 x float> %1542
 	%1545 = icmp ne float* %kept, null
-	br i1 %1545, label %keep.520, label %kept.521
+	br i1 %1545, label %keep.496, label %kept.497
 
-else.518:
+else.494:
 	store <128 x float> zeroinitializer, <128 x float>* %4, align 4
 	%1546 = bitcast <128 x float>* %4 to float*
 	%1547 = sub i64 %n, %1014
-	br label %pad.head.522
+	br label %pad.head.498
 
-join.519:
-	%1548 = phi <32 x float> [ %1592, %kept.521 ], [ %2097, %keep.done.536 ]
-	%1549 = phi <32 x float> [ %1600, %kept.521 ], [ %2106, %keep.done.536 ]
+join.495:
+	%1548 = phi <32 x float> [ %1592, %kept.497 ], [ %2097, %keep.done.512 ]
+	%1549 = phi <32 x float> [ %1600, %kept.497 ], [ %2106, %keep.done.512 ]
 	%1550 = add i64 %1009, 1
-	br label %row.head.514
+	br label %row.head.490
 
-keep.520:
+keep.496:
 	%1551 = getelementptr float, float* %kept, i64 %1014
 	%1552 = bitcast float* %1551 to <128 x float>*
 	store <128 x float> %1544, <128 x float>* %1552, align 4
-	br label %kept.521
+	br label %kept.497
 
-kept.521:
+kept.497:
 	%1553 = insertelement <128 x float> undef, float %23, i32 0
 	%1554 = shufflevector <128 x float> %1553, <128 x float> undef, <128 x i32> zeroinitializer
 	%1555 = insertelement <128 x float> undef, float %25, i32 0
@@ -15780,83 +15672,83 @@ kept.521:
 	%1598 = fadd <32 x float> %1596, %1597
 	%1599 = shufflevector <128 x float> %1584, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%1600 = fadd <32 x float> %1598, %1599
-	br label %join.519
+	br label %join.495
 
-pad.head.522:
-	%1601 = phi i64 [ 0, %else.518 ], [ %1607, %pad.523 ]
+pad.head.498:
+	%1601 = phi i64 [ 0, %else.494 ], [ %1607, %pad.499 ]
 	%1602 = icmp slt i64 %1601, %1547
-	br i1 %1602, label %pad.523, label %pad.done.524
+	br i1 %1602, label %pad.499, label %pad.done.500
 
-pad.523:
+pad.499:
 	%1603 = add i64 %1014, %1601
 	%1604 = getelementptr float, float* %996, i64 %1603
 	%1605 = load float, float* %1604, align 4
 	%1606 = getelementptr float, float* %1546, i64 %1601
 	store volatile float %1605, float* %1606, align 4
 	%1607 = add i64 %1601, 1
-	br label %pad.head.522
+	br label %pad.head.498
 
-pad.done.524:
+pad.done.500:
 	store <128 x float> zeroinitializer, <128 x float>* %3, align 4
 	%1608 = bitcast <128 x float>* %3 to float*
 	%1609 = sub i64 %n, %1014
-	br label %pad.head.525
+	br label %pad.head.501
 
-pad.head.525:
-	%1610 = phi i64 [ 0, %pad.done.524 ], [ %1616, %pad.526 ]
+pad.head.501:
+	%1610 = phi i64 [ 0, %pad.done.500 ], [ %1616, %pad.502 ]
 	%1611 = icmp slt i64 %1610, %1609
-	br i1 %1611, label %pad.526, label %pad.done.527
+	br i1 %1611, label %pad.502, label %pad.done.503
 
-pad.526:
+pad.502:
 	%1612 = add i64 %1014, %1610
 	%1613 = getelementptr float, float* %998, i64 %1612
 	%1614 = load float, float* %1613, align 4
 	%1615 = getelementptr float, float* %1608, i64 %1610
 	store volatile float %1614, float* %1615, align 4
 	%1616 = add i64 %1610, 1
-	br label %pad.head.525
+	br label %pad.head.501
 
-pad.done.527:
+pad.done.503:
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%1617 = bitcast <128 x float>* %2 to float*
 	%1618 = sub i64 %n, %1014
-	br label %pad.head.528
+	br label %pad.head.504
 
-pad.head.528:
-	%1619 = phi i64 [ 0, %pad.done.527 ], [ %1625, %pad.529 ]
+pad.head.504:
+	%1619 = phi i64 [ 0, %pad.done.503 ], [ %1625, %pad.505 ]
 	%1620 = icmp slt i64 %1619, %1618
-	br i1 %1620, label %pad.529, label %pad.done.530
+	br i1 %1620, label %pad.505, label %pad.done.506
 
-pad.529:
+pad.505:
 	%1621 = add i64 %1014, %1619
 	%1622 = getelementptr float, float* %1000, i64 %1621
 	%1623 = load float, float* %1622, align 4
 	%1624 = getelementptr float, float* %1617, i64 %1619
 	store volatile float %1623, float* %1624, align 4
 	%1625 = add i64 %1619, 1
-	br label %pad.head.528
+	br label %pad.head.504
 
-pad.done.530:
+pad.done.506:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%1626 = bitcast <128 x float>* %1 to float*
 	%1627 = sub i64 %n, %1014
-	br label %pad.head.531
+	br label %pad.head.507
 
-pad.head.531:
-	%1628 = phi i64 [ 0, %pad.done.530 ], [ %1634, %pad.532 ]
+pad.head.507:
+	%1628 = phi i64 [ 0, %pad.done.506 ], [ %1634, %pad.508 ]
 	%1629 = icmp slt i64 %1628, %1627
-	br i1 %1629, label %pad.532, label %pad.done.533
+	br i1 %1629, label %pad.508, label %pad.done.509
 
-pad.532:
+pad.508:
 	%1630 = add i64 %1014, %1628
 	%1631 = getelementptr float, float* %1002, i64 %1630
 	%1632 = load float, float* %1631, align 4
 	%1633 = getelementptr float, float* %1626, i64 %1628
 	store volatile float %1632, float* %1633, align 4
 	%1634 = add i64 %1628, 1
-	br label %pad.head.531
+	br label %pad.head.507
 
-pad.done.533:
+pad.done.509:
 	%1635 = insertelement <128 x i64> undef, i64 %1014, i32 0
 	%1636 = shufflevector <128 x i64> %1635, <128 x i64> undef, <128 x i32> zeroinitializer
 	%1637 = add <128 x i64> %1636, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -16274,23 +16166,23 @@ pad.done.533:
 	%2047 = icmp ne float* %kept, null
 	%2048 = sub i64 %n, %1014
 	%2049 = select i1 %2047, i64 %2048, i64 0
-	br label %keep.head.534
+	br label %keep.head.510
 
-keep.head.534:
-	%2050 = phi i64 [ 0, %pad.done.533 ], [ %2056, %keep.535 ]
+keep.head.510:
+	%2050 = phi i64 [ 0, %pad.done.509 ], [ %2056, %keep.511 ]
 	%2051 = icmp slt i64 %2050, %2049
-	br i1 %2051, label %keep.535, label %keep.done.536
+	br i1 %2051, label %keep.511, label %keep.done.512
 
-keep.535:
+keep.511:
 	%2052 = getelementptr float, float* %2045, i64 %2050
 	%2053 = load float, float* %2052, align 4
 	%2054 = add i64 %1014, %2050
 	%2055 = getelementptr float, float* %kept, i64 %2054
 	store volatile float %2053, float* %2055, align 4
 	%2056 = add i64 %2050, 1
-	br label %keep.head.534
+	br label %keep.head.510
 
-keep.done.536:
+keep.done.512:
 	%2057 = insertelement <128 x float> undef, float %23, i32 0
 	%2058 = shufflevector <128 x float> %2057, <128 x float> undef, <128 x i32> zeroinitializer
 	%2059 = insertelement <128 x float> undef, float %25, i32 0
@@ -16341,7 +16233,7 @@ keep.done.536:
 	%2104 = fadd <32 x float> %2102, %2103
 	%2105 = shufflevector <128 x float> %2098, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%2106 = fadd <32 x float> %2104, %2105
-	br label %join.519
+	br label %join.495
 }
 
 define internal <128 x float> @lamb_noise_row128_16_false(i64 %seed, i32 %step, i64 %first) alwaysinline nounwind {
@@ -16349,94 +16241,50 @@ entry:
 	%0 = alloca [192 x float], align 4
 	%1 = bitcast [192 x float]* %0 to float*
 	%2 = and i64 %first, 3
-	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.467, label %else.468
+	%3 = icmp ne i64 %2, 0
+	%4 = zext i1 %3 to i64
+	%5 = add i64 2, %4
+	%6 = sub i64 %first, %2
+	br label %blocks.head.455
 
-then.467:
-	br label %blocks.head.470
+blocks.head.455:
+	%7 = phi i64 [ 0, %entry ], [ %29, %blocks.456 ]
+	%8 = icmp slt i64 %7, %5
+	br i1 %8, label %blocks.456, label %blocks.done.457
 
-else.468:
-	%4 = sub i64 %first, %2
-	br label %blocks.head.473
+blocks.456:
+	%9 = mul i64 %7, 64
+	%10 = add i64 %6, %9
+	%11 = lshr i64 %10, 2
+	%12 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 0, i64 %11)
+	%13 = add i64 %9, 0
+	%14 = getelementptr float, float* %1, i64 %13
+	%15 = bitcast float* %14 to <16 x float>*
+	%16 = extractvalue [4 x <16 x float>] %12, 0
+	store <16 x float> %16, <16 x float>* %15, align 4
+	%17 = add i64 %9, 16
+	%18 = getelementptr float, float* %1, i64 %17
+	%19 = bitcast float* %18 to <16 x float>*
+	%20 = extractvalue [4 x <16 x float>] %12, 1
+	store <16 x float> %20, <16 x float>* %19, align 4
+	%21 = add i64 %9, 32
+	%22 = getelementptr float, float* %1, i64 %21
+	%23 = bitcast float* %22 to <16 x float>*
+	%24 = extractvalue [4 x <16 x float>] %12, 2
+	store <16 x float> %24, <16 x float>* %23, align 4
+	%25 = add i64 %9, 48
+	%26 = getelementptr float, float* %1, i64 %25
+	%27 = bitcast float* %26 to <16 x float>*
+	%28 = extractvalue [4 x <16 x float>] %12, 3
+	store <16 x float> %28, <16 x float>* %27, align 4
+	%29 = add i64 %7, 1
+	br label %blocks.head.455
 
-join.469:
-	%5 = select i1 %3, i64 0, i64 %2
-	%6 = getelementptr float, float* %1, i64 %5
-	%7 = bitcast float* %6 to <128 x float>*
-	%8 = load <128 x float>, <128 x float>* %7, align 4
-	ret <128 x float> %8
-
-blocks.head.470:
-	%9 = phi i64 [ 0, %then.467 ], [ %31, %blocks.471 ]
-	%10 = icmp slt i64 %9, 2
-	br i1 %10, label %blocks.471, label %blocks.done.472
-
-blocks.471:
-	%11 = mul i64 %9, 64
-	%12 = add i64 %first, %11
-	%13 = lshr i64 %12, 2
-	%14 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 0, i64 %13)
-	%15 = add i64 %11, 0
-	%16 = getelementptr float, float* %1, i64 %15
-	%17 = bitcast float* %16 to <16 x float>*
-	%18 = extractvalue [4 x <16 x float>] %14, 0
-	store <16 x float> %18, <16 x float>* %17, align 4
-	%19 = add i64 %11, 16
-	%20 = getelementptr float, float* %1, i64 %19
-	%21 = bitcast float* %20 to <16 x float>*
-	%22 = extractvalue [4 x <16 x float>] %14, 1
-	store <16 x float> %22, <16 x float>* %21, align 4
-	%23 = add i64 %11, 32
-	%24 = getelementptr float, float* %1, i64 %23
-	%25 = bitcast float* %24 to <16 x float>*
-	%26 = extractvalue [4 x <16 x float>] %14, 2
-	store <16 x float> %26, <16 x float>* %25, align 4
-	%27 = add i64 %11, 48
-	%28 = getelementptr float, float* %1, i64 %27
-	%29 = bitcast float* %28 to <16 x float>*
-	%30 = extractvalue [4 x <16 x float>] %14, 3
-	store <16 x float> %30, <16 x float>* %29, align 4
-	%31 = add i64 %9, 1
-	br label %blocks.head.470
-
-blocks.done.472:
-	br label %join.469
-
-blocks.head.473:
-	%32 = phi i64 [ 0, %else.468 ], [ %54, %blocks.474 ]
-	%33 = icmp slt i64 %32, 3
-	br i1 %33, label %blocks.474, label %blocks.done.475
-
-blocks.474:
-	%34 = mul i64 %32, 64
-	%35 = add i64 %4, %34
-	%36 = lshr i64 %35, 2
-	%37 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 0, i64 %36)
-	%38 = add i64 %34, 0
-	%39 = getelementptr float, float* %1, i64 %38
-	%40 = bitcast float* %39 to <16 x float>*
-	%41 = extractvalue [4 x <16 x float>] %37, 0
-	store <16 x float> %41, <16 x float>* %40, align 4
-	%42 = add i64 %34, 16
-	%43 = getelementptr float, float* %1, i64 %42
-	%44 = bitcast float* %43 to <16 x float>*
-	%45 = extractvalue [4 x <16 x float>] %37, 1
-	store <16 x float> %45, <16 x float>* %44, align 4
-	%46 = add i64 %34, 32
-	%47 = getelementptr float, float* %1, i64 %46
-	%48 = bitcast float* %47 to <16 x float>*
-	%49 = extractvalue [4 x <16 x float>] %37, 2
-	store <16 x float> %49, <16 x float>* %48, align 4
-	%50 = add i64 %34, 48
-	%51 = getelementptr float, float* %1, i64 %50
-	%52 = bitcast float* %51 to <16 x float>*
-	%53 = extractvalue [4 x <16 x float>] %37, 3
-	store <16 x float> %53, <16 x float>* %52, align 4
-	%54 = add i64 %32, 1
-	br label %blocks.head.473
-
-blocks.done.475:
-	br label %join.469
+blocks.done.457:
+	%30 = getelementptr float, float* %1, i64 %2
+	%31 = bitcast float* %30 to <128 x float>*
+	%32 = load <128 x float>, <128 x float>* %31, align 4
+	ret <128 x float> %32
 }
 
 define internal <128 x float> @lamb_noise_row128_16_true(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i64 %first) alwaysinline nounwind {
@@ -16444,134 +16292,70 @@ entry:
 	%0 = alloca [256 x float], align 4
 	%1 = bitcast [256 x float]* %0 to float*
 	%2 = and i64 %first, 7
-	%3 = icmp eq i64 %2, 0
-	br i1 %3, label %then.502, label %else.503
+	%3 = icmp ne i64 %2, 0
+	%4 = zext i1 %3 to i64
+	%5 = add i64 1, %4
+	%6 = sub i64 %first, %2
+	br label %blocks.head.484
 
-then.502:
-	br label %blocks.head.505
+blocks.head.484:
+	%7 = phi i64 [ 0, %entry ], [ %45, %blocks.485 ]
+	%8 = icmp slt i64 %7, %5
+	br i1 %8, label %blocks.485, label %blocks.done.486
 
-else.503:
-	%4 = sub i64 %first, %2
-	br label %blocks.head.508
+blocks.485:
+	%9 = mul i64 %7, 128
+	%10 = add i64 %6, %9
+	%11 = lshr i64 %10, 3
+	%12 = call [8 x <16 x float>] @fg_secure_c16(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %11)
+	%13 = add i64 %9, 0
+	%14 = getelementptr float, float* %1, i64 %13
+	%15 = bitcast float* %14 to <16 x float>*
+	%16 = extractvalue [8 x <16 x float>] %12, 0
+	store <16 x float> %16, <16 x float>* %15, align 4
+	%17 = add i64 %9, 16
+	%18 = getelementptr float, float* %1, i64 %17
+	%19 = bitcast float* %18 to <16 x float>*
+	%20 = extractvalue [8 x <16 x float>] %12, 1
+	store <16 x float> %20, <16 x float>* %19, align 4
+	%21 = add i64 %9, 32
+	%22 = getelementptr float, float* %1, i64 %21
+	%23 = bitcast float* %22 to <16 x float>*
+	%24 = extractvalue [8 x <16 x float>] %12, 2
+	store <16 x float> %24, <16 x float>* %23, align 4
+	%25 = add i64 %9, 48
+	%26 = getelementptr float, float* %1, i64 %25
+	%27 = bitcast float* %26 to <16 x float>*
+	%28 = extractvalue [8 x <16 x float>] %12, 3
+	store <16 x float> %28, <16 x float>* %27, align 4
+	%29 = add i64 %9, 64
+	%30 = getelementptr float, float* %1, i64 %29
+	%31 = bitcast float* %30 to <16 x float>*
+	%32 = extractvalue [8 x <16 x float>] %12, 4
+	store <16 x float> %32, <16 x float>* %31, align 4
+	%33 = add i64 %9, 80
+	%34 = getelementptr float, float* %1, i64 %33
+	%35 = bitcast float* %34 to <16 x float>*
+	%36 = extractvalue [8 x <16 x float>] %12, 5
+	store <16 x float> %36, <16 x float>* %35, align 4
+	%37 = add i64 %9, 96
+	%38 = getelementptr float, float* %1, i64 %37
+	%39 = bitcast float* %38 to <16 x float>*
+	%40 = extractvalue [8 x <16 x float>] %12, 6
+	store <16 x float> %40, <16 x float>* %39, align 4
+	%41 = add i64 %9, 112
+	%42 = getelementptr float, float* %1, i64 %41
+	%43 = bitcast float* %42 to <16 x float>*
+	%44 = extractvalue [8 x <16 x float>] %12, 7
+	store <16 x float> %44, <16 x float>* %43, align 4
+	%45 = add i64 %7, 1
+	br label %blocks.head.484
 
-join.504:
-	%5 = select i1 %3, i64 0, i64 %2
-	%6 = getelementptr float, float* %1, i64 %5
-	%7 = bitcast float* %6 to <128 x float>*
-	%8 = load <128 x float>, <128 x float>* %7, align 4
-	ret <128 x float> %8
-
-blocks.head.505:
-	%9 = phi i64 [ 0, %then.502 ], [ %47, %blocks.506 ]
-	%10 = icmp slt i64 %9, 1
-	br i1 %10, label %blocks.506, label %blocks.done.507
-
-blocks.506:
-	%11 = mul i64 %9, 128
-	%12 = add i64 %first, %11
-	%13 = lshr i64 %12, 3
-	%14 = call [8 x <16 x float>] @fg_secure_c16(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %13)
-	%15 = add i64 %11, 0
-	%16 = getelementptr float, float* %1, i64 %15
-	%17 = bitcast float* %16 to <16 x float>*
-	%18 = extractvalue [8 x <16 x float>] %14, 0
-	store <16 x float> %18, <16 x float>* %17, align 4
-	%19 = add i64 %11, 16
-	%20 = getelementptr float, float* %1, i64 %19
-	%21 = bitcast float* %20 to <16 x float>*
-	%22 = extractvalue [8 x <16 x float>] %14, 1
-	store <16 x float> %22, <16 x float>* %21, align 4
-	%23 = add i64 %11, 32
-	%24 = getelementptr float, float* %1, i64 %23
-	%25 = bitcast float* %24 to <16 x float>*
-	%26 = extractvalue [8 x <16 x float>] %14, 2
-	store <16 x float> %26, <16 x float>* %25, align 4
-	%27 = add i64 %11, 48
-	%28 = getelementptr float, float* %1, i64 %27
-	%29 = bitcast float* %28 to <16 x float>*
-	%30 = extractvalue [8 x <16 x float>] %14, 3
-	store <16 x float> %30, <16 x float>* %29, align 4
-	%31 = add i64 %11, 64
-	%32 = getelementptr float, float* %1, i64 %31
-	%33 = bitcast float* %32 to <16 x float>*
-	%34 = extractvalue [8 x <16 x float>] %14, 4
-	store <16 x float> %34, <16 x float>* %33, align 4
-	%35 = add i64 %11, 80
-	%36 = getelementptr float, float* %1, i64 %35
-	%37 = bitcast float* %36 to <16 x float>*
-	%38 = extractvalue [8 x <16 x float>] %14, 5
-	store <16 x float> %38, <16 x float>* %37, align 4
-	%39 = add i64 %11, 96
-	%40 = getelementptr float, float* %1, i64 %39
-	%41 = bitcast float* %40 to <16 x float>*
-	%42 = extractvalue [8 x <16 x float>] %14, 6
-	store <16 x float> %42, <16 x float>* %41, align 4
-	%43 = add i64 %11, 112
-	%44 = getelementptr float, float* %1, i64 %43
-	%45 = bitcast float* %44 to <16 x float>*
-	%46 = extractvalue [8 x <16 x float>] %14, 7
-	store <16 x float> %46, <16 x float>* %45, align 4
-	%47 = add i64 %9, 1
-	br label %blocks.head.505
-
-blocks.done.507:
-	br label %join.504
-
-blocks.head.508:
-	%48 = phi i64 [ 0, %else.503 ], [ %86, %blocks.509 ]
-	%49 = icmp slt i64 %48, 2
-	br i1 %49, label %blocks.509, label %blocks.done.510
-
-blocks.509:
-	%50 = mul i64 %48, 128
-	%51 = add i64 %4, %50
-	%52 = lshr i64 %51, 3
-	%53 = call [8 x <16 x float>] @fg_secure_c16(i64 %key0, i64 %key1, i64 %key2, i64 %key3, i32 %step, i32 0, i64 %52)
-	%54 = add i64 %50, 0
-	%55 = getelementptr float, float* %1, i64 %54
-	%56 = bitcast float* %55 to <16 x float>*
-	%57 = extractvalue [8 x <16 x float>] %53, 0
-	store <16 x float> %57, <16 x float>* %56, align 4
-	%58 = add i64 %50, 16
-	%59 = getelementptr float, float* %1, i64 %58
-	%60 = bitcast float* %59 to <16 x float>*
-	%61 = extractvalue [8 x <16 x float>] %53, 1
-	store <16 x float> %61, <16 x float>* %60, align 4
-	%62 = add i64 %50, 32
-	%63 = getelementptr float, float* %1, i64 %62
-	%64 = bitcast float* %63 to <16 x float>*
-	%65 = extractvalue [8 x <16 x float>] %53, 2
-	store <16 x float> %65, <16 x float>* %64, align 4
-	%66 = add i64 %50, 48
-	%67 = getelementptr float, float* %1, i64 %66
-	%68 = bitcast float* %67 to <16 x float>*
-	%69 = extractvalue [8 x <16 x float>] %53, 3
-	store <16 x float> %69, <16 x float>* %68, align 4
-	%70 = add i64 %50, 64
-	%71 = getelementptr float, float* %1, i64 %70
-	%72 = bitcast float* %71 to <16 x float>*
-	%73 = extractvalue [8 x <16 x float>] %53, 4
-	store <16 x float> %73, <16 x float>* %72, align 4
-	%74 = add i64 %50, 80
-	%75 = getelementptr float, float* %1, i64 %74
-	%76 = bitcast float* %75 to <16 x float>*
-	%77 = extractvalue [8 x <16 x float>] %53, 5
-	store <16 x float> %77, <16 x float>* %76, align 4
-	%78 = add i64 %50, 96
-	%79 = getelementptr float, float* %1, i64 %78
-	%80 = bitcast float* %79 to <16 x float>*
-	%81 = extractvalue [8 x <16 x float>] %53, 6
-	store <16 x float> %81, <16 x float>* %80, align 4
-	%82 = add i64 %50, 112
-	%83 = getelementptr float, float* %1, i64 %82
-	%84 = bitcast float* %83 to <16 x float>*
-	%85 = extractvalue [8 x <16 x float>] %53, 7
-	store <16 x float> %85, <16 x float>* %84, align 4
-	%86 = add i64 %48, 1
-	br label %blocks.head.508
-
-blocks.done.510:
-	br label %join.504
+blocks.done.486:
+	%46 = getelementptr float, float* %1, i64 %2
+	%47 = bitcast float* %46 to <128 x float>*
+	%48 = load <128 x float>, <128 x float>* %47, align 4
+	ret <128 x float> %48
 }
 
 define void @lamb_reduce_cpu(float** %buffers, float* %scalars, i64 %n, { i64, i64, i64, i64, i32, i32, [4 x i64] }* %range, float* %partials, float* %kept) nounwind {
@@ -16625,17 +16409,17 @@ entry:
 	br i1 %27, label %two_sets, label %one_set
 
 two_sets:
-	br label %example.head.537
+	br label %example.head.513
 
 one_set:
-	br label %example.head.555
+	br label %example.head.531
 
-example.head.537:
-	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.542 ]
+example.head.513:
+	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.518 ]
 	%29 = icmp slt i64 %28, %12
-	br i1 %29, label %example.538, label %example.done.539
+	br i1 %29, label %example.514, label %example.done.515
 
-example.538:
+example.514:
 	%30 = mul i64 %28, %22
 	%31 = getelementptr float, float* %6, i64 %30
 	%32 = mul i64 %28, %22
@@ -16652,17 +16436,17 @@ example.538:
 	%43 = sdiv i64 %42, 32
 	%44 = icmp sgt i64 %40, 0
 	%45 = select i1 %44, i64 %43, i64 0
-	br label %piece.chunk.head.540
+	br label %piece.chunk.head.516
 
-example.done.539:
+example.done.515:
 	ret void
 
-piece.chunk.head.540:
-	%46 = phi i64 [ 0, %example.538 ], [ %69, %piece.row.done.545 ]
+piece.chunk.head.516:
+	%46 = phi i64 [ 0, %example.514 ], [ %69, %piece.row.done.521 ]
 	%47 = icmp slt i64 %46, %45
-	br i1 %47, label %piece.chunk.541, label %piece.chunk.done.542
+	br i1 %47, label %piece.chunk.517, label %piece.chunk.done.518
 
-piece.chunk.541:
+piece.chunk.517:
 	%48 = mul i64 %46, 32
 	%49 = getelementptr float, float* %35, i64 %48
 	%50 = bitcast float* %49 to <32 x float>*
@@ -16674,33 +16458,33 @@ piece.chunk.541:
 	%56 = add i64 %53, 32
 	%57 = icmp slt i64 %56, %40
 	%58 = select i1 %57, i64 %56, i64 %40
-	br label %piece.row.head.543
+	br label %piece.row.head.519
 
-piece.chunk.done.542:
+piece.chunk.done.518:
 	%59 = add i64 %28, 1
-	br label %example.head.537
+	br label %example.head.513
 
-piece.row.head.543:
-	%60 = phi i64 [ %55, %piece.chunk.541 ], [ %99, %join.548 ]
-	%61 = phi <32 x float> [ %51, %piece.chunk.541 ], [ %98, %join.548 ]
+piece.row.head.519:
+	%60 = phi i64 [ %55, %piece.chunk.517 ], [ %99, %join.524 ]
+	%61 = phi <32 x float> [ %51, %piece.chunk.517 ], [ %98, %join.524 ]
 	%62 = icmp slt i64 %60, %58
-	br i1 %62, label %piece.row.544, label %piece.row.done.545
+	br i1 %62, label %piece.row.520, label %piece.row.done.521
 
-piece.row.544:
+piece.row.520:
 	%63 = mul i64 %60, 128
 	%64 = sub i64 %63, %36
 	%65 = icmp sge i64 %64, 0
 	%66 = add i64 %64, 128
 	%67 = icmp sle i64 %66, %8
 	%68 = and i1 %65, %67
-	br i1 %68, label %then.546, label %else.547
+	br i1 %68, label %then.522, label %else.523
 
-piece.row.done.545:
+piece.row.done.521:
 	store <32 x float> %61, <32 x float>* %50, align 4
 	%69 = add i64 %46, 1
-	br label %piece.chunk.head.540
+	br label %piece.chunk.head.516
 
-then.546:
+then.522:
 	%70 = getelementptr float, float* %31, i64 %64
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
@@ -16723,9 +16507,9 @@ then.546:
 	%89 = fadd <32 x float> %87, %88
 	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%91 = fadd <32 x float> %89, %90
-	br label %join.548
+	br label %join.524
 
-else.547:
+else.523:
 	%92 = icmp slt i64 %64, 0
 	%93 = select i1 %92, i64 0, i64 %64
 	%94 = add i64 %64, 128
@@ -16733,47 +16517,47 @@ else.547:
 	%96 = select i1 %95, i64 %94, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
 	%97 = bitcast <128 x float>* %2 to float*
-	br label %pad.head.549
+	br label %pad.head.525
 
-join.548:
-	%98 = phi <32 x float> [ %91, %then.546 ], [ %150, %pad.done.554 ]
+join.524:
+	%98 = phi <32 x float> [ %91, %then.522 ], [ %150, %pad.done.530 ]
 	%99 = add i64 %60, 1
-	br label %piece.row.head.543
+	br label %piece.row.head.519
 
-pad.head.549:
-	%100 = phi i64 [ %93, %else.547 ], [ %106, %pad.550 ]
+pad.head.525:
+	%100 = phi i64 [ %93, %else.523 ], [ %106, %pad.526 ]
 	%101 = icmp slt i64 %100, %96
-	br i1 %101, label %pad.550, label %pad.done.551
+	br i1 %101, label %pad.526, label %pad.done.527
 
-pad.550:
+pad.526:
 	%102 = getelementptr float, float* %31, i64 %100
 	%103 = load float, float* %102, align 4
 	%104 = sub i64 %100, %64
 	%105 = getelementptr float, float* %97, i64 %104
 	store volatile float %103, float* %105, align 4
 	%106 = add i64 %100, 1
-	br label %pad.head.549
+	br label %pad.head.525
 
-pad.done.551:
+pad.done.527:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%107 = bitcast <128 x float>* %1 to float*
-	br label %pad.head.552
+	br label %pad.head.528
 
-pad.head.552:
-	%108 = phi i64 [ %93, %pad.done.551 ], [ %114, %pad.553 ]
+pad.head.528:
+	%108 = phi i64 [ %93, %pad.done.527 ], [ %114, %pad.529 ]
 	%109 = icmp slt i64 %108, %96
-	br i1 %109, label %pad.553, label %pad.done.554
+	br i1 %109, label %pad.529, label %pad.done.530
 
-pad.553:
+pad.529:
 	%110 = getelementptr float, float* %33, i64 %108
 	%111 = load float, float* %110, align 4
 	%112 = sub i64 %108, %64
 	%113 = getelementptr float, float* %107, i64 %112
 	store volatile float %111, float* %113, align 4
 	%114 = add i64 %108, 1
-	br label %pad.head.552
+	br label %pad.head.528
 
-pad.done.554:
+pad.done.530:
 	%115 = insertelement <128 x i64> undef, i64 %64, i32 0
 	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
 	%117 = add <128 x i64> %116, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -16810,14 +16594,14 @@ pad.done.554:
 	%148 = fadd <32 x float> %146, %147
 	%149 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%150 = fadd <32 x float> %148, %149
-	br label %join.548
+	br label %join.524
 
-example.head.555:
-	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.560 ]
+example.head.531:
+	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.536 ]
 	%152 = icmp slt i64 %151, %12
-	br i1 %152, label %example.556, label %example.done.557
+	br i1 %152, label %example.532, label %example.done.533
 
-example.556:
+example.532:
 	%153 = mul i64 %151, %22
 	%154 = getelementptr float, float* %4, i64 %153
 	%155 = mul i64 %151, %26
@@ -16832,17 +16616,17 @@ example.556:
 	%164 = sdiv i64 %163, 32
 	%165 = icmp sgt i64 %161, 0
 	%166 = select i1 %165, i64 %164, i64 0
-	br label %piece.chunk.head.558
+	br label %piece.chunk.head.534
 
-example.done.557:
+example.done.533:
 	ret void
 
-piece.chunk.head.558:
-	%167 = phi i64 [ 0, %example.556 ], [ %190, %piece.row.done.563 ]
+piece.chunk.head.534:
+	%167 = phi i64 [ 0, %example.532 ], [ %190, %piece.row.done.539 ]
 	%168 = icmp slt i64 %167, %166
-	br i1 %168, label %piece.chunk.559, label %piece.chunk.done.560
+	br i1 %168, label %piece.chunk.535, label %piece.chunk.done.536
 
-piece.chunk.559:
+piece.chunk.535:
 	%169 = mul i64 %167, 32
 	%170 = getelementptr float, float* %156, i64 %169
 	%171 = bitcast float* %170 to <32 x float>*
@@ -16854,33 +16638,33 @@ piece.chunk.559:
 	%177 = add i64 %174, 32
 	%178 = icmp slt i64 %177, %161
 	%179 = select i1 %178, i64 %177, i64 %161
-	br label %piece.row.head.561
+	br label %piece.row.head.537
 
-piece.chunk.done.560:
+piece.chunk.done.536:
 	%180 = add i64 %151, 1
-	br label %example.head.555
+	br label %example.head.531
 
-piece.row.head.561:
-	%181 = phi i64 [ %176, %piece.chunk.559 ], [ %210, %join.566 ]
-	%182 = phi <32 x float> [ %172, %piece.chunk.559 ], [ %209, %join.566 ]
+piece.row.head.537:
+	%181 = phi i64 [ %176, %piece.chunk.535 ], [ %210, %join.542 ]
+	%182 = phi <32 x float> [ %172, %piece.chunk.535 ], [ %209, %join.542 ]
 	%183 = icmp slt i64 %181, %179
-	br i1 %183, label %piece.row.562, label %piece.row.done.563
+	br i1 %183, label %piece.row.538, label %piece.row.done.539
 
-piece.row.562:
+piece.row.538:
 	%184 = mul i64 %181, 128
 	%185 = sub i64 %184, %157
 	%186 = icmp sge i64 %185, 0
 	%187 = add i64 %185, 128
 	%188 = icmp sle i64 %187, %8
 	%189 = and i1 %186, %188
-	br i1 %189, label %then.564, label %else.565
+	br i1 %189, label %then.540, label %else.541
 
-piece.row.done.563:
+piece.row.done.539:
 	store <32 x float> %182, <32 x float>* %171, align 4
 	%190 = add i64 %167, 1
-	br label %piece.chunk.head.558
+	br label %piece.chunk.head.534
 
-then.564:
+then.540:
 	%191 = getelementptr float, float* %154, i64 %185
 	%192 = bitcast float* %191 to <128 x float>*
 	%193 = load <128 x float>, <128 x float>* %192, align 4
@@ -16893,9 +16677,9 @@ then.564:
 	%200 = fadd <32 x float> %198, %199
 	%201 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%202 = fadd <32 x float> %200, %201
-	br label %join.566
+	br label %join.542
 
-else.565:
+else.541:
 	%203 = icmp slt i64 %185, 0
 	%204 = select i1 %203, i64 0, i64 %185
 	%205 = add i64 %185, 128
@@ -16903,28 +16687,28 @@ else.565:
 	%207 = select i1 %206, i64 %205, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
 	%208 = bitcast <128 x float>* %0 to float*
-	br label %pad.head.567
+	br label %pad.head.543
 
-join.566:
-	%209 = phi <32 x float> [ %202, %then.564 ], [ %243, %pad.done.569 ]
+join.542:
+	%209 = phi <32 x float> [ %202, %then.540 ], [ %243, %pad.done.545 ]
 	%210 = add i64 %181, 1
-	br label %piece.row.head.561
+	br label %piece.row.head.537
 
-pad.head.567:
-	%211 = phi i64 [ %204, %else.565 ], [ %217, %pad.568 ]
+pad.head.543:
+	%211 = phi i64 [ %204, %else.541 ], [ %217, %pad.544 ]
 	%212 = icmp slt i64 %211, %207
-	br i1 %212, label %pad.568, label %pad.done.569
+	br i1 %212, label %pad.544, label %pad.done.545
 
-pad.568:
+pad.544:
 	%213 = getelementptr float, float* %154, i64 %211
 	%214 = load float, float* %213, align 4
 	%215 = sub i64 %211, %185
 	%216 = getelementptr float, float* %208, i64 %215
 	store volatile float %214, float* %216, align 4
 	%217 = add i64 %211, 1
-	br label %pad.head.567
+	br label %pad.head.543
 
-pad.done.569:
+pad.done.545:
 	%218 = insertelement <128 x i64> undef, i64 %185, i32 0
 	%219 = shufflevector <128 x i64> %218, <128 x i64> undef, <128 x i32> zeroinitializer
 	%220 = add <128 x i64> %219, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -16951,7 +16735,7 @@ pad.done.569:
 	%241 = fadd <32 x float> %239, %240
 	%242 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%243 = fadd <32 x float> %241, %242
-	br label %join.566
+	br label %join.542
 }
 
 define void @lamb_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
@@ -16973,4 +16757,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@lamb_abi = constant [65 x i8] c"6cb4b0f25424545057fcd873c020f13eed0b938ac586627196de528c3f0e80b7\00"
+@lamb_abi = constant [65 x i8] c"509780cee54e3471fd20d3a754ee0beaa75bf4643bf6b574446e2b9954b2676f\00"
