@@ -231,19 +231,7 @@ func (k *kernel) blockValues(b *llvm.Block, d *draw, idx value.Value) []value.Va
 func pickLane(b *llvm.Block, vals []value.Value, off value.Value) []value.Value {
 	out := make([]value.Value, laneElems)
 	for e := range out {
-		cands := vals[e : e+len(vals)-laneElems+1]
-		for bit := int64(0); len(cands) > 1; bit++ {
-			set := b.NewICmp(enum.IPredNE, b.NewAnd(off, i64c(1<<bit)), i64c(0))
-			next := make([]value.Value, (len(cands)+1)/2)
-			for i := range next {
-				next[i] = cands[2*i]
-				if 2*i+1 < len(cands) {
-					next[i] = b.NewSelect(set, cands[2*i+1], cands[2*i])
-				}
-			}
-			cands = next
-		}
-		out[e] = cands[0]
+		out[e] = selectByBits(b, vals[e:e+len(vals)-laneElems+1], off)
 	}
 	return out
 }

@@ -179,11 +179,21 @@ func secureElem(b *llvm.Block, d *draw, e value.Value) value.Value {
 	for i := range vals {
 		vals[i] = b.NewExtractValue(z, uint64(i))
 	}
+	return selectByBits(b, vals, e)
+}
+
+// selectByBits emits vals[i] (vals[len-1] for an i past it) by a tree of
+// selects on i's bits, lowest first: no variable index, which NVPTX would
+// put in local memory.
+func selectByBits(b *llvm.Block, vals []value.Value, i value.Value) value.Value {
 	for bit := int64(0); len(vals) > 1; bit++ {
-		set := b.NewICmp(enum.IPredNE, b.NewAnd(e, i64c(1<<bit)), i64c(0))
-		next := make([]value.Value, len(vals)/2)
-		for i := range next {
-			next[i] = b.NewSelect(set, vals[2*i+1], vals[2*i])
+		set := b.NewICmp(enum.IPredNE, b.NewAnd(i, i64c(1<<bit)), i64c(0))
+		next := make([]value.Value, (len(vals)+1)/2)
+		for j := range next {
+			next[j] = vals[2*j]
+			if 2*j+1 < len(vals) {
+				next[j] = b.NewSelect(set, vals[2*j+1], vals[2*j])
+			}
 		}
 		vals = next
 	}
