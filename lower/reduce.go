@@ -26,7 +26,7 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 	if x.Fun.Name == "norm" {
 		term = l.op(ir.OpMul, arg, arg)
 	}
-	op := ir.OpReduce // norm, sum and mean read a sum
+	op := ir.OpReduce                        // norm, sum and mean read a sum
 	if c, ok := lang.Calls[x.Fun.Name]; ok { // max, min
 		op = ir.ReduceOf(c)
 	}
