@@ -26,8 +26,8 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 	if x.Fun.Name == "norm" {
 		term = l.op(ir.OpMul, arg, arg)
 	}
-	op := ir.OpReduce                        // norm, sum and mean read a sum
-	if c, ok := lang.Calls[x.Fun.Name]; ok { // max, min
+	op := ir.OpReduce // norm, sum and mean read a sum; max and min their own
+	if c, ok := lang.Calls[x.Fun.Name]; ok {
 		op = ir.ReduceOf(c)
 	}
 	r := l.b.NewValue(op, ir.F64, true)
