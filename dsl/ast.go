@@ -67,11 +67,14 @@ type Range struct {
 	lang.Interval
 }
 
-// StateDecl is `state NAME = INIT`.
+// StateDecl is `state NAME = INIT`, or with a storage type
+// `state NAME: TYPE [ROUNDING] = INIT` (docs/dsl.md, "Storage types").
 type StateDecl struct {
-	Keyword Pos
-	Name    *Ident
-	Init    Expr
+	Keyword  Pos
+	Name     *Ident
+	Type     *Ident // nil: float32
+	Rounding *Ident // nil: to nearest; else lang.Stochastic
+	Init     Expr
 }
 
 // ScalarDecl is `scalar NAME = INIT`: a per-step uniform value carried from
@@ -244,4 +247,17 @@ func Inspect(x Expr, f func(Expr) bool) {
 	case *ParenExpr:
 		Inspect(x.X, f)
 	}
+}
+
+// storage is the declaration's storage as written after the name: "",
+// ": bf16", ": bf16 stochastic".
+func (d *StateDecl) storage() string {
+	if d.Type == nil {
+		return ""
+	}
+	s := ": " + d.Type.Name
+	if d.Rounding != nil {
+		s += " " + d.Rounding.Name
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/lang"
@@ -359,5 +360,33 @@ func (c *checker) declareStates() {
 			c.info.States = append(c.info.States, obj)
 		}
 		c.expr(d.Init, &scope{where: "the initial value of state " + d.Name.Name, initOnly: true, coords: true})
+		c.checkStorage(d)
 	}
+}
+
+// checkStorage checks a state's storage type and rounding: a type fibergen
+// stores, and stochastic only where a store rounds.
+func (c *checker) checkStorage(d *StateDecl) {
+	switch {
+	case d.Type == nil:
+		return
+	case d.Type.Name == "f16":
+		c.errorf(d.Type.NamePos, "storage type f16 is not supported yet: fibergen stores %s (float16 needs conversions of its own in the Go reference, the host kernels and the PTX)", dtypeList())
+	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)):
+		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s", d.Type.Name, dtypeList())
+	case d.Rounding == nil:
+	case d.Rounding.Name != lang.Stochastic:
+		c.errorf(d.Rounding.NamePos, "unknown rounding %s after %s: write %s, or nothing to round to nearest", d.Rounding.Name, d.Type.Name, lang.Stochastic)
+	case lang.DType(d.Type.Name) == lang.Float32:
+		c.errorf(d.Rounding.NamePos, "stochastic rounding of an f32 state: f32 keeps every value the step computes, so nothing rounds; remove %s", lang.Stochastic)
+	}
+}
+
+// dtypeList lists the storage types: "f32 and bf16".
+func dtypeList() string {
+	names := make([]string, len(lang.DTypes))
+	for i, d := range lang.DTypes {
+		names[i] = string(d)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

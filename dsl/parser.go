@@ -188,23 +188,34 @@ func (p *parser) parseHyper() {
 
 func (p *parser) parseState() {
 	d := &StateDecl{}
-	d.Keyword, d.Name, d.Init = p.parseInitDecl("state")
+	d.Keyword, d.Name, d.Init = p.parseInitDecl("state", func() {
+		if p.tok != COLON {
+			return
+		}
+		p.next()
+		d.Type = p.parseIdent()
+		if p.tok == IDENT {
+			d.Rounding = p.parseIdent()
+		}
+	})
 	p.f.States = append(p.f.States, d)
 	p.add(d)
 }
 
 func (p *parser) parseScalar() {
 	d := &ScalarDecl{}
-	d.Keyword, d.Name, d.Init = p.parseInitDecl("scalar")
+	d.Keyword, d.Name, d.Init = p.parseInitDecl("scalar", func() {})
 	p.f.Scalars = append(p.f.Scalars, d)
 	p.add(d)
 }
 
-// parseInitDecl parses `KEYWORD NAME = INIT`, a state or a scalar (what).
-func (p *parser) parseInitDecl(what string) (Pos, *Ident, Expr) {
+// parseInitDecl parses `KEYWORD NAME ... = INIT`, a state or a scalar
+// (what), with afterName parsing what comes between the name and '='.
+func (p *parser) parseInitDecl(what string, afterName func()) (Pos, *Ident, Expr) {
 	kw := p.pos
 	p.next()
 	name := p.parseIdent()
+	afterName()
 	p.expect(ASSIGN, "'=' and the "+what+"'s initial value")
 	return kw, name, p.parseExpr()
 }

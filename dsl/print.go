@@ -52,7 +52,7 @@ func Format(f *File) []byte {
 			}
 			b.WriteString("\n")
 		case *StateDecl:
-			fmt.Fprintf(&b, "state %s = %s\n", d.Name.Name, ExprString(d.Init))
+			fmt.Fprintf(&b, "state %s%s = %s\n", d.Name.Name, d.storage(), ExprString(d.Init))
 		case *ScalarDecl:
 			fmt.Fprintf(&b, "scalar %s = %s\n", d.Name.Name, ExprString(d.Init))
 		case *ObserveDecl:

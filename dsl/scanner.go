@@ -144,6 +144,8 @@ func (s *scanner) scanToken() (Token, string) {
 		return s.scanComparison(c)
 	case ',':
 		return COMMA, ","
+	case ':':
+		return COLON, ":"
 	case ';':
 		return SEMI, ";"
 	case '(':

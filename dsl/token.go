@@ -27,6 +27,7 @@ const (
 	NEQ    // !=
 	ASSIGN // =
 	COMMA  // ,
+	COLON  // :
 	LPAREN // (
 	RPAREN // )
 	LBRACK // [
@@ -52,7 +53,7 @@ const (
 var tokens = [...]string{
 	ILLEGAL: "ILLEGAL", EOF: "end of file", SEMI: "newline or ;",
 	IDENT: "name", NUMBER: "number",
-	ADD: "+", SUB: "-", MUL: "*", QUO: "/", POW: "**", ASSIGN: "=", COMMA: ",",
+	ADD: "+", SUB: "-", MUL: "*", QUO: "/", POW: "**", ASSIGN: "=", COMMA: ",", COLON: ":",
 	LSS: "<", LEQ: "<=", GTR: ">", GEQ: ">=", EQL: "==", NEQ: "!=",
 	LPAREN: "(", RPAREN: ")", LBRACK: "[", RBRACK: "]", LBRACE: "{", RBRACE: "}",
 	OPTIMIZER: "optimizer", HYPER: "hyper", STATE: "state", SCALAR: "scalar", HOST: "host", OBSERVE: "observe",

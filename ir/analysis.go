@@ -92,11 +92,12 @@ func StartOf(f *Func, state string) *Value {
 	return nil
 }
 
-// Buffer is one float32 array of the kernels, in ABI order (Buffers).
+// Buffer is one array of the kernels, in ABI order (Buffers).
 type Buffer struct {
 	Name      string
-	ReadOnly  bool // the step never writes it: g, and a state it never stores
-	WriteOnly bool // the step never reads it: the look-ahead point
+	Storage   Storage // how it keeps its float32 values
+	ReadOnly  bool    // the step never writes it: g, and a state it never stores
+	WriteOnly bool    // the step never reads it: the look-ahead point
 }
 
 // Buffers lists the arrays a step reads and writes, in the kernels' ABI
@@ -109,7 +110,7 @@ func Buffers(f *Func) []Buffer {
 	}
 	var out []Buffer
 	for _, name := range append([]string{ThetaName, GradName}, f.States...) {
-		out = append(out, Buffer{Name: name, ReadOnly: !stored[name], WriteOnly: !loaded[name]})
+		out = append(out, Buffer{Name: name, Storage: f.StorageOf(name), ReadOnly: !stored[name], WriteOnly: !loaded[name]})
 	}
 	return out
 }

@@ -24,6 +24,7 @@ func (f *Func) String() string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "states %s\n", strings.Join(f.States, " "))
+	b.WriteString(dumpStorage(f))
 	if f.Noise != nil {
 		fmt.Fprintf(&b, "noise buffers %s\n", strings.Join(f.Noise.States, " "))
 	}

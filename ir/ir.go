@@ -213,9 +213,13 @@ type Observation struct {
 
 // Func is one optimizer.
 type Func struct {
-	Name    string
-	Hypers  []Hyper
-	States  []string
+	Name   string
+	Hypers []Hyper
+	States []string
+	// Storage is the storage of the states declared narrower than float32
+	// (storage.go), by name; a state not in it, and theta and g, store
+	// float32.
+	Storage map[string]Storage
 	Observe *Observation // nil without an observe declaration
 	Init    *Block       // stores every state's initial value
 	ObsArgs *Block       // stores the observation's arguments (f64)

@@ -15,22 +15,23 @@ import (
 // filters whose stability it checks — without the DSL or LLVM.
 
 type funcJSON struct {
-	Name          string       `json:"name"`
-	Hypers        []hyperJSON  `json:"hypers"`
-	States        []string     `json:"states"`
-	Observe       *Observation `json:"observe,omitempty"`
-	Init          *blockJSON   `json:"init"`
-	ObsArgs       *blockJSON   `json:"observe_args"`
-	Step          *blockJSON   `json:"step"`
-	Filters       []filterJSON `json:"filters,omitempty"`
-	Varying       []filterJSON `json:"varying_filters,omitempty"`
-	Diags         []diagJSON   `json:"diagnostics,omitempty"`
-	Scalars       []string     `json:"scalars,omitempty"`
-	ScalarInit    *blockJSON   `json:"scalar_init,omitempty"`
-	ScalarStep    *blockJSON   `json:"scalar_step,omitempty"`
-	HyperDefaults *blockJSON   `json:"hyper_defaults,omitempty"`
-	Noise         *filterJSON  `json:"noise,omitempty"`
-	Reduce        *blockJSON   `json:"reduce,omitempty"`
+	Name          string             `json:"name"`
+	Hypers        []hyperJSON        `json:"hypers"`
+	States        []string           `json:"states"`
+	Storage       map[string]Storage `json:"storage,omitempty"`
+	Observe       *Observation       `json:"observe,omitempty"`
+	Init          *blockJSON         `json:"init"`
+	ObsArgs       *blockJSON         `json:"observe_args"`
+	Step          *blockJSON         `json:"step"`
+	Filters       []filterJSON       `json:"filters,omitempty"`
+	Varying       []filterJSON       `json:"varying_filters,omitempty"`
+	Diags         []diagJSON         `json:"diagnostics,omitempty"`
+	Scalars       []string           `json:"scalars,omitempty"`
+	ScalarInit    *blockJSON         `json:"scalar_init,omitempty"`
+	ScalarStep    *blockJSON         `json:"scalar_step,omitempty"`
+	HyperDefaults *blockJSON         `json:"hyper_defaults,omitempty"`
+	Noise         *filterJSON        `json:"noise,omitempty"`
+	Reduce        *blockJSON         `json:"reduce,omitempty"`
 }
 
 type diagJSON struct {
@@ -107,7 +108,7 @@ func (x *jsonFloat) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON encodes f; UnmarshalFunc decodes it.
 func (f *Func) MarshalJSON() ([]byte, error) {
-	j := funcJSON{Name: f.Name, States: f.States, Observe: f.Observe,
+	j := funcJSON{Name: f.Name, States: f.States, Storage: f.Storage, Observe: f.Observe,
 		Init: encodeBlock(f.Init), ObsArgs: encodeBlock(f.ObsArgs), Step: encodeBlock(f.Step)}
 	for _, h := range f.Hypers {
 		j.Hypers = append(j.Hypers, encodeHyper(h))
@@ -174,7 +175,7 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return nil, fmt.Errorf("ir: %w", err)
 	}
-	f := &Func{Name: j.Name, States: j.States, Observe: j.Observe}
+	f := &Func{Name: j.Name, States: j.States, Storage: j.Storage, Observe: j.Observe}
 	for _, h := range j.Hypers {
 		hy, err := decodeHyper(h)
 		if err != nil {

@@ -22,6 +22,9 @@ func Verify(f *Func) error {
 			return fmt.Errorf("ir: %s: block %s: %w", f.Name, b.Name, err)
 		}
 	}
+	if err := verifyStorage(f); err != nil {
+		return fmt.Errorf("ir: %s: %w", f.Name, err)
+	}
 	if err := f.verifyPrivatized(); err != nil {
 		return fmt.Errorf("ir: %s: %w", f.Name, err)
 	}

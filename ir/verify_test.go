@@ -3,6 +3,8 @@ package ir
 import (
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // handFunc builds a valid function by hand: one hyper lr, one state m and
@@ -98,6 +100,15 @@ func TestVerifyRejects(t *testing.T) {
 		{"pow on f32", func(h *handFunc) {
 			h.x.Op = OpPow
 		}, "pow on f32"},
+		{"storage of theta", func(h *handFunc) {
+			h.fn.Storage = map[string]Storage{ThetaName: {DType: lang.BFloat16}}
+		}, "storage of theta, which is not a state"},
+		{"unknown storage type", func(h *handFunc) {
+			h.fn.Storage = map[string]Storage{"m": {DType: "f8"}}
+		}, `state m: unknown storage type "f8"`},
+		{"stochastic float32", func(h *handFunc) {
+			h.fn.Storage = map[string]Storage{"m": {DType: lang.Float32, Stochastic: true}}
+		}, "state m: stochastic rounding of a float32 state"},
 		{"load marked uniform", func(h *handFunc) {
 			h.g.Uniform = true
 		}, "load is marked uniform=true, its operands say false"},

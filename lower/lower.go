@@ -22,6 +22,7 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 	l.lowerHypers(fn, f.Hypers)
 	for _, s := range f.States {
 		fn.States = append(fn.States, s.Name.Name)
+		lowerStorage(fn, s)
 	}
 	if f.Noise != nil {
 		fn.Noise = &ir.Filter{State: dsl.NoiseOut, States: f.NoiseBufferNames(), Noise: true}
@@ -58,6 +59,18 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 		return nil, nil, l.errs
 	}
 	return fn, l.noise, ir.Verify(fn)
+}
+
+// lowerStorage records the storage of a state declared narrower than
+// float32 (fn.Storage).
+func lowerStorage(fn *ir.Func, s *dsl.StateDecl) {
+	if s.Type == nil || lang.DType(s.Type.Name) == lang.Float32 {
+		return
+	}
+	if fn.Storage == nil {
+		fn.Storage = map[string]ir.Storage{}
+	}
+	fn.Storage[s.Name.Name] = ir.Storage{DType: lang.DType(s.Type.Name), Stochastic: s.Rounding != nil}
 }
 
 type lowerer struct {

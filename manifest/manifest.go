@@ -53,11 +53,14 @@ type Manifest struct {
 
 // Buffer is one float32 array of the kernels, in ABI order.
 type Buffer struct {
-	Name   string `json:"name"`
-	Role   string `json:"role"` // "parameters", "gradient", "state" or NoiseBufferRole
-	DType  string `json:"dtype"`
-	Access string `json:"access"` // "read", "write" (the look-ahead point) or "read-write"
-	Init   string `json:"init,omitempty"`
+	Name  string `json:"name"`
+	Role  string `json:"role"`  // "parameters", "gradient", "state" or NoiseBufferRole
+	DType string `json:"dtype"` // "float32", or "bfloat16" (ir.Storage)
+	// Rounding is "stochastic" for a narrow buffer whose stores round
+	// stochastically; absent for float32 and to nearest.
+	Rounding string `json:"rounding,omitempty"`
+	Access   string `json:"access"` // "read", "write" (the look-ahead point) or "read-write"
+	Init     string `json:"init,omitempty"`
 	// Start is what the step reads for the state at step 0 instead of its
 	// buffer (`state m = g`: "g"); the buffer holds Init until then.
 	Start string `json:"start,omitempty"`

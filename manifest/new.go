@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/rng"
 )
 
@@ -53,7 +54,10 @@ func buffers(fn *ir.Func) []Buffer {
 	}
 	var out []Buffer
 	for _, b := range ir.Buffers(fn) {
-		mb := Buffer{Name: b.Name, Role: "state", DType: "float32", Access: "read-write", Init: inits[b.Name]}
+		mb := Buffer{Name: b.Name, Role: "state", DType: b.Storage.DType.Name(), Access: "read-write", Init: inits[b.Name]}
+		if b.Storage.Stochastic {
+			mb.Rounding = lang.Stochastic
+		}
 		if start := ir.StartOf(fn, b.Name); start != nil {
 			mb.Start = ir.ExprString(start)
 		}

@@ -105,3 +105,43 @@ func SnapNoise(x, sigma, z float32) float32 {
 // that must not draw its noise again under key (a resume from a checkpoint) steps under
 // DeriveKey(key, label) instead, label counting such events.
 func DeriveKey(key Key, label uint64) Key { return deriveKey(key, label) }
+
+// RoundSource is the text of round.go, spliced into generated packages beside CoreSource.
+//
+//go:embed round.go
+var RoundSource string
+
+// BF16Nearest is x rounded to the nearest bfloat16, ties to even, as its 16 bits; every NaN
+// is the quiet NaN 0x7fc0 (docs/kernels.md, "Storage types").
+func BF16Nearest(x float32) uint16 { return bf16Nearest(x) }
+
+// BF16Stochastic is x rounded to one of its two bfloat16 neighbours by the 16 random bits r:
+// away from zero with probability the dropped fraction of an ulp.
+func BF16Stochastic(x float32, r uint16) uint16 { return bf16Stochastic(x, r) }
+
+// BF16Widen is the float32 value of the bfloat16 bits h, exactly.
+func BF16Widen(h uint16) float32 { return bf16Widen(h) }
+
+// RoundingBits is the 16 stochastic-rounding bits of element elem of buffer buf (its ABI
+// position) at step under seed: Philox at counter (elem/4, step, RoundingSiteBase + buf/2),
+// disjoint from every noise draw's counter.
+func RoundingBits(seed uint64, step uint32, buf int, elem uint64) uint16 {
+	return roundingBits(seed, step, buf, elem)
+}
+
+// NarrowBF16 stores src into dst rounded to bfloat16 and widened back (so dst holds values a
+// bfloat16 holds exactly): to nearest, or with stochastic set, by the rounding bits of
+// buffer buf at step under seed, src[i] being global element offset+i.
+func NarrowBF16(dst, src []float32, stochastic bool, seed uint64, step uint32, buf int, offset uint64) {
+	var c roundingGroup
+	for i, x := range src {
+		h := bf16Nearest(x)
+		if stochastic {
+			h = bf16Stochastic(x, c.bits(seed, step, buf, offset+uint64(i)))
+		}
+		dst[i] = bf16Widen(h)
+	}
+}
+
+// BF16NaN is the bfloat16 bits every NaN narrows to.
+const BF16NaN = bf16NaN

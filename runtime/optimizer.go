@@ -292,6 +292,9 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	if err := checkBuild(m, files); err != nil {
 		return nil, err
 	}
+	if err := checkStorage(fn); err != nil {
+		return nil, err
+	}
 	if opts.AllowUnstable {
 		fn.DropBoundedFilters()
 	}
@@ -887,4 +890,16 @@ func (o *Optimizer) observation() Observation {
 		}
 	}
 	return obs
+}
+
+// checkStorage refuses an optimizer with a state stored narrower than
+// float32: the runtime's buffers, its checkpoints and the C ABI hold
+// float32 values only, so far; the compiler, the Go reference and the
+// kernels store bfloat16 (docs/dsl.md, "Storage types").
+func checkStorage(fn *ir.Func) error {
+	if narrow := fn.NarrowStates(); len(narrow) > 0 {
+		s := narrow[0]
+		return fmt.Errorf("runtime: %s stores state %s as %s: this runtime steps float32 buffers only (bfloat16 states run through the Go reference and the kernels, not yet through the runtime)", fn.Name, s, fn.StorageOf(s).DType.Name())
+	}
+	return nil
 }

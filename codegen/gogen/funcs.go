@@ -2,6 +2,7 @@ package gogen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dave/jennifer/jen"
 	"github.com/fibergen/fibergen/ir"
@@ -55,8 +56,12 @@ func (g *generator) genInit() {
 	body := e.hostPart(g.fn.Init)
 	for _, s := range g.fn.Init.Stores() {
 		buf := localName(s.Name)
+		x := e.ref(s.Args[0])
+		if g.fn.StorageOf(s.Name).Narrow() { // no step to draw rounding bits for
+			x = jen.Id("bf16Widen").Call(jen.Id("bf16Nearest").Call(x))
+		}
 		body = append(body, jen.For(jen.Id("i").Op(":=").Range().Id(buf)).Block(
-			jen.Id(buf).Index(jen.Id("i")).Op("=").Add(e.ref(s.Args[0]))))
+			jen.Id(buf).Index(jen.Id("i")).Op("=").Add(x)))
 	}
 	if len(g.fn.States) == 0 {
 		body = append(body, jen.Id("_").Op("=").Id("h"))
@@ -89,7 +94,7 @@ func (g *generator) genStep() {
 		case v.Op == ir.OpLoad && v.Name == ir.GradName:
 			loop = append(loop, e.privatizedGrad(v, jen.Id("s").Dot("SigmaW"))...)
 		case v.Op == ir.OpStore:
-			loop = append(loop, jen.Id(bufName(v.Name)).Index(jen.Id("i")).Op("=").Add(e.ref(v.Args[0])))
+			loop = append(loop, jen.Id(bufName(v.Name)).Index(jen.Id("i")).Op("=").Add(g.narrowed(v.Name, e.ref(v.Args[0]))))
 		case !v.Uniform:
 			loop = append(loop, e.define(v, "v"))
 		}
@@ -125,4 +130,20 @@ func (g *generator) lengthCheck(fn string, params []jen.Code) jen.Code {
 		}
 	}
 	return jen.If(cond).Block(jen.Panic(jen.Lit(fmt.Sprintf("%s.%s: buffers differ in length", g.fn.Name, fn))))
+}
+
+// narrowed is x, the value stored into buffer name at element i of Step,
+// narrowed to the buffer's storage (ir.Storage): as rng.NarrowBF16 does,
+// stochastically with the rounding bits of nz's seed and step.
+func (g *generator) narrowed(name string, x jen.Code) jen.Code {
+	s := g.fn.StorageOf(name)
+	switch {
+	case !s.Narrow():
+		return x
+	case !s.Stochastic:
+		return jen.Id("bf16Widen").Call(jen.Id("bf16Nearest").Call(x))
+	}
+	buf := slices.IndexFunc(ir.Buffers(g.fn), func(b ir.Buffer) bool { return b.Name == name })
+	bits := jen.Id("roundingBits").Call(jen.Id("nz").Dot("Seed"), jen.Id("nz").Dot("Step"), jen.Lit(buf), jen.Id("nz").Dot("Offset").Op("+").Uint64().Call(jen.Id("i")))
+	return jen.Id("bf16Widen").Call(jen.Id("bf16Stochastic").Call(x, bits))
 }

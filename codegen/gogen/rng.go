@@ -39,6 +39,9 @@ func (g *generator) genNoise() {
 	g.splice(rngCore)
 	g.splice(rngSecure)
 	g.splice(rngDraw)
+	if len(g.fn.NarrowStates()) > 0 {
+		g.splice(rngRound)
+	}
 }
 
 // genNoiseAdd emits Noise.add, the generated package's glue around rng's addNoise.

@@ -38,6 +38,7 @@ var (
 	rngCore      = spliceSource{path: "rng/core.go", text: rng.CoreSource}
 	rngSecure    = spliceSource{path: "rng/secure.go", text: rng.SecureSource}
 	rngDraw      = spliceSource{path: "rng/draw.go", text: rng.DrawSource}
+	rngRound     = spliceSource{path: "rng/round.go", text: rng.RoundSource}
 	reduceCore   = spliceSource{path: "reduce/core.go", text: reduce.CoreSource}
 	reduceFold   = spliceSource{path: "reduce/fold.go", text: reduce.FoldSource}
 	gainFile     = spliceSource{path: "gain/gain.go", text: gain.Source, unexport: true}

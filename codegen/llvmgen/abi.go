@@ -33,6 +33,7 @@ type ctype struct {
 var (
 	cFloat    = ctype{"float", f32}
 	cFloatPtr = ctype{"float *", f32Ptr}
+	cU16Ptr   = ctype{"u16 *", i16Ptr} // a bfloat16 buffer
 	cU64      = ctype{"u64", i64}
 	cU32      = ctype{"u32", i32}
 	cF64      = ctype{"f64", types.Double}
@@ -176,7 +177,11 @@ func (p cparam) noalias(readonly bool) cparam {
 func (k *kernel) bufferParams(readonly func(ir.Buffer) bool) []cparam {
 	var out []cparam
 	for _, b := range k.Buffers {
-		p := param(b.Name, cFloatPtr)
+		t := cFloatPtr
+		if b.Storage.Narrow() {
+			t = cU16Ptr
+		}
+		p := param(b.Name, t)
 		p.llName = "p." + b.Name
 		out = append(out, p.noalias(readonly(b)))
 	}

@@ -51,6 +51,7 @@ func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	a.scalars = a.scalars[:ir.SigmaWScalar(len(a.scalars))]
 	lo, hi := rangeStruct.load(b, ps[2], "lo"), rangeStruct.load(b, ps[2], "hi")
 	philox, mode, key := k.rangeDraw(b, ps[2], sigma)
+	a.round = rounding{seed: philox.seed, step: philox.step, offset: philox.offset}
 	k.modeSwitch(f, b, mode, philox, key, func(b *llvm.Block, d *draw) {
 		k.hostLoops(f, b, a, splitRange(b, lo, hi, philox.offset, d.block()), lo, d, w)
 	})
@@ -78,7 +79,7 @@ func (k *kernel) loadArgs(b *llvm.Block, bufs, scalars value.Value) args {
 func (k *kernel) loadPtrs(b *llvm.Block, bufs value.Value) []value.Value {
 	var out []value.Value
 	for i := range k.Buffers {
-		out = append(out, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, bufs, i64c(int64(i))), 8))
+		out = append(out, k.narrowPtr(b, i, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, bufs, i64c(int64(i))), 8)))
 	}
 	return out
 }
@@ -163,14 +164,11 @@ func (k *kernel) wideOctets(f *llvm.Func, b *llvm.Block, a args, base, gi value.
 // index base, zs their noise in coordinate order (nil entries: none): every
 // buffer is loaded as whole vectors, and the body on w lanes steps each.
 func (k *kernel) wideVectors(b *llvm.Block, a args, base value.Value, zs []value.Value, d *draw, w lanes) {
-	vt := w.f32()
-	vecAt := func(p value.Value, v int) value.Value {
-		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v)*int64(w)))), types.NewPointer(vt))
-	}
+	at := func(v int) value.Value { return b.NewAdd(base, i64c(int64(v)*int64(w))) }
 	for v, z := range zs {
 		var vals []value.Value
 		for i, p := range a.ptrs {
-			x := load(b, vt, vecAt(p, v), 4)
+			x := loadStored(b, k.storage(i), p, at(v), w, 4)
 			if z != nil && k.fn.Noise == nil && i == k.bufferIndex(ir.GradName) {
 				x = d.add(b, w, x, z)
 			}
@@ -178,7 +176,9 @@ func (k *kernel) wideVectors(b *llvm.Block, a args, base value.Value, zs []value
 		}
 		res := k.callBody(b, w, a, vals, d, z)
 		for j, name := range k.stored {
-			store(b, b.NewExtractValue(res, uint64(j)), vecAt(a.ptrs[k.bufferIndex(name)], v), 4)
+			bi := k.bufferIndex(name)
+			x := b.NewExtractValue(res, uint64(j))
+			storeStored(b, k.storage(bi), a.ptrs[bi], at(v), x, w, 4, k.bits(b, a.round, bi, base, int64(v)*int64(w), w))
 		}
 	}
 }

@@ -66,9 +66,10 @@ func (k *kernel) emitStepKernel() {
 	tid, stride := k.threadIndex(b)
 	key := []value.Value{rest[5], rest[6], rest[7], rest[8]}
 	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma, drawFuncs: k.noise.device}
+	a.round = rounding{seed: seed, step: step, offset: offset}
 	k.modeSwitch(f, b, mode, d, key, func(b *llvm.Block, d *draw) {
 		l := splitRange(b, i64c(0), n, offset, d.block())
-		k.gridLoops(f, b, a, l, k.aligned(b, a.ptrs, l.groupStart), tid, stride, d)
+		k.gridLoops(f, b, a, l, k.alignedBuffers(b, a.ptrs, l.groupStart), tid, stride, d)
 	})
 }
 
@@ -100,12 +101,34 @@ func (k *kernel) threadIndex(b *llvm.Block) (tid, stride value.Value) {
 	return tid, b.NewMul(sreg("nctaid.x"), ntid)
 }
 
-// aligned reports whether every buffer is 16-byte aligned at coordinate i.
+// aligned reports whether every float32 row of ptrs is 16-byte aligned at
+// coordinate i.
 func (k *kernel) aligned(b *llvm.Block, ptrs []value.Value, i value.Value) value.Value {
+	sizes := make([]int64, len(ptrs))
+	for j := range sizes {
+		sizes[j] = 4
+	}
+	return alignedAt(b, ptrs, sizes, i)
+}
+
+// alignedBuffers reports whether every buffer's four stored values at
+// coordinate i are one aligned vector: 16 bytes of float32, 8 of bfloat16.
+func (k *kernel) alignedBuffers(b *llvm.Block, ptrs []value.Value, i value.Value) value.Value {
+	sizes := make([]int64, len(ptrs))
+	for j := range sizes {
+		sizes[j] = int64(k.storage(j).DType.Size())
+	}
+	return alignedAt(b, ptrs, sizes, i)
+}
+
+// alignedAt reports whether every row ptrs[j], of values of sizes[j] bytes
+// (a power of two), is aligned to four values at coordinate i.
+func alignedAt(b *llvm.Block, ptrs []value.Value, sizes []int64, i value.Value) value.Value {
 	var all value.Value = constantTrue()
-	for _, p := range ptrs {
-		addr := b.NewAdd(b.NewPtrToInt(p, i64), b.NewShl(i, i64c(2)))
-		all = b.NewAnd(all, b.NewICmp(enum.IPredEQ, b.NewAnd(addr, i64c(15)), i64c(0)))
+	for j, p := range ptrs {
+		shift := int64(bits.TrailingZeros64(uint64(sizes[j])))
+		addr := b.NewAdd(b.NewPtrToInt(p, i64), b.NewShl(i, i64c(shift)))
+		all = b.NewAnd(all, b.NewICmp(enum.IPredEQ, b.NewAnd(addr, i64c(4*sizes[j]-1)), i64c(0)))
 	}
 	return all
 }

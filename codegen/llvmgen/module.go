@@ -93,6 +93,9 @@ func Generate(fn *ir.Func) (*Module, error) {
 	if err := ir.Verify(fn); err != nil {
 		return nil, fmt.Errorf("llvmgen: %w", err)
 	}
+	if err := checkNarrowReads(fn); err != nil {
+		return nil, err
+	}
 	k := &kernel{fn: fn, m: llvm.NewModule(), scalars: ir.HostScalars(fn.Step)}
 	k.Name = fn.Name
 	for _, st := range fn.Step.Stores() {
@@ -185,8 +188,9 @@ func (d *draw) keyArgs() []value.Value {
 
 // args are what the body reads besides the buffers: the host scalars.
 type args struct {
-	ptrs    []value.Value // one float* per buffer
+	ptrs    []value.Value // one pointer per buffer, to its stored values (elemType)
 	scalars []value.Value // the step's host scalars
+	round   rounding      // the stochastic rounding bits' counter
 }
 
 // step calls the body on the values of one coordinate, with the noise z
@@ -229,8 +233,8 @@ func (k *kernel) callBody(b *llvm.Block, w lanes, a args, vals []value.Value, d 
 // global index offset+i.
 func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 	var vals []value.Value
-	for _, p := range a.ptrs {
-		vals = append(vals, load(b, f32, b.NewGetElementPtr(f32, p, i), 4))
+	for j, p := range a.ptrs {
+		vals = append(vals, loadStored(b, k.storage(j), p, i, 1, 4))
 	}
 	var z value.Value
 	switch {
@@ -240,7 +244,8 @@ func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 		z = d.call(b, d.elem, b.NewAdd(d.offset, i))
 	}
 	for j, x := range k.step(b, a, vals, d, z) {
-		store(b, x, b.NewGetElementPtr(f32, a.ptrs[k.bufferIndex(k.stored[j])], i), 4)
+		bi := k.bufferIndex(k.stored[j])
+		storeStored(b, k.storage(bi), a.ptrs[bi], i, x, 1, 4, k.bits(b, a.round, bi, i, 0, 1))
 	}
 }
 
@@ -250,9 +255,9 @@ func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 func (k *kernel) group(b *llvm.Block, a args, base, gi value.Value, d *draw, vec bool) {
 	n := int(d.block())
 	lanes := make([][]value.Value, n) // lanes[c][buffer]
-	for _, p := range a.ptrs {
-		ptr := b.NewGetElementPtr(f32, p, base)
-		for c, x := range k.loadCoords(b, ptr, n, vec) {
+	for j, p := range a.ptrs {
+		ptr := b.NewGetElementPtr(elemType(k.storage(j)), p, base)
+		for c, x := range loadCoords(b, k.storage(j), ptr, n, vec) {
 			lanes[c] = append(lanes[c], x)
 		}
 	}
@@ -262,43 +267,45 @@ func (k *kernel) group(b *llvm.Block, a args, base, gi value.Value, d *draw, vec
 		outs[c] = k.step(b, a, lanes[c], d, z(c))
 	}
 	for j, name := range k.stored {
-		ptr := b.NewGetElementPtr(f32, a.ptrs[k.bufferIndex(name)], base)
+		bi := k.bufferIndex(name)
+		ptr := b.NewGetElementPtr(elemType(k.storage(bi)), a.ptrs[bi], base)
 		col := make([]value.Value, n)
 		for c := range outs {
 			col[c] = outs[c][j]
 		}
-		k.storeCoords(b, ptr, col, vec)
+		k.storeCoords(b, a.round, bi, base, ptr, col, vec)
 	}
 }
 
-// loadCoords loads n floats from ptr, as 128-bit vectors if vec.
-func (k *kernel) loadCoords(b *llvm.Block, ptr value.Value, n int, vec bool) []value.Value {
+// loadCoords loads n floats stored as s from ptr, as 128-bit vectors of
+// float32 (64-bit of bfloat16) if vec.
+func loadCoords(b *llvm.Block, s ir.Storage, ptr value.Value, n int, vec bool) []value.Value {
 	var out []value.Value
 	for c := 0; c < n; c += 4 {
 		if vec {
-			v := load(b, vec4, b.NewBitCast(b.NewGetElementPtr(f32, ptr, i64c(int64(c))), vecPtr), 16)
-			for l := 0; l < 4; l++ {
-				out = append(out, b.NewExtractElement(v, i32c(uint32(l))))
-			}
+			out = append(out, unpackLanes(b, loadStored(b, s, ptr, i64c(int64(c)), 4, 16), 4)...)
 			continue
 		}
 		for l := c; l < c+4; l++ {
-			out = append(out, load(b, f32, b.NewGetElementPtr(f32, ptr, i64c(int64(l))), 4))
+			out = append(out, loadStored(b, s, ptr, i64c(int64(l)), 1, 4))
 		}
 	}
 	return out
 }
 
-// storeCoords stores the floats xs at ptr, as 128-bit vectors if vec.
-func (k *kernel) storeCoords(b *llvm.Block, ptr value.Value, xs []value.Value, vec bool) {
+// storeCoords stores the floats xs into buffer i at ptr, its index base,
+// as loadCoords loads them, with the rounding bits of r.
+func (k *kernel) storeCoords(b *llvm.Block, r rounding, i int, base, ptr value.Value, xs []value.Value, vec bool) {
+	s := k.storage(i)
 	for c := 0; c < len(xs); c += 4 {
 		if !vec {
 			for l := c; l < c+4; l++ {
-				store(b, xs[l], b.NewGetElementPtr(f32, ptr, i64c(int64(l))), 4)
+				storeStored(b, s, ptr, i64c(int64(l)), xs[l], 1, 4, k.bits(b, r, i, base, int64(l), 1))
 			}
 			continue
 		}
-		store(b, packLanes(b, xs[c:c+4]), b.NewBitCast(b.NewGetElementPtr(f32, ptr, i64c(int64(c))), vecPtr), 16)
+		x := packLanes(b, xs[c:c+4])
+		storeStored(b, s, ptr, i64c(int64(c)), x, 4, 16, k.bits(b, r, i, base, int64(c), 4))
 	}
 }
 

@@ -279,7 +279,7 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 	return k.ifElse(f, b, b.NewAnd(aligned, full), func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		var vals [][]value.Value
 		for _, p := range ptrs {
-			vals = append(vals, k.loadCoords(b, b.NewGetElementPtr(f32, p, base), 4, true))
+			vals = append(vals, loadCoords(b, float32Storage, b.NewGetElementPtr(f32, p, base), 4, true))
 		}
 		return add(b, vals, false)
 	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {

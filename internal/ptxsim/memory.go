@@ -20,7 +20,8 @@ type Memory struct {
 	epoch uint32
 }
 
-// allocation is one block of memory and, per 4-byte word, what the current
+// allocation is one block of memory and, per word (markBytes bytes: the
+// smallest access the kernels make, a bfloat16's), what the current
 // launch did with it: the launch's number when it was last read through
 // the non-coherent path (.nc), and who wrote and who read it (the launch's
 // number in the high 32 bits, a thread in the low ones).
@@ -31,6 +32,9 @@ type allocation struct {
 	wrote  []uint64
 	read   []uint64
 }
+
+// markBytes is the bytes of a word whose accesses an allocation tracks.
+const markBytes = 2
 
 // The low 32 bits of a word's wrote and read marks: a thread's id, with
 // atomicBit for atomics, or several.
@@ -63,7 +67,7 @@ func (m *Memory) Alloc(n int) (uint64, error) {
 	if n <= 0 || n > maxAlloc {
 		return 0, fmt.Errorf("ptxsim: allocation of %d bytes", n)
 	}
-	words := (n + 3) / 4
+	words := (n + markBytes - 1) / markBytes
 	a := &allocation{base: m.next, data: make([]byte, n),
 		ncRead: make([]uint32, words), wrote: make([]uint64, words), read: make([]uint64, words)}
 	m.next += (uint64(n) + 2*allocAlign - 1) / allocAlign * allocAlign
@@ -186,9 +190,9 @@ func (m *Memory) access(l *launch, addr uint64, n, align int, k accessKind) []by
 	if err != nil {
 		l.fault("%v", err)
 	}
-	for w := off / 4; w < (off+n+3)/4; w++ {
+	for w := off / markBytes; w < (off+n+markBytes-1)/markBytes; w++ {
 		if msg := a.use(w, l.epoch, l.cur.id, k); msg != "" {
-			l.fault("%s (%#x)", msg, a.base+uint64(4*w))
+			l.fault("%s (%#x)", msg, a.base+uint64(markBytes*w))
 		}
 	}
 	return a.data[off : off+n]

@@ -154,7 +154,10 @@ func (b *builder) alu(p *parser, in rawInst, f []string) func(*thread) {
 }
 
 func widthMask(t ptype) uint64 {
-	if t.bits == 32 {
+	switch t.bits {
+	case 16:
+		return math.MaxUint16
+	case 32:
 		return math.MaxUint32
 	}
 	return math.MaxUint64
@@ -678,7 +681,7 @@ func (b *builder) memory(p *parser, in rawInst, f []string) func(*thread) {
 		ms = ms[1:]
 	}
 	vec := 1
-	if len(ms) == 1 && (ms[0] == "v2" || ms[0] == "v4") && t.bits == 32 {
+	if len(ms) == 1 && (ms[0] == "v2" || ms[0] == "v4") && t.bits <= 32 {
 		vec, ms = int(ms[0][1]-'0'), ms[1:]
 	}
 	if len(ms) != 0 {
@@ -703,6 +706,7 @@ func (b *builder) vector(p *parser, o operand, t ptype, vec int, dst bool) []int
 	}
 	var out []int32
 	for _, x := range ops {
+		t := b.accessType(x, t)
 		if dst {
 			out = append(out, b.dst(p, x, t))
 		} else {
@@ -710,6 +714,16 @@ func (b *builder) vector(p *parser, o operand, t ptype, vec int, dst bool) []int
 		}
 	}
 	return out
+}
+
+// accessType is the type a register operand o of a memory access of type
+// t is resolved as: a 16-bit access may use a 32-bit integer register,
+// which a load zero-extends into (.u16, .b16) and a store truncates.
+func (b *builder) accessType(o operand, t ptype) ptype {
+	if r, ok := b.regs[o.name]; ok && o.kind == 'r' && t.bits == 16 && r.t.bits == 32 && r.t.kind != 'f' {
+		return types["u32"]
+	}
+	return t
 }
 
 func (b *builder) load(p *parser, in rawInst, t ptype, vec int, nc bool) func(*thread) {
@@ -762,16 +776,22 @@ func (b *builder) atomic(p *parser, in rawInst, op string, t ptype) func(*thread
 }
 
 func readWord(b []byte, size int) uint64 {
-	if size == 4 {
+	switch size {
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(b))
+	case 4:
 		return uint64(binary.LittleEndian.Uint32(b))
 	}
 	return binary.LittleEndian.Uint64(b)
 }
 
 func writeWord(b []byte, size int, v uint64) {
-	if size == 4 {
+	switch size {
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case 4:
 		binary.LittleEndian.PutUint32(b, uint32(v))
-		return
+	default:
+		binary.LittleEndian.PutUint64(b, v)
 	}
-	binary.LittleEndian.PutUint64(b, v)
 }

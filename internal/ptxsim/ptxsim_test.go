@@ -265,6 +265,12 @@ func TestFaults(t *testing.T) {
 		{"st.global.f32 [%rd3], %f1;\n\tld.global.nc.f32 %f1, [%rd3];", 1, "ld.global.nc of a word this launch wrote (0x10000000000)"},
 		{"st.global.f32 [%rd1], %f1;", 2, "a race: thread 1 accesses a word that thread 0 wrote in this launch (0x10000000000)"},
 		{"atom.global.min.u64 %rd4, [%rd1], %rd2;", 32, ""},
+		// 16-bit accesses (bfloat16 states): neighbouring halves of a 32-bit
+		// word are no race, one half is; a 32-bit register loads zero-extended.
+		{"mul.wide.u32 %rd4, %r1, 2;\n\tadd.s64 %rd5, %rd1, %rd4;\n\tst.global.u16 [%rd5], %r1;", 32, ""},
+		{"st.global.u16 [%rd1+2], %r1;", 2, "a race: thread 1 accesses a word that thread 0 wrote in this launch (0x10000000002)"},
+		{"ld.global.v4.u16 {%r2, %r3, %r4, %r5}, [%rd1+8];\n\tst.global.v4.u16 [%rd1], {%r2, %r3, %r4, %r5};", 1, ""},
+		{"ld.global.v4.u16 {%r2, %r3, %r4, %r5}, [%rd1+2];", 1, "misaligned 8-byte access at 0x10000000002 (needs 8-byte alignment)"},
 		{"shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", 32, ""},
 		{"shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", 16, "shfl.sync names lane 16 in its member mask 0xffffffff, but the warp has 16 threads"},
 		{"setp.eq.s32 %p1, %r1, 3;\n\t@%p1 ret;\n\tshfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", 32, "but lane 3 has exited"},

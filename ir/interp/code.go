@@ -6,6 +6,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/rng"
 )
 
 // instr is one value of a block in register form: dst = op(a, b).
@@ -19,6 +20,7 @@ type instr struct {
 	hyper int // OpHyper
 	konst float64
 	fl    *ir.Filter // OpAtten, OpAttenT
+	store ir.Storage // OpStore of a state: its storage, which the store narrows to
 }
 
 // code is a block split into its host part and kernel part.
@@ -76,7 +78,7 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 			err = fmt.Errorf("unknown hyper %s", v.Name)
 		}
 	case ir.OpLoad, ir.OpStore, ir.OpScalar:
-		in.slot = slot(fn, v.Name)
+		in.slot, in.store = slot(fn, v.Name), fn.StorageOf(v.Name)
 	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin:
 		in.slot = slices.Index(fn.ReduceTerms(), v.Name)
 	case ir.OpAtten, ir.OpAttenT:
@@ -177,7 +179,7 @@ func (c *code) run(host regs, bufs [][]float32, nz *Noise) {
 			case ir.OpLoad:
 				copy(r[in.dst], bufs[in.slot][lo:hi])
 			case ir.OpStore:
-				copy(bufs[in.slot][lo:hi], r[in.a][:m])
+				store(in.store, bufs[in.slot][lo:hi], r[in.a][:m], nz, in.slot, lo)
 			case ir.OpSelect:
 				for i, x := range r[in.a][:m] {
 					r[in.dst][i] = lang.SelectOf(x, r[in.b][i], r[in.c][i])
@@ -191,6 +193,17 @@ func (c *code) run(host regs, bufs [][]float32, nz *Noise) {
 			}
 		}
 	}
+}
+
+// store writes the values src of coordinates lo.. into dst, a buffer of
+// storage s at ABI position slot: narrowed to s, stochastically with the
+// rounding bits of nz's seed and step (rng.NarrowBF16).
+func store(s ir.Storage, dst, src []float32, nz *Noise, slot, lo int) {
+	if !s.Narrow() {
+		copy(dst, src)
+		return
+	}
+	rng.NarrowBF16(dst, src, s.Stochastic, nz.Stream.Seed, nz.Stream.Step, slot, nz.Offset+uint64(lo))
 }
 
 // kernelRegs allocates registers of size coordinates for every value the

@@ -70,6 +70,9 @@ func (p *Program) Init(h []float64, states [][]float32) error {
 	r := p.init.host(h, 0, 0, nil)
 	for _, s := range p.init.kernelPart {
 		v := r.f32[s.a]
+		if s.store.Narrow() {
+			v = rng.BF16Widen(rng.BF16Nearest(v)) // no step to draw rounding bits for
+		}
 		buf := states[s.slot-ir.FirstState]
 		for i := range buf {
 			buf[i] = v
@@ -234,17 +237,20 @@ func (e Engine) Init(states [][]float32) error {
 
 // Step runs step t; it does not change g.
 func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]float32) error {
-	var nz *Noise
-	if e.Noise {
+	// The stream's seed and step also draw the stochastic rounding bits.
+	nz := &Noise{Stream: rng.Stream{Mode: rng.Off, Seed: e.Seed, Step: uint32(t)}, SigmaW: rng.SigmaW(sigmaW2)}
+	if e.Noise || e.P.Func.Stochastic() {
 		if err := rng.CheckStep(t); err != nil {
 			return err
 		}
-		nz = &Noise{Stream: rng.Stream{Mode: rng.Philox, Seed: e.Seed, Step: uint32(t)}, SigmaW: rng.SigmaW(sigmaW2)}
 	}
-	if nz != nil && e.P.Func.Noise == nil {
+	if e.Noise {
+		nz.Stream.Mode = rng.Philox
+	}
+	if e.Noise && e.P.Func.Noise == nil {
 		noisy := make([]float32, len(g))
 		nz.Stream.Privatize(noisy, g, nz.SigmaW, 0)
-		g, nz = noisy, nil
+		g, nz.Stream.Mode = noisy, rng.Off
 	}
 	var red *Reduced
 	if e.P.reduce != nil { // the buffers are one tensor; g is privatized already

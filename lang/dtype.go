@@ -1,0 +1,35 @@
+package lang
+
+// DType is a storage type of a buffer, named as the DSL writes it
+// (`state m: bf16 = 0`; docs/dsl.md, "Storage types").
+type DType string
+
+// The storage types. Float32 is every buffer's without a declaration.
+const (
+	Float32  DType = "f32"
+	BFloat16 DType = "bf16"
+)
+
+// DTypes are the storage types fibergen stores.
+var DTypes = []DType{Float32, BFloat16}
+
+// Stochastic is the word that asks for stochastic rounding after a narrow
+// storage type: `state m: bf16 stochastic = 0`.
+const Stochastic = "stochastic"
+
+// Size is the bytes of one stored value.
+func (d DType) Size() int {
+	if d == BFloat16 {
+		return 2
+	}
+	return 4
+}
+
+// Name is the storage type's name in manifests, NumPy and PyTorch:
+// float32, bfloat16.
+func (d DType) Name() string {
+	if d == BFloat16 {
+		return "bfloat16"
+	}
+	return "float32"
+}

@@ -1,0 +1,281 @@
+package tests
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/fibergen/fibergen/internal/cudasim"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
+)
+
+// The bfloat16 states of testdata/bf16.dsl, stepped by the Go reference
+// (package interp, whose buffers hold the widened values), the host kernel
+// (every variant this CPU runs) and the PTX on the simulator, which hold
+// them as 16-bit values: every buffer after every step, bit for bit, in
+// every noise mode, at awkward sizes, offsets and misalignments, whole and
+// split in two (the rounding bits are a function of the global index).
+
+// storageCase is one run: n coordinates from global index offset, the
+// buffers skew values into their allocations, split the first launch's end
+// (0: one launch).
+type storageCase struct {
+	n, skew, split int
+	offset         int64
+	noise          rng.Mode
+}
+
+func (c storageCase) String() string {
+	return fmt.Sprintf("n=%d/skew=%d/split=%d/offset=%d/%s", c.n, c.skew, c.split, c.offset, c.noise)
+}
+
+func storageCases() []storageCase {
+	var cases []storageCase
+	for _, noise := range []rng.Mode{rng.Off, rng.Philox, rng.Secure} {
+		cases = append(cases, storageCase{n: 1, noise: noise}, storageCase{n: 7, skew: 1, offset: 3, noise: noise},
+			storageCase{n: 1029, noise: noise}, storageCase{n: 1029, skew: 3, offset: 1<<33 + 2, split: 517, noise: noise})
+	}
+	return cases
+}
+
+// storageRun is the buffers of one run: the Go reference's, float32 each,
+// and the kernels', whose narrow ones are bfloat16 memory seen as floats
+// (half of each float's allocation unused), skew values into it.
+type storageRun struct {
+	fn   *ir.Func
+	ref  [][]float32
+	bufs [][]float32
+	raw  [][]uint16 // the bfloat16 memory of the narrow buffers; nil for the others
+}
+
+func newStorageRun(t *testing.T, fn *ir.Func, p *interp.Program, c storageCase) *storageRun {
+	r := &storageRun{fn: fn}
+	rnd := rand.New(rand.NewPCG(uint64(c.n), 7))
+	for range ir.Buffers(fn) {
+		ref := make([]float32, c.n)
+		for j := range ref {
+			ref[j] = float32(rnd.NormFloat64())
+		}
+		r.ref = append(r.ref, ref)
+	}
+	if err := p.Init(fn.DefaultHypers(), r.ref[ir.FirstState:]); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range ir.Buffers(fn) {
+		if !b.Storage.Narrow() {
+			buf := append(make([]float32, c.skew), r.ref[i]...)[c.skew:]
+			r.bufs, r.raw = append(r.bufs, buf), append(r.raw, nil)
+			continue
+		}
+		raw := make([]uint16, 2*(c.n+c.skew)+2)[c.skew:]
+		for j, x := range r.ref[i] {
+			raw[j] = rng.BF16Nearest(x) // the reference's initial values are bfloat16s already
+		}
+		r.bufs = append(r.bufs, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(raw))), c.n))
+		r.raw = append(r.raw, raw)
+	}
+	return r
+}
+
+// stepRef steps the reference, g privatized as the kernels privatize it.
+func (r *storageRun) stepRef(t *testing.T, p *interp.Program, s interp.Scalars, nz rng.Stream, sigma float32, offset int64) {
+	g := make([]float32, len(r.ref[ir.GradBuffer]))
+	nz.Privatize(g, r.ref[ir.GradBuffer], sigma, uint64(offset))
+	in := &interp.Noise{Stream: nz, SigmaW: sigma, Offset: uint64(offset)}
+	if err := p.Step(s, in, r.ref[ir.ThetaBuffer], g, r.ref[ir.FirstState:]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// diff returns the first value the kernels' buffers and the reference's
+// do not agree on, bit for bit.
+func (r *storageRun) diff(step int) error {
+	for i, ref := range r.ref {
+		for j, want := range ref {
+			got := r.bufs[i][j]
+			if r.raw[i] != nil {
+				got = rng.BF16Widen(r.raw[i][j])
+			}
+			if math.Float32bits(got) != math.Float32bits(want) {
+				return fmt.Errorf("step %d: %s[%d] = %#08x, the reference %#08x", step, ir.Buffers(r.fn)[i].Name, j, math.Float32bits(got), math.Float32bits(want))
+			}
+		}
+	}
+	return nil
+}
+
+// storageSteps runs three steps of case c, launch running the kernels on
+// the coordinates [lo, hi) of run r's buffers with range rg.
+func storageSteps(t *testing.T, fn *ir.Func, c storageCase, launch func(r *storageRun, scalars []float32, rg hostkernel.Range)) {
+	p, err := interp.New(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newStorageRun(t, fn, p, c)
+	key := rng.Key{11, 12, 13, 14}
+	for step := range 3 {
+		sigmaW2 := kernelSigmaW2(step)
+		s := p.HostScalars(fn.DefaultHypers(), step, sigmaW2)
+		nz := rng.Stream{Mode: c.noise, Seed: 99, Key: key, Step: uint32(step)}
+		scalars := p.KernelScalars(s, sigmaW2)
+		r.stepRef(t, p, s, nz, scalars[len(scalars)-1], c.offset)
+		rg := hostkernel.Range{Lo: 0, Hi: int64(c.n), Offset: c.offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(c.noise), Key: key}
+		if c.split > 0 {
+			first := rg
+			first.Hi, rg.Lo = int64(c.split), int64(c.split)
+			launch(r, scalars, first)
+		}
+		launch(r, scalars, rg)
+		if err := r.diff(step); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestStorageHostKernel(t *testing.T) {
+	u := mustCompileFile(t, repoPath("tests", "testdata", "bf16.dsl"))
+	so, err := u.CachedSharedObject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, isa := range hostISAs(t) {
+		k, err := hostkernel.OpenISA(so, u.Module.Kernels.HostFunction, isa, len(ir.Buffers(u.Func)), len(u.Module.Scalars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		for _, c := range storageCases() {
+			t.Run(isa+"/"+c.String(), func(t *testing.T) {
+				storageSteps(t, u.Func, c, func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+					if err := k.Run(r.bufs, scalars, rg); err != nil {
+						t.Fatal(err)
+					}
+				})
+			})
+		}
+	}
+}
+
+func TestStoragePTXSim(t *testing.T) {
+	u := mustCompileFile(t, repoPath("tests", "testdata", "bf16.dsl"))
+	ptx, err := u.PTX()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _ := simRun(t, cudasim.Config{})
+	k := &gpuKernel{ctx: run.ctx, fn: loadFunctions(t, run.ctx, ptx, u.Func.Name+"_step")[0]}
+	for _, c := range storageCases() {
+		t.Run(c.String(), func(t *testing.T) {
+			storageSteps(t, u.Func, c, func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+				dev := deviceBuffers(t, run.ctx, r.bufs, c.skew)
+				part := make([]cudadrv.DevicePtr, len(dev)) // the kernel steps [0, n): from lo
+				for i, b := range ir.Buffers(u.Func) {
+					part[i] = dev[i].Add(int(rg.Lo) * b.Storage.DType.Size())
+				}
+				n := int(rg.Hi - rg.Lo)
+				rg.Offset += rg.Lo
+				if err := k.launch(t, part, scalars, n, rg, [2]int{64, 0}); err != nil {
+					t.Fatal(err)
+				}
+				readBuffers(t, run.ctx, dev, r.bufs)
+			})
+		})
+	}
+}
+
+// TestStorageGeneratedGo checks that the generated Go package of
+// testdata/bf16.dsl narrows its stores as the Go reference does: three
+// noisy steps, every value of theta and of every state, bit for bit.
+func TestStorageGeneratedGo(t *testing.T) {
+	const n, seed, sigmaW2 = 37, 5, 0.01
+	u := mustCompileFile(t, repoPath("tests", "testdata", "bf16.dsl"))
+	dir := t.TempDir()
+	writeModule(t, dir)
+	writePackage(t, dir, u)
+	writeFile(t, filepath.Join(dir, "probe", "main.go"), fmt.Sprintf(`package main
+
+import (
+	"fmt"
+	"math"
+
+	"fibergenprobe/bf16mix"
+)
+
+func main() {
+	theta, g := make([]float32, %[1]d), make([]float32, %[1]d)
+	for i := range theta {
+		theta[i], g[i] = float32(math.Sin(float64(i))), float32(math.Cos(float64(3*i)))
+	}
+	o, err := bf16mix.New(bf16mix.Defaults(), len(theta))
+	if err != nil {
+		panic(err)
+	}
+	o.Seed = %[2]d
+	for range 3 {
+		if err := o.Update(theta, g, %[3]v); err != nil {
+			panic(err)
+		}
+	}
+	for _, buf := range [][]float32{theta, o.M, o.V, o.S, o.C} {
+		for _, x := range buf {
+			fmt.Printf("%%08x ", math.Float32bits(x))
+		}
+		fmt.Println()
+	}
+}
+`, n, seed, sigmaW2))
+	got := goTool(t, dir, "run", "./probe")
+
+	p, err := interp.New(u.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta, g := make([]float32, n), make([]float32, n)
+	for i := range theta {
+		theta[i], g[i] = float32(math.Sin(float64(i))), float32(math.Cos(float64(3*i)))
+	}
+	states := make([][]float32, len(u.Func.States))
+	for i := range states {
+		states[i] = make([]float32, n)
+	}
+	e := interp.Engine{P: p, Hypers: u.Func.DefaultHypers(), Noise: true, Seed: seed}
+	if err := e.Init(states); err != nil {
+		t.Fatal(err)
+	}
+	for step := range 3 {
+		if err := e.Step(step, sigmaW2, theta, g, states); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want strings.Builder
+	for _, buf := range append([][]float32{theta}, states...) {
+		for _, x := range buf {
+			fmt.Fprintf(&want, "%08x ", math.Float32bits(x))
+		}
+		want.WriteString("\n")
+	}
+	if got != want.String() {
+		t.Errorf("the generated package computed\n%s\nthe Go reference\n%s", got, want.String())
+	}
+}
+
+// TestStorageRuntimeRefuses checks that the runtime, whose buffers are
+// float32, refuses an optimizer with a bfloat16 state by name rather than
+// stepping its 16-bit kernels over float32 memory.
+func TestStorageRuntimeRefuses(t *testing.T) {
+	u := mustCompileFile(t, repoPath("tests", "testdata", "bf16.dsl"))
+	_, err := runtime.OpenCompiled(runtime.Compiled{Manifest: u.Manifest}, runtime.Options{Backend: runtime.Go})
+	want := "runtime: bf16mix stores state m as bfloat16: this runtime steps float32 buffers only"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("OpenCompiled: %v, want %q…", err, want)
+	}
+}
