@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -278,4 +281,79 @@ func TestStorageRuntimeRefuses(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("OpenCompiled: %v, want %q…", err, want)
 	}
+}
+
+// BenchmarkStorageStep times dp_adamw's host kernel over 16M coordinates
+// with float32 states and with bfloat16 states (to nearest, stochastic),
+// without noise and with Philox's, split over GOMAXPROCS threads as the
+// runtime splits a step. It reports the bytes a coordinate moves and the
+// time per step as a ratio to float32's in the same noise mode, measured in
+// the same run (docs/benchmarks.md).
+func BenchmarkStorageStep(b *testing.B) {
+	const n = 1 << 24
+	src, err := os.ReadFile(repoPath("optimizers", "dp_adamw.dsl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []struct{ name, storage string }{{"f32", ""}, {"bf16", ": bf16"}, {"bf16_stochastic", ": bf16 stochastic"}}
+	f32ns := map[rng.Mode]float64{}
+	for _, v := range variants {
+		text := strings.NewReplacer("state m = 0", "state m"+v.storage+" = 0", "state v = 0", "state v"+v.storage+" = 0").Replace(string(src))
+		u := mustCompile(b, "dp_adamw.dsl", []byte(text))
+		so, err := u.CachedSharedObject()
+		if err != nil {
+			b.Fatal(err)
+		}
+		k, err := hostkernel.Open(so, u.Module.Kernels.HostFunction, len(ir.Buffers(u.Func)), len(u.Module.Scalars))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes := 0
+		for _, buf := range ir.Buffers(u.Func) {
+			bytes += buf.Storage.DType.Size() * (btoi(!buf.WriteOnly) + btoi(!buf.ReadOnly))
+		}
+		bufs := make([][]float32, len(ir.Buffers(u.Func)))
+		for i := range bufs {
+			bufs[i] = make([]float32, n) // a bfloat16 buffer uses the first half
+		}
+		scalars := make([]float32, len(u.Module.Scalars))
+		scalars[0] = 1
+		for _, noise := range []rng.Mode{rng.Off, rng.Philox} {
+			b.Run(v.name+"/"+noise.String(), func(b *testing.B) {
+				b.SetBytes(int64(bytes) * n)
+				step := func() {
+					threads := goruntime.GOMAXPROCS(0)
+					var wg sync.WaitGroup
+					for t := range threads {
+						wg.Go(func() {
+							rg := hostkernel.Range{Lo: int64(t * n / threads), Hi: int64((t + 1) * n / threads), Seed: 1, Noise: uint32(noise)}
+							if err := k.Run(bufs, scalars, rg); err != nil {
+								b.Error(err)
+							}
+						})
+					}
+					wg.Wait()
+				}
+				step() // the pages touched, by the threads that step them
+				for b.Loop() {
+					step()
+				}
+				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				if v.storage == "" {
+					f32ns[noise] = ns
+				}
+				b.ReportMetric(float64(bytes), "B/coord")
+				b.ReportMetric(ns/1e6, "ms/step")
+				b.ReportMetric(ns/f32ns[noise], "of-f32-time")
+			})
+		}
+		k.Close()
+	}
+}
+
+func btoi(x bool) int {
+	if x {
+		return 1
+	}
+	return 0
 }

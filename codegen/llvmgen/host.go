@@ -165,6 +165,7 @@ func (k *kernel) wideOctets(f *llvm.Func, b *llvm.Block, a args, base, gi value.
 // buffer is loaded as whole vectors, and the body on w lanes steps each.
 func (k *kernel) wideVectors(b *llvm.Block, a args, base value.Value, zs []value.Value, d *draw, w lanes) {
 	at := func(v int) value.Value { return b.NewAdd(base, i64c(int64(v)*int64(w))) }
+	words := k.wideBits(b, a.round, base, w)
 	for v, z := range zs {
 		var vals []value.Value
 		for i, p := range a.ptrs {
@@ -178,7 +179,7 @@ func (k *kernel) wideVectors(b *llvm.Block, a args, base value.Value, zs []value
 		for j, name := range k.stored {
 			bi := k.bufferIndex(name)
 			x := b.NewExtractValue(res, uint64(j))
-			storeStored(b, k.storage(bi), a.ptrs[bi], at(v), x, w, 4, k.bits(b, a.round, bi, base, int64(v)*int64(w), w))
+			storeStored(b, k.storage(bi), a.ptrs[bi], at(v), x, w, 4, k.vectorBits(b, words, bi, v, w))
 		}
 	}
 }

@@ -338,6 +338,16 @@ func emitGaussianC(m *llvm.Module, w lanes, gw *llvm.Func) *llvm.Func {
 	out := types.NewArray(4, w.f32())
 	f, b := newHelper(m, "fg_gaussian_c"+w.suffix()[2:], out, ps...)
 	z := b.NewCall(gw, ps[0], ps[1], ps[2], ps[3])
+	var res value.Value = constantUndef(out)
+	transposeGroups(b, w, z, func(v int, x value.Value) { res = b.NewInsertValue(res, x, uint64(v)) })
+	b.NewRet(res)
+	return f
+}
+
+// transposeGroups calls emit(v, x) for v = 0..3 with vector v of the
+// aggregate z ([4 x <w x T>], element i lane j the value of coordinate
+// 4j+i) in coordinate order (lane l of vector v coordinate w·v+l).
+func transposeGroups(b *llvm.Block, w lanes, z value.Value, emit func(v int, x value.Value)) {
 	r := make([]value.Value, 4)
 	for i := range r {
 		r[i] = b.NewExtractValue(z, uint64(i))
@@ -352,12 +362,9 @@ func emitGaussianC(m *llvm.Module, w lanes, gw *llvm.Func) *llvm.Func {
 		shuffle(b, w, t[0], t[2], blockMask(w, 0, 1, 4, 5)), shuffle(b, w, t[0], t[2], blockMask(w, 2, 3, 6, 7)),
 		shuffle(b, w, t[1], t[3], blockMask(w, 0, 1, 4, 5)), shuffle(b, w, t[1], t[3], blockMask(w, 2, 3, 6, 7)),
 	}
-	var res value.Value = constantUndef(out)
 	for v := 0; v < 4; v++ {
-		res = b.NewInsertValue(res, gatherGroups(b, w, u, v), uint64(v))
+		emit(v, gatherGroups(b, w, u, v))
 	}
-	b.NewRet(res)
-	return f
 }
 
 // blockMask is the shuffle mask that applies the four-lane pattern p (0-3:

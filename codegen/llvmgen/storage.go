@@ -123,26 +123,70 @@ func (k *kernel) roundingWords() *llvm.Func {
 	return f
 }
 
+// roundingWordsC is fg_rounding_c<w>(seed, step, site, group), emitted on
+// first use: the Philox words of the w groups of four from group at the
+// rounding site, drawn on w lanes at once and transposed to coordinate
+// order as the noise's (transposeGroups): element v, lane l is the word
+// of coordinate w·v+l of the 4w.
+func (k *kernel) roundingWordsC(w lanes) *llvm.Func {
+	name := "fg_rounding_c" + w.suffix()[2:]
+	if f := funcNamed(k.m, name); f != nil {
+		return f
+	}
+	ps := noiseParams("group")
+	out := types.NewArray(4, w.i32())
+	f, b := newHelper(k.m, name, out, ps...)
+	groups := w.from(b, ps[3])
+	lo := func(x value.Value) value.Value { return b.NewTrunc(x, i32) }
+	x := b.NewCall(funcNamed(k.m, "fg_philox"+w.suffix()), b.NewTrunc(groups, w.i32()), b.NewTrunc(b.NewLShr(groups, w.u64(32)), w.i32()),
+		w.splat(b, ps[1]), w.splat(b, ps[2]), lo(ps[0]), lo(b.NewLShr(ps[0], i64c(32))))
+	var res value.Value = constantUndef(out)
+	transposeGroups(b, w, x, func(v int, y value.Value) { res = b.NewInsertValue(res, y, uint64(v)) })
+	b.NewRet(res)
+	return f
+}
+
+// wideBits draws the rounding words of the 4w coordinates from index base
+// (offset+base a multiple of four) for every site a stochastic stored
+// buffer rounds with: by site, the words of the four vectors of w.
+func (k *kernel) wideBits(b *llvm.Block, r rounding, base value.Value, w lanes) map[uint32]value.Value {
+	out := map[uint32]value.Value{}
+	for _, name := range k.stored {
+		buf := k.bufferIndex(name)
+		site := rng.RoundingSiteBase + uint32(buf)/2
+		if _, ok := out[site]; ok || !k.storage(buf).Stochastic {
+			continue
+		}
+		group := b.NewLShr(b.NewAdd(r.offset, base), i64c(2))
+		out[site] = b.NewCall(k.roundingWordsC(w), r.seed, r.step, i32c(site), group)
+	}
+	return out
+}
+
+// vectorBits is buffer buf's rounding bits for vector v of words (wideBits),
+// in the low 16 bits of each lane; nil where buf rounds to nearest.
+func (k *kernel) vectorBits(b *llvm.Block, words map[uint32]value.Value, buf, v int, w lanes) value.Value {
+	if !k.storage(buf).Stochastic {
+		return nil
+	}
+	x := b.NewExtractValue(words[rng.RoundingSiteBase+uint32(buf)/2], uint64(v))
+	return b.NewLShr(x, w.u32(16*(uint32(buf)&1)))
+}
+
 // bits is the rounding bits of buffer buf for the w coordinates from
-// index base+c of the buffers (w 1, or a multiple of four with offset+base+c
-// a multiple of four), in the low 16 bits of each lane; nil, and no
-// instruction, where buffer buf rounds to nearest.
+// index base+c of the buffers (w 1, or 4 with offset+base+c a multiple of
+// four), in the low 16 bits of each lane; nil, and no instruction, where
+// buffer buf rounds to nearest.
 func (k *kernel) bits(b *llvm.Block, r rounding, buf int, base value.Value, c int64, w lanes) value.Value {
 	if !k.storage(buf).Stochastic {
 		return nil
 	}
 	site := i32c(rng.RoundingSiteBase + uint32(buf)/2)
 	e := b.NewAdd(r.offset, b.NewAdd(base, i64c(c)))
-	words := func(g value.Value) value.Value { return b.NewCall(k.roundingWords(), r.seed, r.step, site, g) }
-	var v value.Value
+	words := b.NewCall(k.roundingWords(), r.seed, r.step, site, b.NewLShr(e, i64c(2)))
+	var v value.Value = words
 	if w == 1 {
-		v = selectByBits(b, unpackLanes(b, words(b.NewLShr(e, i64c(2))), 4), e)
-	} else {
-		var parts []value.Value
-		for q := int64(0); q < int64(w)/4; q++ {
-			parts = append(parts, unpackLanes(b, words(b.NewAdd(b.NewLShr(e, i64c(2)), i64c(q))), 4)...)
-		}
-		v = packLanes(b, parts)
+		v = selectByBits(b, unpackLanes(b, words, 4), e)
 	}
 	return b.NewLShr(v, w.u32(16*(uint32(buf)&1)))
 }
