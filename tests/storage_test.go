@@ -15,6 +15,8 @@ import (
 	"github.com/fibergen/fibergen/internal/cudasim"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
@@ -60,7 +62,10 @@ type storageRun struct {
 	raw  [][]uint16 // the bfloat16 memory of the narrow buffers; nil for the others
 }
 
-func newStorageRun(t *testing.T, fn *ir.Func, p *interp.Program, c storageCase) *storageRun {
+// newStorageRun returns run buffers for c, random, the states at their
+// initial values where init says so; a bfloat16 state's values are
+// bfloat16s.
+func newStorageRun(t *testing.T, fn *ir.Func, p *interp.Program, c storageCase, init bool) *storageRun {
 	r := &storageRun{fn: fn}
 	rnd := rand.New(rand.NewPCG(uint64(c.n), 7))
 	for range ir.Buffers(fn) {
@@ -70,8 +75,10 @@ func newStorageRun(t *testing.T, fn *ir.Func, p *interp.Program, c storageCase) 
 		}
 		r.ref = append(r.ref, ref)
 	}
-	if err := p.Init(fn.DefaultHypers(), r.ref[ir.FirstState:]); err != nil {
-		t.Fatal(err)
+	if init {
+		if err := p.Init(fn.DefaultHypers(), r.ref[ir.FirstState:]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, b := range ir.Buffers(fn) {
 		if !b.Storage.Narrow() {
@@ -81,7 +88,8 @@ func newStorageRun(t *testing.T, fn *ir.Func, p *interp.Program, c storageCase) 
 		}
 		raw := make([]uint16, 2*(c.n+c.skew)+2)[c.skew:]
 		for j, x := range r.ref[i] {
-			raw[j] = rng.BF16Nearest(x) // the reference's initial values are bfloat16s already
+			raw[j] = rng.BF16Nearest(x) // Init's values are bfloat16s already
+			r.ref[i][j] = rng.BF16Widen(raw[j])
 		}
 		r.bufs = append(r.bufs, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(raw))), c.n))
 		r.raw = append(r.raw, raw)
@@ -123,7 +131,7 @@ func storageSteps(t *testing.T, fn *ir.Func, c storageCase, launch func(r *stora
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newStorageRun(t, fn, p, c)
+	r := newStorageRun(t, fn, p, c, true)
 	key := rng.Key{11, 12, 13, 14}
 	for step := range 3 {
 		sigmaW2 := kernelSigmaW2(step)
@@ -356,4 +364,96 @@ func btoi(x bool) int {
 		return 1
 	}
 	return 0
+}
+
+// passSizes are the sizes the passes besides the step are checked at: one
+// coordinate, one chunk and one more, and three chunks and a partial row.
+var passSizes = []int{1, 5, 4097, 3*4096 + 129}
+
+// TestStorageDiagnostic checks clamp_mass over bfloat16 states
+// (testdata/bf16_passes.dsl): the host function of every variant this CPU
+// runs against the Go reference, bit for bit.
+func TestStorageDiagnostic(t *testing.T) {
+	u, p := compileStorage(t, "bf16_passes.dsl")
+	d, err := p.Diagnostic("clamp_mass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scalars := p.KernelScalars(p.HostScalars(u.Func.DefaultHypers(), 3, 1e-8), 1e-8)
+	so, err := u.CachedSharedObject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, isa := range hostISAs(t) {
+		h, err := hostkernel.OpenDiagnosticISA(so, u.Module.Kernels.Diagnostics[0].HostFunction, isa, len(ir.Buffers(u.Func)), len(scalars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		for _, n := range passSizes {
+			r := newStorageRun(t, u.Func, p, storageCase{n: n, skew: n % 3}, false)
+			c := reduce.ReduceChunks(n)
+			want, got := [2][]float32{make([]float32, c), make([]float32, c)}, [2][]float32{make([]float32, c), make([]float32, c)}
+			if err := d.Partials(scalars, r.ref[ir.FirstState:], want[0], want[1]); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Run(r.bufs, scalars, n, 0, c, got[0], got[1]); err != nil {
+				t.Fatal(err)
+			}
+			compareBits(t, isa, n, "host", want, got)
+		}
+	}
+}
+
+// TestStorageReduce checks the reduction pass over bfloat16 states
+// (testdata/bf16_passes.dsl: a norm and a max of bf16 states) with
+// Philox noise: the host function (the variant this CPU runs best) against
+// the Go reference, partials and kept gradient bit for bit.
+func TestStorageReduce(t *testing.T) {
+	u, p := compileStorage(t, "bf16_passes.dsl")
+	const step, sigmaW2, seed, offset = 2, 0.25, 3, 1<<33 + 1
+	scalars := p.ReduceScalars(u.Func.DefaultHypers(), step, sigmaW2)
+	so, err := u.CachedSharedObject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := u.Func.NumReductions()
+	e, err := hostkernel.OpenReduce(so, u.Module.Kernels.Reduce.HostFunction, len(ir.Buffers(u.Func)), len(scalars), terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	{
+		isa := e.Name
+		for _, n := range passSizes {
+			r := newStorageRun(t, u.Func, p, storageCase{n: n, skew: n % 3}, false)
+			c := reduce.ReduceChunks(n)
+			want, kept := make([][]float32, terms), make([]float32, n)
+			for i := range want {
+				want[i] = make([]float32, c)
+			}
+			nz := &interp.Noise{Stream: rng.Stream{Mode: rng.Philox, Seed: seed, Step: step}, SigmaW: scalars[len(scalars)-1], Offset: offset}
+			if err := p.ReducePartials(scalars, nz, r.ref, want, kept); err != nil {
+				t.Fatal(err)
+			}
+			got, gotKept := make([]float32, terms*c), make([]float32, n)
+			rg := hostkernel.Range{Lo: 0, Hi: int64(c), Offset: offset, Seed: seed, Step: step, Noise: uint32(rng.Philox)}
+			if err := e.Run(r.bufs, scalars, n, rg, got, gotKept); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				compareBits(t, isa, n, fmt.Sprintf("term %d", i), [2][]float32{want[i], kept}, [2][]float32{got[i*c : (i+1)*c], gotKept})
+			}
+		}
+	}
+}
+
+// compileStorage compiles testdata/name and its Go reference.
+func compileStorage(t *testing.T, name string) (*pipeline.Unit, *interp.Program) {
+	u := mustCompileFile(t, repoPath("tests", "testdata", name))
+	p, err := interp.New(u.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, p
 }

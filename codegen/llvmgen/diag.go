@@ -46,7 +46,7 @@ func (k *kernel) emitDiagnostics() error {
 // reads, the sums num and den; scalars are the step's scalar values.
 func (k *kernel) diagReduction(d *ir.Diagnostic, idx []int, scalars []value.Value) reduction {
 	reads := d.Reads(k.fn)
-	return reduction{inputs: len(reads), sums: len(ir.DiagTerms),
+	return reduction{inputs: len(reads), stored: k.storages(reads), sums: len(ir.DiagTerms),
 		terms: func(b *llvm.Block, w lanes, in []value.Value) []value.Value {
 			host := make([]value.Value, len(idx))
 			for i, j := range idx {

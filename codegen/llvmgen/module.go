@@ -93,9 +93,6 @@ func Generate(fn *ir.Func) (*Module, error) {
 	if err := ir.Verify(fn); err != nil {
 		return nil, fmt.Errorf("llvmgen: %w", err)
 	}
-	if err := checkNarrowReads(fn); err != nil {
-		return nil, err
-	}
 	k := &kernel{fn: fn, m: llvm.NewModule(), scalars: ir.HostScalars(fn.Step)}
 	k.Name = fn.Name
 	for _, st := range fn.Step.Stores() {

@@ -109,11 +109,11 @@ func (k *kernel) examplePiece(f *llvm.Func, b *llvm.Block, p pieceArgs, r reduct
 func (k *kernel) pieceRow(f *llvm.Func, b *llvm.Block, p pieceArgs, r reduction, ptrs []value.Value, base value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 	inside := b.NewAnd(b.NewICmp(enum.IPredSGE, base, i64c(0)), b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(reduceRow)), p.n))
 	return k.ifElse(f, b, inside, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-		return b, rowTerms(b, r, rowLoads(b, ptrs, base), nil, acc)
+		return b, rowTerms(b, r, rowLoads(b, ptrs, nil, base), nil, acc)
 	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		b, padded := k.padPiece(f, b, ptrs, base, p.n)
 		mask := pieceMask(b, base, p.n)
-		return b, rowTerms(b, r, rowLoads(b, padded, i64c(0)), mask, acc)
+		return b, rowTerms(b, r, rowLoads(b, padded, nil, i64c(0)), mask, acc)
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/reduce"
 )
@@ -36,9 +37,11 @@ const (
 
 // reduction is a chunked sum of per-element terms.
 type reduction struct {
-	// inputs are the float arrays read: row r of input k starts at
-	// ins[k] + r·n.
+	// inputs are the arrays read: row r of input k starts at ins[k] + r·n.
 	inputs int
+	// stored is how each input stores its values (ir.Storage: a bf16
+	// state's loads widen); nil: every input is float32.
+	stored []ir.Storage
 	// noise, where set, privatizes input grad (g) as the step does before
 	// the terms read it (reduction.privatized).
 	noise *passNoise
@@ -60,6 +63,23 @@ type reduction struct {
 	// elements ahead (the reduction pass, whose work between loads, a
 	// noise draw and LAMB's update, leaves their latency exposed).
 	prefetch bool
+}
+
+// storage is how input i stores its values.
+func (r reduction) storage(i int) ir.Storage {
+	if r.stored == nil {
+		return float32Storage
+	}
+	return r.stored[i]
+}
+
+// sizes are the bytes of one value of each input.
+func (r reduction) sizes() []int64 {
+	out := make([]int64, r.inputs)
+	for i := range out {
+		out[i] = int64(r.storage(i).DType.Size())
+	}
+	return out
 }
 
 // combine is how r's sum s combines its terms.
@@ -154,10 +174,10 @@ func chunkCount(b *llvm.Block, n value.Value) value.Value {
 // taskRows emits where the task t (row·nchunks + chunk) starts: the row
 // pointers of the inputs, the chunk's first element and the number of rows
 // of reduceRow elements it has (the last may be partial).
-func taskRows(b *llvm.Block, ins []value.Value, t, n, nchunks value.Value) (rows []value.Value, start, count value.Value) {
+func (r reduction) taskRows(b *llvm.Block, ins []value.Value, t, n, nchunks value.Value) (rows []value.Value, start, count value.Value) {
 	row, c := b.NewSDiv(t, nchunks), b.NewSRem(t, nchunks)
-	for _, p := range ins {
-		rows = append(rows, b.NewGetElementPtr(f32, p, b.NewMul(row, n)))
+	for i, p := range ins {
+		rows = append(rows, b.NewGetElementPtr(elemType(r.storage(i)), p, b.NewMul(row, n)))
 	}
 	start = b.NewMul(c, i64c(ReduceChunk))
 	left := b.NewSDiv(b.NewAdd(b.NewSub(n, start), i64c(reduceRow-1)), i64c(reduceRow))
@@ -225,8 +245,8 @@ func (k *kernel) warpReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 	nchunks := chunkCount(b, n)
 	tasks := b.NewMul(rows, nchunks)
 	return k.forLoop(f, b, "task", warp, tasks, warps, func(b *llvm.Block, t value.Value) *llvm.Block {
-		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
-		aligned := k.aligned(b, ptrs, i64c(0))
+		ptrs, start, count := r.taskRows(b, ins, t, n, nchunks)
+		aligned := alignedAt(b, ptrs, r.sizes(), i64c(0))
 		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), r.identities(1), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 			base := b.NewAdd(b.NewAdd(start, b.NewMul(row, i64c(reduceRow))), b.NewShl(lane, i64c(2)))
 			return k.laneTerms(f, b, r, ptrs, base, n, aligned, acc)
@@ -278,19 +298,20 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 	}
 	return k.ifElse(f, b, b.NewAnd(aligned, full), func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		var vals [][]value.Value
-		for _, p := range ptrs {
-			vals = append(vals, loadCoords(b, float32Storage, b.NewGetElementPtr(f32, p, base), 4, true))
+		for i, p := range ptrs {
+			s := r.storage(i)
+			vals = append(vals, loadCoords(b, s, b.NewGetElementPtr(elemType(s), p, base), 4, true))
 		}
 		return add(b, vals, false)
 	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		last := b.NewSub(n, i64c(1))
 		var vals [][]value.Value
-		for _, p := range ptrs {
+		for j, p := range ptrs {
 			var v []value.Value
 			for e := range 4 {
 				i := b.NewAdd(base, i64c(int64(e)))
 				at := b.NewSelect(b.NewICmp(enum.IPredSLT, i, n), i, last)
-				v = append(v, load(b, f32, b.NewGetElementPtr(f32, p, at), 4))
+				v = append(v, loadStored(b, r.storage(j), p, at, 1, 4))
 			}
 			vals = append(vals, v)
 		}
@@ -320,22 +341,22 @@ func (r reduction) privatizedLane(b *llvm.Block, vals [][]value.Value, z value.V
 func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs []value.Value, n, lo, hi value.Value) *llvm.Block {
 	nchunks := chunkCount(b, n)
 	return k.forLoop(f, b, "task", lo, hi, i64c(1), func(b *llvm.Block, t value.Value) *llvm.Block {
-		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
+		ptrs, start, count := r.taskRows(b, ins, t, n, nchunks)
 		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), r.identities(reduceLanes), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 			base := b.NewAdd(start, b.NewMul(row, i64c(reduceRow)))
 			if r.prefetch {
-				k.prefetchRows(b, ptrs, b.NewAdd(base, i64c(prefetchAhead)))
+				k.prefetchRows(b, r, ptrs, b.NewAdd(base, i64c(prefetchAhead)))
 			}
 			full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(reduceRow)), n)
 			z := r.drawn(b, base)
 			return k.ifElse(f, b, full, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-				in := r.privatized(b, reduceRow, rowLoads(b, ptrs, base), z)
+				in := r.privatized(b, reduceRow, rowLoads(b, ptrs, r.stored, base), z)
 				b = k.keepStore(f, b, r, in, reduceRow, base, nil)
 				return b, rowTerms(b, r, in, nil, acc)
 			}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-				b, padded := k.padRows(f, b, ptrs, base, n)
+				b, padded := k.padRows(f, b, r, ptrs, base, n)
 				mask := rowMask(b, base, n)
-				in := r.privatized(b, reduceRow, rowLoads(b, padded, i64c(0)), z)
+				in := r.privatized(b, reduceRow, rowLoads(b, padded, nil, i64c(0)), z)
 				b = k.keepTail(f, b, r, in, base, n)
 				return b, rowTerms(b, r, in, mask, acc)
 			})
@@ -369,11 +390,16 @@ func rowIndexes(b *llvm.Block, base value.Value) value.Value {
 	return b.NewAdd(broadcast(b, lanes(reduceRow), base), constant.NewVector(types.NewVector(reduceRow, i64), idx...))
 }
 
-// rowLoads loads the rows base..base+127 of ptrs, one <128 x float> each.
-func rowLoads(b *llvm.Block, ptrs []value.Value, base value.Value) []value.Value {
+// rowLoads loads the rows base..base+127 of ptrs, stored as stored says
+// (nil: float32), one <128 x float> each.
+func rowLoads(b *llvm.Block, ptrs []value.Value, stored []ir.Storage, base value.Value) []value.Value {
 	var in []value.Value
-	for _, p := range ptrs {
-		in = append(in, load(b, rowVec, b.NewBitCast(b.NewGetElementPtr(f32, p, base), types.NewPointer(rowVec)), 4))
+	for i, p := range ptrs {
+		s := float32Storage
+		if stored != nil {
+			s = stored[i]
+		}
+		in = append(in, loadStored(b, s, p, base, reduceRow, 4))
 	}
 	return in
 }
@@ -418,12 +444,12 @@ func (k *kernel) keepTail(f *llvm.Func, b *llvm.Block, r reduction, in []value.V
 // load becomes 128 branches on a target without one, SSE2, which took llc
 // seconds; the copy's stores are volatile so that LLVM does not make the
 // loop a call to memcpy, which the shared object does not link.)
-func (k *kernel) padRows(f *llvm.Func, b *llvm.Block, ptrs []value.Value, base, n value.Value) (*llvm.Block, []value.Value) {
+func (k *kernel) padRows(f *llvm.Func, b *llvm.Block, r reduction, ptrs []value.Value, base, n value.Value) (*llvm.Block, []value.Value) {
 	var rows []value.Value
-	for _, p := range ptrs {
+	for i, p := range ptrs {
 		row := k.stackRow(f, b)
 		b = k.forLoop(f, b, "pad", i64c(0), b.NewSub(n, base), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
-			st := b.NewStore(load(b, f32, b.NewGetElementPtr(f32, p, b.NewAdd(base, e)), 4), b.NewGetElementPtr(f32, row, e))
+			st := b.NewStore(loadStored(b, r.storage(i), p, b.NewAdd(base, e), 1, 4), b.NewGetElementPtr(f32, row, e))
 			st.Align, st.Volatile = 4, true
 			return b
 		})
@@ -468,13 +494,15 @@ func broadcast(b *llvm.Block, w lanes, x value.Value) value.Value {
 const prefetchAhead = 4 * reduceRow
 
 // prefetchRows emits a prefetch (read, keep in every cache level) of the
-// cache lines of a row of reduceRow elements from index at of each of ptrs.
-func (k *kernel) prefetchRows(b *llvm.Block, ptrs []value.Value, at value.Value) {
+// 64-byte cache lines of a row of reduceRow elements from index at of each
+// of ptrs, r's inputs.
+func (k *kernel) prefetchRows(b *llvm.Block, r reduction, ptrs []value.Value, at value.Value) {
 	i8p := types.NewPointer(types.I8)
 	fn := intrinsic(k.m, "llvm.prefetch.p0i8", types.Void, i8p, i32, i32, i32)
-	for _, p := range ptrs {
-		for line := int64(0); line < reduceRow; line += 16 {
-			addr := b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(at, i64c(line))), i8p)
+	for i, p := range ptrs {
+		s := r.storage(i)
+		for line := int64(0); line < reduceRow; line += int64(64 / s.DType.Size()) {
+			addr := b.NewBitCast(b.NewGetElementPtr(elemType(s), p, b.NewAdd(at, i64c(line))), i8p)
 			b.NewCall(fn, addr, i32c(0), i32c(3), i32c(1))
 		}
 	}

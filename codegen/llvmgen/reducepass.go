@@ -156,7 +156,7 @@ func (k *kernel) reducePtrs(ptrs []value.Value) []value.Value {
 func (k *kernel) reducePass(d *draw, noise func(secure bool) *llvm.Func, scalars []value.Value, kept value.Value) reduction {
 	reads := k.fn.ReduceReads()
 	g := slices.Index(reads, ir.GradName)
-	r := reduction{inputs: len(reads), sums: k.fn.NumReductions(), combines: k.fn.ReduceCombines(), prefetch: true,
+	r := reduction{inputs: len(reads), stored: k.storages(reads), sums: k.fn.NumReductions(), combines: k.fn.ReduceCombines(), prefetch: true,
 		terms: func(b *llvm.Block, w lanes, in []value.Value) []value.Value {
 			return k.blockTerms(b, w, k.fn.Reduce, k.fn.ReduceTerms(), scalars, in, reads)
 		}}

@@ -1,8 +1,6 @@
 package llvmgen
 
 import (
-	"fmt"
-
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/rng"
@@ -191,24 +189,19 @@ func (k *kernel) bits(b *llvm.Block, r rounding, buf int, base value.Value, c in
 	return b.NewLShr(v, w.u32(16*(uint32(buf)&1)))
 }
 
-// checkNarrowReads refuses a diagnostic or a reduction that reads a
-// bfloat16 state: their passes load float32 rows only, for now.
-func checkNarrowReads(fn *ir.Func) error {
-	reads := map[string][]string{}
-	for _, d := range fn.Diags {
-		reads["diagnostic "+d.Kind] = d.Reads(fn)
+// storages are the storage of each buffer named; nil where all are
+// float32, so that a reduction over float32 buffers is emitted as before.
+func (k *kernel) storages(names []string) []ir.Storage {
+	out := make([]ir.Storage, len(names))
+	narrow := false
+	for i, name := range names {
+		out[i] = k.fn.StorageOf(name)
+		narrow = narrow || out[i].Narrow()
 	}
-	if fn.Reduce != nil {
-		reads["the reductions (norm, sum, mean, max, min)"] = fn.ReduceReads()
+	if !narrow {
+		return nil
 	}
-	for what, states := range reads {
-		for _, s := range states {
-			if st := fn.StorageOf(s); st.Narrow() {
-				return fmt.Errorf("llvmgen: %s: %s reads state %s, stored as %s: the passes of the diagnostics and reductions read float32 buffers only, so far; store %s as f32", fn.Name, what, s, st.DType, s)
-			}
-		}
-	}
-	return nil
+	return out
 }
 
 // float32Storage is the storage of the rows the reductions read.
