@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -456,4 +457,82 @@ func compileStorage(t *testing.T, name string) (*pipeline.Unit, *interp.Program)
 		t.Fatal(err)
 	}
 	return u, p
+}
+
+// TestStoragePassesPTXSim checks clamp_mass and the reduction pass over
+// bfloat16 states on the PTX simulator against the Go reference, bit for
+// bit (the reduction with Philox noise, keeping the privatized gradient).
+func TestStoragePassesPTXSim(t *testing.T) {
+	u, p := compileStorage(t, "bf16_passes.dsl")
+	ptx, err := u.PTX()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _ := simRun(t, cudasim.Config{})
+	fns := loadFunctions(t, run.ctx, ptx, u.Module.Kernels.Diagnostics[0].Kernel, u.Module.Kernels.Reduce.Kernel)
+	diag, err := p.Diagnostic("clamp_mass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const step, sigmaW2, seed, offset = 2, 0.25, 3, 1<<33 + 1
+	h := u.Func.DefaultHypers()
+	diagScalars, redScalars := p.KernelScalars(p.HostScalars(h, step, sigmaW2), sigmaW2), p.ReduceScalars(h, step, sigmaW2)
+	terms := u.Func.NumReductions()
+	for _, n := range passSizes {
+		r := newStorageRun(t, u.Func, p, storageCase{n: n, skew: n % 3}, false)
+		c := reduce.ReduceChunks(n)
+		dev := deviceBuffers(t, run.ctx, r.bufs, n%3)
+		var args []any
+		for _, d := range dev {
+			args = append(args, d)
+		}
+		// clamp_mass: num and den.
+		want := [2][]float32{make([]float32, c), make([]float32, c)}
+		if err := diag.Partials(diagScalars, r.ref[ir.FirstState:], want[0], want[1]); err != nil {
+			t.Fatal(err)
+		}
+		got := [2][]float32{make([]float32, c), make([]float32, c)}
+		out := deviceBuffers(t, run.ctx, got[:], 0)
+		launchPass(t, run, fns[0], c, slices.Concat(args, floatArgs(diagScalars), []any{int64(n), out[0], out[1]}))
+		readBuffers(t, run.ctx, out, got[:])
+		compareBits(t, "clamp_mass", n, "ptxsim", want, got)
+		// The reduction pass: partials, term-major, and the kept g.
+		wantRed, kept := make([][]float32, terms), make([]float32, n)
+		for i := range wantRed {
+			wantRed[i] = make([]float32, c)
+		}
+		nz := &interp.Noise{Stream: rng.Stream{Mode: rng.Philox, Seed: seed, Step: step}, SigmaW: redScalars[len(redScalars)-1], Offset: offset}
+		if err := p.ReducePartials(redScalars, nz, r.ref, wantRed, kept); err != nil {
+			t.Fatal(err)
+		}
+		host := [][]float32{make([]float32, terms*c), make([]float32, n)}
+		out = deviceBuffers(t, run.ctx, host, 0)
+		launchPass(t, run, fns[1], c, slices.Concat(args, floatArgs(redScalars),
+			[]any{int64(n), int64(offset), uint64(seed), uint32(step), uint32(rng.Philox), uint64(0), uint64(0), uint64(0), uint64(0), out[0], out[1]}))
+		readBuffers(t, run.ctx, out, host)
+		for i := range wantRed {
+			compareBits(t, fmt.Sprintf("term %d", i), n, "ptxsim", [2][]float32{wantRed[i], kept}, [2][]float32{host[0][i*c : (i+1)*c], host[1]})
+		}
+	}
+}
+
+// launchPass launches a pass kernel with one warp per chunk of its c.
+func launchPass(t *testing.T, run ptxRun, fn *cudadrv.Function, c int, args []any) {
+	t.Helper()
+	grid, block := launchShape(t, run.ctx, fn, [2]int{64, 0}, 32*c)
+	if err := fn.Launch(grid, block, 0, args...); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.ctx.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// floatArgs are xs as kernel arguments.
+func floatArgs(xs []float32) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }
