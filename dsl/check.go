@@ -370,8 +370,6 @@ func (c *checker) checkStorage(d *StateDecl) {
 	switch {
 	case d.Type == nil:
 		return
-	case d.Type.Name == "f16":
-		c.errorf(d.Type.NamePos, "storage type f16 is not supported yet: fibergen stores %s (float16 needs conversions of its own in the Go reference, the host kernels and the PTX)", dtypeList())
 	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)):
 		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s", d.Type.Name, dtypeList())
 	case d.Rounding == nil:

@@ -8,10 +8,11 @@ type DType string
 const (
 	Float32  DType = "f32"
 	BFloat16 DType = "bf16"
+	Float16  DType = "f16"
 )
 
 // DTypes are the storage types fibergen stores.
-var DTypes = []DType{Float32, BFloat16}
+var DTypes = []DType{Float32, BFloat16, Float16}
 
 // Stochastic is the word that asks for stochastic rounding after a narrow
 // storage type: `state m: bf16 stochastic = 0`.
@@ -19,17 +20,20 @@ const Stochastic = "stochastic"
 
 // Size is the bytes of one stored value.
 func (d DType) Size() int {
-	if d == BFloat16 {
+	if d == BFloat16 || d == Float16 {
 		return 2
 	}
 	return 4
 }
 
 // Name is the storage type's name in manifests, NumPy and PyTorch:
-// float32, bfloat16.
+// float32, bfloat16, float16.
 func (d DType) Name() string {
-	if d == BFloat16 {
+	switch d {
+	case BFloat16:
 		return "bfloat16"
+	case Float16:
+		return "float16"
 	}
 	return "float32"
 }

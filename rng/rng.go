@@ -16,6 +16,8 @@ package rng
 
 import (
 	_ "embed" // for CoreSource
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // Version names the noise scheme. Any change that alters a single output bit must change it.
@@ -129,19 +131,44 @@ func RoundingBits(seed uint64, step uint32, buf int, elem uint64) uint16 {
 	return roundingBits(seed, step, buf, elem)
 }
 
-// NarrowBF16 stores src into dst rounded to bfloat16 and widened back (so dst holds values a
-// bfloat16 holds exactly): to nearest, or with stochastic set, by the rounding bits of
-// buffer buf at step under seed, src[i] being global element offset+i.
-func NarrowBF16(dst, src []float32, stochastic bool, seed uint64, step uint32, buf int, offset uint64) {
+// F16Round is x rounded to float16 as its 16 bits: to nearest, ties to even, or with
+// stochastic, up by the 16 random bits r with probability the dropped fraction of an ulp
+// (to 2^-16 of one); every NaN is 0x7e00 (docs/kernels.md, "Storage types").
+func F16Round(x float32, stochastic bool, r uint16) uint16 { return f16Round(x, stochastic, r) }
+
+// F16Widen is the float32 value of the float16 bits h, exactly.
+func F16Widen(h uint16) float32 { return f16Widen(h) }
+
+// Narrow stores src into dst rounded to the storage type d (lang.BFloat16 or lang.Float16)
+// and widened back, so that dst holds values d holds exactly: to nearest, or with
+// stochastic set, by the rounding bits of buffer buf at step under seed, src[i] being global
+// element offset+i. lang.Float32 copies.
+func Narrow(d lang.DType, dst, src []float32, stochastic bool, seed uint64, step uint32, buf int, offset uint64) {
 	var c roundingGroup
 	for i, x := range src {
-		h := bf16Nearest(x)
+		var r uint16
 		if stochastic {
-			h = bf16Stochastic(x, c.bits(seed, step, buf, offset+uint64(i)))
+			r = c.bits(seed, step, buf, offset+uint64(i))
 		}
-		dst[i] = bf16Widen(h)
+		dst[i] = Round(d, x, stochastic, r)
 	}
+}
+
+// Round is x stored as d and loaded back: to nearest, or stochastically by the 16 bits r.
+func Round(d lang.DType, x float32, stochastic bool, r uint16) float32 {
+	switch {
+	case d == lang.BFloat16 && stochastic:
+		return bf16Widen(bf16Stochastic(x, r))
+	case d == lang.BFloat16:
+		return bf16Widen(bf16Nearest(x))
+	case d == lang.Float16:
+		return f16Widen(f16Round(x, stochastic, r))
+	}
+	return x
 }
 
 // BF16NaN is the bfloat16 bits every NaN narrows to.
 const BF16NaN = bf16NaN
+
+// F16NaN is the float16 bits every NaN narrows to.
+const F16NaN = f16NaN

@@ -899,7 +899,7 @@ func (o *Optimizer) observation() Observation {
 func checkStorage(fn *ir.Func) error {
 	if narrow := fn.NarrowStates(); len(narrow) > 0 {
 		s := narrow[0]
-		return fmt.Errorf("runtime: %s stores state %s as %s: this runtime steps float32 buffers only (bfloat16 states run through the Go reference and the kernels, not yet through the runtime)", fn.Name, s, fn.StorageOf(s).DType.Name())
+		return fmt.Errorf("runtime: %s stores state %s as %s: this runtime steps float32 buffers only (bfloat16 and float16 states run through the Go reference and the kernels, not yet through the runtime)", fn.Name, s, fn.StorageOf(s).DType.Name())
 	}
 	return nil
 }

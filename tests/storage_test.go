@@ -14,8 +14,10 @@ import (
 	"unsafe"
 
 	"github.com/fibergen/fibergen/internal/cudasim"
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/rng"
@@ -24,7 +26,7 @@ import (
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
-// The bfloat16 states of testdata/bf16.dsl, stepped by the Go reference
+// The bfloat16 states of testdata/storage.dsl, stepped by the Go reference
 // (package interp, whose buffers hold the widened values), the host kernel
 // (every variant this CPU runs) and the PTX on the simulator, which hold
 // them as 16-bit values: every buffer after every step, bit for bit, in
@@ -89,8 +91,8 @@ func newStorageRun(t *testing.T, fn *ir.Func, p *interp.Program, c storageCase, 
 		}
 		raw := make([]uint16, 2*(c.n+c.skew)+2)[c.skew:]
 		for j, x := range r.ref[i] {
-			raw[j] = rng.BF16Nearest(x) // Init's values are bfloat16s already
-			r.ref[i][j] = rng.BF16Widen(raw[j])
+			raw[j] = narrowBits(b.Storage.DType, x) // Init's values are stored values already
+			r.ref[i][j] = widenBits(b.Storage.DType, raw[j])
 		}
 		r.bufs = append(r.bufs, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(raw))), c.n))
 		r.raw = append(r.raw, raw)
@@ -109,15 +111,16 @@ func (r *storageRun) stepRef(t *testing.T, p *interp.Program, s interp.Scalars, 
 }
 
 // diff returns the first value the kernels' buffers and the reference's
-// do not agree on, bit for bit.
+// do not agree on: bit for bit, but for a float32 NaN the GPU's arithmetic
+// made (floatbits.Same; a narrow buffer stores one NaN).
 func (r *storageRun) diff(step int) error {
 	for i, ref := range r.ref {
 		for j, want := range ref {
 			got := r.bufs[i][j]
 			if r.raw[i] != nil {
-				got = rng.BF16Widen(r.raw[i][j])
+				got = widenBits(ir.Buffers(r.fn)[i].Storage.DType, r.raw[i][j])
 			}
-			if math.Float32bits(got) != math.Float32bits(want) {
+			if !floatbits.Same(got, want) {
 				return fmt.Errorf("step %d: %s[%d] = %#08x, the reference %#08x", step, ir.Buffers(r.fn)[i].Name, j, math.Float32bits(got), math.Float32bits(want))
 			}
 		}
@@ -154,7 +157,7 @@ func storageSteps(t *testing.T, fn *ir.Func, c storageCase, launch func(r *stora
 }
 
 func TestStorageHostKernel(t *testing.T) {
-	u := mustCompileFile(t, repoPath("tests", "testdata", "bf16.dsl"))
+	u := mustCompileFile(t, repoPath("tests", "testdata", "storage.dsl"))
 	so, err := u.CachedSharedObject()
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +181,7 @@ func TestStorageHostKernel(t *testing.T) {
 }
 
 func TestStoragePTXSim(t *testing.T) {
-	u := mustCompileFile(t, repoPath("tests", "testdata", "bf16.dsl"))
+	u := mustCompileFile(t, repoPath("tests", "testdata", "storage.dsl"))
 	ptx, err := u.PTX()
 	if err != nil {
 		t.Fatal(err)
@@ -205,11 +208,11 @@ func TestStoragePTXSim(t *testing.T) {
 }
 
 // TestStorageGeneratedGo checks that the generated Go package of
-// testdata/bf16.dsl narrows its stores as the Go reference does: three
+// testdata/storage.dsl narrows its stores as the Go reference does: three
 // noisy steps, every value of theta and of every state, bit for bit.
 func TestStorageGeneratedGo(t *testing.T) {
 	const n, seed, sigmaW2 = 37, 5, 0.01
-	u := mustCompileFile(t, repoPath("tests", "testdata", "bf16.dsl"))
+	u := mustCompileFile(t, repoPath("tests", "testdata", "storage.dsl"))
 	dir := t.TempDir()
 	writeModule(t, dir)
 	writePackage(t, dir, u)
@@ -219,7 +222,7 @@ import (
 	"fmt"
 	"math"
 
-	"fibergenprobe/bf16mix"
+	"fibergenprobe/storagemix"
 )
 
 func main() {
@@ -227,7 +230,7 @@ func main() {
 	for i := range theta {
 		theta[i], g[i] = float32(math.Sin(float64(i))), float32(math.Cos(float64(3*i)))
 	}
-	o, err := bf16mix.New(bf16mix.Defaults(), len(theta))
+	o, err := storagemix.New(storagemix.Defaults(), len(theta))
 	if err != nil {
 		panic(err)
 	}
@@ -237,7 +240,7 @@ func main() {
 			panic(err)
 		}
 	}
-	for _, buf := range [][]float32{theta, o.M, o.V, o.S, o.C} {
+	for _, buf := range [][]float32{theta, o.M, o.V, o.S, o.C, o.H, o.Q} {
 		for _, x := range buf {
 			fmt.Printf("%%08x ", math.Float32bits(x))
 		}
@@ -284,9 +287,9 @@ func main() {
 // float32, refuses an optimizer with a bfloat16 state by name rather than
 // stepping its 16-bit kernels over float32 memory.
 func TestStorageRuntimeRefuses(t *testing.T) {
-	u := mustCompileFile(t, repoPath("tests", "testdata", "bf16.dsl"))
+	u := mustCompileFile(t, repoPath("tests", "testdata", "storage.dsl"))
 	_, err := runtime.OpenCompiled(runtime.Compiled{Manifest: u.Manifest}, runtime.Options{Backend: runtime.Go})
-	want := "runtime: bf16mix stores state m as bfloat16: this runtime steps float32 buffers only"
+	want := "runtime: storagemix stores state m as bfloat16: this runtime steps float32 buffers only"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("OpenCompiled: %v, want %q…", err, want)
 	}
@@ -372,10 +375,10 @@ func btoi(x bool) int {
 var passSizes = []int{1, 5, 4097, 3*4096 + 129}
 
 // TestStorageDiagnostic checks clamp_mass over bfloat16 states
-// (testdata/bf16_passes.dsl): the host function of every variant this CPU
+// (testdata/storage_passes.dsl): the host function of every variant this CPU
 // runs against the Go reference, bit for bit.
 func TestStorageDiagnostic(t *testing.T) {
-	u, p := compileStorage(t, "bf16_passes.dsl")
+	u, p := compileStorage(t, "storage_passes.dsl")
 	d, err := p.Diagnostic("clamp_mass")
 	if err != nil {
 		t.Fatal(err)
@@ -407,11 +410,11 @@ func TestStorageDiagnostic(t *testing.T) {
 }
 
 // TestStorageReduce checks the reduction pass over bfloat16 states
-// (testdata/bf16_passes.dsl: a norm and a max of bf16 states) with
+// (testdata/storage_passes.dsl: a norm and a max of bf16 states) with
 // Philox noise: the host function (the variant this CPU runs best) against
 // the Go reference, partials and kept gradient bit for bit.
 func TestStorageReduce(t *testing.T) {
-	u, p := compileStorage(t, "bf16_passes.dsl")
+	u, p := compileStorage(t, "storage_passes.dsl")
 	const step, sigmaW2, seed, offset = 2, 0.25, 3, 1<<33 + 1
 	scalars := p.ReduceScalars(u.Func.DefaultHypers(), step, sigmaW2)
 	so, err := u.CachedSharedObject()
@@ -463,7 +466,7 @@ func compileStorage(t *testing.T, name string) (*pipeline.Unit, *interp.Program)
 // bfloat16 states on the PTX simulator against the Go reference, bit for
 // bit (the reduction with Philox noise, keeping the privatized gradient).
 func TestStoragePassesPTXSim(t *testing.T) {
-	u, p := compileStorage(t, "bf16_passes.dsl")
+	u, p := compileStorage(t, "storage_passes.dsl")
 	ptx, err := u.PTX()
 	if err != nil {
 		t.Fatal(err)
@@ -535,4 +538,115 @@ func floatArgs(xs []float32) []any {
 		out[i] = x
 	}
 	return out
+}
+
+// narrowBits is x rounded to nearest d, as its 16 bits.
+func narrowBits(d lang.DType, x float32) uint16 {
+	if d == lang.Float16 {
+		return rng.F16Round(x, false, 0)
+	}
+	return rng.BF16Nearest(x)
+}
+
+// widenBits is the float32 of the 16 bits h of d.
+func widenBits(d lang.DType, h uint16) float32 {
+	if d == lang.Float16 {
+		return rng.F16Widen(h)
+	}
+	return rng.BF16Widen(h)
+}
+
+// conversionProbe stores g into a state of every storage and rounding, so
+// that the edges of the conversions meet the kernels exactly as given.
+const conversionProbe = `optimizer conversions
+state a: bf16 = 0
+state b: bf16 stochastic = 0
+state c: f16 = 0
+state d: f16 stochastic = 0
+step {
+	a = g
+	b = g
+	c = g
+	d = g
+	theta = theta + 0 * (a + b + c + d)
+}
+`
+
+// conversionEdges are the float32s at the edges of the narrowings: ties
+// between bfloat16s and float16s (normal and subnormal), the largest
+// finite values and the thresholds past them, float32 subnormals, zeros,
+// infinities and NaNs of either sign.
+func conversionEdges() []float32 {
+	var out []float32
+	for _, u := range []uint32{0, 0x80000000, 0x00000001, 0x807fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0xffffffff, 0x7f800001,
+		0x3f808000, 0x3f818000, 0x3f807fff, 0x7f7f7fff, 0x7f7f8000, 0x7f7fffff, // bfloat16 ties and overflow
+		0x3f801000, 0x3f803000, 0x3f800fff, 0x477fe000, 0x477fefff, 0x477ff000, 0x47800000, 0xc77ff000, // float16 normal ties and overflow
+		0x38800000, 0x387fffff, 0x387fe000, 0x387ff000, 0x33000000, 0x33000001, 0x32ffffff, 0x33c00000, 0x34200000, 0x2f800000} { // float16 subnormals
+		out = append(out, math.Float32frombits(u))
+	}
+	for k := range 8 { // ties between float16 subnormals k and k+1
+		out = append(out, float32(math.Ldexp(float64(2*k+1), -25)), -float32(math.Ldexp(float64(2*k+1), -25)))
+	}
+	return out
+}
+
+// TestStorageConversions steps conversionProbe over the edges, replicated
+// past the host's wide loops, on the Go reference, the host kernel of
+// every variant and the PTX simulator, without noise: every stored value
+// bit for bit.
+func TestStorageConversions(t *testing.T) {
+	u := mustCompile(t, "conversions.dsl", []byte(conversionProbe))
+	p, err := interp.New(u.Func)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges := conversionEdges()
+	c := storageCase{n: 4 * 64 * len(edges), skew: 1, offset: 5}
+	g := make([]float32, c.n)
+	for i := range g {
+		g[i] = edges[(i/7+i)%len(edges)] // each edge in every lane of a vector
+	}
+	so, err := u.CachedSharedObject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx, err := u.PTX()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _ := simRun(t, cudasim.Config{})
+	gk := &gpuKernel{ctx: run.ctx, fn: loadFunctions(t, run.ctx, ptx, u.Func.Name+"_step")[0]}
+	launches := map[string]func(r *storageRun, scalars []float32, rg hostkernel.Range){}
+	for _, isa := range hostISAs(t) {
+		k, err := hostkernel.OpenISA(so, u.Module.Kernels.HostFunction, isa, len(ir.Buffers(u.Func)), len(u.Module.Scalars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		launches[isa] = func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+			if err := k.Run(r.bufs, scalars, rg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	launches["ptxsim"] = func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+		dev := deviceBuffers(t, run.ctx, r.bufs, 0)
+		if err := gk.launch(t, dev, scalars, c.n, rg, [2]int{64, 0}); err != nil {
+			t.Fatal(err)
+		}
+		readBuffers(t, run.ctx, dev, r.bufs)
+	}
+	for name, launch := range launches {
+		r := newStorageRun(t, u.Func, p, c, true)
+		copy(r.ref[ir.GradBuffer], g)
+		copy(r.bufs[ir.GradBuffer], g)
+		s := p.HostScalars(u.Func.DefaultHypers(), 0, 0)
+		scalars := p.KernelScalars(s, 0)
+		nz := rng.Stream{Mode: rng.Off, Seed: 7, Step: 3}
+		r.stepRef(t, p, s, nz, 0, c.offset)
+		launch(r, scalars, hostkernel.Range{Hi: int64(c.n), Offset: c.offset, Seed: nz.Seed, Step: nz.Step})
+		if err := r.diff(0); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }

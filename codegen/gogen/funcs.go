@@ -6,6 +6,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 )
 
 func (g *generator) genObservation() {
@@ -57,8 +58,8 @@ func (g *generator) genInit() {
 	for _, s := range g.fn.Init.Stores() {
 		buf := localName(s.Name)
 		x := e.ref(s.Args[0])
-		if g.fn.StorageOf(s.Name).Narrow() { // no step to draw rounding bits for
-			x = jen.Id("bf16Widen").Call(jen.Id("bf16Nearest").Call(x))
+		if st := g.fn.StorageOf(s.Name); st.Narrow() { // to nearest: no step to draw rounding bits for
+			x = roundCall(ir.Storage{DType: st.DType}, x, jen.Lit(0))
 		}
 		body = append(body, jen.For(jen.Id("i").Op(":=").Range().Id(buf)).Block(
 			jen.Id(buf).Index(jen.Id("i")).Op("=").Add(x)))
@@ -133,17 +134,29 @@ func (g *generator) lengthCheck(fn string, params []jen.Code) jen.Code {
 }
 
 // narrowed is x, the value stored into buffer name at element i of Step,
-// narrowed to the buffer's storage (ir.Storage): as rng.NarrowBF16 does,
+// narrowed to the buffer's storage (ir.Storage) as rng.Narrow does:
 // stochastically with the rounding bits of nz's seed and step.
 func (g *generator) narrowed(name string, x jen.Code) jen.Code {
 	s := g.fn.StorageOf(name)
-	switch {
-	case !s.Narrow():
+	if !s.Narrow() {
 		return x
-	case !s.Stochastic:
-		return jen.Id("bf16Widen").Call(jen.Id("bf16Nearest").Call(x))
 	}
-	buf := slices.IndexFunc(ir.Buffers(g.fn), func(b ir.Buffer) bool { return b.Name == name })
-	bits := jen.Id("roundingBits").Call(jen.Id("nz").Dot("Seed"), jen.Id("nz").Dot("Step"), jen.Lit(buf), jen.Id("nz").Dot("Offset").Op("+").Uint64().Call(jen.Id("i")))
-	return jen.Id("bf16Widen").Call(jen.Id("bf16Stochastic").Call(x, bits))
+	var bits jen.Code = jen.Lit(0)
+	if s.Stochastic {
+		buf := slices.IndexFunc(ir.Buffers(g.fn), func(b ir.Buffer) bool { return b.Name == name })
+		bits = jen.Id("roundingBits").Call(jen.Id("nz").Dot("Seed"), jen.Id("nz").Dot("Step"), jen.Lit(buf), jen.Id("nz").Dot("Offset").Op("+").Uint64().Call(jen.Id("i")))
+	}
+	return roundCall(s, x, bits)
+}
+
+// roundCall is the call of round.go (rng) that stores x as s and loads it
+// back, stochastically by bits where s says so.
+func roundCall(s ir.Storage, x, bits jen.Code) jen.Code {
+	switch {
+	case s.DType == lang.Float16:
+		return jen.Id("f16Widen").Call(jen.Id("f16Round").Call(x, jen.Lit(s.Stochastic), bits))
+	case s.Stochastic:
+		return jen.Id("bf16Widen").Call(jen.Id("bf16Stochastic").Call(x, bits))
+	}
+	return jen.Id("bf16Widen").Call(jen.Id("bf16Nearest").Call(x))
 }

@@ -62,18 +62,24 @@ func alignOf(s ir.Storage, align int) int { return align * s.DType.Size() / 4 }
 // bfloat16 widens exactly. align is the float32 access's alignment.
 func loadStored(b *llvm.Block, s ir.Storage, p, idx value.Value, w lanes, align int) value.Value {
 	x := load(b, w.vec(elemType(s)), lanesAt(b, s, p, idx, w), alignOf(s, align))
-	if !s.Narrow() {
-		return x
+	switch s.DType {
+	case lang.BFloat16:
+		return b.NewBitCast(b.NewShl(b.NewZExt(x, w.i32()), w.u32(16)), w.f32())
+	case lang.Float16:
+		return widenF16(b, w, x)
 	}
-	return b.NewBitCast(b.NewShl(b.NewZExt(x, w.i32()), w.u32(16)), w.f32())
+	return x
 }
 
 // storeStored stores the w floats x at index idx of p, narrowed to s:
 // stochastically by the low 16 bits of bits (w lanes of i32) where s says
 // so. align is as loadStored's.
 func storeStored(b *llvm.Block, s ir.Storage, p, idx, x value.Value, w lanes, align int, bits value.Value) {
-	if s.Narrow() {
+	switch s.DType {
+	case lang.BFloat16:
 		x = narrowBF16(b, w, x, bits)
+	case lang.Float16:
+		x = narrowF16(b, w, x, bits)
 	}
 	store(b, x, lanesAt(b, s, p, idx, w), alignOf(s, align))
 }
@@ -92,6 +98,61 @@ func narrowBF16(b *llvm.Block, w lanes, x, bits value.Value) value.Value {
 	h := b.NewTrunc(b.NewLShr(b.NewAdd(u, add), w.u32(16)), w.vec(i16))
 	nan := b.NewICmp(enum.IPredUGT, b.NewAnd(u, w.u32(0x7fffffff)), w.u32(0x7f800000))
 	return b.NewSelect(nan, w.konst(constant.NewInt(i16, rng.BF16NaN)), h)
+}
+
+// narrowF16 is the float16 bits of the floats x (w lanes), as rng.F16Round
+// computes them — to nearest even with bits nil, else stochastically by
+// the low 16 bits of bits — with selects for its branches.
+func narrowF16(b *llvm.Block, w lanes, x, bits value.Value) value.Value {
+	c := w.u32
+	sel := func(cond enum.IPred, l, r, t, f value.Value) value.Value { return b.NewSelect(b.NewICmp(cond, l, r), t, f) }
+	u := b.NewBitCast(x, w.i32())
+	sign, a := b.NewAnd(b.NewLShr(u, c(16)), c(0x8000)), b.NewAnd(u, c(0x7fffffff))
+	e := b.NewLShr(a, c(23))
+	// A normal float16: 13 bits dropped, the exponent rebiased.
+	var addN value.Value = b.NewAdd(c(0xfff), b.NewAnd(b.NewLShr(a, c(13)), c(1)))
+	if bits != nil {
+		addN = b.NewLShr(b.NewAnd(bits, c(0xffff)), c(3))
+	}
+	normal := b.NewSub(b.NewLShr(b.NewAdd(a, addN), c(13)), c(112<<10))
+	// A subnormal one or zero: s in [14, 40] bits of the 24 dropped.
+	e0 := b.NewICmp(enum.IPredEQ, e, c(0))
+	m := b.NewSelect(e0, a, b.NewOr(b.NewAnd(a, c(0x7fffff)), c(0x800000)))
+	s := sel(enum.IPredULT, b.NewSub(c(126), e), c(14), c(14), b.NewSub(c(126), e))
+	s = b.NewSelect(e0, c(40), sel(enum.IPredUGT, s, c(40), c(40), s))
+	s31 := sel(enum.IPredUGT, s, c(31), c(31), s)
+	k := b.NewLShr(m, s31)
+	var subnormal value.Value
+	if bits == nil {
+		half := b.NewSub(b.NewShl(c(1), b.NewSub(s31, c(1))), c(1))
+		subnormal = b.NewLShr(b.NewAdd(b.NewAdd(m, half), b.NewAnd(k, c(1))), s31)
+	} else {
+		s16 := sel(enum.IPredUGT, s, c(16), c(16), s)
+		low := b.NewAnd(b.NewShl(m, b.NewSub(c(16), s16)), c(0xffff))
+		high := b.NewLShr(b.NewAnd(m, b.NewSub(b.NewShl(c(1), s31), c(1))), b.NewSub(sel(enum.IPredULT, s, c(16), c(16), s), c(16)))
+		frac := sel(enum.IPredULE, s, c(16), low, high)
+		subnormal = b.NewAdd(k, b.NewLShr(b.NewAdd(b.NewAnd(bits, c(0xffff)), frac), c(16)))
+	}
+	h := sel(enum.IPredUGE, e, c(113), normal, subnormal)
+	h = sel(enum.IPredUGE, a, c(0x47800000), c(0x7c00), h)
+	h = b.NewOr(sign, h)
+	h = sel(enum.IPredUGT, a, c(0x7f800000), c(rng.F16NaN), h)
+	return b.NewTrunc(h, w.vec(i16))
+}
+
+// widenF16 is the floats of the float16 bits h (w lanes of i16), exactly,
+// as rng.F16Widen: a subnormal through an exact conversion and scaling.
+func widenF16(b *llvm.Block, w lanes, h value.Value) value.Value {
+	c := w.u32
+	h32 := b.NewZExt(h, w.i32())
+	sign, e, m := b.NewShl(b.NewAnd(h32, c(0x8000)), c(16)), b.NewAnd(b.NewLShr(h32, c(10)), c(0x1f)), b.NewAnd(h32, c(0x3ff))
+	normal := b.NewOr(sign, b.NewOr(b.NewShl(b.NewAdd(e, c(112)), c(23)), b.NewShl(m, c(13))))
+	special := b.NewOr(sign, b.NewOr(c(0x7f800000), b.NewShl(m, c(13))))
+	scaled := b.NewFMul(b.NewUIToFP(m, w.f32()), w.f(1.0/(1<<24)))
+	subnormal := b.NewOr(b.NewBitCast(scaled, w.i32()), sign)
+	bitsOf := b.NewSelect(b.NewICmp(enum.IPredEQ, e, c(31)), special, normal)
+	bitsOf = b.NewSelect(b.NewICmp(enum.IPredEQ, e, c(0)), subnormal, bitsOf)
+	return b.NewBitCast(bitsOf, w.f32())
 }
 
 // rounding is where a step's stochastic rounding bits come from: Philox

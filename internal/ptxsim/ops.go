@@ -564,7 +564,10 @@ func (b *builder) cvt(p *parser, in rawInst, f []string) func(*thread) {
 
 func convert(rnd string, dt, st ptype) func(uint64) uint64 {
 	sint := func(x uint64) int64 {
-		if st.bits == 32 {
+		switch st.bits {
+		case 16:
+			return int64(int16(x))
+		case 32:
 			return int64(int32(x))
 		}
 		return int64(x)

@@ -197,13 +197,13 @@ func (c *code) run(host regs, bufs [][]float32, nz *Noise) {
 
 // store writes the values src of coordinates lo.. into dst, a buffer of
 // storage s at ABI position slot: narrowed to s, stochastically with the
-// rounding bits of nz's seed and step (rng.NarrowBF16).
+// rounding bits of nz's seed and step (rng.Narrow).
 func store(s ir.Storage, dst, src []float32, nz *Noise, slot, lo int) {
 	if !s.Narrow() {
 		copy(dst, src)
 		return
 	}
-	rng.NarrowBF16(dst, src, s.Stochastic, nz.Stream.Seed, nz.Stream.Step, slot, nz.Offset+uint64(lo))
+	rng.Narrow(s.DType, dst, src, s.Stochastic, nz.Stream.Seed, nz.Stream.Step, slot, nz.Offset+uint64(lo))
 }
 
 // kernelRegs allocates registers of size coordinates for every value the

@@ -71,7 +71,7 @@ func (p *Program) Init(h []float64, states [][]float32) error {
 	for _, s := range p.init.kernelPart {
 		v := r.f32[s.a]
 		if s.store.Narrow() {
-			v = rng.BF16Widen(rng.BF16Nearest(v)) // no step to draw rounding bits for
+			v = rng.Round(s.store.DType, v, false, 0) // no step to draw rounding bits for
 		}
 		buf := states[s.slot-ir.FirstState]
 		for i := range buf {
