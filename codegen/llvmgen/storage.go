@@ -105,7 +105,9 @@ func narrowBF16(b *llvm.Block, w lanes, x, bits value.Value) value.Value {
 // the low 16 bits of bits — with selects for its branches.
 func narrowF16(b *llvm.Block, w lanes, x, bits value.Value) value.Value {
 	c := w.u32
-	sel := func(cond enum.IPred, l, r, t, f value.Value) value.Value { return b.NewSelect(b.NewICmp(cond, l, r), t, f) }
+	sel := func(cond enum.IPred, l, r, t, f value.Value) value.Value {
+		return b.NewSelect(b.NewICmp(cond, l, r), t, f)
+	}
 	u := b.NewBitCast(x, w.i32())
 	sign, a := b.NewAnd(b.NewLShr(u, c(16)), c(0x8000)), b.NewAnd(u, c(0x7fffffff))
 	e := b.NewLShr(a, c(23))
