@@ -16,7 +16,7 @@ import (
 func TestJSONRoundTrip(t *testing.T) {
 	paths, _ := filepath.Glob("../optimizers/*.dsl")
 	more, _ := filepath.Glob("../tests/testdata/dsl/*.dsl")
-	more = append(more, "../tests/testdata/storage.dsl") // storage types
+	more = append(more, "../runtime/testdata/storage.dsl") // storage types
 	for _, path := range append(paths, more...) {
 		src, err := os.ReadFile(path)
 		if err != nil {

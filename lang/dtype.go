@@ -37,3 +37,14 @@ func (d DType) Name() string {
 	}
 	return "float32"
 }
+
+// DTypeNamed is the storage type whose Name is name ("float32",
+// "bfloat16", "float16").
+func DTypeNamed(name string) (DType, bool) {
+	for _, d := range DTypes {
+		if d.Name() == name {
+			return d, true
+		}
+	}
+	return "", false
+}

@@ -172,3 +172,19 @@ const BF16NaN = bf16NaN
 
 // F16NaN is the float16 bits every NaN narrows to.
 const F16NaN = f16NaN
+
+// Bits is x rounded to nearest d (lang.BFloat16 or lang.Float16), as its 16 bits.
+func Bits(d lang.DType, x float32) uint16 {
+	if d == lang.Float16 {
+		return f16Round(x, false, 0)
+	}
+	return bf16Nearest(x)
+}
+
+// Widen is the float32 value of the 16 bits h of d, exactly.
+func Widen(d lang.DType, h uint16) float32 {
+	if d == lang.Float16 {
+		return f16Widen(h)
+	}
+	return bf16Widen(h)
+}

@@ -70,7 +70,7 @@ func (o *Optimizer) newDeviceBackend() (backend.Backend, error) {
 	// N is the own buffers' length: none for ranges (ownBufferLen), whose
 	// values are the trainer's device memory.
 	return cuda.Open(cuda.Config{Name: string(o.opts.Backend), Manifest: o.m, PTX: ptx, Source: path,
-		Device: o.opts.Device, Driver: o.opts.Driver, Host: o.bufs, N: len(o.bufs[ir.ThetaBuffer])})
+		Device: o.opts.Device, Driver: o.opts.Driver, Host: o.bufs, N: o.bufs[ir.ThetaBuffer].Len()})
 }
 
 // HostKernel is the symbol of the host step function that the CPU backend
@@ -117,7 +117,7 @@ func (opts Options) threads() int {
 // global element, so the split does not change a bit. It has no device:
 // a Memory with Device set is an error.
 type cpuBackend struct {
-	bufs    [][]float32
+	bufs    []backend.Host
 	threads int
 	kernel  *hostkernel.Kernel // nil: the reference
 	goStep  StepFunc           // the reference from a compiled-in package; nil: the interpreter
@@ -226,12 +226,12 @@ func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
 
 // stepBuffers are the buffers step s reads: the own ones, the gradient
 // the last Reduce kept (s.Kept) in place of g.
-func (b *cpuBackend) stepBuffers(s backend.Step) ([][]float32, error) {
+func (b *cpuBackend) stepBuffers(s backend.Step) ([]backend.Host, error) {
 	if kept, err := b.kept.Take(s); err != nil || !kept {
 		return b.bufs, err
 	}
 	bufs := slices.Clone(b.bufs)
-	bufs[ir.GradBuffer] = b.kept.Buf
+	bufs[ir.GradBuffer] = backend.Float32s(b.kept.Buf)
 	return bufs, nil
 }
 
@@ -253,35 +253,51 @@ func segmentChunks(lo, hi, threads, least int) [][2]int {
 }
 
 // stepRange steps [lo, hi) of segment seg of step s on bufs.
-func (b *cpuBackend) stepRange(bufs [][]float32, s backend.Step, seg segment, lo, hi int) error {
+func (b *cpuBackend) stepRange(bufs []backend.Host, s backend.Step, seg segment, lo, hi int) error {
 	nz := s.Noise
 	if b.kernel != nil {
 		rg := hostkernel.Range{Lo: int64(lo), Hi: int64(hi), Offset: s.Offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(nz.Mode), Key: nz.Key}
-		return b.kernel.Run(bufs, seg.Scalars, rg)
+		return b.kernel.RunHost(bufs, seg.Scalars, rg)
 	}
+	vals := widenRange(bufs, lo, hi) // the Go code steps float32 values
+	defer storeWidened(bufs, vals, lo, hi)
 	if b.goStep != nil {
-		b.goStep(bufs, seg.Scalars, lo, hi, uint64(s.Offset), uint32(nz.Mode), nz.Seed, nz.Key, nz.Step)
+		b.goStep(vals, seg.Scalars, 0, hi-lo, uint64(s.Offset)+uint64(lo), uint32(nz.Mode), nz.Seed, nz.Key, nz.Step)
 		return nil
 	}
-	return b.stepReference(bufs, nz, uint64(s.Offset), seg, lo, hi)
+	return b.stepReference(vals, nz, uint64(s.Offset)+uint64(lo), seg)
 }
 
-// stepReference runs the interpreter on [lo, hi) of bufs, drawing the
-// noise nz of those coordinates' global indexes (coordinate 0's is
-// offset): into g first, or, for a noise block, in the step.
-func (b *cpuBackend) stepReference(bufs [][]float32, nz rng.Stream, offset uint64, s segment, lo, hi int) error {
-	g := bufs[ir.GradBuffer][lo:hi]
+// widenRange is the values [lo, hi) of bufs as float32s: the buffers'
+// own memory for the float32 ones, widened copies of the 16-bit ones.
+func widenRange(bufs []backend.Host, lo, hi int) [][]float32 {
+	out := make([][]float32, len(bufs))
+	for i, buf := range bufs {
+		out[i] = buf.Slice(lo, hi).Widen()
+	}
+	return out
+}
+
+// storeWidened stores back into the 16-bit buffers of bufs, at [lo, hi),
+// the values of vals (widenRange's, stepped: each a value of its type).
+func storeWidened(bufs []backend.Host, vals [][]float32, lo, hi int) {
+	for i, buf := range bufs {
+		buf.Slice(lo, hi).StoreWidened(vals[i])
+	}
+}
+
+// stepReference runs the interpreter on bufs, drawing the noise nz of
+// their coordinates' global indexes (coordinate 0's is offset): into g
+// first, or, for a noise block, in the step.
+func (b *cpuBackend) stepReference(bufs [][]float32, nz rng.Stream, offset uint64, s segment) error {
+	g := bufs[ir.GradBuffer]
 	sigma := s.Scalars[ir.SigmaWScalar(len(s.Scalars))]
-	in := &interp.Noise{Stream: nz, SigmaW: sigma, Offset: offset + uint64(lo)}
+	in := &interp.Noise{Stream: nz, SigmaW: sigma, Offset: offset}
 	if nz.Mode != rng.Off && b.prog.Func.Noise == nil {
-		g = make([]float32, hi-lo)
-		nz.Privatize(g, bufs[ir.GradBuffer][lo:hi], sigma, offset+uint64(lo))
+		g = make([]float32, len(g))
+		nz.Privatize(g, bufs[ir.GradBuffer], sigma, offset)
 	}
-	var states [][]float32
-	for _, st := range bufs[ir.FirstState:] {
-		states = append(states, st[lo:hi])
-	}
-	return b.prog.Step(s.Host, in, bufs[ir.ThetaBuffer][lo:hi], g, states)
+	return b.prog.Step(s.Host, in, bufs[ir.ThetaBuffer], g, bufs[ir.FirstState:])
 }
 
 // runLimited runs the functions, at most limit at once, and returns their
@@ -314,7 +330,7 @@ func (b *cpuBackend) FirstNonFinite(m backend.Memory) (int, float32, error) {
 	if err := b.host(m); err != nil {
 		return 0, 0, err
 	}
-	g := b.bufs[ir.GradBuffer]
+	g := b.bufs[ir.GradBuffer].F32
 	var mu sync.Mutex
 	first := -1
 	b.split(len(g), 1<<16, func(lo, hi int) error {
@@ -340,34 +356,19 @@ func (b *cpuBackend) Fill(m backend.Memory, buf int, v float32) error {
 	if buf < 0 || buf >= len(b.bufs) {
 		return fmt.Errorf("runtime: no buffer %d (of %d)", buf, len(b.bufs))
 	}
-	for i := range b.bufs[buf] {
-		b.bufs[buf][i] = v
-	}
+	b.bufs[buf].Fill(v)
 	return nil
 }
 
-func (b *cpuBackend) Read(buf, off, n int) ([]float32, error) {
-	if off < 0 || n < 0 || off+n > len(b.bufs[buf]) {
-		return nil, fmt.Errorf("runtime: read [%d, %d) of a buffer of %d", off, off+n, len(b.bufs[buf]))
-	}
-	out := make([]float32, n)
-	copy(out, b.bufs[buf][off:])
-	return out, nil
-}
+func (b *cpuBackend) Read(buf, off, n int) ([]float32, error) { return b.bufs[buf].Values(off, n) }
 
-func (b *cpuBackend) Write(buf, off int, src []float32) error {
-	if off < 0 || off+len(src) > len(b.bufs[buf]) {
-		return fmt.Errorf("runtime: write [%d, %d) of a buffer of %d", off, off+len(src), len(b.bufs[buf]))
-	}
-	copy(b.bufs[buf][off:], src)
-	return nil
-}
+func (b *cpuBackend) Write(buf, off int, src []float32) error { return b.bufs[buf].SetValues(off, src) }
 
 // Sync has nothing to do: the backend steps the host buffers themselves.
 func (b *cpuBackend) Sync() error { return nil }
 
 // Rebind steps host instead of the buffers it was started on.
-func (b *cpuBackend) Rebind(host [][]float32) error {
+func (b *cpuBackend) Rebind(host []backend.Host) error {
 	b.bufs = host
 	return nil
 }

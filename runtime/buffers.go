@@ -1,6 +1,11 @@
 package runtime
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/runtime/backend"
+)
 
 // bufferStagger is the distance, in bytes, between the offsets in their
 // 4 KiB pages at which consecutive buffers start: five cache lines, so each
@@ -20,7 +25,7 @@ const bufferStagger = 320
 // buffers (theta, g, then the states; the bench copy's source and
 // destination), starting k·bufferStagger bytes (modulo a page) into its
 // allocation.
-func newBuffer[T float32 | byte](k, n int) []T {
+func newBuffer[T float32 | uint16 | byte](k, n int) []T {
 	pad := staggerBytes(k) / int(unsafe.Sizeof(T(0)))
 	return make([]T, pad+n)[pad : pad+n : pad+n]
 }
@@ -33,3 +38,27 @@ func staggerBytes(k int) int { return k * bufferStagger % 4096 }
 // the host buffers it gives UseBuffers staggers them alike, for the same
 // speed.
 func HostBufferPad(k int) int { return staggerBytes(k) / 4 }
+
+// newHostBuffers returns the optimizer's flat buffers of n values, each
+// stored as its manifest says (ir.Storage: a bf16 or f16 state holds 16-bit
+// values), staggered as newBuffer staggers them.
+func (o *Optimizer) newHostBuffers(n int) []backend.Host {
+	out := make([]backend.Host, len(o.storages))
+	for k, s := range o.storages {
+		if s.Narrow() {
+			out[k] = backend.Host{DType: s.DType, U16: newBuffer[uint16](k, n)}
+		} else {
+			out[k] = backend.Float32s(newBuffer[float32](k, n))
+		}
+	}
+	return out
+}
+
+// storagesOf is the storage of each buffer of fn, in ABI order.
+func storagesOf(fn *ir.Func) []ir.Storage {
+	var out []ir.Storage
+	for _, b := range ir.Buffers(fn) {
+		out = append(out, b.Storage)
+	}
+	return out
+}

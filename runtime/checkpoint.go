@@ -81,6 +81,7 @@ import (
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime/backend"
 )
 
 const (
@@ -391,22 +392,21 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 	}
 	bufs := o.bufs
 	if bufs == nil {
-		n := o.savedN()
-		bufs = make([][]float32, ir.FirstState+o.prog.NumStates())
-		for i := range bufs {
-			bufs[i] = make([]float32, n)
-		}
-		if n == 0 {
-			return bufs, nil
-		}
-		for _, t := range o.tensors {
-			copy(bufs[ir.ThetaBuffer][t.Offset:], t.init)
-		}
-		if err := o.initStates(bufs[ir.FirstState:]); err != nil {
-			return nil, err
+		bufs = o.newHostBuffers(o.savedN())
+		if o.savedN() > 0 {
+			for _, t := range o.tensors {
+				copy(bufs[ir.ThetaBuffer].F32[t.Offset:], t.init)
+			}
+			if err := o.initStates(bufs[ir.FirstState:]); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return bufs, nil
+	out := make([][]float32, len(bufs))
+	for i, b := range bufs {
+		out[i] = b.Widen() // a 16-bit state's values as float32s, exactly
+	}
+	return out, nil
 }
 
 // Load restores the optimizer from a checkpoint that Save wrote: the
@@ -1094,12 +1094,18 @@ func short(hash string) string {
 // as the host buffers where the backend has not started, else through the
 // backend, putting the old values back if a write fails.
 func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
+	if err := o.checkStorable(bufs); err != nil {
+		return err
+	}
 	switch {
 	case o.back == nil && o.bufs == nil:
-		nb := make([][]float32, ir.FirstState+o.prog.NumStates())
-		nb[ir.GradBuffer] = newBuffer[float32](ir.GradBuffer, o.n)
+		nb := o.newHostBuffers(o.n)
 		for k, b := range bufs {
-			nb[bufIndex(k)] = b
+			if i := bufIndex(k); nb[i].Narrow() {
+				nb[i].SetValues(0, b) // checked
+			} else {
+				nb[i] = backend.Float32s(b) // the decoded buffer becomes the optimizer's own
+			}
 		}
 		o.bufs = nb
 		for _, t := range o.tensors {
@@ -1108,7 +1114,7 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 		return nil
 	case o.back == nil:
 		for k, b := range bufs {
-			copy(o.bufs[bufIndex(k)], b)
+			o.bufs[bufIndex(k)].SetValues(0, b) // checked
 		}
 		return nil
 	}
@@ -1128,6 +1134,23 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 				}
 			}
 			return fmt.Errorf("%w (nothing changed)", err)
+		}
+	}
+	return nil
+}
+
+// checkStorable refuses a checkpoint's buffer value that the buffer's
+// storage does not hold — a 16-bit state's values are exactly those of its
+// type — before anything is changed.
+func (o *Optimizer) checkStorable(bufs [][]float32) error {
+	for k, b := range bufs {
+		s := o.storages[bufIndex(k)]
+		if !s.Narrow() {
+			continue
+		}
+		h := backend.Host{DType: s.DType, U16: make([]uint16, len(b))}
+		if err := h.SetValues(0, b); err != nil {
+			return fmt.Errorf("%w: state %s of the checkpoint (nothing changed)", err, o.bufName(bufIndex(k)))
 		}
 	}
 	return nil

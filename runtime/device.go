@@ -258,6 +258,9 @@ func (o *Optimizer) checkDevice(what string, bufs []DevicePtr, n int) error {
 	if err := o.checkRangesLen(what, n); err != nil {
 		return err
 	}
+	if err := o.float32Only(what); err != nil {
+		return err
+	}
 	if want := ir.FirstState + o.prog.NumStates(); len(bufs) != want {
 		var names []string
 		for _, b := range o.m.Buffers {

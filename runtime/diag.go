@@ -132,20 +132,17 @@ func (b *cpuBackend) Partials(m backend.Memory, d backend.Diagnostic, s backend.
 	if err != nil {
 		return err
 	}
-	bufs := make([][]float32, len(b.bufs))
+	bufs := make([]backend.Host, len(b.bufs))
 	for i, buf := range b.bufs {
-		bufs[i] = buf[s.Lo:s.Hi]
+		bufs[i] = buf.Slice(s.Lo, s.Hi)
 	}
 	n, per := s.Hi-s.Lo, max((len(num)+b.threads-1)/b.threads, 1)
 	return parallelChunks(len(num), per, func(lo, hi int) error {
 		if host != nil {
-			return host.Run(bufs, s.Scalars, n, lo, hi, num, den)
+			return host.RunHost(bufs, s.Scalars, n, lo, hi, num, den)
 		}
 		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, n)
-		var states [][]float32
-		for _, st := range bufs[ir.FirstState:] {
-			states = append(states, st[start:end])
-		}
+		states := widenRange(bufs[ir.FirstState:], start, end)
 		return d.Reference.Partials(s.Scalars, states, num[lo:hi], den[lo:hi])
 	})
 }

@@ -38,20 +38,24 @@ func (o *Optimizer) UseBuffers(bufs [][]float32) error {
 	if err := o.checkUseBuffers(bufs); err != nil {
 		return err
 	}
+	host := make([]backend.Host, len(bufs))
+	for i, b := range bufs {
+		host[i] = backend.Float32s(b)
+	}
 	if o.callerBuffers {
 		if o.back != nil {
-			if err := o.back.Rebind(bufs); err != nil {
+			if err := o.back.Rebind(host); err != nil {
 				return err
 			}
 		}
-		o.bufs = bufs
+		o.bufs = host
 		return nil
 	}
-	if err := o.initStates(bufs[ir.FirstState:]); err != nil {
+	if err := o.initStates(host[ir.FirstState:]); err != nil {
 		return err
 	}
 	n := o.n
-	o.bufs, o.n = bufs, len(bufs[ir.ThetaBuffer])
+	o.bufs, o.n = host, len(bufs[ir.ThetaBuffer])
 	if err := o.ready(); err != nil {
 		o.bufs, o.n = nil, n
 		return err
@@ -71,6 +75,9 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 		return fmt.Errorf("runtime: UseBuffers: %s has its buffers already", o.Name())
 	case len(bufs) != len(o.m.Buffers):
 		return fmt.Errorf("runtime: UseBuffers: %d buffers given, %s takes %d: %v", len(bufs), o.Name(), len(o.m.Buffers), o.m.Buffers)
+	}
+	if err := o.float32Only("UseBuffers"); err != nil {
+		return err
 	}
 	n := len(bufs[ir.ThetaBuffer])
 	if err := o.checkRangesLen("UseBuffers", n); err != nil {
@@ -126,4 +133,16 @@ func (o *Optimizer) checkGradient() error {
 		return err
 	}
 	return &NonFiniteError{Tensor: o.m.Buffers[ir.GradBuffer].Name, Index: bad, Value: v}
+}
+
+// float32Only refuses, for what (a way of giving the optimizer the
+// trainer's memory), an optimizer with a state stored as a 16-bit type:
+// those ways take float32 buffers so far (docs/runtime.md, "Storage types").
+func (o *Optimizer) float32Only(what string) error {
+	for i, s := range o.storages {
+		if s.Narrow() {
+			return fmt.Errorf("runtime: %s: %s stores state %s as %s, and %s takes float32 buffers only so far: step it on buffers the optimizer owns (Open, Register)", what, o.Name(), o.bufName(i), s.DType.Name(), what)
+		}
+	}
+	return nil
 }

@@ -151,24 +151,27 @@ func (n Noise) check() error {
 // two steps at one step counter; a trainer's privatize-then-step is two
 // calls, which a trainer stepping from several goroutines keeps together.
 type Optimizer struct {
-	m       *manifest.Manifest
-	hash    string // manifest.Hash of the manifest's bytes
-	files   kernelFiles
-	opts    Options
-	prog    *interp.Program
-	hypers  []float64
-	set     map[string]bool // the hypers set (SetHyper, ApplySettings): no longer derived (ir.Func.Derive)
-	dp      *DP             // SetDP
-	noise   *Noise          // SetNoise; nil when dp gives the noise
-	seed    uint64
-	mode    rng.Mode // the noise scheme of a drawing step: rng.Philox, or rng.Secure (Options.SecureNoise)
-	key     rng.Key  // rng.Secure's key: from the OS at Open, or SetKey; rekeyed at each Load
-	loads   uint64   // the checkpoints loaded, which label the keys a secure load derives
-	t       int
-	fault   error // a step that failed part-way (backend.FaultError); cleared by Load
-	tensors []*Tensor
-	n       int
-	bufs    [][]float32 // theta, g, states (ABI order, ir.ThetaBuffer…); host copies, or the caller's (UseBuffers)
+	m     *manifest.Manifest
+	hash  string // manifest.Hash of the manifest's bytes
+	files kernelFiles
+	opts  Options
+	prog  *interp.Program
+	// storages are the buffers' storage (ir.Storage), in ABI order: a
+	// state may hold 16-bit values (backend.Host).
+	storages []ir.Storage
+	hypers   []float64
+	set      map[string]bool // the hypers set (SetHyper, ApplySettings): no longer derived (ir.Func.Derive)
+	dp       *DP             // SetDP
+	noise    *Noise          // SetNoise; nil when dp gives the noise
+	seed     uint64
+	mode     rng.Mode // the noise scheme of a drawing step: rng.Philox, or rng.Secure (Options.SecureNoise)
+	key      rng.Key  // rng.Secure's key: from the OS at Open, or SetKey; rekeyed at each Load
+	loads    uint64   // the checkpoints loaded, which label the keys a secure load derives
+	t        int
+	fault    error // a step that failed part-way (backend.FaultError); cleared by Load
+	tensors  []*Tensor
+	n        int
+	bufs     []backend.Host // theta, g, states (ABI order, ir.ThetaBuffer…); host copies, or the caller's (UseBuffers)
 	// callerBuffers: bufs are the trainer's memory (UseBuffers), which
 	// checkpoints leave to the trainer.
 	callerBuffers bool
@@ -292,9 +295,6 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	if err := checkBuild(m, files); err != nil {
 		return nil, err
 	}
-	if err := checkStorage(fn); err != nil {
-		return nil, err
-	}
 	if opts.AllowUnstable {
 		fn.DropBoundedFilters()
 	}
@@ -312,7 +312,7 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 		return nil, fmt.Errorf("runtime: %s has no host kernel %s to run on the CPU: build it with fibergen build (it needs LLVM 14), "+
 			"or open it with Backend Go, the reference (Options.GoFallback runs the reference where the kernel is missing)", m.Optimizer, m.Kernels.SharedObject)
 	}
-	o := &Optimizer{m: m, hash: manifest.Hash(data), files: files, opts: opts, prog: p,
+	o := &Optimizer{m: m, hash: manifest.Hash(data), files: files, opts: opts, prog: p, storages: storagesOf(fn),
 		hypers: fn.DefaultHypers(), mode: rng.Philox, id: optimizerIDs.Add(1), red: reduceState{readsGrad: fn.ReduceReadsGradient()}}
 	if opts.SecureNoise {
 		if o.key, err = randomKey(); err != nil {
@@ -700,13 +700,10 @@ func (o *Optimizer) ready() error {
 		if o.hasRanges() && !o.opts.Backend.onDevice() {
 			return fmt.Errorf("runtime: %s: %w", o.Name(), errRangesNeedBuffers)
 		}
-		o.bufs = make([][]float32, ir.FirstState+o.prog.NumStates())
-		for i := range o.bufs {
-			o.bufs[i] = newBuffer[float32](i, o.ownBufferLen())
-		}
+		o.bufs = o.newHostBuffers(o.ownBufferLen())
 		if o.ownBufferLen() > 0 {
 			for _, t := range o.tensors {
-				copy(o.bufs[ir.ThetaBuffer][t.Offset:], t.init)
+				copy(o.bufs[ir.ThetaBuffer].F32[t.Offset:], t.init)
 				t.init = nil
 			}
 			if err := o.initStates(o.bufs[ir.FirstState:]); err != nil {
@@ -890,16 +887,4 @@ func (o *Optimizer) observation() Observation {
 		}
 	}
 	return obs
-}
-
-// checkStorage refuses an optimizer with a state stored narrower than
-// float32: the runtime's buffers, its checkpoints and the C ABI hold
-// float32 values only, so far; the compiler, the Go reference and the
-// kernels store bfloat16 (docs/dsl.md, "Storage types").
-func checkStorage(fn *ir.Func) error {
-	if narrow := fn.NarrowStates(); len(narrow) > 0 {
-		s := narrow[0]
-		return fmt.Errorf("runtime: %s stores state %s as %s: this runtime steps float32 buffers only (bfloat16 and float16 states run through the Go reference and the kernels, not yet through the runtime)", fn.Name, s, fn.StorageOf(s).DType.Name())
-	}
-	return nil
 }

@@ -139,7 +139,7 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 	}
 	own, out := j.Out == nil, j.Out
 	if own {
-		out = o.bufs[ir.GradBuffer]
+		out = o.bufs[ir.GradBuffer].F32
 	}
 	o.privatized(hostRange(out), own)
 	return statsOf(scales), nil
@@ -305,7 +305,7 @@ func (b *cpuBackend) Privatize(j backend.Privatize) ([]float32, error) {
 		return nil, err
 	}
 	if j.Out == nil {
-		j.Out = b.bufs[ir.GradBuffer]
+		j.Out = b.bufs[ir.GradBuffer].F32
 	}
 	if j.Segments != nil {
 		return b.privatizeSegments(j)

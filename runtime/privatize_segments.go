@@ -73,7 +73,7 @@ func (o *Optimizer) segmentJob(out []float32, segs []Segment, k int) (privJob, e
 // buffer where out is nil.
 func (o *Optimizer) destination(out []float32) []float32 {
 	if out == nil {
-		return o.bufs[ir.GradBuffer]
+		return o.bufs[ir.GradBuffer].F32
 	}
 	return out
 }

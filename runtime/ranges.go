@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"github.com/fibergen/fibergen/runtime/backend"
 	"math"
 	"slices"
 )
@@ -76,20 +77,24 @@ var errRangesNeedBuffers = errors.New("its tensors are ranges of the trainer's b
 // initStates sets the states (ABI order, the trainer's or the optimizer's
 // own) to their initial values, each tensor's coordinates under its own
 // hypers.
-func (o *Optimizer) initStates(states [][]float32) error {
-	if err := o.prog.Init(o.hypers, states); err != nil {
+func (o *Optimizer) initStates(states []backend.Host) error {
+	vals, err := o.initialValues(o.hypers)
+	if err != nil {
 		return err
+	}
+	for i, s := range states {
+		s.Fill(vals[i])
 	}
 	for _, t := range o.tensors {
 		if t.hypers == nil || t.Len == 0 {
 			continue
 		}
-		part := make([][]float32, len(states))
-		for i, s := range states {
-			part[i] = s[t.Offset : t.Offset+t.Len]
-		}
-		if err := o.prog.Init(t.hypers, part); err != nil {
+		vals, err := o.initialValues(t.hypers)
+		if err != nil {
 			return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
+		}
+		for i, s := range states {
+			s.Slice(t.Offset, t.Offset+t.Len).Fill(vals[i])
 		}
 	}
 	return nil

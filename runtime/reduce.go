@@ -157,8 +157,8 @@ func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, partials []float
 		return err
 	}
 	b.kept.Passing()
-	if r.Keep && len(b.kept.Buf) != len(b.bufs[ir.GradBuffer]) {
-		b.kept.Buf = make([]float32, len(b.bufs[ir.GradBuffer]))
+	if n := b.bufs[ir.GradBuffer].Len(); r.Keep && len(b.kept.Buf) != n {
+		b.kept.Buf = make([]float32, n)
 	}
 	var work []func() error
 	for i, part := range r.Split(partials) {
@@ -180,9 +180,9 @@ func (b *cpuBackend) Reduce(m backend.Memory, r backend.Reduce, partials []float
 // whole chunks: with the host function host, else (nil) with the
 // interpreter.
 func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t backend.ReduceTensor, partials, kept []float32) []func() error {
-	bufs := make([][]float32, len(b.bufs))
+	bufs := make([]backend.Host, len(b.bufs))
 	for i, buf := range b.bufs {
-		bufs[i] = buf[t.Lo:t.Hi]
+		bufs[i] = buf.Slice(t.Lo, t.Hi)
 	}
 	n := t.Hi - t.Lo
 	chunks := reduce.ReduceChunks(n)
@@ -191,17 +191,14 @@ func (b *cpuBackend) reduceTensor(host *hostkernel.Reduce, r backend.Reduce, t b
 	return chunkWork(chunks, per, func(lo, hi int) error {
 		if host != nil {
 			rg := hostkernel.Range{Lo: int64(lo), Hi: int64(hi), Offset: offset, Seed: nz.Seed, Step: nz.Step, Noise: uint32(nz.Mode), Key: nz.Key}
-			return host.Run(bufs, t.Scalars, n, rg, partials, kept)
+			return host.RunHost(bufs, t.Scalars, n, rg, partials, kept)
 		}
 		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, n)
 		part := make([][]float32, len(rows))
 		for i, row := range rows {
 			part[i] = row[lo:hi]
 		}
-		sub := make([][]float32, len(bufs))
-		for i, buf := range bufs {
-			sub[i] = buf[start:end]
-		}
+		sub := widenRange(bufs, start, end)
 		in := &interp.Noise{Stream: nz, SigmaW: t.Scalars[len(t.Scalars)-1], Offset: uint64(offset) + uint64(start)}
 		var keep []float32
 		if kept != nil {

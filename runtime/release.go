@@ -133,7 +133,7 @@ func (o *Optimizer) releasableHost() error {
 		}
 		return nil
 	}
-	return o.releasableAt(hostRange(o.bufs[ir.GradBuffer]))
+	return o.releasableAt(hostRange(o.bufs[ir.GradBuffer].F32))
 }
 
 // releasableAt checks the gradient of the trainer's buffers, at g.
@@ -175,7 +175,7 @@ func (o *Optimizer) privatized(at memRange, own bool) {
 		}
 	}
 	// Device buffers are named at each step, which checks them (releasableAt).
-	if o.trainerBuffers() && (!o.callerBuffers || at.holds(hostRange(o.bufs[ir.GradBuffer]))) {
+	if o.trainerBuffers() && (!o.callerBuffers || at.holds(hostRange(o.bufs[ir.GradBuffer].F32))) {
 		o.grad = gradMark{src: gradPrivatized, at: at}
 	}
 }
@@ -301,8 +301,8 @@ func (o *Optimizer) AdoptPrivatized(src *Optimizer) error {
 	case rec.gen <= o.consumed[rec.src]:
 		return errors.New("runtime: AdoptPrivatized: a step was taken on this privatization already; privatize the next batch")
 	}
-	if o.callerBuffers && !rec.at.holds(hostRange(o.bufs[ir.GradBuffer])) {
-		return fmt.Errorf("runtime: AdoptPrivatized: the privatization wrote %v, not this optimizer's gradient, %v", rec.at, hostRange(o.bufs[ir.GradBuffer]))
+	if o.callerBuffers && !rec.at.holds(hostRange(o.bufs[ir.GradBuffer].F32)) {
+		return fmt.Errorf("runtime: AdoptPrivatized: the privatization wrote %v, not this optimizer's gradient, %v", rec.at, hostRange(o.bufs[ir.GradBuffer].F32))
 	}
 	o.grad, o.adopted = gradMark{src: gradPrivatized, at: rec.at}, rec.adoption
 	return nil

@@ -21,7 +21,6 @@ import (
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/rng"
-	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -157,7 +156,7 @@ func storageSteps(t *testing.T, fn *ir.Func, c storageCase, launch func(r *stora
 }
 
 func TestStorageHostKernel(t *testing.T) {
-	u := mustCompileFile(t, repoPath("tests", "testdata", "storage.dsl"))
+	u := mustCompileFile(t, repoPath("runtime", "testdata", "storage.dsl"))
 	so, err := u.CachedSharedObject()
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +180,7 @@ func TestStorageHostKernel(t *testing.T) {
 }
 
 func TestStoragePTXSim(t *testing.T) {
-	u := mustCompileFile(t, repoPath("tests", "testdata", "storage.dsl"))
+	u := mustCompileFile(t, repoPath("runtime", "testdata", "storage.dsl"))
 	ptx, err := u.PTX()
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +211,7 @@ func TestStoragePTXSim(t *testing.T) {
 // noisy steps, every value of theta and of every state, bit for bit.
 func TestStorageGeneratedGo(t *testing.T) {
 	const n, seed, sigmaW2 = 37, 5, 0.01
-	u := mustCompileFile(t, repoPath("tests", "testdata", "storage.dsl"))
+	u := mustCompileFile(t, repoPath("runtime", "testdata", "storage.dsl"))
 	dir := t.TempDir()
 	writeModule(t, dir)
 	writePackage(t, dir, u)
@@ -222,7 +221,7 @@ import (
 	"fmt"
 	"math"
 
-	"fibergenprobe/storagemix"
+	"fibergenprobe/storage"
 )
 
 func main() {
@@ -230,7 +229,7 @@ func main() {
 	for i := range theta {
 		theta[i], g[i] = float32(math.Sin(float64(i))), float32(math.Cos(float64(3*i)))
 	}
-	o, err := storagemix.New(storagemix.Defaults(), len(theta))
+	o, err := storage.New(storage.Defaults(), len(theta))
 	if err != nil {
 		panic(err)
 	}
@@ -280,18 +279,6 @@ func main() {
 	}
 	if got != want.String() {
 		t.Errorf("the generated package computed\n%s\nthe Go reference\n%s", got, want.String())
-	}
-}
-
-// TestStorageRuntimeRefuses checks that the runtime, whose buffers are
-// float32, refuses an optimizer with a bfloat16 state by name rather than
-// stepping its 16-bit kernels over float32 memory.
-func TestStorageRuntimeRefuses(t *testing.T) {
-	u := mustCompileFile(t, repoPath("tests", "testdata", "storage.dsl"))
-	_, err := runtime.OpenCompiled(runtime.Compiled{Manifest: u.Manifest}, runtime.Options{Backend: runtime.Go})
-	want := "runtime: storagemix stores state m as bfloat16: this runtime steps float32 buffers only"
-	if err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("OpenCompiled: %v, want %q…", err, want)
 	}
 }
 
@@ -454,7 +441,7 @@ func TestStorageReduce(t *testing.T) {
 
 // compileStorage compiles testdata/name and its Go reference.
 func compileStorage(t *testing.T, name string) (*pipeline.Unit, *interp.Program) {
-	u := mustCompileFile(t, repoPath("tests", "testdata", name))
+	u := mustCompileFile(t, repoPath("runtime", "testdata", name))
 	p, err := interp.New(u.Func)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
@@ -173,6 +174,10 @@ type benchResult struct {
 	Steps          int    `json:"steps"`
 	BuffersRead    int    `json:"buffers_read"`
 	BuffersWritten int    `json:"buffers_written"`
+	// Of those, the states stored as a 16-bit type (docs/dsl.md, "Storage
+	// types"), whose values are 2 bytes, not 4.
+	Narrow16Read    int `json:"buffers_read_16bit,omitempty"`
+	Narrow16Written int `json:"buffers_written_16bit,omitempty"`
 	// Passes over memory a step makes: 2 with a reduction pass, which
 	// reads ReduceRead buffers before the step and writes ReduceWritten
 	// (the privatized g the step then reads in place of g; docs/kernels.md,
@@ -293,30 +298,41 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 func newBenchResult(opt *runtime.Optimizer, n, steps int) (*benchResult, error) {
 	m := opt.Manifest()
 	r := &benchResult{Optimizer: m.Optimizer, N: n, Steps: steps}
+	size := map[string]int{}
 	for _, b := range m.Buffers {
+		d, ok := lang.DTypeNamed(b.DType)
+		if !ok {
+			return nil, fmt.Errorf("manifest of %s: buffer %s has dtype %q (want float32, bfloat16 or float16)", m.Optimizer, b.Name, b.DType)
+		}
+		size[b.Name] = d.Size()
+		read, written := 0, 0
 		switch b.Access {
 		case "read":
-			r.BuffersRead++
+			read = 1
 		case "write":
-			r.BuffersWritten++
+			written = 1
 		case "read-write":
-			r.BuffersRead++
-			r.BuffersWritten++
+			read, written = 1, 1
 		default:
 			return nil, fmt.Errorf("manifest of %s: buffer %s has access %q (want read, write or read-write)", m.Optimizer, b.Name, b.Access)
 		}
-		if b.DType != "float32" {
-			return nil, fmt.Errorf("manifest of %s: buffer %s has dtype %q (want float32)", m.Optimizer, b.Name, b.DType)
+		r.BuffersRead, r.BuffersWritten = r.BuffersRead+read, r.BuffersWritten+written
+		if d.Size() == 2 {
+			r.Narrow16Read, r.Narrow16Written = r.Narrow16Read+read, r.Narrow16Written+written
 		}
+		r.BytesPerCoord += d.Size() * (read + written)
 	}
 	r.Passes = 1
 	if red := m.Kernels.Reduce; red != nil {
 		r.Passes, r.ReduceRead = 2, len(red.Reads)
+		for _, name := range red.Reads {
+			r.BytesPerCoord += size[name]
+		}
 		if slices.Contains(red.Reads, ir.GradName) { // bench draws noise: the pass keeps g
 			r.ReduceWritten = 1
+			r.BytesPerCoord += 4
 		}
 	}
-	r.BytesPerCoord = 4 * (r.BuffersRead + r.BuffersWritten + r.ReduceRead + r.ReduceWritten)
 	r.BytesPerStep = int64(r.BytesPerCoord) * int64(n)
 	return r, nil
 }
@@ -509,6 +525,9 @@ func (r *benchResult) print(w io.Writer) {
 	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %s GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), sig3(r.GBps))
 	r.printBaseline(w)
 	fmt.Fprintf(w, "  bytes/coordinate = 4 × (%d %s read + %d written", r.BuffersRead, plural(r.BuffersRead, "buffer"), r.BuffersWritten)
+	if r.Narrow16Read+r.Narrow16Written > 0 {
+		fmt.Fprintf(w, ", less 2 for each of the %d reads and %d writes of 16-bit states", r.Narrow16Read, r.Narrow16Written)
+	}
 	if r.Passes > 1 {
 		fmt.Fprintf(w, " + %d read and %d written by the reduction pass: %d passes", r.ReduceRead, r.ReduceWritten, r.Passes)
 	}

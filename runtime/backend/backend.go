@@ -94,7 +94,7 @@ type Backend interface {
 	// which hold the values the old ones held (the trainer's memory moved,
 	// runtime.Optimizer.UseBuffers); a backend that keeps copies of its own
 	// refuses.
-	Rebind(host [][]float32) error
+	Rebind(host []Host) error
 	// Close syncs the host buffers (as Sync) and releases what the backend
 	// holds (device memory, modules, shared objects), even where the sync
 	// fails. It may be called on a backend that failed half-way through

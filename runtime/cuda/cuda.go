@@ -23,7 +23,9 @@ import (
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/backend"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
@@ -41,9 +43,9 @@ type Config struct {
 	Source   string             // where the PTX came from, for errors
 	Device   int                // the device ordinal
 	Driver   *cudadrv.Driver    // nil: cudadrv.Load (libcuda)
-	// Host are the runtime's host buffers in ABI order, N floats each,
+	// Host are the runtime's host buffers in ABI order, N values each,
 	// which the device buffers start from and Sync copies back into.
-	Host [][]float32
+	Host []backend.Host
 	N    int
 }
 
@@ -52,9 +54,14 @@ type Config struct {
 type Backend struct {
 	name string
 	k    *kernels
-	host [][]float32
+	host []backend.Host
 	n    int
 	dev  []cudadrv.DevicePtr
+	// dtypes are the buffers' storage types (the manifest's), sizes the
+	// bytes of one value of each (4; 2 for a state stored as a 16-bit
+	// type), own or the trainer's.
+	dtypes []lang.DType
+	sizes  []int
 	// scratch is device memory that the kernels' partials go through
 	// (reduction pass, diagnostics).
 	scratch deviceScratch
@@ -121,6 +128,13 @@ func Open(cfg Config) (_ *Backend, err error) {
 			err = errors.Join(err, b.release())
 		}
 	}()
+	for _, mb := range cfg.Manifest.Buffers {
+		d, ok := lang.DTypeNamed(mb.DType)
+		if !ok {
+			return nil, fmt.Errorf("runtime: buffer %s of %s is %q, not a storage type fibergen knows", mb.Name, k.name, mb.DType)
+		}
+		b.dtypes, b.sizes = append(b.dtypes, d), append(b.sizes, d.Size())
+	}
 	if len(b.host) != k.nbuf {
 		return nil, fmt.Errorf("runtime: %s has %d buffers, its kernel takes %d", k.name, len(b.host), k.nbuf)
 	}
@@ -133,20 +147,33 @@ func Open(cfg Config) (_ *Backend, err error) {
 }
 
 // copyIn allocates the device copy of host buffer h and copies h into it.
-func (b *Backend) copyIn(name string, h []float32) error {
-	if len(h) != b.n {
-		return fmt.Errorf("runtime: buffer %s of %s holds %d values, want %d", name, b.k.name, len(h), b.n)
+func (b *Backend) copyIn(name string, h backend.Host) error {
+	if h.Len() != b.n {
+		return fmt.Errorf("runtime: buffer %s of %s holds %d values, want %d", name, b.k.name, h.Len(), b.n)
 	}
 	// At least one element: the driver refuses empty allocations.
-	p, err := b.k.ctx.Alloc(4 * max(b.n, 1))
+	p, err := b.k.ctx.Alloc(h.Size() * max(b.n, 1))
 	if err != nil {
-		return fmt.Errorf("runtime: allocating %s (%d floats) on the device: %w", name, b.n, err)
+		return fmt.Errorf("runtime: allocating %s (%d values) on the device: %w", name, b.n, err)
 	}
 	b.dev = append(b.dev, p)
-	if err := b.k.ctx.CopyHtoD(p, h); err != nil {
+	if err := copyHost(b.k.ctx, p, h, true); err != nil {
 		return fmt.Errorf("runtime: copying %s to the device: %w", name, err)
 	}
 	return nil
+}
+
+// copyHost copies host buffer h to device memory p (toDevice) or back.
+func copyHost(ctx *cudadrv.Context, p cudadrv.DevicePtr, h backend.Host, toDevice bool) error {
+	switch {
+	case h.Narrow() && toDevice:
+		return cudadrv.CopyToDevice(ctx, p, h.U16)
+	case h.Narrow():
+		return cudadrv.CopyFromDevice(ctx, h.U16, p)
+	case toDevice:
+		return ctx.CopyHtoD(p, h.F32)
+	}
+	return ctx.CopyDtoH(h.F32, p)
 }
 
 // Name is Config.Name.
@@ -183,18 +210,18 @@ func (b *Backend) Step(m backend.Memory, s backend.Step) error {
 		bufs[ir.GradBuffer] = b.kept.Buf.ptr
 	}
 	for _, seg := range s.Segments {
-		if err := b.k.launchStep(offsetPtrs(bufs, seg.Lo), seg.Hi-seg.Lo, seg.Scalars, s, s.Offset+int64(seg.Lo)); err != nil {
+		if err := b.k.launchStep(b.offsetPtrs(bufs, seg.Lo), seg.Hi-seg.Lo, seg.Scalars, s, s.Offset+int64(seg.Lo)); err != nil {
 			return &backend.FaultError{Err: err}
 		}
 	}
 	return nil
 }
 
-// offsetPtrs is the device buffers from element lo on.
-func offsetPtrs(dev []cudadrv.DevicePtr, lo int) []cudadrv.DevicePtr {
+// offsetPtrs is the device buffers (in ABI order) from value lo on.
+func (b *Backend) offsetPtrs(dev []cudadrv.DevicePtr, lo int) []cudadrv.DevicePtr {
 	out := make([]cudadrv.DevicePtr, len(dev))
 	for i, p := range dev {
-		out[i] = p.Add(4 * lo)
+		out[i] = p.Add(b.sizes[i] * lo)
 	}
 	return out
 }
@@ -224,7 +251,17 @@ func (b *Backend) Fill(m backend.Memory, buf int, v float32) error {
 	if n == 0 {
 		return nil
 	}
-	if err := b.k.ctx.MemsetD32(bufs[buf], math.Float32bits(v), n); err != nil {
+	word, words := math.Float32bits(v), n
+	if d := b.dtypes[buf]; d.Size() == 2 { // two 16-bit values a word, and the last alone
+		h := uint32(rng.Bits(d, v))
+		word, words = h|h<<16, n/2
+		if n%2 == 1 {
+			if err := cudadrv.CopyToDevice(b.k.ctx, bufs[buf].Add(2*(n-1)), []uint16{uint16(h)}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := b.k.ctx.MemsetD32(bufs[buf], word, words); err != nil {
 		return err
 	}
 	return b.k.ctx.Synchronize()
@@ -240,33 +277,47 @@ func (b *Backend) check(buf, off, n int) error {
 	return nil
 }
 
-// Read copies floats [off, off+n) of device buffer buf to the host.
+// Read copies values [off, off+n) of device buffer buf to the host, as
+// float32s (a 16-bit state's widened).
 func (b *Backend) Read(buf, off, n int) ([]float32, error) {
 	if err := b.check(buf, off, n); err != nil {
 		return nil, fmt.Errorf("%w: read", err)
 	}
-	out := make([]float32, n)
-	if err := b.k.ctx.CopyDtoH(out, b.dev[buf].Add(4*off)); err != nil {
+	h := b.staging(buf, n)
+	if err := copyHost(b.k.ctx, b.dev[buf].Add(h.Size()*off), h, false); err != nil {
 		return nil, fmt.Errorf("runtime: reading from the device: %w", err)
 	}
-	return out, nil
+	return h.Values(0, n)
 }
 
-// Write copies src into device buffer buf from off.
+// Write copies src into device buffer buf from off (a 16-bit state's
+// values narrowed: each must be one of its type's).
 func (b *Backend) Write(buf, off int, src []float32) error {
 	if err := b.check(buf, off, len(src)); err != nil {
 		return fmt.Errorf("%w: write", err)
 	}
-	if err := b.k.ctx.CopyHtoD(b.dev[buf].Add(4*off), src); err != nil {
+	h := b.staging(buf, len(src))
+	if err := h.SetValues(0, src); err != nil {
+		return err
+	}
+	if err := copyHost(b.k.ctx, b.dev[buf].Add(h.Size()*off), h, true); err != nil {
 		return fmt.Errorf("runtime: writing to the device: %w", err)
 	}
 	return nil
 }
 
+// staging is a host buffer of n values stored as buffer buf's.
+func (b *Backend) staging(buf, n int) backend.Host {
+	if d := b.dtypes[buf]; d.Size() == 2 {
+		return backend.Host{DType: d, U16: make([]uint16, n)}
+	}
+	return backend.Float32s(make([]float32, n))
+}
+
 // Sync copies every device buffer into its host buffer.
 func (b *Backend) Sync() error {
 	for i, p := range b.dev {
-		if err := b.k.ctx.CopyDtoH(b.host[i], p); err != nil {
+		if err := copyHost(b.k.ctx, p, b.host[i], false); err != nil {
 			return fmt.Errorf("runtime: copying buffer %d from the device: %w", i, err)
 		}
 	}
@@ -274,7 +325,7 @@ func (b *Backend) Sync() error {
 }
 
 // Rebind is refused: the backend steps device copies of its own.
-func (b *Backend) Rebind([][]float32) error {
+func (b *Backend) Rebind([]backend.Host) error {
 	return fmt.Errorf("runtime: the %s backend steps device copies of its buffers; it takes no host buffers of the trainer's", b.name)
 }
 

@@ -22,7 +22,7 @@ func (b *Backend) Partials(m backend.Memory, d backend.Diagnostic, seg backend.S
 		return fmt.Errorf("runtime: %s: %w", d.Kernel, err)
 	}
 	var args []any
-	for _, p := range offsetPtrs(bufs, seg.Lo) {
+	for _, p := range b.offsetPtrs(bufs, seg.Lo) {
 		args = append(args, p)
 	}
 	for _, s := range seg.Scalars {

@@ -38,7 +38,7 @@ func (b *Backend) Reduce(m backend.Memory, r backend.Reduce, partials []float32)
 			continue
 		}
 		var args []any
-		for _, p := range offsetPtrs(bufs, t.Lo) {
+		for _, p := range b.offsetPtrs(bufs, t.Lo) {
 			args = append(args, p)
 		}
 		for _, s := range t.Scalars {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/runtime/backend"
 )
 
 // Diagnostic is a diagnostic's loaded host function (docs/kernels.md,
@@ -39,6 +40,11 @@ func OpenDiagnosticISA(path, symbol, isa string, numBuffers, numScalars int) (*D
 // of bufs (theta, g, the states) into num and den, one per chunk of
 // reduce.ReduceChunk coordinates.
 func (d *Diagnostic) Run(bufs [][]float32, scalars []float32, n int, lo, hi int, num, den []float32) error {
+	return d.RunHost(floats(bufs), scalars, n, lo, hi, num, den)
+}
+
+// RunHost is Run on buffers of any storage (Kernel.RunHost).
+func (d *Diagnostic) RunHost(bufs []backend.Host, scalars []float32, n int, lo, hi int, num, den []float32) error {
 	if err := d.check(bufs, scalars, n, lo, hi, num, den); err != nil || lo == hi {
 		return err
 	}
@@ -55,7 +61,7 @@ func (d *Diagnostic) Run(bufs [][]float32, scalars []float32, n int, lo, hi int,
 }
 
 // check validates the arguments of Run.
-func (d *Diagnostic) check(bufs [][]float32, scalars []float32, n int, lo, hi int, num, den []float32) error {
+func (d *Diagnostic) check(bufs []backend.Host, scalars []float32, n int, lo, hi int, num, den []float32) error {
 	if err := d.checkChunks("the diagnostic", bufs, scalars, n, int64(lo), int64(hi)); err != nil {
 		return err
 	}
@@ -68,7 +74,7 @@ func (d *Diagnostic) check(bufs [][]float32, scalars []float32, n int, lo, hi in
 // checkChunks validates the arguments that a function over the chunks
 // [lo, hi) of n coordinates of bufs takes (a diagnostic, the reduction
 // pass); what names it once closed.
-func (e *entry) checkChunks(what string, bufs [][]float32, scalars []float32, n int, lo, hi int64) error {
+func (e *entry) checkChunks(what string, bufs []backend.Host, scalars []float32, n int, lo, hi int64) error {
 	chunks := int64(reduce.ReduceChunks(n))
 	switch {
 	case e.fn == 0:
@@ -79,8 +85,8 @@ func (e *entry) checkChunks(what string, bufs [][]float32, scalars []float32, n 
 		return fmt.Errorf("hostkernel: %s: chunks [%d, %d) outside [0, %d)", e.Name, lo, hi, chunks)
 	}
 	for i, b := range bufs {
-		if len(b) < n {
-			return fmt.Errorf("hostkernel: %s: buffer %d holds %d values, not %d", e.Name, i, len(b), n)
+		if b.Len() < n {
+			return fmt.Errorf("hostkernel: %s: buffer %d holds %d values, not %d", e.Name, i, b.Len(), n)
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/runtime/backend"
 )
 
 // Range is the kernel's struct fibergen_range: the coordinates [Lo, Hi) of
@@ -161,16 +162,24 @@ func load(path, symbol, isa string) (loaded, error) {
 
 // pointers pins the buffers and returns their addresses; an empty buffer
 // is a null pointer.
-func pointers(pin *runtime.Pinner, bufs [][]float32) []uintptr {
+func pointers(pin *runtime.Pinner, bufs []backend.Host) []uintptr {
 	ptrs := make([]uintptr, len(bufs))
 	for i, b := range bufs {
-		if len(b) > 0 {
-			p := unsafe.SliceData(b)
+		if p := b.Pointer(); p != nil {
 			pin.Pin(p)
-			ptrs[i] = uintptr(unsafe.Pointer(p))
+			ptrs[i] = uintptr(p)
 		}
 	}
 	return ptrs
+}
+
+// floats are float32 buffers as the functions take them.
+func floats(bufs [][]float32) []backend.Host {
+	out := make([]backend.Host, len(bufs))
+	for i, b := range bufs {
+		out[i] = backend.Float32s(b)
+	}
+	return out
 }
 
 // ABI returns the ABI stamp the shared object exports as symbol (the
@@ -189,6 +198,12 @@ func (k *Kernel) ABI(symbol string) (string, error) {
 // Run steps the coordinates [r.Lo, r.Hi) of bufs in place. Every buffer
 // must hold at least r.Hi values and no two may overlap.
 func (k *Kernel) Run(bufs [][]float32, scalars []float32, r Range) error {
+	return k.RunHost(floats(bufs), scalars, r)
+}
+
+// RunHost is Run on buffers of any storage: a state stored as a 16-bit
+// type (ir.Storage) is passed as its 16-bit values.
+func (k *Kernel) RunHost(bufs []backend.Host, scalars []float32, r Range) error {
 	if err := k.check(bufs, scalars, r); err != nil {
 		return err
 	}
@@ -208,7 +223,7 @@ func (k *Kernel) Run(bufs [][]float32, scalars []float32, r Range) error {
 }
 
 // check validates the arguments of Run.
-func (k *Kernel) check(bufs [][]float32, scalars []float32, r Range) error {
+func (k *Kernel) check(bufs []backend.Host, scalars []float32, r Range) error {
 	switch {
 	case k.fn == 0:
 		return errors.New("hostkernel: the kernel is closed")
@@ -222,8 +237,8 @@ func (k *Kernel) check(bufs [][]float32, scalars []float32, r Range) error {
 		return fmt.Errorf("hostkernel: offset %d out of range", r.Offset)
 	}
 	for i, b := range bufs {
-		if int64(len(b)) < r.Hi {
-			return fmt.Errorf("hostkernel: buffer %d holds %d values, the range ends at %d", i, len(b), r.Hi)
+		if int64(b.Len()) < r.Hi {
+			return fmt.Errorf("hostkernel: buffer %d holds %d values, the range ends at %d", i, b.Len(), r.Hi)
 		}
 	}
 	return nil

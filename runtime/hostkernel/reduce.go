@@ -7,6 +7,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/runtime/backend"
 )
 
 // Reduce is the reduction pass's loaded host function (docs/kernels.md,
@@ -39,6 +40,11 @@ func OpenReduce(path, symbol string, numBuffers, numScalars, terms int) (*Reduce
 // coordinates of bufs (theta, g, the states) into partials and, where kept
 // is not nil (n floats), the chunks' privatized g into kept.
 func (d *Reduce) Run(bufs [][]float32, scalars []float32, n int, r Range, partials, kept []float32) error {
+	return d.RunHost(floats(bufs), scalars, n, r, partials, kept)
+}
+
+// RunHost is Run on buffers of any storage (Kernel.RunHost).
+func (d *Reduce) RunHost(bufs []backend.Host, scalars []float32, n int, r Range, partials, kept []float32) error {
 	if err := d.check(bufs, scalars, n, r, partials, kept); err != nil || r.Lo == r.Hi {
 		return err
 	}
@@ -57,7 +63,7 @@ func (d *Reduce) Run(bufs [][]float32, scalars []float32, n int, r Range, partia
 }
 
 // check validates the arguments of Run.
-func (d *Reduce) check(bufs [][]float32, scalars []float32, n int, r Range, partials, kept []float32) error {
+func (d *Reduce) check(bufs []backend.Host, scalars []float32, n int, r Range, partials, kept []float32) error {
 	chunks := int64(reduce.ReduceChunks(n))
 	if err := d.checkChunks("the reduction pass", bufs, scalars, n, r.Lo, r.Hi); err != nil {
 		return err

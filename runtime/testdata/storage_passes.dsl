@@ -3,7 +3,7 @@
 // "Storage types"). A LAMB-like trust ratio of the stochastically rounded
 // m and the clamp_mass of its second moment.
 
-optimizer storagepasses
+optimizer storage_passes
 
 hyper lr = 1e-3 in [0, inf)
 hyper beta1 = 0.9 in [0, 1)

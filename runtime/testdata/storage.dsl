@@ -4,7 +4,7 @@
 // to float16, and c stays float32. v and s are buffers 3 and 4, h and q 6
 // and 7: the high and the low halves of their rounding words.
 
-optimizer storagemix
+optimizer storage
 
 hyper lr = 1e-3 in [0, inf)
 hyper beta1 = 0.9 in [0, 1)

@@ -1,0 +1,138 @@
+package runtime_test
+
+import (
+	"bytes"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// storageStates are the states of testdata/storage.dsl and
+// testdata/storage_passes.dsl, by optimizer, with their storage types.
+var storageStates = map[string]map[string]lang.DType{
+	"storage":        {"m": lang.BFloat16, "v": lang.BFloat16, "s": lang.BFloat16, "c": lang.Float32, "h": lang.Float16, "q": lang.Float16},
+	"storage_passes": {"m": lang.BFloat16, "v": lang.Float16},
+}
+
+// TestStorageBackends: optimizers with bfloat16 and float16 states
+// (testdata/storage.dsl; storage_passes.dsl, whose reductions read them)
+// step bit for bit alike on the go, cpu and ptxsim backends in both noise
+// schemes, over tensors at odd offsets, and every state holds values of
+// its type only.
+func TestStorageBackends(t *testing.T) {
+	for name, states := range storageStates {
+		dir := testdataDir(t, name)
+		for _, secure := range []bool{false, true} {
+			var first []float32
+			for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+				theta, grads := reduceInputs(3)
+				ts := stepReduced(t, dir, b, secure, false, nil, theta, grads)
+				got := flatParams(t, ts)
+				for _, s := range slices.Sorted(maps.Keys(states)) {
+					vals := flatState(t, ts, s)
+					checkStored(t, name, s, states[s], vals)
+					got = append(got, vals...)
+				}
+				if first == nil {
+					first = got
+				} else if d := floatbits.Diff(first, got); d != "" {
+					t.Errorf("%s, secure %v: %s against go: %s", name, secure, b, d)
+				}
+			}
+		}
+	}
+}
+
+// checkStored fails unless every value of state s is one its type d holds.
+func checkStored(t *testing.T, opt, s string, d lang.DType, vals []float32) {
+	t.Helper()
+	if d == lang.Float32 {
+		return
+	}
+	for i, x := range vals {
+		if y := rng.Widen(d, rng.Bits(d, x)); y != x && x == x {
+			t.Fatalf("%s: state %s[%d] = %v, which a %s does not hold", opt, s, i, x, d.Name())
+		}
+	}
+}
+
+// TestStorageCheckpoint: a checkpoint of an optimizer with 16-bit states
+// restores them bit for bit, on the backend that saved it and on another,
+// so that the steps after a load are those of the run that saved it.
+func TestStorageCheckpoint(t *testing.T) {
+	dir := testdataDir(t, "storage")
+	theta, grads := reduceInputs(4)
+	run := func(b runtime.Backend, load []byte) ([]float32, []byte) {
+		o := openDP(t, dir, simOptions(t, runtime.Options{Backend: b, AllowResumeAgain: true}), testDP) // one checkpoint, resumed on each backend
+		if err := o.SetSeed(7); err != nil {
+			t.Fatal(err)
+		}
+		ts := registerSized(t, o, reduceSizes, slices.Clone(theta))
+		var saved []byte
+		steps := grads
+		if load != nil {
+			if err := o.LoadFrom(bytes.NewReader(load)); err != nil {
+				t.Fatal(err)
+			}
+			steps = grads[2:]
+		}
+		for i, g := range steps {
+			if load == nil && i == 2 {
+				var buf bytes.Buffer
+				if err := o.SaveTo(&buf); err != nil {
+					t.Fatal(err)
+				}
+				saved = buf.Bytes()
+			}
+			if err := stepAll(o, ts, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return slices.Concat(flatParams(t, ts), flatState(t, ts, "m"), flatState(t, ts, "h"), flatState(t, ts, "q")), saved
+	}
+	want, saved := run(runtime.CPU, nil)
+	for _, b := range []runtime.Backend{runtime.CPU, runtime.Go, runtime.PTXSim} {
+		if got, _ := run(b, saved); !slices.Equal(floatBits(got), floatBits(want)) {
+			t.Errorf("%s after a load: %s", b, floatbits.Diff(want, got))
+		}
+	}
+}
+
+func floatBits(xs []float32) []uint32 {
+	out := make([]uint32, len(xs))
+	for i, x := range xs {
+		out[i] = math.Float32bits(x)
+	}
+	return out
+}
+
+// TestStorageTrainerMemory: the ways that step the trainer's memory take
+// float32 buffers only so far, and say so for an optimizer with a 16-bit
+// state; nothing is changed.
+func TestStorageTrainerMemory(t *testing.T) {
+	dir := testdataDir(t, "storage")
+	o, err := runtime.Open(dir, runtime.Options{Backend: runtime.CPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	bufs := make([][]float32, 8)
+	for i := range bufs {
+		bufs[i] = make([]float32, 5)
+	}
+	err = o.UseBuffers(bufs)
+	want := "runtime: UseBuffers: storage stores state m as bfloat16, and UseBuffers takes float32 buffers only so far"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("UseBuffers: %v, want %q…", err, want)
+	}
+	if _, err := o.Register("w", make([]float32, 3)); err != nil {
+		t.Errorf("the refusal changed the optimizer: Register: %v", err)
+	}
+}
