@@ -40,7 +40,7 @@ package main
 // version is a second literal in internal/version (CABI, which fibergen
 // --version prints and which cannot import this package main): change
 // both, capi/version_test.go keeps them equal.
-#define FG_ABI_VERSION 10
+#define FG_ABI_VERSION 11
 #define FG_OK 0
 #define FG_ERROR 1
 #define FG_NONFINITE 2
@@ -77,7 +77,9 @@ const (
 // secure noise mode (the open option noise_mode, fg_info's noise_mode and
 // noise_scheme, fg_share_key and fg_set_key for ranks to agree on a key,
 // fg_checkpoint_info's noise_mode); 10 added fg_set_tensors_hypers and
-// fg_tensor_hypers, a parameter group's ranges set and read in one call.
+// fg_tensor_hypers, a parameter group's ranges set and read in one call;
+// 11 added fg_info's dtypes, and fg_use_buffers and fg_step_device take a
+// state stored as a 16-bit type as its 16-bit values.
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}
@@ -223,6 +225,17 @@ func required(what string, ptrs ...unsafe.Pointer) error {
 // buffers views the caller's count buffers of n float32s each at ptrs
 // (NULL with count 0: none, nil), checking the counts and the pointers.
 func buffers(what string, ptrs **C.float, count C.int, n C.int64_t) ([][]float32, error) {
+	ps, e := bufferPointers(what, ptrs, count, n)
+	out := make([][]float32, len(ps))
+	for i, p := range ps {
+		out[i] = floats(p, int(n))
+	}
+	return out, e
+}
+
+// bufferPointers checks the caller's count buffer pointers at ptrs (NULL
+// with count 0: none) for n values each, and returns them.
+func bufferPointers(what string, ptrs **C.float, count C.int, n C.int64_t) ([]*C.float, error) {
 	if e := checkCount(what, int64(n), int64(count)); e != nil {
 		return nil, e
 	}
@@ -232,14 +245,13 @@ func buffers(what string, ptrs **C.float, count C.int, n C.int64_t) ([][]float32
 		}
 		return nil, nil
 	}
-	out := make([][]float32, count)
-	for i, p := range unsafe.Slice(ptrs, int(count)) {
+	ps := unsafe.Slice(ptrs, int(count))
+	for i, p := range ps {
 		if p == nil && n > 0 {
 			return nil, fmt.Errorf("fibergen: %s: buffer %d is a null pointer", what, i)
 		}
-		out[i] = floats(p, int(n))
 	}
-	return out, nil
+	return ps, nil
 }
 
 // floats views n float32s of C memory at p as a slice; nil for p nil.

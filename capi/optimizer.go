@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
@@ -131,6 +132,7 @@ type info struct {
 	HostKernel      string                `json:"host_kernel"` // the host function the cpu backend runs, e.g. fiber_cpu_avx512
 	HostISA         *runtime.ISAChoice    `json:"host_isa"`    // its variant and why, per variant (runtime.Optimizer.HostISA); null off the cpu backend
 	Buffers         []string              `json:"buffers"`
+	DTypes          []string              `json:"dtypes"`        // each buffer's storage type: float32, or a state's bfloat16 or float16 (docs/dsl.md, "Storage types")
 	Starts          map[string]string     `json:"starts"`        // the states the step starts from another value at step 0, and from what (manifest.Buffer.Start)
 	NoiseBuffers    []string              `json:"noise_buffers"` // the noise block's buffers, which hold past noise: a binding never shows them
 	Hypers          []runtime.Hyper       `json:"hypers"`
@@ -238,7 +240,7 @@ func infoOf(o *runtime.Optimizer) info {
 	}
 	x.Starts, x.NoiseBuffers = map[string]string{}, []string{}
 	for _, b := range o.Manifest().Buffers {
-		x.Buffers = append(x.Buffers, b.Name)
+		x.Buffers, x.DTypes = append(x.Buffers, b.Name), append(x.DTypes, b.DType)
 		if b.Start != "" {
 			x.Starts[b.Name] = b.Start
 		}
@@ -347,21 +349,38 @@ func fg_set_key(h C.int64_t, key *C.uint64_t, err *C.char, errlen C.size_t) C.in
 	})
 }
 
-// fg_use_buffers makes the optimizer step nbuf host buffers of n float32s
+// fg_use_buffers makes the optimizer step nbuf host buffers of n values
 // the caller owns (theta, g, the states, in the order of fg_info's
-// buffers; n the sum of the ranges, where fg_register_range gave them),
-// from now until fg_close, and sets the states to their initial values
-// (runtime.Optimizer.UseBuffers).
+// buffers, each of its fg_info dtype: float32s, or a 16-bit state's
+// bfloat16 or float16 values; n the sum of the ranges, where
+// fg_register_range gave them), from now until fg_close, and sets the
+// states to their initial values (runtime.Optimizer.UseHostBuffers).
 //
 //export fg_use_buffers
 func fg_use_buffers(h C.int64_t, ptrs **C.float, nbuf C.int, n C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		bufs, e := buffers("use_buffers", ptrs, nbuf, n)
+		ps, e := bufferPointers("use_buffers", ptrs, nbuf, n)
 		if e != nil {
 			return e
 		}
-		return o.UseBuffers(bufs)
+		return o.UseHostBuffers(typed(o, ps, int(n)))
 	})
+}
+
+// typed views the caller's buffers at ps, n values each, as the optimizer
+// stores them: float32s, or a 16-bit state's n 16-bit values.
+func typed(o *runtime.Optimizer, ps []*C.float, n int) []runtime.HostBuffer {
+	out := make([]runtime.HostBuffer, len(ps))
+	for i, p := range ps {
+		out[i] = runtime.HostBuffer{DType: lang.Float32, F32: floats(p, n)}
+		if i >= len(o.Manifest().Buffers) || p == nil {
+			continue // the runtime refuses the count; an empty buffer has no memory
+		}
+		if d, _ := lang.DTypeNamed(o.Manifest().Buffers[i].DType); d.Size() == 2 {
+			out[i] = runtime.HostBuffer{DType: d, U16: unsafe.Slice((*uint16)(unsafe.Pointer(p)), n)}
+		}
+	}
+	return out
 }
 
 // nonFinite stores a *runtime.NonFiniteError's index and value, where

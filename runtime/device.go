@@ -236,7 +236,7 @@ func (o *Optimizer) fillStates(bufs []DevicePtr, lo, n int, h []float64) error {
 	}
 	mem := backend.Memory{Device: make([]DevicePtr, len(bufs)), N: n}
 	for i, p := range bufs {
-		mem.Device[i] = p.Add(4 * lo)
+		mem.Device[i] = p.Add(o.storages[i].DType.Size() * lo)
 	}
 	for i, v := range values {
 		if err := o.back.Fill(mem, ir.FirstState+i, v); err != nil {
@@ -258,9 +258,6 @@ func (o *Optimizer) checkDevice(what string, bufs []DevicePtr, n int) error {
 	if err := o.checkRangesLen(what, n); err != nil {
 		return err
 	}
-	if err := o.float32Only(what); err != nil {
-		return err
-	}
 	if want := ir.FirstState + o.prog.NumStates(); len(bufs) != want {
 		var names []string
 		for _, b := range o.m.Buffers {
@@ -280,23 +277,24 @@ func (o *Optimizer) checkDevice(what string, bufs []DevicePtr, n int) error {
 	return o.checkDevicePtrs(what, bufs, n)
 }
 
-// checkDevicePtrs refuses device buffers of n floats that are null,
-// misaligned, past the end of the address space or overlapping.
+// checkDevicePtrs refuses device buffers of n values (4 bytes each; 2 for
+// a state stored as a 16-bit type) that are null, misaligned, past the end
+// of the address space or overlapping.
 func (o *Optimizer) checkDevicePtrs(what string, bufs []DevicePtr, n int) error {
-	size := 4 * uint64(n)
+	bytes := func(i int) uint64 { return uint64(o.storages[i].DType.Size()) * uint64(n) }
 	for i, p := range bufs {
-		name := o.bufName(i)
+		name, align := o.bufName(i), uint64(o.storages[i].DType.Size())
 		switch {
 		case p == 0:
 			return fmt.Errorf("runtime: %s: buffer %s is a null pointer", what, name)
-		case p%4 != 0:
-			return fmt.Errorf("runtime: %s: buffer %s at %#x is not 4-byte aligned", what, name, uint64(p))
-		case uint64(p) > math.MaxUint64-size:
-			return fmt.Errorf("runtime: %s: buffer %s at %#x cannot hold %d floats", what, name, uint64(p), n)
+		case uint64(p)%align != 0:
+			return fmt.Errorf("runtime: %s: buffer %s at %#x is not %d-byte aligned", what, name, uint64(p), align)
+		case uint64(p) > math.MaxUint64-bytes(i):
+			return fmt.Errorf("runtime: %s: buffer %s at %#x cannot hold %d values", what, name, uint64(p), n)
 		}
 		for j, q := range bufs[:i] {
-			if uint64(p) < uint64(q)+size && uint64(q) < uint64(p)+size {
-				return fmt.Errorf("runtime: %s: buffers %s (%#x) and %s (%#x) of %d floats overlap",
+			if uint64(p) < uint64(q)+bytes(j) && uint64(q) < uint64(p)+bytes(i) {
+				return fmt.Errorf("runtime: %s: buffers %s (%#x) and %s (%#x) of %d values overlap",
 					what, o.bufName(j), uint64(q), name, uint64(p), n)
 			}
 		}

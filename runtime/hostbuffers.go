@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/runtime/backend"
@@ -34,13 +33,25 @@ import (
 // the new buffers, of the same length, points the optimizer at them; only
 // the first call sets the states.
 func (o *Optimizer) UseBuffers(bufs [][]float32) error {
-	defer o.lock()()
-	if err := o.checkUseBuffers(bufs); err != nil {
-		return err
-	}
 	host := make([]backend.Host, len(bufs))
 	for i, b := range bufs {
 		host[i] = backend.Float32s(b)
+	}
+	return o.UseHostBuffers(host)
+}
+
+// HostBuffer is one of the trainer's host buffers for UseHostBuffers: n
+// float32s, or, for a state stored as a 16-bit type (docs/dsl.md,
+// "Storage types"), its n stored 16-bit values (DType and U16).
+type HostBuffer = backend.Host
+
+// UseHostBuffers is UseBuffers for buffers of any storage: a state
+// declared `state m: bf16 = 0` is given as the trainer's bfloat16 memory,
+// which the kernels step in place (HostBuffer).
+func (o *Optimizer) UseHostBuffers(host []HostBuffer) error {
+	defer o.lock()()
+	if err := o.checkUseBuffers(host); err != nil {
+		return err
 	}
 	if o.callerBuffers {
 		if o.back != nil {
@@ -55,7 +66,7 @@ func (o *Optimizer) UseBuffers(bufs [][]float32) error {
 		return err
 	}
 	n := o.n
-	o.bufs, o.n = host, len(bufs[ir.ThetaBuffer])
+	o.bufs, o.n = host, host[ir.ThetaBuffer].Len()
 	if err := o.ready(); err != nil {
 		o.bufs, o.n = nil, n
 		return err
@@ -65,7 +76,7 @@ func (o *Optimizer) UseBuffers(bufs [][]float32) error {
 }
 
 // checkUseBuffers checks UseBuffers' arguments and the optimizer's state.
-func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
+func (o *Optimizer) checkUseBuffers(bufs []backend.Host) error {
 	switch {
 	case o.opts.Backend.onDevice():
 		return fmt.Errorf("runtime: UseBuffers takes host memory; a %s optimizer steps device buffers with StepDevice", o.opts.Backend)
@@ -76,10 +87,7 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 	case len(bufs) != len(o.m.Buffers):
 		return fmt.Errorf("runtime: UseBuffers: %d buffers given, %s takes %d: %v", len(bufs), o.Name(), len(o.m.Buffers), o.m.Buffers)
 	}
-	if err := o.float32Only("UseBuffers"); err != nil {
-		return err
-	}
-	n := len(bufs[ir.ThetaBuffer])
+	n := bufs[ir.ThetaBuffer].Len()
 	if err := o.checkRangesLen("UseBuffers", n); err != nil {
 		return err
 	}
@@ -87,8 +95,11 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 		return fmt.Errorf("runtime: UseBuffers: %s steps buffers of %d values, not %d", o.Name(), o.n, n)
 	}
 	for i, b := range bufs {
-		if len(b) != n {
-			return fmt.Errorf("runtime: UseBuffers: buffer %s holds %d values, %s %d", o.bufName(i), len(b), o.bufName(ir.ThetaBuffer), n)
+		if want := o.storages[i].DType; b.Narrow() != o.storages[i].Narrow() || b.Narrow() && b.DType != want {
+			return fmt.Errorf("runtime: UseBuffers: buffer %s is %s memory; %s stores it as %s", o.bufName(i), b.DType.Name(), o.Name(), want.Name())
+		}
+		if b.Len() != n {
+			return fmt.Errorf("runtime: UseBuffers: buffer %s holds %d values, %s %d", o.bufName(i), b.Len(), o.bufName(ir.ThetaBuffer), n)
 		}
 		for j, c := range bufs[:i] {
 			if n > 0 && overlap(b, c) {
@@ -99,10 +110,10 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 	return nil
 }
 
-// overlap reports whether two non-empty float32 slices share memory.
-func overlap(a, b []float32) bool {
-	pa, pb := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
-	return pa < pb+4*uintptr(len(b)) && pb < pa+4*uintptr(len(a))
+// overlap reports whether two non-empty buffers share memory.
+func overlap(a, b backend.Host) bool {
+	pa, pb := uintptr(a.Pointer()), uintptr(b.Pointer())
+	return pa < pb+uintptr(b.Bytes()) && pb < pa+uintptr(a.Bytes())
 }
 
 // CheckGradient returns the error that Step would return for the gradient
@@ -133,16 +144,4 @@ func (o *Optimizer) checkGradient() error {
 		return err
 	}
 	return &NonFiniteError{Tensor: o.m.Buffers[ir.GradBuffer].Name, Index: bad, Value: v}
-}
-
-// float32Only refuses, for what (a way of giving the optimizer the
-// trainer's memory), an optimizer with a state stored as a 16-bit type:
-// those ways take float32 buffers so far (docs/runtime.md, "Storage types").
-func (o *Optimizer) float32Only(what string) error {
-	for i, s := range o.storages {
-		if s.Narrow() {
-			return fmt.Errorf("runtime: %s: %s stores state %s as %s, and %s takes float32 buffers only so far: step it on buffers the optimizer owns (Open, Register)", what, o.Name(), o.bufName(i), s.DType.Name(), what)
-		}
-	}
-	return nil
 }

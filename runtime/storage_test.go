@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"bytes"
+	"errors"
 	"maps"
 	"math"
 	"slices"
@@ -9,9 +10,11 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
 // storageStates are the states of testdata/storage.dsl and
@@ -113,9 +116,9 @@ func floatBits(xs []float32) []uint32 {
 	return out
 }
 
-// TestStorageTrainerMemory: the ways that step the trainer's memory take
-// float32 buffers only so far, and say so for an optimizer with a 16-bit
-// state; nothing is changed.
+// TestStorageTrainerMemory: UseBuffers' float32 memory for a 16-bit state
+// is refused by name, and nothing is changed (UseHostBuffers takes its
+// 16-bit memory; python/tests/test_storage.py steps it).
 func TestStorageTrainerMemory(t *testing.T) {
 	dir := testdataDir(t, "storage")
 	o, err := runtime.Open(dir, runtime.Options{Backend: runtime.CPU})
@@ -128,11 +131,66 @@ func TestStorageTrainerMemory(t *testing.T) {
 		bufs[i] = make([]float32, 5)
 	}
 	err = o.UseBuffers(bufs)
-	want := "runtime: UseBuffers: storage stores state m as bfloat16, and UseBuffers takes float32 buffers only so far"
+	want := "runtime: UseBuffers: buffer m is float32 memory; storage stores it as bfloat16"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("UseBuffers: %v, want %q…", err, want)
 	}
 	if _, err := o.Register("w", make([]float32, 3)); err != nil {
 		t.Errorf("the refusal changed the optimizer: Register: %v", err)
+	}
+}
+
+// TestCUDAStepDeviceStorage steps testdata/storage.dsl on device buffers
+// the test allocates as a trainer would, its 16-bit states as 16-bit
+// memory, over ranges at odd offsets, and compares theta and the states
+// with the go backend's run on buffers of its own.
+func TestCUDAStepDeviceStorage(t *testing.T) {
+	ctx := cudaContext(t)
+	dir := testdataDir(t, "storage")
+	theta, grads := reduceInputs(3)
+	ts := stepReduced(t, dir, runtime.Go, false, false, nil, slices.Clone(theta), grads)
+	o, err := runtime.Open(dir, runtime.Options{Backend: runtime.CUDA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	for i, s := range reduceSizes {
+		if _, err := o.RegisterRange(string(rune('a'+i)), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := errors.Join(o.SetDP(testDP), o.SetSeed(2026)); err != nil {
+		t.Fatal(err)
+	}
+	n := len(theta)
+	a := newDeviceArena(t, ctx, len(o.Manifest().Buffers), n, 1)
+	a.put(t, ir.ThetaBuffer, theta)
+	if err := o.InitDeviceStates(a.bufs, n); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range grads {
+		a.put(t, ir.GradBuffer, g)
+		if err := errors.Join(o.GradientWritten(), o.TrustClippedGradient(), o.StepDevice(a.bufs, n, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := floatbits.Diff(flatParams(t, ts), a.get(t, ir.ThetaBuffer)); d != "" {
+		t.Errorf("theta: StepDevice against the go backend: %s", d)
+	}
+	for i, b := range o.Manifest().Buffers[ir.FirstState:] {
+		want := flatState(t, ts, b.Name)
+		got := a.get(t, ir.FirstState+i)
+		if d, _ := lang.DTypeNamed(b.DType); d.Size() == 2 {
+			bits := make([]uint16, n)
+			if err := cudadrv.CopyFromDevice(ctx, bits, cudadrv.DevicePtr(a.bufs[ir.FirstState+i])); err != nil {
+				t.Fatal(err)
+			}
+			for j, h := range bits {
+				got[j] = rng.Widen(d, h)
+			}
+		}
+		if d := floatbits.Diff(want, got); d != "" {
+			t.Errorf("state %s: StepDevice against the go backend: %s", b.Name, d)
+		}
 	}
 }

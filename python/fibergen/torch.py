@@ -418,13 +418,16 @@ class Optimizer(torch.optim.Optimizer):
         self._built = True
 
     def _buffer(self, k: int, n: int) -> torch.Tensor:
-        """n float32 zeros for the k-th flat buffer (theta, g, the states),
-        on the CPU as far into its storage as the runtime starts its own
-        (fg_info's host_buffer_pad: buffers allocated alike all start at one
-        offset in their pages, and the host step's loads then alias its
-        stores)."""
-        pad = self._info["host_buffer_pad"][k] if self._device.type == "cpu" else 0
-        return torch.zeros(pad + n, dtype=torch.float32, device=self._device)[pad:]
+        """n zeros for the k-th flat buffer (theta, g, the states), of its
+        dtype (fg_info's dtypes: a state declared ``state m: bf16 = 0`` is
+        bfloat16), on the CPU as far into its storage as the runtime starts
+        its own (fg_info's host_buffer_pad, in float32s: buffers allocated
+        alike all start at one offset in their pages, and the host step's
+        loads then alias its stores)."""
+        dtype = _DTYPES[self._info["dtypes"][k]]
+        size = torch.empty(0, dtype=dtype).element_size()
+        pad = self._info["host_buffer_pad"][k] * 4 // size if self._device.type == "cpu" else 0
+        return torch.zeros(pad + n, dtype=dtype, device=self._device)[pad:]
 
     def _open(self) -> None:
         """Opens the runtime optimizer of this rank's shard: the groups are
@@ -1284,10 +1287,10 @@ class Optimizer(torch.optim.Optimizer):
         if st.get("slice") != [g.lo, g.hi]:
             raise bad(f"group {i} holds coordinates {st.get('slice')}, this rank's are {[g.lo, g.hi]}")
         states = []
-        for name in self._states:
-            t = st.get(name)
-            if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or tuple(t.shape) != (g.n,):
-                raise bad(f"group {i}: state {name} should be a float32 tensor of {g.n} values, got "
+        for k, name in enumerate(self._states):
+            t, dtype = st.get(name), _DTYPES[self._info["dtypes"][_abi.FIRST_STATE + k]]
+            if not isinstance(t, torch.Tensor) or t.dtype != dtype or tuple(t.shape) != (g.n,):
+                raise bad(f"group {i}: state {name} should be a {str(dtype).removeprefix('torch.')} tensor of {g.n} values, got "
                           f"{type(t).__name__} {getattr(t, 'dtype', '')} {tuple(getattr(t, 'shape', ()))}")
             if not bool(torch.isfinite(t).all()):
                 raise bad(f"group {i}: state {name} holds a NaN or ±Inf")
@@ -1298,6 +1301,10 @@ class Optimizer(torch.optim.Optimizer):
         """Releases the runtime optimizer (the kernels, device resources)."""
         if (h := getattr(self, "_handle", None)) is not None:
             h.close()
+
+
+# The buffers' storage types (fg_info's dtypes) as torch's.
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def _host(states: list[torch.Tensor]) -> list[torch.Tensor]:
