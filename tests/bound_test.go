@@ -170,6 +170,10 @@ type fiberBound struct {
 	rho     float64 // the decay rate of the filter's error
 	cGt, cR float64 // the gain constants of g̃ and r
 	atten   float64 // A(ω)
+	// store is the relative rounding of a store of g̃ and r: 0 for
+	// float32 states, uBF16 for bfloat16 ones, whose rounding is part of
+	// the step's δ in the filter's error recursion (fiber_bf16).
+	store float64
 }
 
 func newFiberBound(h oracle.FiBeRHypers) fiberBound {
@@ -228,6 +232,8 @@ func (b fiberBound) filter(g float64, gt, r ev, hist *float64) (ev, ev) {
 	dNu := uOp*nuMax + tiny
 	dR := w*dNu + c0.e*rMax + c1.e*nuMax + uOp*(p0+p1+rNewMax) + 3*tiny
 	dGt := dR + uOp*(gtMax+rNewMax) + tiny
+	dR += b.store * (rNewMax + dR) // the store's rounding of r_t and g̃_t
+	dGt += b.store * (math.Abs(gtNew) + dGt)
 	eGt := dGt + b.cGt*b.rho**hist
 	eR := dR + b.cR*b.rho**hist
 	*hist = b.rho**hist + max(dGt, dR)
@@ -405,4 +411,39 @@ type sgdBound struct{ lr float64 }
 
 func (b sgdBound) step(_ int, _ float64, theta ev, g float64, _ []ev, _ *float64) ev {
 	return sub(theta, mul(host(b.lr), exact(g))) // θ_{t+1} = θ_t − η g_t
+}
+
+// The rounding of a state stored as bfloat16 (docs/dsl.md, "Storage
+// types"): to nearest, at most uBF16 of the magnitude (8 significant bits),
+// or tinyBF16 below the normal range, whose exponents are float32's.
+const (
+	uBF16    = 0x1p-8
+	tinyBF16 = 0x1p-134
+)
+
+// storedBound is b with the states narrow stored as bfloat16: the step
+// computes in float32 from the stored values and the float32 values it
+// made, and each store rounds the state to nearest bfloat16, which adds at
+// most uBF16 of its magnitude to its bound. θ is computed before the store,
+// from the float32 values, as the kernels compute it.
+type storedBound struct {
+	bounded
+	narrow []int
+}
+
+func (s storedBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, aux *float64) ev {
+	next := s.bounded.step(t, sigmaW2, theta, g, st, aux)
+	for _, k := range s.narrow {
+		st[k] = storedBF16(st[k])
+	}
+	return next
+}
+
+// storedBF16 is a rounded to nearest bfloat16.
+func storedBF16(a ev) ev {
+	lo := a.lo
+	if lo != negInf {
+		lo -= uBF16*math.Abs(lo) + tinyBF16
+	}
+	return ev{a.x, a.e + uBF16*(math.Abs(a.x)+a.e) + tinyBF16, lo}
 }

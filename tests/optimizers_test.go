@@ -15,10 +15,12 @@ import (
 	"github.com/fibergen/fibergen/generated/dp_adam"
 	"github.com/fibergen/fibergen/generated/dp_adambc"
 	"github.com/fibergen/fibergen/generated/dp_adamw"
+	"github.com/fibergen/fibergen/generated/dp_adamw_bf16"
 	"github.com/fibergen/fibergen/generated/dp_lion"
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/generated/fiber_bccorr"
+	"github.com/fibergen/fibergen/generated/fiber_bf16"
 	"github.com/fibergen/fibergen/generated/fiber_cosine"
 	"github.com/fibergen/fibergen/generated/fiber_ft"
 	"github.com/fibergen/fibergen/generated/fiber_nfloor"
@@ -83,6 +85,8 @@ var optimizers = []*optimizer{
 	{name: "disk_corr", states: []string{"gt", "m", "v", "lookahead"}, newImpl: newDiskCorrImpl, newRef: newDiskCorrRef, pkg: goPackage{disk_corr.Defaults, disk_corr.NewHost, disk_corr.Step, privRef{disk_corr.PrivatizeNorms, disk_corr.PrivatizeScales, disk_corr.PrivatizeSum}}},
 	{name: "abtrack", states: []string{"gt", "s", "m", "v"}, newImpl: newABTrackImpl, newRef: newABTrackRef, pkg: goPackage{abtrack.Defaults, abtrack.NewHost, abtrack.Step, privRef{abtrack.PrivatizeNorms, abtrack.PrivatizeScales, abtrack.PrivatizeSum}}},
 	{name: "dp_adamw", states: []string{"m", "v"}, newImpl: newAdamWImpl, newRef: newAdamWRef, pkg: goPackage{dp_adamw.Defaults, dp_adamw.NewHost, dp_adamw.Step, privRef{dp_adamw.PrivatizeNorms, dp_adamw.PrivatizeScales, dp_adamw.PrivatizeSum}}},
+	{name: "dp_adamw_bf16", states: []string{"m", "v"}, newImpl: newAdamWBF16Impl, newRef: newAdamWBF16Ref, pkg: goPackage{dp_adamw_bf16.Defaults, dp_adamw_bf16.NewHost, dp_adamw_bf16.Step, privRef{dp_adamw_bf16.PrivatizeNorms, dp_adamw_bf16.PrivatizeScales, dp_adamw_bf16.PrivatizeSum}}},
+	{name: "fiber_bf16", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberBF16Impl, newRef: newFiberBF16Ref, pkg: goPackage{fiber_bf16.Defaults, fiber_bf16.NewHost, fiber_bf16.Step, privRef{fiber_bf16.PrivatizeNorms, fiber_bf16.PrivatizeScales, fiber_bf16.PrivatizeSum}}},
 	{name: "dp_sgd", states: nil, newImpl: newSGDImpl, newRef: newSGDRef, pkg: goPackage{dp_sgd.Defaults, dp_sgd.NewHost, dp_sgd.Step, privRef{dp_sgd.PrivatizeNorms, dp_sgd.PrivatizeScales, dp_sgd.PrivatizeSum}}},
 	{name: "dp_adam", states: []string{"m", "v"}, newImpl: newAdamImpl, newRef: newAdamRef, pkg: goPackage{dp_adam.Defaults, dp_adam.NewHost, dp_adam.Step, privRef{dp_adam.PrivatizeNorms, dp_adam.PrivatizeScales, dp_adam.PrivatizeSum}}},
 	{name: "dp_adambc", states: []string{"m", "v"}, newImpl: newAdamBCImpl, newRef: newAdamBCRef, pkg: goPackage{dp_adambc.Defaults, dp_adambc.NewHost, dp_adambc.Step, privRef{dp_adambc.PrivatizeNorms, dp_adambc.PrivatizeScales, dp_adambc.PrivatizeSum}}},
@@ -112,10 +116,8 @@ type noiseReader interface {
 	readNoise(draw func(t, i int) float64)
 }
 
-// sqrtStates reports, for each of opt's states, whether the step takes a
-// square root of a value computed from it (a second moment), as the
-// checked-in manifest's IR says.
-func (opt *optimizer) sqrtStates(t testing.TB) []bool {
+// fn is opt's IR, read from its checked-in manifest.
+func (opt *optimizer) fn(t testing.TB) *ir.Func {
 	t.Helper()
 	opt.sqrtOnce.Do(func() {
 		m, _, err := manifest.Read(repoPath("generated", opt.name, opt.name+".json"))
@@ -127,6 +129,20 @@ func (opt *optimizer) sqrtStates(t testing.TB) []bool {
 	if opt.sqrtErr != nil {
 		t.Fatal(opt.sqrtErr)
 	}
+	return opt.sqrtFn
+}
+
+// narrow reports whether opt stores a state as a 16-bit type: the
+// float32 harnesses of the kernels cannot hold it, and storage_test.go's
+// typed harness runs it (TestStorageShipped).
+func (opt *optimizer) narrow(t testing.TB) bool { return len(opt.fn(t).NarrowStates()) > 0 }
+
+// sqrtStates reports, for each of opt's states, whether the step takes a
+// square root of a value computed from it (a second moment), as the
+// checked-in manifest's IR says.
+func (opt *optimizer) sqrtStates(t testing.TB) []bool {
+	t.Helper()
+	opt.fn(t)
 	under, seen := map[string]bool{}, map[*ir.Value]bool{}
 	for _, v := range opt.sqrtFn.Step.Values {
 		if v.Op == ir.OpSqrt {
@@ -234,6 +250,36 @@ func newFiberRef(sets []setting, n int) (reference, bounded, error) {
 		return nil, nil, err
 	}
 	return fiberRef{oracle.NewFiBeR(h, n)}, newFiberBound(h), nil
+}
+
+type fiberBF16Impl struct{ *fiber_bf16.Optimizer }
+
+func (o fiberBF16Impl) States() [][]float32 { return [][]float32{o.Gt, o.R, o.M, o.V, o.Lookahead} }
+
+func newFiberBF16Impl(sets []setting, n int) (implementation, error) {
+	h := fiber_bf16.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := fiber_bf16.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return fiberBF16Impl{o}, nil
+}
+
+// newFiberBF16Ref is FiBeR's oracle, whose bound adds the rounding of every
+// state but the look-ahead point to bfloat16 at every store: the filter's
+// (g̃, r) inside its error recursion, m and v after the step.
+func newFiberBF16Ref(sets []setting, n int) (reference, bounded, error) {
+	h, err := fiberHypers(sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := newFiberBound(h)
+	b.store = uBF16
+	return fiberRef{oracle.NewFiBeR(h, n)}, storedBound{b, []int{2, 3}}, nil
 }
 
 type fiberCosineImpl struct{ *fiber_cosine.Optimizer }
@@ -405,6 +451,30 @@ func newAdamWRef(sets []setting, n int) (reference, bounded, error) {
 		return nil, nil, err
 	}
 	return adamWRef{oracle.NewDPAdamW(h, n)}, adamWBound{h}, nil
+}
+
+type adamWBF16Impl struct{ *dp_adamw_bf16.Optimizer }
+
+func (o adamWBF16Impl) States() [][]float32 { return [][]float32{o.M, o.V} }
+
+func newAdamWBF16Impl(sets []setting, n int) (implementation, error) {
+	h := dp_adamw_bf16.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := dp_adamw_bf16.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return adamWBF16Impl{o}, nil
+}
+
+// newAdamWBF16Ref is DP-AdamW's oracle, whose bound adds the rounding of m
+// and v to bfloat16 at every store (storedBound).
+func newAdamWBF16Ref(sets []setting, n int) (reference, bounded, error) {
+	ref, b, err := newAdamWRef(sets, n)
+	return ref, storedBound{b, []int{0, 1}}, err
 }
 
 type sgdImpl struct{ *dp_sgd.Optimizer }

@@ -60,6 +60,16 @@ var hyperSets = map[string][][]setting{
 		{{"wd", 0.01}},
 		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}},
 	},
+	"dp_adamw_bf16": {
+		nil,
+		{{"wd", 0.01}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}},
+	},
+	"fiber_bf16": {
+		nil,
+		{{"wd", 0.01}, {"omega", 0.5}, {"kappa", 0.3}, {"gamma", 2.5}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}},
+	},
 	"dp_sgd": {
 		nil,
 		{{"lr", 0.05}},

@@ -414,27 +414,24 @@ func TestStorageReduce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	{
-		isa := e.Name
-		for _, n := range passSizes {
-			r := newStorageRun(t, u.Func, p, storageCase{n: n, skew: n % 3}, false)
-			c := reduce.ReduceChunks(n)
-			want, kept := make([][]float32, terms), make([]float32, n)
-			for i := range want {
-				want[i] = make([]float32, c)
-			}
-			nz := &interp.Noise{Stream: rng.Stream{Mode: rng.Philox, Seed: seed, Step: step}, SigmaW: scalars[len(scalars)-1], Offset: offset}
-			if err := p.ReducePartials(scalars, nz, r.ref, want, kept); err != nil {
-				t.Fatal(err)
-			}
-			got, gotKept := make([]float32, terms*c), make([]float32, n)
-			rg := hostkernel.Range{Lo: 0, Hi: int64(c), Offset: offset, Seed: seed, Step: step, Noise: uint32(rng.Philox)}
-			if err := e.Run(r.bufs, scalars, n, rg, got, gotKept); err != nil {
-				t.Fatal(err)
-			}
-			for i := range want {
-				compareBits(t, isa, n, fmt.Sprintf("term %d", i), [2][]float32{want[i], kept}, [2][]float32{got[i*c : (i+1)*c], gotKept})
-			}
+	for _, n := range passSizes {
+		r := newStorageRun(t, u.Func, p, storageCase{n: n, skew: n % 3}, false)
+		c := reduce.ReduceChunks(n)
+		want, kept := make([][]float32, terms), make([]float32, n)
+		for i := range want {
+			want[i] = make([]float32, c)
+		}
+		nz := &interp.Noise{Stream: rng.Stream{Mode: rng.Philox, Seed: seed, Step: step}, SigmaW: scalars[len(scalars)-1], Offset: offset}
+		if err := p.ReducePartials(scalars, nz, r.ref, want, kept); err != nil {
+			t.Fatal(err)
+		}
+		got, gotKept := make([]float32, terms*c), make([]float32, n)
+		rg := hostkernel.Range{Lo: 0, Hi: int64(c), Offset: offset, Seed: seed, Step: step, Noise: uint32(rng.Philox)}
+		if err := e.Run(r.bufs, scalars, n, rg, got, gotKept); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			compareBits(t, e.Name, n, fmt.Sprintf("term %d", i), [2][]float32{want[i], kept}, [2][]float32{got[i*c : (i+1)*c], gotKept})
 		}
 	}
 }
@@ -634,6 +631,101 @@ func TestStorageConversions(t *testing.T) {
 		launch(r, scalars, hostkernel.Range{Hi: int64(c.n), Offset: c.offset, Seed: nz.Seed, Step: nz.Step})
 		if err := r.diff(0); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestStorageShipped runs every shipped optimizer with a 16-bit state — on
+// typed memory, which the float32 harnesses of the kernels cannot hold —
+// through its checked-in host kernel (every variant this CPU runs) and
+// PTX (on the simulator), step and clamp_mass, against the Go reference,
+// bit for bit (storageCases; passSizes).
+func TestStorageShipped(t *testing.T) {
+	run, _ := simRun(t, cudasim.Config{})
+	checkStorageShipped(t, run, true)
+}
+
+// TestGPUStorageShipped is TestStorageShipped's PTX on device 0 of a real
+// GPU (scripts/gpu-check.sh); it skips without one.
+func TestGPUStorageShipped(t *testing.T) { checkStorageShipped(t, gpuRun(t), false) }
+
+// checkStorageShipped runs the shipped optimizers with 16-bit states on
+// the device of run and, with host, on the host kernel and its clamp_mass.
+func checkStorageShipped(t *testing.T, run ptxRun, host bool) {
+	for _, opt := range optimizers {
+		if !opt.narrow(t) {
+			continue
+		}
+		t.Run(opt.name, func(t *testing.T) {
+			fn := opt.fn(t)
+			for name, launch := range shippedLaunches(t, opt, run, host) {
+				for _, c := range storageCases() {
+					t.Run(name+"/"+c.String(), func(t *testing.T) { storageSteps(t, fn, c, launch) })
+				}
+			}
+			if len(fn.Diags) > 0 && host {
+				checkShippedClampMass(t, opt, fn)
+			}
+		})
+	}
+}
+
+// shippedLaunches are opt's step kernels by target: the PTX on the device
+// of run and, with host, the host kernel's variants.
+func shippedLaunches(t *testing.T, opt *optimizer, run ptxRun, host bool) map[string]func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+	out := map[string]func(r *storageRun, scalars []float32, rg hostkernel.Range){}
+	for _, isa := range hostISAs(t) {
+		if !host {
+			break
+		}
+		k := loadHostKernel(t, opt, isa)
+		out[isa] = func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+			if err := k.Run(r.bufs, scalars, rg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	gk := loadGPUKernel(t, run.ctx, opt)
+	out["ptx"] = func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+		dev := deviceBuffers(t, run.ctx, r.bufs, 0)
+		part := make([]cudadrv.DevicePtr, len(dev))
+		for i, b := range ir.Buffers(r.fn) {
+			part[i] = dev[i].Add(int(rg.Lo) * b.Storage.DType.Size())
+		}
+		n := int(rg.Hi - rg.Lo)
+		rg.Offset += rg.Lo
+		if err := gk.launch(t, part, scalars, n, rg, [2]int{64, 0}); err != nil {
+			t.Fatal(err)
+		}
+		readBuffers(t, run.ctx, dev, r.bufs)
+	}
+	return out
+}
+
+// checkShippedClampMass checks opt's clamp_mass host function, every
+// variant this CPU runs, on typed memory against the Go reference.
+func checkShippedClampMass(t *testing.T, opt *optimizer, fn *ir.Func) {
+	p, err := interp.New(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Diagnostic("clamp_mass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scalars := p.KernelScalars(p.HostScalars(fn.DefaultHypers(), 3, 1e-8), 1e-8)
+	for _, h := range diagHostFuncs(t, opt, generatedManifest(t, opt.name)) {
+		for _, n := range passSizes {
+			r := newStorageRun(t, fn, p, storageCase{n: n, skew: n % 3}, false)
+			c := reduce.ReduceChunks(n)
+			want, got := [2][]float32{make([]float32, c), make([]float32, c)}, [2][]float32{make([]float32, c), make([]float32, c)}
+			if err := d.Partials(scalars, r.ref[ir.FirstState:], want[0], want[1]); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Run(r.bufs, scalars, n, 0, c, got[0], got[1]); err != nil {
+				t.Fatal(err)
+			}
+			compareBits(t, h.Name, n, "host", want, got)
 		}
 	}
 }

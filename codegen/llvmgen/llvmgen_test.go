@@ -177,9 +177,13 @@ func TestModuleProperties(t *testing.T) {
 			var bufs []string
 			for _, b := range k.Buffers {
 				bufs = append(bufs, b.Name)
-				param := "float* noalias %p." + b.Name
+				elem := "float*"
+				if b.Storage.Narrow() {
+					elem = "i16*" // a 16-bit state's values (docs/kernels.md, "Storage types")
+				}
+				param := elem + " noalias %p." + b.Name
 				if b.ReadOnly {
-					param = "float* noalias readonly %p." + b.Name
+					param = elem + " noalias readonly %p." + b.Name
 				}
 				if !strings.Contains(ll, param+",") {
 					t.Errorf("the step kernel lacks the parameter %q", param)

@@ -26,7 +26,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 LABELS = {"dp_adam": "DP-Adam", "disk": "DiSK", "disk_corr": "DiSK-CORR", "fiber": "FiBeR",
           "fiber_nocorr": "FiBeR-NO-CORR (A = 0)", "fiber_bccorr": "FiBeR-BC-CORR (A = 1)",
           "fiber_nfloor": "FiBeR, noise floor (κ_v = 1)", "fiber_rfloor": "FiBeR, relative floor (ρ = 0.25)",
-          "dp_adamw": "DP-AdamW", "schedule_free": "Schedule-Free AdamW (at x)",
+          "dp_adamw": "DP-AdamW", "dp_adamw_bf16": "DP-AdamW, bf16 states", "dp_adamw_bf16_sr": "DP-AdamW, bf16 states, stochastic",
+          "fiber_bf16": "FiBeR, bf16 states", "fiber_bf16_sr": "FiBeR, bf16 states, stochastic", "schedule_free": "Schedule-Free AdamW (at x)",
           "dp_sgdm": "DP-SGD, momentum 0.9", "blt_sgd": "BLT DP-SGD, momentum 0.9",
           "dp_adam_fixed": "DP-Adam (independent noise)", "blt_adam": "BLT DP-Adam"}
 

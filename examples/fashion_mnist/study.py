@@ -51,6 +51,11 @@ BLT_1266_211 = {"blt_decay1": 0.935777783, "blt_decay2": 0.338997573,
 SGD_LRS, ADAM_LRS = [1e-2, 3e-2, 1e-1, 3e-1, 1.0], [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
 # Optimizers of the study that are another's file at other hypers (the regime's opt_hypers).
 BASE = {"dp_sgdm": "blt_sgd", "dp_adam_fixed": "blt_adam"}
+# Optimizers of the study that are not shipped: .dsl files beside this script (compiled into the
+# cache), whatever --generated says. The precision study's (issue 35): DP-AdamW and FiBeR with their
+# states stored as bfloat16 and rounded stochastically, beside the shipped dp_adamw_bf16 and
+# fiber_bf16, which round to nearest.
+DSL = {o: Path(__file__).resolve().parent / "precision" / f"{o}.dsl" for o in ("dp_adamw_bf16_sr", "fiber_bf16_sr")}
 
 # Each regime: its batches, epochs, the ε it runs, the optimizers and the learning-rate grid.
 REGIMES: dict[str, dict[str, Any]] = {
@@ -94,6 +99,11 @@ REGIMES: dict[str, dict[str, Any]] = {
             "opt_hypers": {"dp_sgdm": {"blt_weight1": 0.0, "blt_weight2": 0.0},
                            "dp_adam_fixed": {"blt_weight1": 0.0, "blt_weight2": 0.0},
                            **{o: BLT_1266_211 for o in ("blt_sgd", "blt_adam")}}},
+    # bf16 states (issue 35): DP-AdamW and FiBeR with float32 states, and with bfloat16 ones rounded
+    # to nearest and stochastically, in the small regime at two ε: what precision costs in accuracy.
+    "precision": {"batch": 256, "epochs": 2, "evals_per_epoch": 4, "epsilons": [1, 4],
+                  "optimizers": ["dp_adamw", "dp_adamw_bf16", "dp_adamw_bf16_sr", "fiber", "fiber_bf16", "fiber_bf16_sr"],
+                  "lrs": LRS},
     # The CI smoke run: a subset, one epoch, two optimizers.
     "smoke": {"batch": 128, "epochs": 1, "evals_per_epoch": 2, "epsilons": [2], "train_subset": 6000,
               "optimizers": ["dp_adam", "fiber"], "lrs": [1e-4, 3e-3], "seeds": [1, 2]},
@@ -301,13 +311,13 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
     ap.add_argument("--also", action="append", default=[], metavar="DIR",
                     help="another optimizer directory (fibergen build -o DIR your.dsl) to join every regime")
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
-    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper,blt",
+    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper,blt,precision",
                     help=f"comma-separated, of {', '.join(REGIMES)}")
     args = ap.parse_args()
     regimes = args.regimes.split(",")
     if bad := [r for r in regimes if r not in REGIMES]:
         ap.exit(2, f"study.py: --regimes: no regime {', '.join(bad)} (the regimes: {', '.join(REGIMES)})\n")
-    dirs = {o: args.generated / BASE.get(o, o) if args.generated else Path(BASE.get(o, o))
+    dirs = {o: DSL[o] if o in DSL else args.generated / BASE.get(o, o) if args.generated else Path(BASE.get(o, o))
             for r in regimes for o in REGIMES[r]["optimizers"]}
     for d in map(Path, args.also):
         if d.name in dirs:
@@ -316,7 +326,7 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
         for r in regimes:
             REGIMES[r]["optimizers"] = REGIMES[r]["optimizers"] + [d.name]
     for d in dirs.values():
-        if (args.generated or str(d) in args.also) and not d.is_dir():
+        if (args.generated or str(d) in args.also) and not d.is_dir() and d.suffix != ".dsl":
             flag = "--also" if str(d) in args.also else "--generated"
             ap.exit(2, f"study.py: {flag}: no directory {d}: run make generate (or fibergen build -o)\n")
     return args, regimes, dirs
