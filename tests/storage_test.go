@@ -129,7 +129,7 @@ func (r *storageRun) diff(step int) error {
 
 // storageSteps runs three steps of case c, launch running the kernels on
 // the coordinates [lo, hi) of run r's buffers with range rg.
-func storageSteps(t *testing.T, fn *ir.Func, c storageCase, launch func(r *storageRun, scalars []float32, rg hostkernel.Range)) {
+func storageSteps(t *testing.T, fn *ir.Func, c storageCase, launch launch) {
 	p, err := interp.New(fn)
 	if err != nil {
 		t.Fatal(err)
@@ -155,54 +155,69 @@ func storageSteps(t *testing.T, fn *ir.Func, c storageCase, launch func(r *stora
 	}
 }
 
-func TestStorageHostKernel(t *testing.T) {
-	u := mustCompileFile(t, repoPath("runtime", "testdata", "storage.dsl"))
+// launch runs a step kernel on the coordinates rg of a run's buffers.
+type launch func(r *storageRun, scalars []float32, rg hostkernel.Range)
+
+// hostLaunch is the host kernel k.
+func hostLaunch(t *testing.T, k *hostkernel.Kernel) launch {
+	return func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+		if err := k.Run(r.bufs, scalars, rg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ptxLaunch is the PTX kernel k on a device copy of the run's buffers,
+// skew floats into their allocations, launched from rg.Lo (the kernel
+// steps [0, n) of the pointers it is given).
+func ptxLaunch(t *testing.T, k *gpuKernel, skew int) launch {
+	return func(r *storageRun, scalars []float32, rg hostkernel.Range) {
+		dev := deviceBuffers(t, k.ctx, r.bufs, skew)
+		part := make([]cudadrv.DevicePtr, len(dev))
+		for i, b := range ir.Buffers(r.fn) {
+			part[i] = dev[i].Add(int(rg.Lo) * b.Storage.DType.Size())
+		}
+		n := int(rg.Hi - rg.Lo)
+		rg.Offset += rg.Lo
+		if err := k.launch(t, part, scalars, n, rg, [2]int{64, 0}); err != nil {
+			t.Fatal(err)
+		}
+		readBuffers(t, k.ctx, dev, r.bufs)
+	}
+}
+
+// unitLaunches are the step kernels of u by target: the host kernel's
+// variants this CPU runs and the PTX on the simulated device of run.
+func unitLaunches(t *testing.T, u *pipeline.Unit, run ptxRun, skew int) map[string]launch {
 	so, err := u.CachedSharedObject()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ptx, err := u.PTX()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]launch{"ptxsim": ptxLaunch(t, &gpuKernel{ctx: run.ctx, fn: loadFunctions(t, run.ctx, ptx, u.Func.Name+"_step")[0]}, skew)}
 	for _, isa := range hostISAs(t) {
 		k, err := hostkernel.OpenISA(so, u.Module.Kernels.HostFunction, isa, len(ir.Buffers(u.Func)), len(u.Module.Scalars))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer k.Close()
-		for _, c := range storageCases() {
-			t.Run(isa+"/"+c.String(), func(t *testing.T) {
-				storageSteps(t, u.Func, c, func(r *storageRun, scalars []float32, rg hostkernel.Range) {
-					if err := k.Run(r.bufs, scalars, rg); err != nil {
-						t.Fatal(err)
-					}
-				})
-			})
-		}
+		t.Cleanup(func() { k.Close() })
+		out[isa] = hostLaunch(t, k)
 	}
+	return out
 }
 
-func TestStoragePTXSim(t *testing.T) {
+// TestStorageKernels steps testdata/storage.dsl on every target against
+// the Go reference.
+func TestStorageKernels(t *testing.T) {
 	u := mustCompileFile(t, repoPath("runtime", "testdata", "storage.dsl"))
-	ptx, err := u.PTX()
-	if err != nil {
-		t.Fatal(err)
-	}
 	run, _ := simRun(t, cudasim.Config{})
-	k := &gpuKernel{ctx: run.ctx, fn: loadFunctions(t, run.ctx, ptx, u.Func.Name+"_step")[0]}
 	for _, c := range storageCases() {
-		t.Run(c.String(), func(t *testing.T) {
-			storageSteps(t, u.Func, c, func(r *storageRun, scalars []float32, rg hostkernel.Range) {
-				dev := deviceBuffers(t, run.ctx, r.bufs, c.skew)
-				part := make([]cudadrv.DevicePtr, len(dev)) // the kernel steps [0, n): from lo
-				for i, b := range ir.Buffers(u.Func) {
-					part[i] = dev[i].Add(int(rg.Lo) * b.Storage.DType.Size())
-				}
-				n := int(rg.Hi - rg.Lo)
-				rg.Offset += rg.Lo
-				if err := k.launch(t, part, scalars, n, rg, [2]int{64, 0}); err != nil {
-					t.Fatal(err)
-				}
-				readBuffers(t, run.ctx, dev, r.bufs)
-			})
-		})
+		for name, launch := range unitLaunches(t, u, run, c.skew) {
+			t.Run(name+"/"+c.String(), func(t *testing.T) { storageSteps(t, u.Func, c, launch) })
+		}
 	}
 }
 
@@ -365,35 +380,21 @@ var passSizes = []int{1, 5, 4097, 3*4096 + 129}
 // (testdata/storage_passes.dsl): the host function of every variant this CPU
 // runs against the Go reference, bit for bit.
 func TestStorageDiagnostic(t *testing.T) {
-	u, p := compileStorage(t, "storage_passes.dsl")
-	d, err := p.Diagnostic("clamp_mass")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scalars := p.KernelScalars(p.HostScalars(u.Func.DefaultHypers(), 3, 1e-8), 1e-8)
+	u, _ := compileStorage(t, "storage_passes.dsl")
 	so, err := u.CachedSharedObject()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var hosts []*hostkernel.Diagnostic
 	for _, isa := range hostISAs(t) {
-		h, err := hostkernel.OpenDiagnosticISA(so, u.Module.Kernels.Diagnostics[0].HostFunction, isa, len(ir.Buffers(u.Func)), len(scalars))
+		h, err := hostkernel.OpenDiagnosticISA(so, u.Module.Kernels.Diagnostics[0].HostFunction, isa, len(ir.Buffers(u.Func)), len(u.Module.Scalars))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer h.Close()
-		for _, n := range passSizes {
-			r := newStorageRun(t, u.Func, p, storageCase{n: n, skew: n % 3}, false)
-			c := reduce.ReduceChunks(n)
-			want, got := [2][]float32{make([]float32, c), make([]float32, c)}, [2][]float32{make([]float32, c), make([]float32, c)}
-			if err := d.Partials(scalars, r.ref[ir.FirstState:], want[0], want[1]); err != nil {
-				t.Fatal(err)
-			}
-			if err := h.Run(r.bufs, scalars, n, 0, c, got[0], got[1]); err != nil {
-				t.Fatal(err)
-			}
-			compareBits(t, isa, n, "host", want, got)
-		}
+		t.Cleanup(func() { h.Close() })
+		hosts = append(hosts, h)
 	}
+	checkClampMass(t, u.Func, hosts)
 }
 
 // TestStorageReduce checks the reduction pass over bfloat16 states
@@ -590,36 +591,8 @@ func TestStorageConversions(t *testing.T) {
 	for i := range g {
 		g[i] = edges[(i/7+i)%len(edges)] // each edge in every lane of a vector
 	}
-	so, err := u.CachedSharedObject()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptx, err := u.PTX()
-	if err != nil {
-		t.Fatal(err)
-	}
 	run, _ := simRun(t, cudasim.Config{})
-	gk := &gpuKernel{ctx: run.ctx, fn: loadFunctions(t, run.ctx, ptx, u.Func.Name+"_step")[0]}
-	launches := map[string]func(r *storageRun, scalars []float32, rg hostkernel.Range){}
-	for _, isa := range hostISAs(t) {
-		k, err := hostkernel.OpenISA(so, u.Module.Kernels.HostFunction, isa, len(ir.Buffers(u.Func)), len(u.Module.Scalars))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer k.Close()
-		launches[isa] = func(r *storageRun, scalars []float32, rg hostkernel.Range) {
-			if err := k.Run(r.bufs, scalars, rg); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	launches["ptxsim"] = func(r *storageRun, scalars []float32, rg hostkernel.Range) {
-		dev := deviceBuffers(t, run.ctx, r.bufs, 0)
-		if err := gk.launch(t, dev, scalars, c.n, rg, [2]int{64, 0}); err != nil {
-			t.Fatal(err)
-		}
-		readBuffers(t, run.ctx, dev, r.bufs)
-	}
+	launches := unitLaunches(t, u, run, 0)
 	for name, launch := range launches {
 		r := newStorageRun(t, u.Func, p, c, true)
 		copy(r.ref[ir.GradBuffer], g)
@@ -664,7 +637,7 @@ func checkStorageShipped(t *testing.T, run ptxRun, host bool) {
 				}
 			}
 			if len(fn.Diags) > 0 && host {
-				checkShippedClampMass(t, opt, fn)
+				checkClampMass(t, fn, diagHostFuncs(t, opt, generatedManifest(t, opt.name)))
 			}
 		})
 	}
@@ -672,39 +645,19 @@ func checkStorageShipped(t *testing.T, run ptxRun, host bool) {
 
 // shippedLaunches are opt's step kernels by target: the PTX on the device
 // of run and, with host, the host kernel's variants.
-func shippedLaunches(t *testing.T, opt *optimizer, run ptxRun, host bool) map[string]func(r *storageRun, scalars []float32, rg hostkernel.Range) {
-	out := map[string]func(r *storageRun, scalars []float32, rg hostkernel.Range){}
+func shippedLaunches(t *testing.T, opt *optimizer, run ptxRun, host bool) map[string]launch {
+	out := map[string]launch{"ptx": ptxLaunch(t, loadGPUKernel(t, run.ctx, opt), 0)}
 	for _, isa := range hostISAs(t) {
-		if !host {
-			break
+		if host {
+			out[isa] = hostLaunch(t, loadHostKernel(t, opt, isa))
 		}
-		k := loadHostKernel(t, opt, isa)
-		out[isa] = func(r *storageRun, scalars []float32, rg hostkernel.Range) {
-			if err := k.Run(r.bufs, scalars, rg); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	gk := loadGPUKernel(t, run.ctx, opt)
-	out["ptx"] = func(r *storageRun, scalars []float32, rg hostkernel.Range) {
-		dev := deviceBuffers(t, run.ctx, r.bufs, 0)
-		part := make([]cudadrv.DevicePtr, len(dev))
-		for i, b := range ir.Buffers(r.fn) {
-			part[i] = dev[i].Add(int(rg.Lo) * b.Storage.DType.Size())
-		}
-		n := int(rg.Hi - rg.Lo)
-		rg.Offset += rg.Lo
-		if err := gk.launch(t, part, scalars, n, rg, [2]int{64, 0}); err != nil {
-			t.Fatal(err)
-		}
-		readBuffers(t, run.ctx, dev, r.bufs)
 	}
 	return out
 }
 
-// checkShippedClampMass checks opt's clamp_mass host function, every
-// variant this CPU runs, on typed memory against the Go reference.
-func checkShippedClampMass(t *testing.T, opt *optimizer, fn *ir.Func) {
+// checkClampMass checks clamp_mass's host functions hosts of fn, on typed
+// memory, against the Go reference.
+func checkClampMass(t *testing.T, fn *ir.Func, hosts []*hostkernel.Diagnostic) {
 	p, err := interp.New(fn)
 	if err != nil {
 		t.Fatal(err)
@@ -714,7 +667,7 @@ func checkShippedClampMass(t *testing.T, opt *optimizer, fn *ir.Func) {
 		t.Fatal(err)
 	}
 	scalars := p.KernelScalars(p.HostScalars(fn.DefaultHypers(), 3, 1e-8), 1e-8)
-	for _, h := range diagHostFuncs(t, opt, generatedManifest(t, opt.name)) {
+	for _, h := range hosts {
 		for _, n := range passSizes {
 			r := newStorageRun(t, fn, p, storageCase{n: n, skew: n % 3}, false)
 			c := reduce.ReduceChunks(n)
