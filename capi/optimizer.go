@@ -373,11 +373,14 @@ func typed(o *runtime.Optimizer, ps []*C.float, n int) []runtime.HostBuffer {
 	out := make([]runtime.HostBuffer, len(ps))
 	for i, p := range ps {
 		out[i] = runtime.HostBuffer{DType: lang.Float32, F32: floats(p, n)}
-		if i >= len(o.Manifest().Buffers) || p == nil {
-			continue // the runtime refuses the count; an empty buffer has no memory
+		if i >= len(o.Manifest().Buffers) {
+			continue // the runtime refuses the count
 		}
 		if d, _ := lang.DTypeNamed(o.Manifest().Buffers[i].DType); d.Size() == 2 {
-			out[i] = runtime.HostBuffer{DType: d, U16: unsafe.Slice((*uint16)(unsafe.Pointer(p)), n)}
+			out[i] = runtime.HostBuffer{DType: d}
+			if p != nil { // NULL: an empty buffer, n = 0
+				out[i].U16 = unsafe.Slice((*uint16)(unsafe.Pointer(p)), n)
+			}
 		}
 	}
 	return out

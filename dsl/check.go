@@ -380,7 +380,7 @@ func (c *checker) checkStorage(d *StateDecl) {
 	}
 }
 
-// dtypeList lists the storage types: "f32 and bf16".
+// dtypeList lists the storage types: "f32, bf16 and f16".
 func dtypeList() string {
 	names := make([]string, len(lang.DTypes))
 	for i, d := range lang.DTypes {

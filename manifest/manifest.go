@@ -51,11 +51,12 @@ type Manifest struct {
 	IR json.RawMessage `json:"ir"`
 }
 
-// Buffer is one float32 array of the kernels, in ABI order.
+// Buffer is one array of the kernels, in ABI order: float32, or a state
+// stored as a 16-bit type (DType).
 type Buffer struct {
 	Name  string `json:"name"`
 	Role  string `json:"role"`  // "parameters", "gradient", "state" or NoiseBufferRole
-	DType string `json:"dtype"` // "float32", or "bfloat16" (ir.Storage)
+	DType string `json:"dtype"` // "float32", or a state's "bfloat16" or "float16" (ir.Storage)
 	// Rounding is "stochastic" for a narrow buffer whose stores round
 	// stochastically; absent for float32 and to nearest.
 	Rounding string `json:"rounding,omitempty"`

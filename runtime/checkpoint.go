@@ -404,7 +404,9 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 	}
 	out := make([][]float32, len(bufs))
 	for i, b := range bufs {
-		out[i] = b.Widen() // a 16-bit state's values as float32s, exactly
+		if o.savedN() > 0 { // the trainer's buffers are not saved: nothing to widen
+			out[i] = b.Widen() // a 16-bit state's values as float32s, exactly
+		}
 	}
 	return out, nil
 }
@@ -1099,12 +1101,14 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 	}
 	switch {
 	case o.back == nil && o.bufs == nil:
-		nb := o.newHostBuffers(o.n)
+		nb := make([]backend.Host, len(o.storages))
+		nb[ir.GradBuffer] = backend.Float32s(newBuffer[float32](ir.GradBuffer, o.n))
 		for k, b := range bufs {
-			if i := bufIndex(k); nb[i].Narrow() {
+			i := bufIndex(k)
+			nb[i] = backend.Float32s(b) // the decoded buffer becomes the optimizer's own
+			if s := o.storages[i]; s.Narrow() {
+				nb[i] = backend.Host{DType: s.DType, U16: newBuffer[uint16](i, o.n)}
 				nb[i].SetValues(0, b) // checked
-			} else {
-				nb[i] = backend.Float32s(b) // the decoded buffer becomes the optimizer's own
 			}
 		}
 		o.bufs = nb

@@ -142,24 +142,30 @@ func TestStorageTrainerMemory(t *testing.T) {
 
 // TestCUDAStepDeviceStorage steps testdata/storage.dsl on device buffers
 // the test allocates as a trainer would, its 16-bit states as 16-bit
-// memory, over ranges at odd offsets, and compares theta and the states
-// with the go backend's run on buffers of its own.
+// memory, over ranges at odd offsets — one of them (at 9009) with hypers
+// of its own, whose states InitDeviceStates fills from an odd value —
+// and compares theta and the states with the go backend's run on buffers
+// of its own.
 func TestCUDAStepDeviceStorage(t *testing.T) {
 	ctx := cudaContext(t)
 	dir := testdataDir(t, "storage")
 	theta, grads := reduceInputs(3)
-	ts := stepReduced(t, dir, runtime.Go, false, false, nil, slices.Clone(theta), grads)
+	own := map[string]float64{"beta1": 0.8}
+	ts := stepStorage(t, dir, own, slices.Clone(theta), grads)
 	o, err := runtime.Open(dir, runtime.Options{Backend: runtime.CUDA})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { o.Close() })
+	var ranges []*runtime.Tensor
 	for i, s := range reduceSizes {
-		if _, err := o.RegisterRange(string(rune('a'+i)), s); err != nil {
+		tn, err := o.RegisterRange(string(rune('a'+i)), s)
+		if err != nil {
 			t.Fatal(err)
 		}
+		ranges = append(ranges, tn)
 	}
-	if err := errors.Join(o.SetDP(testDP), o.SetSeed(2026)); err != nil {
+	if err := errors.Join(ranges[3].SetHypers(own), o.SetDP(testDP), o.SetSeed(2026)); err != nil {
 		t.Fatal(err)
 	}
 	n := len(theta)
@@ -193,4 +199,24 @@ func TestCUDAStepDeviceStorage(t *testing.T) {
 			t.Errorf("state %s: StepDevice against the go backend: %s", b.Name, d)
 		}
 	}
+}
+
+// stepStorage steps testdata/storage.dsl (dir) on the go backend over
+// reduceSizes, tensor 3 (at 9009) with the hypers own, as
+// TestCUDAStepDeviceStorage steps the device.
+func stepStorage(t *testing.T, dir string, own map[string]float64, theta []float32, grads [][]float32) []*runtime.Tensor {
+	o := openDP(t, dir, runtime.Options{Backend: runtime.Go}, testDP)
+	if err := o.SetSeed(2026); err != nil {
+		t.Fatal(err)
+	}
+	ts := registerSized(t, o, reduceSizes, theta)
+	if err := ts[3].SetHypers(own); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range grads {
+		if err := stepAll(o, ts, g); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	return ts
 }

@@ -104,12 +104,14 @@ func (g *generator) genStep() {
 	g.file.Comment("Step updates theta and the states in place, one coordinate at a time, with")
 	g.file.Comment("the host scalars s of the current step and, if nz.On or nz.Secure, the DP noise nz")
 	g.file.Comment("added to g. All buffers must have the same length.")
-	g.file.Func().Id("Step").Params(jen.Id("s").Id("Scalars"), jen.Id("nz").Id("Noise"), jen.List(params...).Index().Float32()).Block(
-		jen.Id("n").Op(":=").Len(jen.Id("theta")),
-		g.lengthCheck("Step", params),
-		jen.Var().Id("cache").Id("noiseCache"),
-		jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Id("n"), jen.Id("i").Op("++")).Block(loop...),
-	)
+	body := []jen.Code{jen.Id("n").Op(":=").Len(jen.Id("theta")), g.lengthCheck("Step", params), jen.Var().Id("cache").Id("noiseCache")}
+	for _, b := range ir.Buffers(g.fn) {
+		if b.Storage.Stochastic {
+			body = append(body, jen.Var().Id(roundingVar(b.Name)).Id("roundingGroup")) // its words, four elements a draw
+		}
+	}
+	body = append(body, jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Id("n"), jen.Id("i").Op("++")).Block(loop...))
+	g.file.Func().Id("Step").Params(jen.Id("s").Id("Scalars"), jen.Id("nz").Id("Noise"), jen.List(params...).Index().Float32()).Block(body...)
 }
 
 // keyValue is one "key: value" element of a composite literal; unlike
@@ -144,10 +146,13 @@ func (g *generator) narrowed(name string, x jen.Code) jen.Code {
 	var bits jen.Code = jen.Lit(0)
 	if s.Stochastic {
 		buf := slices.IndexFunc(ir.Buffers(g.fn), func(b ir.Buffer) bool { return b.Name == name })
-		bits = jen.Id("roundingBits").Call(jen.Id("nz").Dot("Seed"), jen.Id("nz").Dot("Step"), jen.Lit(buf), jen.Id("nz").Dot("Offset").Op("+").Uint64().Call(jen.Id("i")))
+		bits = jen.Id(roundingVar(name)).Dot("bits").Call(jen.Id("nz").Dot("Seed"), jen.Id("nz").Dot("Step"), jen.Lit(buf), jen.Id("nz").Dot("Offset").Op("+").Uint64().Call(jen.Id("i")))
 	}
 	return roundCall(s, x, bits)
 }
+
+// roundingVar names Step's rounding words of the stochastic buffer name.
+func roundingVar(name string) string { return "round_" + name }
 
 // roundCall is the call of round.go (rng) that stores x as s and loads it
 // back, stochastically by bits where s says so.

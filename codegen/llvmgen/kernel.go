@@ -112,7 +112,7 @@ func (k *kernel) aligned(b *llvm.Block, ptrs []value.Value, i value.Value) value
 }
 
 // alignedBuffers reports whether every buffer's four stored values at
-// coordinate i are one aligned vector: 16 bytes of float32, 8 of bfloat16.
+// coordinate i are one aligned vector: 16 bytes of float32, 8 of a 16-bit type.
 func (k *kernel) alignedBuffers(b *llvm.Block, ptrs []value.Value, i value.Value) value.Value {
 	sizes := make([]int64, len(ptrs))
 	for j := range sizes {

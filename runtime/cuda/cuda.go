@@ -251,20 +251,37 @@ func (b *Backend) Fill(m backend.Memory, buf int, v float32) error {
 	if n == 0 {
 		return nil
 	}
-	word, words := math.Float32bits(v), n
-	if d := b.dtypes[buf]; d.Size() == 2 { // two 16-bit values a word, and the last alone
-		h := uint32(rng.Bits(d, v))
-		word, words = h|h<<16, n/2
-		if n%2 == 1 {
-			if err := cudadrv.CopyToDevice(b.k.ctx, bufs[buf].Add(2*(n-1)), []uint16{uint16(h)}); err != nil {
-				return err
-			}
+	if d := b.dtypes[buf]; d.Size() == 2 {
+		if err := b.fill16(bufs[buf], n, rng.Bits(d, v)); err != nil {
+			return err
 		}
-	}
-	if err := b.k.ctx.MemsetD32(bufs[buf], word, words); err != nil {
+	} else if err := b.k.ctx.MemsetD32(bufs[buf], math.Float32bits(v), n); err != nil {
 		return err
 	}
 	return b.k.ctx.Synchronize()
+}
+
+// fill16 sets the n 16-bit values at p to h: two a 32-bit word from the
+// first 4-byte-aligned one (a memset needs the alignment; p is 2-byte
+// aligned, a range of a buffer may start at an odd value), the values
+// before and after it one by one.
+func (b *Backend) fill16(p cudadrv.DevicePtr, n int, h uint16) error {
+	one := func(at cudadrv.DevicePtr) error { return cudadrv.CopyToDevice(b.k.ctx, at, []uint16{h}) }
+	if p%4 != 0 {
+		if err := one(p); err != nil {
+			return err
+		}
+		p, n = p.Add(2), n-1
+	}
+	if n%2 == 1 {
+		if err := one(p.Add(2 * (n - 1))); err != nil {
+			return err
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	return b.k.ctx.MemsetD32(p, uint32(h)|uint32(h)<<16, n/2)
 }
 
 func (b *Backend) check(buf, off, n int) error {

@@ -1,8 +1,9 @@
-// A DP-Adam with narrow states (docs/dsl.md, "Storage types"): m rounds to
-// nearest bfloat16, v and s stochastically (s from an initial value that is
-// no bfloat16), h to nearest float16 from a subnormal one, q stochastically
-// to float16, and c stays float32. v and s are buffers 3 and 4, h and q 6
-// and 7: the high and the low halves of their rounding words.
+// A DP-Adam with narrow states (docs/dsl.md, "Storage types"): m and v round
+// stochastically to bfloat16 — buffers 2 and 3, the low and the high halves
+// of one rounding word —, s to nearest bfloat16 from an initial value that is
+// no bfloat16, h to nearest float16 from a subnormal one, q stochastically to
+// float16 (buffer 7, the high half of a word whose low half, h's, goes
+// unused), and c stays float32.
 
 optimizer storage
 
@@ -10,9 +11,9 @@ hyper lr = 1e-3 in [0, inf)
 hyper beta1 = 0.9 in [0, 1)
 hyper beta2 = 0.999 in [0, 1)
 
-state m: bf16 = 0
+state m: bf16 stochastic = 0
 state v: bf16 stochastic = 0
-state s: bf16 stochastic = 1e-3
+state s: bf16 = 1e-3
 state c = 0
 state h: f16 = 1e-5
 state q: f16 stochastic = 0
