@@ -69,6 +69,9 @@ type State struct {
 	// NoiseBuffer marks a buffer of the noise block (docs/dsl.md,
 	// "Correlated noise"): past noise, never written out.
 	NoiseBuffer bool `json:"noise_buffer,omitempty"`
+	// Storage is how a state narrower than float32 is stored ("bf16",
+	// "f16 stochastic"; docs/dsl.md, "Storage types"); absent for float32.
+	Storage string `json:"storage,omitempty"`
 }
 
 // Observe is the observation and its arguments at step 0.
@@ -203,6 +206,9 @@ func describeStates(p *interp.Program, h []float64) []State {
 			st.Start = ir.ExprString(start)
 		}
 		st.NoiseBuffer = slices.Contains(p.Func.NoiseBuffers(), name)
+		if s := p.Func.StorageOf(name); s.Narrow() {
+			st.Storage = s.String()
+		}
 		out = append(out, st)
 	}
 	return out
@@ -313,8 +319,16 @@ func (x *Explanation) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-10s = %-12g default %s\n", h.Name, h.Value, def)
 	}
-	fmt.Fprintf(w, "\nstates (per coordinate, float32):\n")
+	head := "float32"
+	if slices.ContainsFunc(x.States, func(s State) bool { return s.Storage != "" }) {
+		head = "float32 unless stored narrower"
+	}
+	fmt.Fprintf(w, "\nstates (per coordinate, %s):\n", head)
 	for _, s := range x.States {
+		if s.Storage != "" {
+			fmt.Fprintf(w, "  %-10s stored as %s (computed in float32, rounded at each store), initial %g\n", s.Name, s.Storage, s.Init)
+			continue
+		}
 		if s.Start != "" {
 			fmt.Fprintf(w, "  %-10s initial %s, read at step 0 (the buffer holds %g until the step writes it)\n", s.Name, s.Start, s.Init)
 			continue
