@@ -70,7 +70,7 @@ func (o *Optimizer) newDeviceBackend() (backend.Backend, error) {
 	// N is the own buffers' length: none for ranges (ownBufferLen), whose
 	// values are the trainer's device memory.
 	return cuda.Open(cuda.Config{Name: string(o.opts.Backend), Manifest: o.m, PTX: ptx, Source: path,
-		Device: o.opts.Device, Driver: o.opts.Driver, Host: o.bufs, N: o.bufs[ir.ThetaBuffer].Len()})
+		Device: o.opts.Device, Driver: o.opts.Driver, Host: o.bufs, N: o.bufs[ir.ThetaBuffer].Len(), Storages: o.storages})
 }
 
 // HostKernel is the symbol of the host step function that the CPU backend

@@ -1096,20 +1096,16 @@ func short(hash string) string {
 // as the host buffers where the backend has not started, else through the
 // backend, putting the old values back if a write fails.
 func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
-	if err := o.checkStorable(bufs); err != nil {
+	stored, err := o.stored(bufs)
+	if err != nil {
 		return err
 	}
 	switch {
 	case o.back == nil && o.bufs == nil:
 		nb := make([]backend.Host, len(o.storages))
 		nb[ir.GradBuffer] = backend.Float32s(newBuffer[float32](ir.GradBuffer, o.n))
-		for k, b := range bufs {
-			i := bufIndex(k)
-			nb[i] = backend.Float32s(b) // the decoded buffer becomes the optimizer's own
-			if s := o.storages[i]; s.Narrow() {
-				nb[i] = backend.Host{DType: s.DType, U16: newBuffer[uint16](i, o.n)}
-				nb[i].SetValues(0, b) // checked
-			}
+		for k, h := range stored {
+			nb[bufIndex(k)] = h // the decoded buffer becomes the optimizer's own
 		}
 		o.bufs = nb
 		for _, t := range o.tensors {
@@ -1117,8 +1113,8 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 		}
 		return nil
 	case o.back == nil:
-		for k, b := range bufs {
-			o.bufs[bufIndex(k)].SetValues(0, b) // checked
+		for k, h := range stored {
+			o.bufs[bufIndex(k)].Copy(h)
 		}
 		return nil
 	}
@@ -1143,21 +1139,23 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 	return nil
 }
 
-// checkStorable refuses a checkpoint's buffer value that the buffer's
-// storage does not hold — a 16-bit state's values are exactly those of its
-// type — before anything is changed.
-func (o *Optimizer) checkStorable(bufs [][]float32) error {
+// stored is the checkpoint's buffers as the optimizer stores them: a
+// 16-bit state's values narrowed (staggered as newBuffer staggers), the
+// others as they are. It refuses, before anything is changed, a value the
+// storage does not hold: a 16-bit state's values are exactly its type's.
+func (o *Optimizer) stored(bufs [][]float32) ([]backend.Host, error) {
+	out := make([]backend.Host, len(bufs))
 	for k, b := range bufs {
-		s := o.storages[bufIndex(k)]
-		if !s.Narrow() {
-			continue
-		}
-		h := backend.Host{DType: s.DType, U16: make([]uint16, len(b))}
-		if err := h.SetValues(0, b); err != nil {
-			return fmt.Errorf("%w: state %s of the checkpoint (nothing changed)", err, o.bufName(bufIndex(k)))
+		i := bufIndex(k)
+		out[k] = backend.Float32s(b)
+		if s := o.storages[i]; s.Narrow() {
+			out[k] = backend.Host{DType: s.DType, U16: newBuffer[uint16](i, len(b))}
+			if err := out[k].SetValues(0, b); err != nil {
+				return nil, fmt.Errorf("%w: state %s of the checkpoint (nothing changed)", err, o.bufName(i))
+			}
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // matchNoise checks the checkpoint's DP settings or noise: valid, one of

@@ -242,7 +242,7 @@ func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 	}
 	for j, x := range k.step(b, a, vals, d, z) {
 		bi := k.bufferIndex(k.stored[j])
-		storeStored(b, k.storage(bi), a.ptrs[bi], i, x, 1, 4, k.bits(b, a.round, bi, i, 0, 1))
+		storeStored(b, k.storage(bi), a.ptrs[bi], i, x, 1, 4, k.elementBits(b, a.round, bi, i))
 	}
 }
 
@@ -263,6 +263,7 @@ func (k *kernel) group(b *llvm.Block, a args, base, gi value.Value, d *draw, vec
 	for c := range lanes {
 		outs[c] = k.step(b, a, lanes[c], d, z(c))
 	}
+	words := k.groupWords(b, a.round, base, n)
 	for j, name := range k.stored {
 		bi := k.bufferIndex(name)
 		ptr := b.NewGetElementPtr(elemType(k.storage(bi)), a.ptrs[bi], base)
@@ -270,7 +271,7 @@ func (k *kernel) group(b *llvm.Block, a args, base, gi value.Value, d *draw, vec
 		for c := range outs {
 			col[c] = outs[c][j]
 		}
-		k.storeCoords(b, a.round, bi, base, ptr, col, vec)
+		k.storeCoords(b, words, bi, ptr, col, vec)
 	}
 }
 
@@ -290,19 +291,20 @@ func loadCoords(b *llvm.Block, s ir.Storage, ptr value.Value, n int, vec bool) [
 	return out
 }
 
-// storeCoords stores the floats xs into buffer i at ptr, its index base,
-// as loadCoords loads them, with the rounding bits of r.
-func (k *kernel) storeCoords(b *llvm.Block, r rounding, i int, base, ptr value.Value, xs []value.Value, vec bool) {
+// storeCoords stores the floats xs into buffer i at ptr as loadCoords
+// loads them, rounded stochastically with the group's words (groupWords)
+// where buffer i says so.
+func (k *kernel) storeCoords(b *llvm.Block, words map[uint32][]value.Value, i int, ptr value.Value, xs []value.Value, vec bool) {
 	s := k.storage(i)
 	for c := 0; c < len(xs); c += 4 {
 		if !vec {
 			for l := c; l < c+4; l++ {
-				storeStored(b, s, ptr, i64c(int64(l)), xs[l], 1, 4, k.bits(b, r, i, base, int64(l), 1))
+				storeStored(b, s, ptr, i64c(int64(l)), xs[l], 1, 4, k.laneBits(b, words, i, l))
 			}
 			continue
 		}
 		x := packLanes(b, xs[c:c+4])
-		storeStored(b, s, ptr, i64c(int64(c)), x, 4, 16, k.bits(b, r, i, base, int64(c), 4))
+		storeStored(b, s, ptr, i64c(int64(c)), x, 4, 16, k.quadBits(b, words, i, c/4))
 	}
 }
 

@@ -66,11 +66,14 @@ type reduction struct {
 }
 
 // storage is how input i stores its values.
-func (r reduction) storage(i int) ir.Storage {
-	if r.stored == nil {
+func (r reduction) storage(i int) ir.Storage { return storageAt(r.stored, i) }
+
+// storageAt is stored[i], float32 for a nil stored.
+func storageAt(stored []ir.Storage, i int) ir.Storage {
+	if stored == nil {
 		return float32Storage
 	}
-	return r.stored[i]
+	return stored[i]
 }
 
 // sizes are the bytes of one value of each input.
@@ -395,11 +398,7 @@ func rowIndexes(b *llvm.Block, base value.Value) value.Value {
 func rowLoads(b *llvm.Block, ptrs []value.Value, stored []ir.Storage, base value.Value) []value.Value {
 	var in []value.Value
 	for i, p := range ptrs {
-		s := float32Storage
-		if stored != nil {
-			s = stored[i]
-		}
-		in = append(in, loadStored(b, s, p, base, reduceRow, 4))
+		in = append(in, loadStored(b, storageAt(stored, i), p, base, reduceRow, 4))
 	}
 	return in
 }

@@ -1,6 +1,8 @@
 package llvmgen
 
 import (
+	"slices"
+
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/rng"
@@ -11,13 +13,13 @@ import (
 	"github.com/llir/llvm/ir/value"
 )
 
-// This file is the buffers' storage in the step's loops (ir.Storage,
-// docs/kernels.md "Storage types"): a bfloat16 buffer is an array of i16;
-// a load widens it exactly (the bits shifted up), a store narrows with
-// integer operations that compute rng.BF16Nearest's and rng.BF16Stochastic's
-// bits on every target — no bf16 instruction, so the same code runs on
-// every host variant and every PTX target (cvt.rn.bf16.f32 needs sm_80 and
-// would give a NaN other bits).
+// This file is the buffers' storage in the kernels (ir.Storage,
+// docs/kernels.md "Storage types"): a bfloat16 or float16 buffer is an
+// array of i16; a load widens it exactly, a store narrows with integer
+// operations that compute rng/round.go's bits on every target — no bf16
+// or f16 instruction, so the same code runs on every host variant and
+// every PTX target (cvt.rn.bf16.f32 needs sm_80 and would give a NaN other
+// bits).
 
 var (
 	i16    = types.I16
@@ -207,49 +209,91 @@ func (k *kernel) roundingWordsC(w lanes) *llvm.Func {
 	return f
 }
 
-// wideBits draws the rounding words of the 4w coordinates from index base
-// (offset+base a multiple of four) for every site a stochastic stored
-// buffer rounds with: by site, the words of the four vectors of w.
-func (k *kernel) wideBits(b *llvm.Block, r rounding, base value.Value, w lanes) map[uint32]value.Value {
-	out := map[uint32]value.Value{}
+// roundingSites are the distinct Philox sites of the stochastic stored
+// buffers (rng.RoundingSiteBase + buffer/2: two buffers share a word), in
+// store order; none without stochastic rounding.
+func (k *kernel) roundingSites() []uint32 {
+	var out []uint32
 	for _, name := range k.stored {
 		buf := k.bufferIndex(name)
-		site := rng.RoundingSiteBase + uint32(buf)/2
-		if _, ok := out[site]; ok || !k.storage(buf).Stochastic {
-			continue
+		if site := roundingSite(buf); k.storage(buf).Stochastic && !slices.Contains(out, site) {
+			out = append(out, site)
 		}
+	}
+	return out
+}
+
+// roundingSite is buffer buf's Philox site.
+func roundingSite(buf int) uint32 { return rng.RoundingSiteBase + uint32(buf)/2 }
+
+// half is buffer buf's 16 bits of the words x (w lanes), in the low half
+// of each lane: the low half for an even buf.
+func half(b *llvm.Block, x value.Value, buf int, w lanes) value.Value {
+	return b.NewLShr(x, w.u32(16*(uint32(buf)&1)))
+}
+
+// wideBits draws the rounding words of the 4w coordinates from index base
+// (offset+base a multiple of four), once a site: by site, the words of the
+// four vectors of w (vectorBits).
+func (k *kernel) wideBits(b *llvm.Block, r rounding, base value.Value, w lanes) map[uint32]value.Value {
+	out := map[uint32]value.Value{}
+	for _, site := range k.roundingSites() {
 		group := b.NewLShr(b.NewAdd(r.offset, base), i64c(2))
 		out[site] = b.NewCall(k.roundingWordsC(w), r.seed, r.step, i32c(site), group)
 	}
 	return out
 }
 
-// vectorBits is buffer buf's rounding bits for vector v of words (wideBits),
-// in the low 16 bits of each lane; nil where buf rounds to nearest.
+// vectorBits is buffer buf's rounding bits for vector v of words (wideBits);
+// nil where buf rounds to nearest.
 func (k *kernel) vectorBits(b *llvm.Block, words map[uint32]value.Value, buf, v int, w lanes) value.Value {
 	if !k.storage(buf).Stochastic {
 		return nil
 	}
-	x := b.NewExtractValue(words[rng.RoundingSiteBase+uint32(buf)/2], uint64(v))
-	return b.NewLShr(x, w.u32(16*(uint32(buf)&1)))
+	return half(b, b.NewExtractValue(words[roundingSite(buf)], uint64(v)), buf, w)
 }
 
-// bits is the rounding bits of buffer buf for the w coordinates from
-// index base+c of the buffers (w 1, or 4 with offset+base+c a multiple of
-// four), in the low 16 bits of each lane; nil, and no instruction, where
-// buffer buf rounds to nearest.
-func (k *kernel) bits(b *llvm.Block, r rounding, buf int, base value.Value, c int64, w lanes) value.Value {
+// groupWords draws the rounding words of the n coordinates from index base
+// (offset+base a multiple of four), once a site: by site, one <4 x i32>
+// a four (quadBits, laneBits).
+func (k *kernel) groupWords(b *llvm.Block, r rounding, base value.Value, n int) map[uint32][]value.Value {
+	out := map[uint32][]value.Value{}
+	for _, site := range k.roundingSites() {
+		first := b.NewLShr(b.NewAdd(r.offset, base), i64c(2))
+		for q := range int64(n / 4) {
+			out[site] = append(out[site], b.NewCall(k.roundingWords(), r.seed, r.step, i32c(site), b.NewAdd(first, i64c(q))))
+		}
+	}
+	return out
+}
+
+// quadBits is buffer buf's rounding bits of the four coordinates q of a
+// group's words; nil where buf rounds to nearest.
+func (k *kernel) quadBits(b *llvm.Block, words map[uint32][]value.Value, buf, q int) value.Value {
 	if !k.storage(buf).Stochastic {
 		return nil
 	}
-	site := i32c(rng.RoundingSiteBase + uint32(buf)/2)
-	e := b.NewAdd(r.offset, b.NewAdd(base, i64c(c)))
-	words := b.NewCall(k.roundingWords(), r.seed, r.step, site, b.NewLShr(e, i64c(2)))
-	var v value.Value = words
-	if w == 1 {
-		v = selectByBits(b, unpackLanes(b, words, 4), e)
+	return half(b, words[roundingSite(buf)][q], buf, 4)
+}
+
+// laneBits is buffer buf's rounding bits of coordinate l of a group's
+// words; nil where buf rounds to nearest.
+func (k *kernel) laneBits(b *llvm.Block, words map[uint32][]value.Value, buf, l int) value.Value {
+	if !k.storage(buf).Stochastic {
+		return nil
 	}
-	return b.NewLShr(v, w.u32(16*(uint32(buf)&1)))
+	return half(b, b.NewExtractElement(words[roundingSite(buf)][l/4], i32c(uint32(l%4))), buf, 1)
+}
+
+// elementBits is buffer buf's rounding bits of the coordinate at index i
+// (a head or tail element, drawn alone); nil where buf rounds to nearest.
+func (k *kernel) elementBits(b *llvm.Block, r rounding, buf int, i value.Value) value.Value {
+	if !k.storage(buf).Stochastic {
+		return nil
+	}
+	e := b.NewAdd(r.offset, i)
+	words := b.NewCall(k.roundingWords(), r.seed, r.step, i32c(roundingSite(buf)), b.NewLShr(e, i64c(2)))
+	return half(b, selectByBits(b, unpackLanes(b, words, 4), e), buf, 1)
 }
 
 // storages are the storage of each buffer named; nil where all are

@@ -113,6 +113,12 @@ func (h Host) Fill(v float32) {
 	}
 }
 
+// Copy copies src, of h's storage, into h.
+func (h Host) Copy(src Host) {
+	copy(h.F32, src.F32)
+	copy(h.U16, src.U16)
+}
+
 // Widen returns h's values as float32s: a copy for a narrow buffer, h's
 // own memory for a float32 one.
 func (h Host) Widen() []float32 {

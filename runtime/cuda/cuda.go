@@ -23,7 +23,6 @@ import (
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
-	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/backend"
@@ -47,6 +46,8 @@ type Config struct {
 	// which the device buffers start from and Sync copies back into.
 	Host []backend.Host
 	N    int
+	// Storages are the buffers' storage in ABI order (ir.Buffers).
+	Storages []ir.Storage
 }
 
 // Backend steps the optimizer's flat buffers on a CUDA device: one device
@@ -57,11 +58,9 @@ type Backend struct {
 	host []backend.Host
 	n    int
 	dev  []cudadrv.DevicePtr
-	// dtypes are the buffers' storage types (the manifest's), sizes the
-	// bytes of one value of each (4; 2 for a state stored as a 16-bit
-	// type), own or the trainer's.
-	dtypes []lang.DType
-	sizes  []int
+	// storages are the buffers' storage (Config.Storages): a state stored
+	// as a 16-bit type has 2-byte values, own or the trainer's.
+	storages []ir.Storage
 	// scratch is device memory that the kernels' partials go through
 	// (reduction pass, diagnostics).
 	scratch deviceScratch
@@ -122,21 +121,14 @@ func Open(cfg Config) (_ *Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{name: cfg.Name, k: k, host: cfg.Host, n: cfg.N}
+	b := &Backend{name: cfg.Name, k: k, host: cfg.Host, n: cfg.N, storages: cfg.Storages}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, b.release())
 		}
 	}()
-	for _, mb := range cfg.Manifest.Buffers {
-		d, ok := lang.DTypeNamed(mb.DType)
-		if !ok {
-			return nil, fmt.Errorf("runtime: buffer %s of %s is %q, not a storage type fibergen knows", mb.Name, k.name, mb.DType)
-		}
-		b.dtypes, b.sizes = append(b.dtypes, d), append(b.sizes, d.Size())
-	}
-	if len(b.host) != k.nbuf {
-		return nil, fmt.Errorf("runtime: %s has %d buffers, its kernel takes %d", k.name, len(b.host), k.nbuf)
+	if len(b.host) != k.nbuf || len(b.storages) != k.nbuf {
+		return nil, fmt.Errorf("runtime: %s has %d buffers (%d storages), its kernel takes %d", k.name, len(b.host), len(b.storages), k.nbuf)
 	}
 	for i, h := range b.host {
 		if err := b.copyIn(cfg.Manifest.Buffers[i].Name, h); err != nil {
@@ -221,7 +213,7 @@ func (b *Backend) Step(m backend.Memory, s backend.Step) error {
 func (b *Backend) offsetPtrs(dev []cudadrv.DevicePtr, lo int) []cudadrv.DevicePtr {
 	out := make([]cudadrv.DevicePtr, len(dev))
 	for i, p := range dev {
-		out[i] = p.Add(b.sizes[i] * lo)
+		out[i] = p.Add(b.storages[i].DType.Size() * lo)
 	}
 	return out
 }
@@ -251,7 +243,7 @@ func (b *Backend) Fill(m backend.Memory, buf int, v float32) error {
 	if n == 0 {
 		return nil
 	}
-	if d := b.dtypes[buf]; d.Size() == 2 {
+	if d := b.storages[buf].DType; d.Size() == 2 {
 		if err := b.fill16(bufs[buf], n, rng.Bits(d, v)); err != nil {
 			return err
 		}
@@ -325,7 +317,7 @@ func (b *Backend) Write(buf, off int, src []float32) error {
 
 // staging is a host buffer of n values stored as buffer buf's.
 func (b *Backend) staging(buf, n int) backend.Host {
-	if d := b.dtypes[buf]; d.Size() == 2 {
+	if d := b.storages[buf].DType; d.Size() == 2 {
 		return backend.Host{DType: d, U16: make([]uint16, n)}
 	}
 	return backend.Float32s(make([]float32, n))
