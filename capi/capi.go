@@ -40,7 +40,7 @@ package main
 // version is a second literal in internal/version (CABI, which fibergen
 // --version prints and which cannot import this package main): change
 // both, capi/version_test.go keeps them equal.
-#define FG_ABI_VERSION 11
+#define FG_ABI_VERSION 12
 #define FG_OK 0
 #define FG_ERROR 1
 #define FG_NONFINITE 2
@@ -79,7 +79,9 @@ const (
 // fg_checkpoint_info's noise_mode); 10 added fg_set_tensors_hypers and
 // fg_tensor_hypers, a parameter group's ranges set and read in one call;
 // 11 added fg_info's dtypes, and fg_use_buffers and fg_step_device take a
-// state stored as a 16-bit type as its 16-bit values.
+// state stored as a 16-bit type as its 16-bit values; 12 added
+// fg_resolve's params, kernels for bfloat16 or float16 parameters, whose
+// theta those calls then take as 16-bit values too.
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

@@ -7,14 +7,18 @@ import "C"
 
 import (
 	"github.com/fibergen/fibergen/internal/objcache"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
-// resolveRequest is fg_resolve's request: the optimizer, and the
-// variables that place the cache as the caller sees its environment now
-// (this library's Go runtime copied it once, when it was loaded).
+// resolveRequest is fg_resolve's request: the optimizer, the storage of
+// the parameters its kernels are for (ir.ParseStorage: "bf16 stochastic";
+// "" is float32), and the variables that place the cache as the caller
+// sees its environment now (this library's Go runtime copied it once, when
+// it was loaded).
 type resolveRequest struct {
 	Spec         string `json:"spec"`
+	Params       string `json:"params"`
 	Cache        string `json:"FIBERGEN_CACHE"`
 	XDGCacheHome string `json:"XDG_CACHE_HOME"`
 	Home         string `json:"HOME"`
@@ -29,7 +33,7 @@ type resolved struct {
 
 // fg_resolve finds the optimizer a request's spec names — a shipped
 // optimizer's name ("dp_adamw"), a .dsl file, or a directory fibergen
-// build wrote — and stores in *out, as JSON, the directory to give
+// build wrote — for the parameters' storage it names, and stores in *out, as JSON, the directory to give
 // fg_open. A source is compiled with LLVM into the per-user cache on its
 // first use ($FIBERGEN_CACHE, else $XDG_CACHE_HOME/fibergen, else
 // ~/.cache/fibergen, as the request gives them) and found there after,
@@ -40,12 +44,19 @@ type resolved struct {
 func fg_resolve(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
 	return status(jsonAnswer("resolve", out, func() (any, error) {
 		var q resolveRequest
-		if e := decodeJSON("resolve", C.GoString(request), &q); e != nil {
+		e := decodeJSON("resolve", C.GoString(request), &q)
+		if e != nil {
 			return nil, e
 		}
 		env := map[string]string{objcache.EnvDir: q.Cache, "XDG_CACHE_HOME": q.XDGCacheHome, "HOME": q.Home}
 		objcache.SetGetenv(func(k string) string { return env[k] })
-		r, e := pipeline.Resolve(q.Spec)
+		params := ir.Storage{}
+		if q.Params != "" {
+			if params, e = ir.ParseStorage(q.Params); e != nil {
+				return nil, e
+			}
+		}
+		r, e := pipeline.ResolveFor(q.Spec, params)
 		return resolved{Dir: r.Dir, Built: r.Built, Warnings: r.Warnings}, e
 	}), err, errlen)
 }

@@ -34,7 +34,8 @@ func (s Storage) String() string {
 }
 
 // StorageOf is the storage of the buffer named name: Float32 but for a state
-// with a narrower declaration.
+// with a narrower declaration, or theta compiled for narrower parameters
+// (SetParamStorage).
 func (f *Func) StorageOf(name string) Storage {
 	if s, ok := f.Storage[name]; ok {
 		return s
@@ -42,15 +43,70 @@ func (f *Func) StorageOf(name string) Storage {
 	return Storage{DType: lang.Float32}
 }
 
-// NarrowStates lists the states stored narrower than float32, in order.
-func (f *Func) NarrowStates() []string {
-	return slices.DeleteFunc(slices.Clone(f.States), func(s string) bool { return !f.StorageOf(s).Narrow() })
+// stored lists the buffers a step stores, in ABI order: theta, then the
+// states.
+func (f *Func) stored() []string { return append([]string{ThetaName}, f.States...) }
+
+// NarrowBuffers lists the buffers stored narrower than float32, in ABI
+// order: theta, if so compiled, then the states.
+func (f *Func) NarrowBuffers() []string {
+	return slices.DeleteFunc(f.stored(), func(s string) bool { return !f.StorageOf(s).Narrow() })
 }
 
-// dumpStorage is the dump's line of the narrow states: "storage m:bf16 v:bf16 stochastic".
+// SetParamStorage compiles f for parameters stored as s: theta's loads
+// widen and its stores narrow as a narrow state's do. The gradient stays
+// float32 (decision 130), and float32 parameters need nothing.
+func (f *Func) SetParamStorage(s Storage) error {
+	if err := s.check(ThetaName); err != nil {
+		return err
+	}
+	if !s.Narrow() {
+		delete(f.Storage, ThetaName)
+		return nil
+	}
+	if f.Storage == nil {
+		f.Storage = map[string]Storage{}
+	}
+	f.Storage[ThetaName] = s
+	return nil
+}
+
+// ParseStorage reads a storage as String writes it: "bf16", "f16
+// stochastic", "f32".
+func ParseStorage(text string) (Storage, error) {
+	words := strings.Fields(text)
+	if len(words) == 0 || len(words) > 2 || len(words) == 2 && words[1] != lang.Stochastic {
+		return Storage{}, fmt.Errorf("storage %q: want a type (%s), then %q or nothing", text, dtypeList(), lang.Stochastic)
+	}
+	s := Storage{DType: lang.DType(words[0]), Stochastic: len(words) == 2}
+	return s, s.check("the parameters")
+}
+
+// check reports a type fibergen does not store, or stochastic rounding of a
+// float32 buffer, which rounds nothing.
+func (s Storage) check(what string) error {
+	switch {
+	case !slices.Contains(lang.DTypes, s.DType):
+		return fmt.Errorf("%s: unknown storage type %q (want %s)", what, s.DType, dtypeList())
+	case s.Stochastic && !s.Narrow():
+		return fmt.Errorf("%s: stochastic rounding of float32, which rounds nothing", what)
+	}
+	return nil
+}
+
+// dtypeList names the storage types: "f32, bf16 or f16".
+func dtypeList() string {
+	names := make([]string, len(lang.DTypes))
+	for i, d := range lang.DTypes {
+		names[i] = string(d)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// dumpStorage is the dump's line of the narrow buffers: "storage m:bf16 v:bf16 stochastic".
 func dumpStorage(f *Func) string {
 	var parts []string
-	for _, s := range f.NarrowStates() {
+	for _, s := range f.NarrowBuffers() {
 		parts = append(parts, s+":"+f.StorageOf(s).String())
 	}
 	if len(parts) == 0 {
@@ -59,17 +115,15 @@ func dumpStorage(f *Func) string {
 	return "storage " + strings.Join(parts, ", ") + "\n"
 }
 
-// verifyStorage checks that only states have a storage, of a known type,
-// and that only a narrow one rounds stochastically.
+// verifyStorage checks that only theta and the states have a storage, of
+// a known type, and that only a narrow one rounds stochastically.
 func verifyStorage(f *Func) error {
 	for name, s := range f.Storage {
-		switch {
-		case !slices.Contains(f.States, name):
-			return fmt.Errorf("storage of %s, which is not a state", name)
-		case !slices.Contains(lang.DTypes, s.DType):
-			return fmt.Errorf("state %s: unknown storage type %q", name, s.DType)
-		case s.Stochastic && !s.Narrow():
-			return fmt.Errorf("state %s: stochastic rounding of a float32 state", name)
+		if !slices.Contains(f.stored(), name) {
+			return fmt.Errorf("storage of %s, which is neither theta nor a state", name)
+		}
+		if err := s.check(name); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -78,5 +132,5 @@ func verifyStorage(f *Func) error {
 // Stochastic reports whether a store of the step rounds stochastically:
 // the step then draws rounding bits from its seed and step counter.
 func (f *Func) Stochastic() bool {
-	return slices.ContainsFunc(f.States, func(s string) bool { return f.StorageOf(s).Stochastic })
+	return slices.ContainsFunc(f.stored(), func(s string) bool { return f.StorageOf(s).Stochastic })
 }

@@ -100,15 +100,15 @@ func TestVerifyRejects(t *testing.T) {
 		{"pow on f32", func(h *handFunc) {
 			h.x.Op = OpPow
 		}, "pow on f32"},
-		{"storage of theta", func(h *handFunc) {
-			h.fn.Storage = map[string]Storage{ThetaName: {DType: lang.BFloat16}}
-		}, "storage of theta, which is not a state"},
+		{"storage of g", func(h *handFunc) {
+			h.fn.Storage = map[string]Storage{GradName: {DType: lang.BFloat16}}
+		}, "storage of g, which is neither theta nor a state"},
 		{"unknown storage type", func(h *handFunc) {
 			h.fn.Storage = map[string]Storage{"m": {DType: "f8"}}
-		}, `state m: unknown storage type "f8"`},
+		}, `m: unknown storage type "f8" (want f32, bf16 or f16)`},
 		{"stochastic float32", func(h *handFunc) {
 			h.fn.Storage = map[string]Storage{"m": {DType: lang.Float32, Stochastic: true}}
-		}, "state m: stochastic rounding of a float32 state"},
+		}, "m: stochastic rounding of float32, which rounds nothing"},
 		{"load marked uniform", func(h *handFunc) {
 			h.g.Uniform = true
 		}, "load is marked uniform=true, its operands say false"},

@@ -14,6 +14,7 @@ import (
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/noise"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/lower"
 )
 
@@ -60,9 +61,22 @@ func Check(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 // positioned diagnostics of the source; err is a failure after checking (a
 // name that Go cannot take, or a bug in fibergen).
 func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
+	return CompileFor(path, src, ir.Storage{})
+}
+
+// CompileFor is Compile for parameters stored as params (ir.SetParamStorage;
+// the zero Storage is float32): a model in bfloat16 needs kernels that load
+// and store its bfloat16 values.
+func CompileFor(path string, src []byte, params ir.Storage) (*Unit, dsl.ErrorList, error) {
 	u, errs, err := Check(path, src)
 	if u == nil {
 		return nil, errs, err
+	}
+	if params.DType == "" {
+		params.DType = lang.Float32
+	}
+	if err := u.Func.SetParamStorage(params); err != nil {
+		return nil, nil, err
 	}
 	if err := u.generate(Targets); err != nil {
 		return nil, nil, err

@@ -13,6 +13,9 @@ import (
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/internal/objcache"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/optimizers"
 )
 
@@ -71,11 +74,16 @@ type Resolved struct {
 // wrote, used as it is; else a .dsl file or a shipped optimizer's name
 // (ReadSource), compiled into the cache on first use and found there
 // after. A source with errors is a *CompileError.
-func Resolve(spec string) (Resolved, error) {
+func Resolve(spec string) (Resolved, error) { return ResolveFor(spec, ir.Storage{}) }
+
+// ResolveFor is Resolve for parameters stored as params (CompileFor): a
+// source is compiled for them, and a directory must have been built for
+// them (fibergen build --params).
+func ResolveFor(spec string, params ir.Storage) (Resolved, error) {
 	fi, err := os.Stat(spec)
 	switch {
 	case err == nil && fi.IsDir() && !shadowed(spec):
-		return builtDir(spec)
+		return builtDir(spec, params)
 	case errors.Is(err, fs.ErrNotExist) && spec != "" && !shippedName.MatchString(spec):
 		return Resolved{}, fmt.Errorf("no directory or file %s%s: give a directory fibergen build wrote, a .dsl file or a shipped optimizer's name (%s)",
 			spec, relativeTo(spec), shippedList())
@@ -84,7 +92,7 @@ func Resolve(spec string) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	u, list, err := Compile(path, src)
+	u, list, err := CompileFor(path, src, params)
 	switch {
 	case len(list) > 0:
 		return Resolved{}, &CompileError{List: list, Src: src}
@@ -109,18 +117,39 @@ func shadowed(spec string) bool {
 }
 
 // builtDir checks that dir holds what fibergen build writes (its manifest,
-// <name>.json) and returns it.
-func builtDir(dir string) (Resolved, error) {
+// <name>.json), built for parameters stored as params, and returns it.
+func builtDir(dir string, params ir.Storage) (Resolved, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Resolved{}, err
 	}
 	name := filepath.Base(abs)
-	if _, err := os.Stat(filepath.Join(abs, name+".json")); err != nil {
+	m, _, err := manifest.Read(filepath.Join(abs, name+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
 		return Resolved{}, fmt.Errorf("%s has no %s.json: give a directory fibergen build wrote (generated/%s), a .dsl file or a shipped optimizer's name",
 			dir, name, name)
 	}
-	return Resolved{Dir: abs}, nil
+	if err != nil {
+		return Resolved{}, err
+	}
+	fn, err := m.Func()
+	if err != nil {
+		return Resolved{}, err
+	}
+	return Resolved{Dir: abs}, checkParams(dir, fn, params)
+}
+
+// checkParams reports a build whose kernels store the parameters otherwise
+// than params says (the zero Storage: float32).
+func checkParams(dir string, fn *ir.Func, params ir.Storage) error {
+	if params.DType == "" {
+		params.DType = lang.Float32
+	}
+	if built := fn.StorageOf(ir.ThetaName); built != params {
+		return fmt.Errorf("%s was built for parameters stored as %s, not %s: build it with fibergen build --params '%s', "+
+			"or give its .dsl file or shipped name, which are compiled for the parameters given", dir, built, params, params)
+	}
+	return nil
 }
 
 // cachedDir is the directory of u's files in the cache, named by a hash

@@ -394,9 +394,7 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 	if bufs == nil {
 		bufs = o.newHostBuffers(o.savedN())
 		if o.savedN() > 0 {
-			for _, t := range o.tensors {
-				copy(bufs[ir.ThetaBuffer].F32[t.Offset:], t.init)
-			}
+			o.placeParams(bufs[ir.ThetaBuffer])
 			if err := o.initStates(bufs[ir.FirstState:]); err != nil {
 				return nil, err
 			}

@@ -691,6 +691,14 @@ func (o *Optimizer) Tensors() []*Tensor {
 	return slices.Clone(o.tensors)
 }
 
+// placeParams writes the registered tensors' parameters into theta, each
+// rounded to nearest where the kernels store them narrower than float32.
+func (o *Optimizer) placeParams(theta backend.Host) {
+	for _, t := range o.tensors {
+		theta.SetRounded(t.Offset, t.init)
+	}
+}
+
 // ready lays out the flat buffers and starts the backend, once.
 func (o *Optimizer) ready() error {
 	if o.back != nil {
@@ -702,8 +710,8 @@ func (o *Optimizer) ready() error {
 		}
 		o.bufs = o.newHostBuffers(o.ownBufferLen())
 		if o.ownBufferLen() > 0 {
+			o.placeParams(o.bufs[ir.ThetaBuffer])
 			for _, t := range o.tensors {
-				copy(o.bufs[ir.ThetaBuffer].F32[t.Offset:], t.init)
 				t.init = nil
 			}
 			if err := o.initStates(o.bufs[ir.FirstState:]); err != nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,22 +55,39 @@ func initWant() [][]float32 {
 // build its PTX: there the bundle's build of it in $FIBERGEN_GENERATED is
 // taken, and the test skips without one.
 func testdataDir(t *testing.T, name string) string {
+	return testdataDirFor(t, name, ir.Storage{})
+}
+
+// testdataDirFor is testdataDir with the kernels compiled for parameters
+// stored as params (pipeline.CompileFor), in a directory of their own.
+func testdataDirFor(t *testing.T, name string, params ir.Storage) string {
+	return builtDirFor(t, filepath.Join("testdata", name+".dsl"), params)
+}
+
+// builtDirFor builds the optimizer of the .dsl file src for parameters
+// stored as params, once per test binary.
+func builtDirFor(t *testing.T, src string, params ir.Storage) string {
 	t.Helper()
+	name := strings.TrimSuffix(filepath.Base(src), ".dsl")
+	key := name
+	if params.Narrow() {
+		key = strings.ReplaceAll(params.String(), " ", "_") + "/" + name
+	}
 	if _, err := llvmgen.FindToolchain(); err != nil && os.Getenv("FIBERGEN_GENERATED") != "" {
-		dir := filepath.Join(os.Getenv("FIBERGEN_GENERATED"), name)
+		dir := filepath.Join(os.Getenv("FIBERGEN_GENERATED"), key)
 		if _, err := os.Stat(dir); err != nil {
-			t.Skipf("%s needs LLVM to build, or a build in $FIBERGEN_GENERATED: %v", name, err)
+			t.Skipf("%s needs LLVM to build, or a build in $FIBERGEN_GENERATED: %v", key, err)
 		}
 		return dir
 	}
-	if dir, ok := kernelDirs.Load(name); ok { // built once per test binary, as kernelDir's
+	if dir, ok := kernelDirs.Load(key); ok { // built once per test binary, as kernelDir's
 		return dir.(string)
 	}
-	src, err := os.ReadFile(filepath.Join("testdata", name+".dsl"))
+	text, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, errs, err := pipeline.Compile(name+".dsl", src)
+	u, errs, err := pipeline.CompileFor(name+".dsl", text, params)
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("%s.dsl: %v %v", name, errs, err)
 	}
@@ -77,7 +95,7 @@ func testdataDir(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(kernelRoot, name)
+	dir := filepath.Join(kernelRoot, key)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +104,7 @@ func testdataDir(t *testing.T, name string) string {
 			t.Fatal(err)
 		}
 	}
-	kernelDirs.Store(name, dir)
+	kernelDirs.Store(key, dir)
 	return dir
 }
 

@@ -24,29 +24,38 @@ var storageStates = map[string]map[string]lang.DType{
 	"storage_passes": {"m": lang.BFloat16, "v": lang.Float16},
 }
 
+// paramStorages are the parameter storages the storage tests compile
+// testdata/storage.dsl and storage_passes.dsl for: float32, bfloat16 to
+// nearest and float16 stochastically.
+var paramStorages = []ir.Storage{{}, {DType: lang.BFloat16}, {DType: lang.Float16, Stochastic: true}}
+
 // TestStorageBackends: optimizers with bfloat16 and float16 states
-// (testdata/storage.dsl; storage_passes.dsl, whose reductions read them)
-// step bit for bit alike on the go, cpu and ptxsim backends in both noise
-// schemes, over tensors at odd offsets, and every state holds values of
-// its type only.
+// (testdata/storage.dsl; storage_passes.dsl, whose reductions read them),
+// compiled for float32, bfloat16 and float16 parameters, step bit for bit
+// alike on the go, cpu and ptxsim backends in both noise schemes, over
+// tensors at odd offsets, and every state and parameter holds values of its
+// type only.
 func TestStorageBackends(t *testing.T) {
 	for name, states := range storageStates {
-		dir := testdataDir(t, name)
-		for _, secure := range []bool{false, true} {
-			var first []float32
-			for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
-				theta, grads := reduceInputs(3)
-				ts := stepReduced(t, dir, b, secure, false, nil, theta, grads)
-				got := flatParams(t, ts)
-				for _, s := range slices.Sorted(maps.Keys(states)) {
-					vals := flatState(t, ts, s)
-					checkStored(t, name, s, states[s], vals)
-					got = append(got, vals...)
-				}
-				if first == nil {
-					first = got
-				} else if d := floatbits.Diff(first, got); d != "" {
-					t.Errorf("%s, secure %v: %s against go: %s", name, secure, b, d)
+		for _, params := range paramStorages {
+			dir := testdataDirFor(t, name, params)
+			for _, secure := range []bool{false, true} {
+				var first []float32
+				for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+					theta, grads := reduceInputs(3)
+					ts := stepReduced(t, dir, b, secure, false, nil, theta, grads)
+					got := flatParams(t, ts)
+					checkStored(t, name, ir.ThetaName, params.DType, got)
+					for _, s := range slices.Sorted(maps.Keys(states)) {
+						vals := flatState(t, ts, s)
+						checkStored(t, name, s, states[s], vals)
+						got = append(got, vals...)
+					}
+					if first == nil {
+						first = got
+					} else if d := floatbits.Diff(first, got); d != "" {
+						t.Errorf("%s, parameters %v, secure %v: %s against go: %s", name, params, secure, b, d)
+					}
 				}
 			}
 		}
@@ -56,7 +65,7 @@ func TestStorageBackends(t *testing.T) {
 // checkStored fails unless every value of state s is one its type d holds.
 func checkStored(t *testing.T, opt, s string, d lang.DType, vals []float32) {
 	t.Helper()
-	if d == lang.Float32 {
+	if d == "" || d == lang.Float32 {
 		return
 	}
 	for i, x := range vals {
@@ -219,4 +228,60 @@ func stepStorage(t *testing.T, dir string, own map[string]float64, theta []float
 		}
 	}
 	return ts
+}
+
+// TestStochasticParams: an update smaller than half a bfloat16 unit in the
+// last place — dp_sgd's lr·g = 10⁻³ at θ = 1, where half a unit is 2⁻⁹ —
+// never moves a parameter stored to nearest, and moves one stored
+// stochastically in expectation: after 100 steps the mean over 2^14
+// coordinates is float32's 0.9 within 4 standard errors, on every backend.
+func TestStochasticParams(t *testing.T) {
+	const n, steps = 1 << 14, 100
+	for _, params := range []ir.Storage{{DType: lang.BFloat16}, {DType: lang.BFloat16, Stochastic: true}} {
+		dir := builtDirFor(t, "../optimizers/dp_sgd.dsl", params)
+		for _, b := range []runtime.Backend{runtime.Go, runtime.CPU} {
+			o, err := runtime.Open(dir, runtime.Options{Backend: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.SetSeed(7); err == nil {
+				err = o.SetNoise(runtime.Noise{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tn, err := o.Register("w", slices.Repeat([]float32{1}, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tn.SetHypers(map[string]float64{"lr": 1e-3}); err != nil {
+				t.Fatal(err)
+			}
+			for range steps {
+				if err := tn.SetGrad(slices.Repeat([]float32{1}, n)); err == nil {
+					err = o.Step()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			theta, err := tn.Params()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkStored(t, "dp_sgd", ir.ThetaName, lang.BFloat16, theta)
+			mean := 0.0
+			for _, x := range theta {
+				mean += float64(x) / n
+			}
+			// A stochastic store's error is at most one unit (2^-8 below 1), mean zero, independent between steps.
+			tol := 4 * math.Sqrt(steps) * 0x1p-8 / math.Sqrt(n)
+			switch {
+			case !params.Stochastic && mean != 1:
+				t.Errorf("%s, to nearest: mean %v, want 1 (every update below half a unit)", b, mean)
+			case params.Stochastic && math.Abs(mean-0.9) > tol:
+				t.Errorf("%s, stochastic: mean %v, want 0.9 ± %.2g", b, mean, tol)
+			}
+		}
+	}
 }

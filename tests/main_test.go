@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/npy"
@@ -77,6 +78,21 @@ func mustCompile(t testing.TB, path string, src []byte) *pipeline.Unit {
 	u, err := compile(path, src)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+	return u
+}
+
+// mustCompileFileFor compiles the .dsl file at path for parameters stored
+// as params (pipeline.CompileFor).
+func mustCompileFileFor(t testing.TB, path string, params ir.Storage) *pipeline.Unit {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, errs, err := pipeline.CompileFor(path, src, params)
+	if len(errs) > 0 || err != nil {
+		t.Fatalf("%s: %v %v", path, errs, err)
 	}
 	return u
 }

@@ -135,7 +135,7 @@ func (opt *optimizer) fn(t testing.TB) *ir.Func {
 // narrow reports whether opt stores a state as a 16-bit type: the
 // float32 harnesses of the kernels cannot hold it, and storage_test.go's
 // typed harness runs it (TestStorageShipped).
-func (opt *optimizer) narrow(t testing.TB) bool { return len(opt.fn(t).NarrowStates()) > 0 }
+func (opt *optimizer) narrow(t testing.TB) bool { return len(opt.fn(t).NarrowBuffers()) > 0 }
 
 // sqrtStates reports, for each of opt's states, whether the step takes a
 // square root of a value computed from it (a second moment), as the

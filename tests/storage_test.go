@@ -209,24 +209,38 @@ func unitLaunches(t *testing.T, u *pipeline.Unit, run ptxRun, skew int) map[stri
 	return out
 }
 
-// TestStorageKernels steps testdata/storage.dsl on every target against
-// the Go reference.
+// paramStorages are the parameter storages testdata/storage.dsl is
+// compiled for: float32, and bfloat16 rounded stochastically (theta then
+// shares its rounding word with g, which is never stored).
+var paramStorages = []ir.Storage{{}, {DType: lang.BFloat16, Stochastic: true}}
+
+// TestStorageKernels steps testdata/storage.dsl, for float32 and bfloat16
+// parameters, on every target against the Go reference.
 func TestStorageKernels(t *testing.T) {
-	u := mustCompileFile(t, repoPath("runtime", "testdata", "storage.dsl"))
 	run, _ := simRun(t, cudasim.Config{})
-	for _, c := range storageCases() {
-		for name, launch := range unitLaunches(t, u, run, c.skew) {
-			t.Run(name+"/"+c.String(), func(t *testing.T) { storageSteps(t, u.Func, c, launch) })
+	for _, params := range paramStorages {
+		u := mustCompileFileFor(t, repoPath("runtime", "testdata", "storage.dsl"), params)
+		for _, c := range storageCases() {
+			for name, launch := range unitLaunches(t, u, run, c.skew) {
+				t.Run(fmt.Sprintf("%s/%s/params=%v", name, c, params), func(t *testing.T) { storageSteps(t, u.Func, c, launch) })
+			}
 		}
 	}
 }
 
 // TestStorageGeneratedGo checks that the generated Go package of
-// testdata/storage.dsl narrows its stores as the Go reference does: three
-// noisy steps, every value of theta and of every state, bit for bit.
+// testdata/storage.dsl, for float32 and bfloat16 parameters, narrows its
+// stores as the Go reference does: three noisy steps, every value of theta
+// and of every state, bit for bit.
 func TestStorageGeneratedGo(t *testing.T) {
+	for _, params := range paramStorages {
+		t.Run(fmt.Sprintf("params=%v", params), func(t *testing.T) { checkStorageGeneratedGo(t, params) })
+	}
+}
+
+func checkStorageGeneratedGo(t *testing.T, params ir.Storage) {
 	const n, seed, sigmaW2 = 37, 5, 0.01
-	u := mustCompileFile(t, repoPath("runtime", "testdata", "storage.dsl"))
+	u := mustCompileFileFor(t, repoPath("runtime", "testdata", "storage.dsl"), params)
 	dir := t.TempDir()
 	writeModule(t, dir)
 	writePackage(t, dir, u)

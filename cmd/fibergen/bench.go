@@ -98,6 +98,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	o.noiseMode = philoxMode
 	fs.Var(&o.noiseMode, "noise-mode", "the noise's scheme: philox or secure (run bench once in each mode to compare them)")
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON")
+	var params paramsFlag
+	fs.Var(&params, "params", paramsUsage)
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return 2
@@ -118,8 +120,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	var r *benchResult
 	var err error
 	if fi, statErr := os.Stat(files[0]); statErr == nil && fi.IsDir() {
+		if params != (paramsFlag{}) {
+			return usageError(stderr, "bench", "--params applies to a source: the kernels of %s store the parameters as they were built", files[0])
+		}
 		r, err = o.runDir(files[0])
-	} else if u := compileFile(files[0], stderr); u == nil {
+	} else if u := params.compiler()(files[0], stderr); u == nil {
 		return 1
 	} else {
 		r, err = o.run(u)

@@ -19,6 +19,8 @@ import (
 func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	out := fs.String("o", "generated", "output directory")
+	var params paramsFlag
+	fs.Var(&params, "params", paramsUsage)
 	files, ok := parseFlags(fs, args, stderr)
 	switch {
 	case !ok:
@@ -28,7 +30,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	case *out == "":
 		return usageError(stderr, "build", "-o needs a directory")
 	}
-	units, ok := compileAll(files, stderr, compileFile)
+	units, ok := compileAll(files, stderr, params.compiler())
 	if !ok {
 		return 1
 	}

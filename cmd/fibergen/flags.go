@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
 )
 
@@ -51,6 +54,40 @@ const philoxMode = modeFlag(rng.Philox)
 
 // secure says whether the run draws secure noise (runtime.Options.SecureNoise).
 func (m modeFlag) secure() bool { return rng.Mode(m) == rng.Secure }
+
+// paramsFlag is --params: how the kernels store the parameters
+// (ir.ParseStorage: "bf16", "bf16 stochastic"), float32 by default.
+type paramsFlag ir.Storage
+
+func (p *paramsFlag) String() string { return p.storage().String() }
+func (p *paramsFlag) Set(s string) error {
+	x, err := ir.ParseStorage(s)
+	if err != nil {
+		return fmt.Errorf(`want f32, bf16 or f16, then "stochastic" or nothing, e.g. --params 'bf16 stochastic'`)
+	}
+	*p = paramsFlag(x)
+	return nil
+}
+
+// storage is the flag's storage, float32 when not given.
+func (p paramsFlag) storage() ir.Storage {
+	if p.DType == "" {
+		p.DType = lang.Float32
+	}
+	return ir.Storage(p)
+}
+
+// compiler compiles a file for the parameters' storage (compileFile).
+func (p paramsFlag) compiler() func(string, io.Writer) *pipeline.Unit {
+	return func(path string, stderr io.Writer) *pipeline.Unit {
+		return diagnose(path, stderr, func(path string, src []byte) (*pipeline.Unit, dsl.ErrorList, error) {
+			return pipeline.CompileFor(path, src, p.storage())
+		})
+	}
+}
+
+// paramsUsage is --params' line in a command's usage.
+const paramsUsage = "how the kernels store the parameters: f32 (default), bf16 or f16, then \"stochastic\" to round their stores stochastically, e.g. 'bf16 stochastic'"
 
 // floatFlag is a float64 flag whose parse error says what it wants (the
 // flag package's own says only "parse error").

@@ -53,16 +53,18 @@ import (
 
 const usage = `usage:
   fibergen --version                     the build: module, commit, Go; the manifest format, noise scheme and C ABI version
-  fibergen build SOURCE... [-o DIR]      write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated)
+  fibergen build SOURCE... [-o DIR] [--params f32|bf16|f16[' stochastic']]
+                                         write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated),
+                                         the kernels for parameters stored as --params (default f32)
   fibergen check SOURCE...               report errors (and warnings); exit 1 if there are errors
   fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
                                          the settings checked as run checks them (step 0)
   fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
           (--sigma-w2 X | --noise off) [--set name=value ...] [--tensors N,...] [--seed N | --noise-mode secure]
-          [--backend go|cpu|ptxsim] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy] [--state-out NAME=S.npy ...]
+          [--backend go|cpu|ptxsim] [--params P] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy] [--state-out NAME=S.npy ...]
   fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-  fibergen bench SOURCE|DIR [--n N | --tensors N,...] [--steps K] [--threads T] [--backend cpu|go|cuda] [--noise-mode philox|secure] [--json]
+  fibergen bench SOURCE|DIR [--n N | --tensors N,...] [--steps K] [--threads T] [--backend cpu|go|cuda] [--noise-mode philox|secure] [--params P] [--json]
                                          time the step against this machine's limit (CPU: STREAM copy and triad)
                                          (DIR: kernels fibergen build wrote, used as they are)
   fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends

@@ -39,6 +39,7 @@ type runOptions struct {
 	stdoutClosed      bool // a --diagnostics line met a closed pipe: print no more
 	ex                exampleOptions
 	stateOuts         stateOutsFlag // --state-out NAME=FILE.npy
+	params            paramsFlag
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -66,6 +67,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.ex.multiplier, "noise-multiplier", "with --example-grads: σ_DP, so that σ_w = σ_DP·C/B (required unless --noise off)")
 	fs.StringVar(&o.ex.clippedOut, "clipped-out", "", "with --example-grads: write the clipped means of every step, float32 [T, n] .npy")
 	fs.StringVar(&o.ex.lookaheadOut, "lookahead-out", "", "two_point: write the look-ahead point after the last step, float32 [n] .npy")
+	fs.Var(&o.params, "params", paramsUsage+"; --theta's values round to it, --out is their float32 values")
 	fs.Var(&o.stateOuts, "state-out", "write a state after the last step: NAME=FILE.npy, float32 [n] (repeatable)")
 	o.stdout, o.stderr = stdout, stderr
 	files, ok := parseFlags(fs, args, stderr)
@@ -78,7 +80,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if msg := o.validate(files, given); msg != "" {
 		return usageError(stderr, "run", "%s", msg)
 	}
-	u := compileFile(files[0], stderr)
+	u := o.params.compiler()(files[0], stderr)
 	if u == nil {
 		return 1
 	}

@@ -39,7 +39,7 @@ func (g *generator) genNoise() {
 	g.splice(rngCore)
 	g.splice(rngSecure)
 	g.splice(rngDraw)
-	if len(g.fn.NarrowStates()) > 0 {
+	if len(g.fn.NarrowBuffers()) > 0 {
 		g.splice(rngRound)
 	}
 }

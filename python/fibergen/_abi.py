@@ -7,7 +7,7 @@ python/tests/test_abi.py compares it with libfibergen.h."""
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint64, c_void_p
 
 # The #defines of libfibergen.h (FG_*): the ABI version and the statuses.
-ABI_VERSION = 11
+ABI_VERSION = 12
 OK = 0
 ERROR = 1
 NONFINITE = 2

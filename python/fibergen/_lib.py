@@ -185,11 +185,14 @@ def privacy(request: dict) -> dict:
     return json.loads(take_string(out))
 
 
-def resolve(spec: str | os.PathLike) -> dict:
+def resolve(spec: str | os.PathLike, params: str = "") -> dict:
     """fg_resolve: the directory fg_open opens for spec — a shipped
     optimizer's name, a .dsl file (compiled into the per-user cache on first
-    use) or a directory fibergen build wrote: {"dir", "built", "warnings"}."""
-    request = {"spec": os.fsdecode(spec), **{k: os.environ.get(k, "") for k in ("FIBERGEN_CACHE", "XDG_CACHE_HOME", "HOME")}}
+    use) or a directory fibergen build wrote — with kernels for parameters
+    stored as params ("bf16", "f16 stochastic"; "" float32): {"dir",
+    "built", "warnings"}."""
+    request = {"spec": os.fsdecode(spec), "params": params,
+               **{k: os.environ.get(k, "") for k in ("FIBERGEN_CACHE", "XDG_CACHE_HOME", "HOME")}}
     out = ctypes.c_void_p()
     call("resolve", encode(request, "resolve"), ctypes.byref(out))
     return json.loads(take_string(out))

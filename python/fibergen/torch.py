@@ -10,7 +10,8 @@ scalars, the attenuation, the noise position, privatization, checkpoints,
 the privacy accountant — is fibergen's Go runtime, reached through
 libfibergen.so (``fibergen._lib``); nothing here re-implements it.
 
-Layout: the parameters of all groups live in one flat float32 buffer (the
+Layout: the parameters of all groups live in one flat buffer of their dtype
+(float32, bfloat16 or float16: the kernels are compiled for it; the
 parameters become views into it), their gradients in another, and one
 runtime optimizer steps them: each group is a range of its buffers with the
 group's hypers (runtime.Optimizer.RegisterRange), so privatization clips
@@ -265,6 +266,12 @@ class Optimizer(torch.optim.Optimizer):
     rank of a ``process_group`` takes from rank 0 at open (it is never
     shown); a state_dict resumes only in the mode it was saved in;
     ``threads`` caps the host kernel's threads (default: every core);
+    the parameters are float32, bfloat16 or float16, all of one dtype,
+    which the kernels load and store (compiled for it on first use; the
+    gradient the noise is added to stays float32, docs/python.md), and
+    ``param_rounding="stochastic"`` rounds their stores stochastically
+    rather than to nearest (a bfloat16 update smaller than half a unit in
+    the last place then moves the parameter in expectation);
     ``process_group`` shards the states over the ranks of a
     ``torch.distributed`` group (ZeRO-1): every rank opens the optimizer
     alike — the build, the allow_ options, the layout, the seed (the same
@@ -297,8 +304,9 @@ class Optimizer(torch.optim.Optimizer):
     def __init__(self, params: Iterable[Any], optimizer: str | os.PathLike, *, seed: Optional[int] = None,
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
                  allow_resume_again: bool = False, allow_unstable: bool = False, allow_gradient_reuse: bool = False,
-                 clamp_warning: bool = True, secure: bool = False, **hypers: float):
-        found = _lib.resolve(optimizer)
+                 clamp_warning: bool = True, secure: bool = False, param_rounding: str = "nearest", **hypers: float):
+        params = list(params)
+        found = _lib.resolve(optimizer, _param_storage(params, param_rounding))
         if found["warnings"]:
             warnings.warn(f"fibergen: {os.fspath(optimizer)}:\n{found['warnings']}", stacklevel=3)
         self._path = Path(found["dir"])
@@ -378,6 +386,12 @@ class Optimizer(torch.optim.Optimizer):
     def _params(self) -> list[torch.Tensor]:
         return [p for g in self.param_groups for p in g["params"]]
 
+    def _narrow(self) -> bool:
+        """Whether the parameters are stored narrower than float32: their
+        ``.grad`` then views a buffer of their dtype, apart from the float32
+        gradient the kernels read (_pgrad)."""
+        return self._pgrad is not self._grad
+
     def _layout(self) -> None:
         """Moves the parameters into one flat buffer and their gradients into
         another, padded so that every rank's shard has the same length (the
@@ -389,9 +403,9 @@ class Optimizer(torch.optim.Optimizer):
         if dev.type not in ("cpu", "cuda"):
             raise FibergenError(f"fibergen: parameters on {dev}: the kernels run on the CPU and on CUDA devices")
         for i, p in enumerate(params):
-            if p.dtype != torch.float32 or p.device != dev:
-                raise FibergenError(f"fibergen: parameter {i} is {p.dtype} on {p.device}: every parameter must be "
-                                    f"float32 on one device ({dev}), as the kernels are")
+            if p.device != dev:
+                raise FibergenError(f"fibergen: parameter {i} is on {p.device}, parameter 0 on {dev}: "
+                                    "every parameter must be on one device, as the kernels are")
         self.numel = sum(p.numel() for p in params)
         # per-tensor reductions: each parameter a tensor of the layout, wholly one rank's (runtime.ShardWhole)
         sizes = [p.numel() for p in params] if self._per_tensor else \
@@ -403,6 +417,11 @@ class Optimizer(torch.optim.Optimizer):
         self._device = dev
         self._theta = self._buffer(_abi.THETA_BUFFER, total)
         self._grad = self._buffer(_abi.GRAD_BUFFER, total)
+        # What .grad views: the kernels' float32 gradient, or one of the
+        # parameters' narrower dtype, which torch requires of a .grad
+        # (privatize rounds the clipped mean into it; a trainer's write is
+        # widened into the float32 one: _note_writes).
+        self._pgrad = self._grad if self._theta.dtype == torch.float32 else torch.zeros_like(self._theta)
         off = 0
         self._offs: list[int] = []  # each parameter's offset in the flat buffers
         with torch.no_grad():
@@ -410,7 +429,7 @@ class Optimizer(torch.optim.Optimizer):
                 k = p.numel()
                 self._theta[off:off + k].copy_(p.reshape(-1))
                 p.data = self._theta[off:off + k].view_as(p)
-                p.grad = self._grad[off:off + k].view_as(p)
+                p.grad = self._pgrad[off:off + k].view_as(p)
                 self._offs.append(off)
                 off += k
         self._rows_bufs: list[Optional[torch.Tensor]] = [None, None]  # privatize's per-example rows, reused
@@ -505,7 +524,8 @@ class Optimizer(torch.optim.Optimizer):
     def _base_ptrs(self) -> list[int]:
         """Where the flat buffers start: _ptrs changes where these do, and
         reading them makes no views."""
-        return [self._theta.data_ptr(), self._grad.data_ptr(), *[b.data_ptr() for b in self._state_bufs]]
+        return [self._theta.data_ptr(), self._grad.data_ptr(), *[b.data_ptr() for b in self._state_bufs],
+                self._pgrad.data_ptr()]
 
     def _agree_at_open(self, seed: Optional[int], drawn: Any) -> Any:
         """The seed of every rank (in secure mode the key, drawn, of rank
@@ -609,9 +629,9 @@ class Optimizer(torch.optim.Optimizer):
         if len(params) != len(self._offs):
             raise FibergenError(f"fibergen: the parameter groups hold {len(params)} parameters, {len(self._offs)} when "
                                 "the optimizer was created: add every parameter group when constructing it")
-        theta = self._bases[0]
+        theta, size = self._bases[0], self._theta.element_size()
         for i, (p, off) in enumerate(zip(params, self._offs)):
-            if p.data_ptr() != theta + 4 * off or p.device != self._device:
+            if p.data_ptr() != theta + size * off or p.device != self._device:
                 raise FibergenError(
                     f"fibergen: parameter {i} is no longer a view of the optimizer's flat buffer (p.data replaced, "
                     "the model moved with .to()/.cuda(), or another optimizer took it over): create the optimizer "
@@ -735,16 +755,18 @@ class Optimizer(torch.optim.Optimizer):
     def zero_grad(self, set_to_none: bool = False) -> None:
         """Zeroes the flat gradient; the parameters' ``.grad`` stay views of it."""
         self._grad.zero_()
+        if self._narrow():
+            self._pgrad.zero_()
         self._adopt_grads()
         self._grad_invalid = ""
 
     def _adopt_grads(self) -> None:
         """Puts back into the flat gradient any ``.grad`` that was replaced
         (set to None, or a new tensor) since the layout."""
-        grad = self._bases[1]
+        grad, size = self._bases[-1], self._pgrad.element_size()
         for p, off in zip(self._params(), self._offs):
-            if (g := p.grad) is None or g.data_ptr() != grad + 4 * off:
-                view = self._grad[off:off + p.numel()].view_as(p)
+            if (g := p.grad) is None or g.data_ptr() != grad + size * off:
+                view = self._pgrad[off:off + p.numel()].view_as(p)
                 if g is not None:
                     view.copy_(g.reshape(p.shape))
                 else:
@@ -836,6 +858,8 @@ class Optimizer(torch.optim.Optimizer):
         self._agree(0)
         if self._pg is not None:
             dist.all_reduce(self._grad, group=self._pg)
+        if self._narrow():
+            self._pgrad.copy_(self._grad)  # what .grad shows, rounded to nearest; the step reads the float32 sum
         self._grad_invalid = ""
         self._seen()
         return result
@@ -1033,6 +1057,9 @@ class Optimizer(torch.optim.Optimizer):
         privatized one. With a process group and ``agree``, a write on any
         rank counts on every rank, so that all step or none."""
         written = int(self._written())
+        if self._narrow() and written:
+            with torch.no_grad():
+                self._grad.copy_(self._pgrad)  # exactly: every bfloat16 and float16 is a float32
         if self._max_over_ranks(written) if agree else written:
             self._handle.gradient_written()
         self._seen()
@@ -1047,16 +1074,16 @@ class Optimizer(torch.optim.Optimizer):
         bits at _PROBES positions drawn afresh, which a write through an
         alias that bumps no version (``p.grad.data``, a NumPy view) changes
         too."""
-        self._grad_seen = self._grad._version
-        n = self._grad.numel()
-        idx = torch.randint(max(n, 1), (min(self._PROBES, n),), generator=self._probe_gen, device=self._grad.device)
-        self._probe = (idx, self._grad[idx].view(torch.int32).clone())
+        self._grad_seen = self._pgrad._version
+        n = self._pgrad.numel()
+        idx = torch.randint(max(n, 1), (min(self._PROBES, n),), generator=self._probe_gen, device=self._pgrad.device)
+        self._probe = (idx, _bits(self._pgrad[idx]).clone())
 
     def _written(self) -> bool:
         """Whether the flat gradient was written since _seen: a new version,
         or other bits at a probed position."""
         idx, bits = self._probe
-        return self._grad._version != self._grad_seen or not torch.equal(self._grad[idx].view(torch.int32), bits)
+        return self._pgrad._version != self._grad_seen or not torch.equal(_bits(self._pgrad[idx]), bits)
 
     def _step_all(self) -> bool:
         """Steps every group, returning False where the gradient is not
@@ -1305,6 +1332,48 @@ class Optimizer(torch.optim.Optimizer):
 
 # The buffers' storage types (fg_info's dtypes) as torch's.
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+# The parameters' dtypes as fg_resolve's params names them.
+_PARAM_STORAGE = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
+
+
+def _param_storage(params: list[Any], rounding: str) -> str:
+    """fg_resolve's params for the parameters (tensors, or groups of them):
+    their one dtype, then " stochastic" where rounding asks for it; raises
+    on a dtype the kernels do not store and on mixed dtypes."""
+    if rounding not in ("nearest", "stochastic"):
+        raise ValueError(f"fibergen: param_rounding = {rounding!r}: want 'nearest' or 'stochastic'")
+    tensors = [p for g in params for p in (_group_params(g) if isinstance(g, dict) else [g])]
+    dtypes = {p.dtype for p in tensors if isinstance(p, torch.Tensor)}
+    if bad := sorted(str(d) for d in dtypes if d not in _PARAM_STORAGE):
+        raise FibergenError(f"fibergen: parameters of dtype {', '.join(bad)}: the kernels store float32, "
+                            "bfloat16 or float16 parameters (convert the model with .float() or .bfloat16())")
+    if len(dtypes) > 1:
+        first = next(i for i, p in enumerate(tensors) if p.dtype != tensors[0].dtype)
+        raise FibergenError(f"fibergen: parameter 0 is {tensors[0].dtype}, parameter {first} {tensors[first].dtype}: "
+                            "one optimizer's parameters share one dtype, which its kernels are compiled for "
+                            "(give each dtype an optimizer of its own)")
+    storage = _PARAM_STORAGE[dtypes.pop()] if dtypes else "f32"
+    if rounding == "stochastic":
+        if storage == "f32":
+            raise ValueError("fibergen: param_rounding='stochastic' with float32 parameters, whose stores round "
+                             "nothing: it applies to bfloat16 and float16 ones")
+        storage += " stochastic"
+    return storage
+
+
+def _group_params(group: dict) -> list[Any]:
+    """A param group's parameters, as torch takes them (one tensor or an
+    iterable; a generator is consumed, so the list replaces it)."""
+    ps = group.get("params", [])
+    group["params"] = ps = [ps] if isinstance(ps, torch.Tensor) else list(ps)
+    return ps
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """x's bits as integers of its width, which compare a NaN as equal to
+    itself and -0 as other than 0."""
+    return x.view(torch.int32 if x.element_size() == 4 else torch.int16)
 
 
 def _host(states: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -98,6 +98,18 @@ func (h Host) SetValues(off int, src []float32) error {
 	return nil
 }
 
+// SetRounded writes src at off, each value rounded to nearest where h is
+// narrow: as an initial value is rounded, and torch's .to(torch.bfloat16).
+func (h Host) SetRounded(off int, src []float32) {
+	if !h.Narrow() {
+		copy(h.F32[off:], src)
+		return
+	}
+	for i, x := range src {
+		h.U16[off+i] = rng.Bits(h.DType, x)
+	}
+}
+
 // Fill sets every value to v, rounded to nearest where h is narrow (an
 // initial value is rounded so, as the kernels' Init rounds it).
 func (h Host) Fill(v float32) {
