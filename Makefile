@@ -149,3 +149,4 @@ fuzz:
 	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
 	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
 	$(GO) test ./internal/objcache -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./ir -run '^$$' -fuzz '^FuzzParseStorage$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)

@@ -50,3 +50,20 @@ func TestSetParamStorage(t *testing.T) {
 		t.Error("stochastic float32 parameters accepted")
 	}
 }
+
+// FuzzParseStorage: ParseStorage (fibergen's --params, fg_resolve's params)
+// never panics, and what it accepts prints as text it reads back the same.
+func FuzzParseStorage(f *testing.F) {
+	for _, s := range []string{"bf16", "f16 stochastic", "f32", "", "f32 stochastic", "bf16  stochastic", "\tbf16\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseStorage(text)
+		if err != nil {
+			return
+		}
+		if back, err := ParseStorage(s.String()); err != nil || back != s {
+			t.Fatalf("ParseStorage(%q) = %v, which reads back as %v, %v", text, s, back, err)
+		}
+	})
+}

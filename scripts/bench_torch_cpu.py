@@ -3,7 +3,8 @@
 instead, in one process (docs/benchmarks.md).
 
 Usage: FIBERGEN_GENERATED=_build/generated python3 scripts/bench_torch_cpu.py
-           [--optimizers dp_sgd,dp_adamw,fiber] [--n 16M] [--threads T] [--steps 20] [--secure] [--json]
+           [--optimizers dp_sgd,dp_adamw,fiber] [--n 16M] [--threads T] [--steps 20] [--secure]
+           [--dtype float32|bfloat16] [--json]
 
 Over n float32 coordinates in one tensor, both sides on T threads (default:
 every core), each optimizer's pair timed as the medians of `steps` steps
@@ -16,6 +17,12 @@ of each, run in alternating blocks of five, each block after one untimed step:
   peer dp_adamw    the same noise, then torch.optim.AdamW(foreach=True).step()
   peer fiber       the same noise, then FiBeR's step written with torch tensor ops
                    (in place where torch allows), look-ahead point included
+
+With --dtype bfloat16 the model is bfloat16 on both sides: fibergen opens
+NAME_bf16 where it ships one (dp_adamw_bf16, fiber_bf16: the states bfloat16
+too) else NAME, compiled for bfloat16 parameters (rounded to nearest), its
+gradient float32 (decision 130); the peer keeps its parameters, gradient,
+noise and states in bfloat16, as torch.optim does for a bfloat16 model.
 
 With --secure, fibergen draws in its secure mode (docs/noise.md) and every peer
 draws its noise by Opacus's secure-mode recipe: four draws summed and halved
@@ -50,6 +57,16 @@ except ImportError:
 
 SIGMA_W = 1.0 / 256  # σ_DP = 1, C = 1, B = 256, as fibergen bench
 PEERS = ("dp_sgd", "dp_adam", "dp_adamw", "fiber")
+DTYPE = "float32"  # the model's, both sides (--dtype)
+BF16_SHIPPED = ("dp_adamw", "fiber")  # those with a NAME_bf16, whose states are bfloat16
+
+
+def zeros(n: int) -> "torch.Tensor":
+    return torch.zeros(n, dtype=getattr(torch, DTYPE))
+
+
+def randn(n: int) -> "torch.Tensor":
+    return torch.randn(n).to(getattr(torch, DTYPE))
 
 
 def count(s: str) -> int:
@@ -102,9 +119,10 @@ def fibergen_opt(gen: Path, name: str, n: int, threads: int, tensors: int = 1, s
     import fibergen.torch as ft
     sizes = [n // tensors] * tensors
     sizes[-1] += n - sum(sizes)
-    ps = [torch.nn.Parameter(torch.randn(k)) for k in sizes]
+    ps = [torch.nn.Parameter(randn(k)) for k in sizes]
     noise = {"secure": True} if secure else {"seed": 1}
-    opt = ft.Optimizer(ps, gen / name, threads=threads, allow_gradient_reuse=True, **noise)  # every step on one gradient
+    spec = gen / name if DTYPE == "float32" else name + "_bf16" * (name in BF16_SHIPPED)  # compiled for bf16
+    opt = ft.Optimizer(ps, spec, threads=threads, allow_gradient_reuse=True, **noise)  # every step on one gradient
     opt.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=256)
     for p in ps:
         p.grad.normal_(0, 0.01)
@@ -123,13 +141,13 @@ def draw_noise(out: torch.Tensor, secure: bool) -> None:
 
 def torch_optim(name: str, n: int, secure: bool) -> Callable[[], None]:
     """The peer of dp_sgd, dp_adam or dp_adamw: torch.optim on a gradient re-noised every step."""
-    p = torch.nn.Parameter(torch.randn(n))
-    p.grad = torch.randn(n) * 0.01
+    p = torch.nn.Parameter(randn(n))
+    p.grad = randn(n) * 0.01
     cls = {"dp_sgd": lambda: torch.optim.SGD([p], lr=0.1, foreach=True),
            "dp_adam": lambda: torch.optim.Adam([p], lr=1e-3, foreach=True),
            "dp_adamw": lambda: torch.optim.AdamW([p], lr=1e-3, weight_decay=0, foreach=True)}[name]
     opt = cls()
-    noisy, g0 = torch.empty(n), p.grad.clone()
+    noisy, g0 = zeros(n), p.grad.clone()
 
     def step():
         draw_noise(noisy, secure)
@@ -139,8 +157,8 @@ def torch_optim(name: str, n: int, secure: bool) -> Callable[[], None]:
 
 
 def torch_fiber(n: int, atten: float, secure: bool) -> Callable[[], None]:
-    theta, g0 = torch.randn(n), torch.randn(n) * 0.01
-    g, gt, r, m, v, look, noise = (torch.zeros(n) for _ in range(7))
+    theta, g0 = randn(n), randn(n) * 0.01
+    g, gt, r, m, v, look, noise = (zeros(n) for _ in range(7))
     lr, b1, b2, eps, gamma, omega, eps_v = 1e-3, 0.9, 0.999, 1e-8, 0.7, 0.9, 1e-8
     t = [0]
 
@@ -177,14 +195,16 @@ def python_side(gen: Path, n: int, threads: int, steps: int) -> dict:
 
 
 def measure(names: list[str], n: int, threads: int, steps: int, gen: Path, secure: bool) -> dict:
-    out: dict = {"n": n, "threads": threads, "steps": steps, "torch": torch.__version__, "secure": secure, "optimizers": {}}
+    out: dict = {"n": n, "threads": threads, "steps": steps, "torch": torch.__version__, "secure": secure,
+                 "dtype": DTYPE, "optimizers": {}}
     for name in names:
         fg = fibergen_opt(gen, name, n, threads, secure=secure)
         fg_ms, peer_ms = interleaved(fg.step, peer(name, n, secure), steps)
         out["optimizers"][name] = {"fibergen_ms": fg_ms, "torch_ms": peer_ms, "ratio": peer_ms / fg_ms,
                                    "host_kernel": fg._groups[0].handle.info()["host_kernel"]}
         del fg
-    out.update(python_side(gen, n, threads, steps))
+    if DTYPE == "float32":
+        out.update(python_side(gen, n, threads, steps))
     return out
 
 
@@ -196,8 +216,11 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--secure", action="store_true", help="fibergen's secure mode against Opacus's secure recipe")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32", help="the model's, both sides")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    global DTYPE
+    DTYPE = args.dtype
     names = [s for s in args.optimizers.split(",") if s]
     if bad := [s for s in names if s not in PEERS]:
         ap.error(f"--optimizers: no PyTorch peer for {', '.join(bad)}; peers exist for {', '.join(PEERS)}")
@@ -216,12 +239,14 @@ def main() -> int:
         print(json.dumps(r, indent=2))
         return 0
     mode = "  secure: fibergen's mode, Opacus's recipe" if r["secure"] else ""
-    print(f"n={r['n']}  threads={r['threads']}  torch {r['torch']}  medians of {r['steps']} steps each, alternating blocks of 5{mode}")
+    print(f"n={r['n']}  threads={r['threads']}  torch {r['torch']}  {r['dtype']}  "
+          f"medians of {r['steps']} steps each, alternating blocks of 5{mode}")
     for name, x in r["optimizers"].items():
         print(f"  {name:9s} fibergen {x['fibergen_ms']:7.2f} ms ({x['host_kernel']})   "
               f"torch {x['torch_ms']:7.2f} ms   ratio {x['ratio']:.2f}x")
-    print(f"  Python side, 100 tensors: {r['python_side_ms']:.3f} ms, "
-          f"{100 * r['python_overhead']:.2f}% of the runtime's step on n coordinates")
+    if "python_side_ms" in r:
+        print(f"  Python side, 100 tensors: {r['python_side_ms']:.3f} ms, "
+              f"{100 * r['python_overhead']:.2f}% of the runtime's step on n coordinates")
     return 0
 
 

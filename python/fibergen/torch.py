@@ -1169,15 +1169,17 @@ class Optimizer(torch.optim.Optimizer):
             stream.synchronize()
 
     def _gather(self) -> None:
-        """All-gathers the ranks' slices of the parameters."""
+        """All-gathers the ranks' slices of the parameters, as their bytes
+        (gloo moves no bfloat16)."""
         if self._pg is None:
             return
+        theta, size = self._theta.view(torch.uint8), self._theta.element_size()
         if bounds := self._shard.get("bounds"):  # shards of unequal length, which all_gather refuses
             for r, src in enumerate(self._sources):
                 if bounds[r + 1] > bounds[r]:
-                    dist.broadcast(self._theta[bounds[r]:bounds[r + 1]], src=src, group=self._pg)
+                    dist.broadcast(theta[size * bounds[r]:size * bounds[r + 1]], src=src, group=self._pg)
             return
-        parts = list(self._theta.split(self._slice))
+        parts = list(theta.split(size * self._slice))
         mine = parts[self._rank].clone()
         dist.all_gather(parts, mine, group=self._pg)
 
@@ -1351,8 +1353,9 @@ def _param_storage(params: list[Any], rounding: str) -> str:
     if len(dtypes) > 1:
         first = next(i for i, p in enumerate(tensors) if p.dtype != tensors[0].dtype)
         raise FibergenError(f"fibergen: parameter 0 is {tensors[0].dtype}, parameter {first} {tensors[first].dtype}: "
-                            "one optimizer's parameters share one dtype, which its kernels are compiled for "
-                            "(give each dtype an optimizer of its own)")
+                            "one optimizer's parameters share one dtype, which its kernels are compiled for: "
+                            "convert the model to one (model.bfloat16(), or model.float()); two optimizers would "
+                            "clip and noise each example twice")
     storage = _PARAM_STORAGE[dtypes.pop()] if dtypes else "f32"
     if rounding == "stochastic":
         if storage == "f32":

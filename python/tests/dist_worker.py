@@ -36,7 +36,7 @@ def model() -> torch.nn.Module:
 
 
 def flat(params) -> np.ndarray:
-    return torch.cat([p.detach().reshape(-1) for p in params]).numpy().copy()
+    return torch.cat([p.detach().float().reshape(-1) for p in params]).numpy().copy()
 
 
 def sharded_step(rank: int, out: Path, gen: Path, name: str) -> None:
@@ -105,6 +105,22 @@ def training(rank: int, out: Path, gen: Path, name: str) -> None:
     np.save(out / f"meta-{rank}.npy", np.array([seeds[0].item() == seeds[1].item(), skipped, refused, opt.steps]))
 
 
+def sharded_bf16(rank: int, out: Path, gen: Path, name: str) -> None:
+    """A bfloat16 model, its parameters rounded stochastically, sharded over
+    the ranks and unsharded: the rounding bits are the global index's, so
+    the parameters agree bit for bit (the kernels compiled by name)."""
+    m, ref_m = model().bfloat16(), model().bfloat16()
+    ps, rps = list(m.parameters()), list(ref_m.parameters())
+    opt = ft.Optimizer(ps, name, seed=7, process_group=dist.group.WORLD, param_rounding="stochastic")
+    ref = ft.Optimizer(rps, name, seed=7, param_rounding="stochastic")
+    for o in (opt, ref):
+        o.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=16)
+    step_both(opt, ref, ps, rps, 5)
+    same_params = bool((flat(ps).view(np.uint32) == flat(rps).view(np.uint32)).all())
+    bf16 = all(p.dtype == torch.bfloat16 for p in ps)
+    np.save(out / f"bf16-{rank}.npy", np.array([same_params, bf16, opt.steps], dtype=np.int64))
+
+
 def secure(rank: int, out: Path, gen: Path, name: str) -> None:
     """Secure mode sharded over the ranks: every rank holds rank 0's key
     (compared by digest, never shown), and the sharded steps match, bit for
@@ -128,7 +144,7 @@ def main() -> None:
     rank, world, rdv, scenario, out, gen, name = sys.argv[1:8]
     dist.init_process_group("gloo", init_method=f"file://{rdv}", rank=int(rank), world_size=int(world))
     try:
-        {"sharded": sharded_step, "training": training, "secure": secure}[scenario](int(rank), Path(out), Path(gen), name)
+        {"sharded": sharded_step, "training": training, "secure": secure, "bf16": sharded_bf16}[scenario](int(rank), Path(out), Path(gen), name)
     finally:
         dist.destroy_process_group()
 

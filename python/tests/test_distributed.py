@@ -44,6 +44,13 @@ def test_sharded_step_matches_one_process(name, generated, tmp_path):
     assert (got[0][2], got[1][2]) == OWN[name]
 
 
+def test_bfloat16_sharded_matches_one_process(generated, tmp_path):
+    ranks(tmp_path, "bf16", generated, "dp_adamw")
+    for r in range(2):
+        same_params, bf16, steps = np.load(tmp_path / f"bf16-{r}.npy")
+        assert same_params and bf16 and steps == 5, f"rank {r}: same {same_params}, bfloat16 {bf16}, steps {steps}"
+
+
 def test_secure_ranks_share_rank_0s_key(generated, tmp_path):
     ranks(tmp_path, "secure", generated, "dp_adamw")
     for r in range(2):

@@ -4,6 +4,7 @@ they do not rot between the sessions that record their numbers."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,20 @@ def test_bench_torch_cpu(generated: Path, secure: bool) -> None:
         assert x["fibergen_ms"] > 0 and x["torch_ms"] > 0
         assert x["ratio"] == x["torch_ms"] / x["fibergen_ms"]
         assert x["host_kernel"].startswith(f"{name}_cpu")
+
+
+def test_bench_torch_cpu_bfloat16(generated: Path) -> None:
+    """--dtype bfloat16: dp_adamw_bf16 compiled for bfloat16 parameters (into
+    the cache) against torch's AdamW on a bfloat16 model."""
+    out = run([str(SCRIPTS / "bench_torch_cpu.py"), "--optimizers", "dp_adamw", "--n", "4K", "--threads", "1",
+               "--steps", "2", "--dtype", "bfloat16", "--json"],
+              env={"FIBERGEN_GENERATED": str(generated), "FIBERGEN_CACHE": os.environ["FIBERGEN_CACHE"],
+                   "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    x = r["optimizers"]["dp_adamw"]
+    assert r["dtype"] == "bfloat16" and x["fibergen_ms"] > 0 and x["torch_ms"] > 0
+    assert x["host_kernel"].startswith("dp_adamw_bf16_cpu")
 
 
 def test_bench_torch_cpu_without_torch() -> None:
