@@ -39,8 +39,9 @@ gpu-bundle: deps
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o bin/gpu/cudadrv.test ./runtime/cudadrv
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/fibergen ./cmd/fibergen
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -ldflags='-s -w' -o bin/gpu/libfibergen.so ./capi
-	rm -rf bin/gpu/generated && bin/gpu/fibergen build -o bin/gpu/generated $(DSL) runtime/testdata/*.dsl >/dev/null
-	rm -f bin/gpu/generated/*/*.go bin/gpu/generated/*/*.ll  # the GPU host needs no Go and no LLVM (go vet ./... would take the .go for packages)
+	rm -rf bin/gpu/generated bin/gpu/generated-bf16 && bin/gpu/fibergen build -o bin/gpu/generated $(DSL) runtime/testdata/*.dsl >/dev/null
+	bin/gpu/fibergen build --params bf16 -o bin/gpu/generated-bf16 optimizers/dp_adamw.dsl optimizers/dp_adamw_bf16.dsl optimizers/fiber_bf16.dsl >/dev/null
+	rm -f bin/gpu/generated*/*/*.go bin/gpu/generated*/*/*.ll  # the GPU host needs no Go and no LLVM (go vet ./... would take the .go for packages)
 	tar czf bin/gpu.tgz -C bin gpu  # the bundle as one file, for a tool that carries few (docs/benchmarks.md)
 
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz

@@ -10,6 +10,9 @@ import (
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/internal/objcache"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -149,5 +152,36 @@ func TestResolveNameBesideAFolder(t *testing.T) {
 	}
 	if r := mustResolve(t, "dp_sgd"); !r.Built || filepath.Dir(filepath.Dir(r.Dir)) == "." {
 		t.Errorf("Resolve(dp_sgd) beside ./dp_sgd: %+v, want the shipped dp_sgd compiled", r)
+	}
+}
+
+// TestResolveForParams: a name compiled for bfloat16 parameters is a cache
+// entry of its own whose manifest stores theta so, and a built directory
+// resolves only for the parameters it was built for, the refusal naming
+// the command that builds the other.
+func TestResolveForParams(t *testing.T) {
+	resolveIn(t)
+	bf16 := ir.Storage{DType: lang.BFloat16, Stochastic: true}
+	f32 := mustResolve(t, "dp_sgd")
+	r, err := pipeline.ResolveFor("dp_sgd", bf16)
+	if err != nil || !r.Built || r.Dir == f32.Dir {
+		t.Fatalf("ResolveFor(dp_sgd, %v) = %+v, %v; want a new entry beside %s", bf16, r, err, f32.Dir)
+	}
+	m, _, err := manifest.Read(filepath.Join(r.Dir, "dp_sgd.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := m.Buffers[ir.ThetaBuffer]; b.DType != "bfloat16" || b.Rounding != "stochastic" {
+		t.Errorf("theta's manifest entry: %+v, want bfloat16, stochastic", b)
+	}
+	if again, err := pipeline.ResolveFor(r.Dir, bf16); err != nil || again.Dir != r.Dir {
+		t.Errorf("the bf16 directory for bf16 parameters: %+v, %v", again, err)
+	}
+	_, err = pipeline.ResolveFor(f32.Dir, bf16)
+	if want := "was built for parameters stored as f32, not bf16 stochastic: build it with fibergen build --params 'bf16 stochastic'"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("the float32 directory for bf16 parameters: %v, want %q", err, want)
+	}
+	if _, err := pipeline.Resolve(r.Dir); err == nil || !strings.Contains(err.Error(), "stored as bf16 stochastic, not f32") {
+		t.Errorf("the bf16 directory for float32 parameters: %v", err)
 	}
 }

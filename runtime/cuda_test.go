@@ -13,6 +13,8 @@ import (
 
 	"github.com/fibergen/fibergen/internal/cudasim"
 	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/backend"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
@@ -421,6 +423,40 @@ func (a *deviceArena) get(t *testing.T, i int) []float32 {
 	out := make([]float32, a.n)
 	if err := a.ctx.CopyDtoH(out, cudadrv.DevicePtr(a.bufs[i])); err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// putStored writes v into buffer i stored as d: float32s, or each value's
+// 16 bits rounded to nearest (as Register rounds parameters).
+func (a *deviceArena) putStored(t *testing.T, i int, d lang.DType, v []float32) {
+	t.Helper()
+	if d.Size() == 4 {
+		a.put(t, i, v)
+		return
+	}
+	bits := make([]uint16, len(v))
+	for j, x := range v {
+		bits[j] = rng.Bits(d, x)
+	}
+	if err := cudadrv.CopyToDevice(a.ctx, cudadrv.DevicePtr(a.bufs[i]), bits); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// getStored reads buffer i stored as d, widened to float32s.
+func (a *deviceArena) getStored(t *testing.T, i int, d lang.DType) []float32 {
+	t.Helper()
+	if d.Size() == 4 {
+		return a.get(t, i)
+	}
+	bits := make([]uint16, a.n)
+	if err := cudadrv.CopyFromDevice(a.ctx, bits, cudadrv.DevicePtr(a.bufs[i])); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, a.n)
+	for j, h := range bits {
+		out[j] = rng.Widen(d, h)
 	}
 	return out
 }

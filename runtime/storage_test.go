@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -27,7 +28,7 @@ var storageStates = map[string]map[string]lang.DType{
 // paramStorages are the parameter storages the storage tests compile
 // testdata/storage.dsl and storage_passes.dsl for: float32, bfloat16 to
 // nearest and float16 stochastically.
-var paramStorages = []ir.Storage{{}, {DType: lang.BFloat16}, {DType: lang.Float16, Stochastic: true}}
+var paramStorages = []ir.Storage{{DType: lang.Float32}, {DType: lang.BFloat16}, {DType: lang.Float16, Stochastic: true}}
 
 // TestStorageBackends: optimizers with bfloat16 and float16 states
 // (testdata/storage.dsl; storage_passes.dsl, whose reductions read them),
@@ -149,15 +150,21 @@ func TestStorageTrainerMemory(t *testing.T) {
 	}
 }
 
-// TestCUDAStepDeviceStorage steps testdata/storage.dsl on device buffers
-// the test allocates as a trainer would, its 16-bit states as 16-bit
-// memory, over ranges at odd offsets — one of them (at 9009) with hypers
-// of its own, whose states InitDeviceStates fills from an odd value —
-// and compares theta and the states with the go backend's run on buffers
-// of its own.
+// TestCUDAStepDeviceStorage steps testdata/storage.dsl, for float32,
+// bfloat16 and float16 parameters, on device buffers the test allocates as
+// a trainer would, its 16-bit states and parameters as 16-bit memory, over
+// ranges at odd offsets — one of them (at 9009) with hypers of its own,
+// whose states InitDeviceStates fills from an odd value — and compares
+// theta and the states with the go backend's run on buffers of its own.
 func TestCUDAStepDeviceStorage(t *testing.T) {
 	ctx := cudaContext(t)
-	dir := testdataDir(t, "storage")
+	for _, params := range paramStorages {
+		t.Run(fmt.Sprintf("params=%v", params), func(t *testing.T) { checkStepDeviceStorage(t, ctx, params) })
+	}
+}
+
+func checkStepDeviceStorage(t *testing.T, ctx *cudadrv.Context, params ir.Storage) {
+	dir := testdataDirFor(t, "storage", params)
 	theta, grads := reduceInputs(3)
 	own := map[string]float64{"beta1": 0.8}
 	ts := stepStorage(t, dir, own, slices.Clone(theta), grads)
@@ -177,9 +184,10 @@ func TestCUDAStepDeviceStorage(t *testing.T) {
 	if err := errors.Join(ranges[3].SetHypers(own), o.SetDP(testDP), o.SetSeed(2026)); err != nil {
 		t.Fatal(err)
 	}
-	n := len(theta)
-	a := newDeviceArena(t, ctx, len(o.Manifest().Buffers), n, 1)
-	a.put(t, ir.ThetaBuffer, theta)
+	n, bufs := len(theta), o.Manifest().Buffers
+	dtype := func(i int) lang.DType { d, _ := lang.DTypeNamed(bufs[i].DType); return d }
+	a := newDeviceArena(t, ctx, len(bufs), n, 1)
+	a.putStored(t, ir.ThetaBuffer, dtype(ir.ThetaBuffer), theta)
 	if err := o.InitDeviceStates(a.bufs, n); err != nil {
 		t.Fatal(err)
 	}
@@ -189,22 +197,11 @@ func TestCUDAStepDeviceStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d := floatbits.Diff(flatParams(t, ts), a.get(t, ir.ThetaBuffer)); d != "" {
+	if d := floatbits.Diff(flatParams(t, ts), a.getStored(t, ir.ThetaBuffer, dtype(ir.ThetaBuffer))); d != "" {
 		t.Errorf("theta: StepDevice against the go backend: %s", d)
 	}
-	for i, b := range o.Manifest().Buffers[ir.FirstState:] {
-		want := flatState(t, ts, b.Name)
-		got := a.get(t, ir.FirstState+i)
-		if d, _ := lang.DTypeNamed(b.DType); d.Size() == 2 {
-			bits := make([]uint16, n)
-			if err := cudadrv.CopyFromDevice(ctx, bits, cudadrv.DevicePtr(a.bufs[ir.FirstState+i])); err != nil {
-				t.Fatal(err)
-			}
-			for j, h := range bits {
-				got[j] = rng.Widen(d, h)
-			}
-		}
-		if d := floatbits.Diff(want, got); d != "" {
+	for i, b := range bufs[ir.FirstState:] {
+		if d := floatbits.Diff(flatState(t, ts, b.Name), a.getStored(t, ir.FirstState+i, dtype(ir.FirstState+i))); d != "" {
 			t.Errorf("state %s: StepDevice against the go backend: %s", b.Name, d)
 		}
 	}

@@ -10,9 +10,10 @@
 # skipping: the driver binding's tests (runtime/cudadrv), the runtime's CUDA backend against the
 # Go backend (runtime: CUDA, StepDevice, Shard, the reductions), the PTX kernels against the Go reference bit for bit
 # (tests: GPU, secure noise included), then `fibergen bench generated/NAME --backend cuda` for fiber,
-# dp_adamw and dp_sgd at n = 64M and 256M in both noise modes, and lamb and lars with Philox (JSON: step and device-to-device copy
-# bandwidth of the same run), and, where
-# Python can import torch, scripts/torch_adamw.py at the same sizes and the PyTorch binding's
+# dp_adamw and dp_sgd at n = 64M and 256M in both noise modes, and lamb and lars with Philox, and
+# dp_adamw_bf16 and, built for bfloat16 parameters (bin/gpu/generated-bf16), dp_adamw, dp_adamw_bf16
+# and fiber_bf16 (JSON: step and device-to-device copy bandwidth of the same run), and, where
+# Python can import torch, scripts/torch_adamw.py at the same sizes (float32 and bfloat16) and the PyTorch binding's
 # CUDA tests (python/tests/test_cuda.py, on bin/gpu/libfibergen.so and bin/gpu/generated).
 # docs/benchmarks.md says how to record the results.
 set -uo pipefail
@@ -52,8 +53,13 @@ for n in 64M 256M; do
 	for o in lamb lars; do # issue 34: the reduction pass before the step
 		check "bench-$o-$n-philox" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --json
 	done
+	for o in dp_adamw dp_adamw_bf16 fiber_bf16; do # issue 35: bfloat16 states and parameters (built with --params bf16)
+		check "bench-$o-params-bf16-$n" "$root" "$bin/fibergen" bench "$bin/generated-bf16/$o" --backend cuda --n "$n" --steps 50 --json
+	done
+	check "bench-dp_adamw_bf16-$n" "$root" "$bin/fibergen" bench "generated/dp_adamw_bf16" --backend cuda --n "$n" --steps 50 --json
 	if python3 -c 'import torch' 2>/dev/null; then
 		check "torch-adamw-$n" "$root" python3 scripts/torch_adamw.py --n "$n" --steps 50 --json
+		check "torch-adamw-bf16-$n" "$root" python3 scripts/torch_adamw.py --n "$n" --steps 50 --dtype bfloat16 --json
 	fi
 done
 if python3 -c 'import torch, pytest' 2>/dev/null; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time PyTorch's fused AdamW on the GPU, the baseline of fibergen's CUDA step.
 
-Usage: python3 scripts/torch_adamw.py [--n 64M] [--steps 50] [--json]
+Usage: python3 scripts/torch_adamw.py [--n 64M] [--steps 50] [--dtype float32|bfloat16] [--json]
 
 Over one float32 CUDA tensor of n coordinates it times, with CUDA events, as
 `fibergen bench --backend cuda` times a fibergen kernel:
@@ -21,7 +21,11 @@ Over one float32 CUDA tensor of n coordinates it times, with CUDA events, as
   copy      a device-to-device copy of the bytes one AdamW step must move.
 
 Bytes are counted as fibergen bench counts dp_adamw's: per coordinate, read
-theta, g, m, v and write theta, m, v: 28 bytes. A ratio is that step's
+theta, g, m, v and write theta, m, v: 28 bytes. With --dtype bfloat16 the
+parameter, its gradient, the noise and AdamW's states are bfloat16 (a
+bfloat16 model under fused AdamW): 14 bytes, and no compiled peer (its check
+against the eager step is a float32 one); compare it with fibergen bench of
+dp_adamw_bf16 built with --params bf16, which moves 16 (its g is float32). A ratio is that step's
 bandwidth over the copy's, measured in the same run; compare it with
 fibergen bench's `ratio` for generated/dp_adamw on the same GPU.
 """
@@ -30,7 +34,7 @@ import argparse
 import json
 import sys
 
-BYTES_PER_COORDINATE = 4 * (4 + 3)  # dp_adamw: theta, g, m, v read; theta, m, v written
+BYTES_PER_COORDINATE = 4 * (4 + 3)  # dp_adamw: theta, g, m, v read; theta, m, v written (float32)
 SIGMA_W = 1.0 / 256
 
 
@@ -61,12 +65,13 @@ def time_ms(torch, fn, steps):
     return start.elapsed_time(end) / steps
 
 
-def measure(torch, n, steps):
+def measure(torch, n, steps, dtype="float32"):
     dev = torch.device("cuda")
     gen = torch.Generator(device=dev)
     gen.manual_seed(1)
-    theta = torch.nn.Parameter(torch.randn(n, device=dev, generator=gen))
-    grad = 0.01 * torch.randn(n, device=dev, generator=gen)
+    dt = getattr(torch, dtype)
+    theta = torch.nn.Parameter(torch.randn(n, device=dev, generator=gen).to(dt))
+    grad = (0.01 * torch.randn(n, device=dev, generator=gen)).to(dt)
     opt = torch.optim.AdamW([theta], lr=1e-3, weight_decay=0.0, fused=True)
 
     def adamw():
@@ -74,23 +79,23 @@ def measure(torch, n, steps):
         opt.step()
 
     def dp_adamw():
-        theta.grad = grad + SIGMA_W * torch.randn(n, device=dev, generator=gen)
+        theta.grad = grad + SIGMA_W * torch.randn(n, device=dev, generator=gen, dtype=dt)
         opt.step()
 
     adamw_ms = time_ms(torch, adamw, steps)
     dp_adamw_ms = time_ms(torch, dp_adamw, steps)
-    compiled = compiled_step(torch, n, gen)
+    compiled = compiled_step(torch, n, gen) if dtype == "float32" else "not measured for bfloat16"
     compiled_ms = time_ms(torch, compiled, steps) if callable(compiled) else None
     del grad
     theta.grad = None
-    half = (BYTES_PER_COORDINATE * n // 2 + 3) // 4  # floats read (and as many written) by the copy
+    step_bytes = BYTES_PER_COORDINATE * n * theta.element_size() // 4
+    half = (step_bytes // 2 + 3) // 4  # floats read (and as many written) by the copy
     src = torch.empty(half, device=dev)
     dst = torch.empty_like(src)
     copy_ms = time_ms(torch, lambda: dst.copy_(src), steps)
 
-    step_bytes = BYTES_PER_COORDINATE * n
     copy_gbps = 2 * 4 * half / (copy_ms * 1e-3) / 1e9
-    r = {"torch": torch.__version__, "device": torch.cuda.get_device_name(dev), "n": n, "steps": steps,
+    r = {"torch": torch.__version__, "device": torch.cuda.get_device_name(dev), "n": n, "steps": steps, "dtype": dtype,
          "bytes_per_step": step_bytes, "copy_gbps": copy_gbps, "statistic": "mean"}
     for name, ms in (("adamw", adamw_ms), ("dp_adamw", dp_adamw_ms), ("dp_adamw_compiled", compiled_ms)):
         if ms is None:
@@ -159,6 +164,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=count, default=64 << 20, help="coordinates (default 64M)")
     ap.add_argument("--steps", type=count, default=50, help="timed steps (default 50)")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                    help="the parameter's, its gradient's and the states' (default float32)")
     ap.add_argument("--json", action="store_true", help="print JSON")
     a = ap.parse_args()
     try:
@@ -167,7 +174,7 @@ def main():
         sys.exit("torch_adamw: PyTorch is not installed (python3 -c 'import torch' fails)")
     if not torch.cuda.is_available():
         sys.exit("torch_adamw: PyTorch sees no CUDA device")
-    r = measure(torch, a.n, a.steps)
+    r = measure(torch, a.n, a.steps, a.dtype)
     if a.json:
         print(json.dumps(r, indent=2))
         return
@@ -178,7 +185,7 @@ def main():
             print(f"  {name:9} {s['error']}")
             continue
         print(f"  {name:9} {s['ms_per_step']:.3f} ms  {s['gbps']:.1f} GB/s  {s['ratio']:.3f} of copy")
-    print(f"  copy      {r['copy_gbps']:.1f} GB/s (device-to-device, {BYTES_PER_COORDINATE} bytes/coordinate)")
+    print(f"  copy      {r['copy_gbps']:.1f} GB/s (device-to-device, {r['bytes_per_step'] // r['n']} bytes/coordinate)")
 
 
 if __name__ == "__main__":

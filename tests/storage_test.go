@@ -212,7 +212,7 @@ func unitLaunches(t *testing.T, u *pipeline.Unit, run ptxRun, skew int) map[stri
 // paramStorages are the parameter storages testdata/storage.dsl is
 // compiled for: float32, and bfloat16 rounded stochastically (theta then
 // shares its rounding word with g, which is never stored).
-var paramStorages = []ir.Storage{{}, {DType: lang.BFloat16, Stochastic: true}}
+var paramStorages = []ir.Storage{{DType: lang.Float32}, {DType: lang.BFloat16, Stochastic: true}}
 
 // TestStorageKernels steps testdata/storage.dsl, for float32 and bfloat16
 // parameters, on every target against the Go reference.

@@ -56,6 +56,11 @@ BASE = {"dp_sgdm": "blt_sgd", "dp_adam_fixed": "blt_adam"}
 # states stored as bfloat16 and rounded stochastically, beside the shipped dp_adamw_bf16 and
 # fiber_bf16, which round to nearest.
 DSL = {o: Path(__file__).resolve().parent / "precision" / f"{o}.dsl" for o in ("dp_adamw_bf16_sr", "fiber_bf16_sr")}
+# Optimizers of the study on a bfloat16 model (issue 35): the shipped bf16-state optimizer
+# compiled, by name, for bfloat16 parameters, rounded to nearest or stochastically: (the
+# optimizer, the model's dtype, the parameters' rounding).
+MODEL = {f"{o}_model{sr}": (f"{o}_bf16", "bfloat16", rounding)
+         for o in ("dp_adamw", "fiber") for sr, rounding in (("", "nearest"), ("_sr", "stochastic"))}
 
 # Each regime: its batches, epochs, the ε it runs, the optimizers and the learning-rate grid.
 REGIMES: dict[str, dict[str, Any]] = {
@@ -104,6 +109,11 @@ REGIMES: dict[str, dict[str, Any]] = {
     "precision": {"batch": 256, "epochs": 2, "evals_per_epoch": 4, "epsilons": [1, 4],
                   "optimizers": ["dp_adamw", "dp_adamw_bf16", "dp_adamw_bf16_sr", "fiber", "fiber_bf16", "fiber_bf16_sr"],
                   "lrs": LRS},
+    # A bfloat16 model (issue 35): the parameters, the per-example gradients and the states
+    # bfloat16, the parameters rounded to nearest and stochastically, against float32 throughout.
+    "precision_model": {"batch": 256, "epochs": 2, "evals_per_epoch": 4, "epsilons": [1, 4],
+                        "optimizers": ["dp_adamw", "dp_adamw_model", "dp_adamw_model_sr",
+                                       "fiber", "fiber_model", "fiber_model_sr"], "lrs": LRS},
     # The CI smoke run: a subset, one epoch, two optimizers.
     "smoke": {"batch": 128, "epochs": 1, "evals_per_epoch": 2, "epsilons": [2], "train_subset": 6000,
               "optimizers": ["dp_adam", "fiber"], "lrs": [1e-4, 3e-3], "seeds": [1, 2]},
@@ -129,7 +139,8 @@ ACCOUNTANT = "rdp"
 def config(regime: str, opt: str, eps: float, lr: float, seed: int, dirs: dict[str, Path]) -> train.Config:
     r = REGIMES[regime]
     hypers = {**r.get("hypers", {}), **r.get("opt_hypers", {}).get(opt, {})}
-    return train.Config(optimizer=str(dirs[opt]), epsilon=eps, epochs=r["epochs"], batch=r["batch"], lr=lr,
+    _, dtype, rounding = MODEL.get(opt, (opt, "float32", "nearest"))
+    return train.Config(optimizer=str(dirs[opt]), dtype=dtype, param_rounding=rounding, epsilon=eps, epochs=r["epochs"], batch=r["batch"], lr=lr,
                         seed=seed, noise_seed=noise_seed(run_name(regime, opt, eps, lr, seed)), hypers=hypers,
                         train_subset=r.get("train_subset", 0), evals_per_epoch=r["evals_per_epoch"], threads=1,
                         accountant=r.get("accountant", ACCOUNTANT), warmup_cosine=r.get("warmup_cosine", 0.0),
@@ -168,8 +179,9 @@ def finished(name: str, cfg: train.Config, out: Path) -> dict:
     a checkpoint left beside it (killed between the two writes) goes."""
     res = json.loads(out.read_text())
     # Results from before PLD are RDP's, from before schedules at a constant rate, and from
-    # before eval_state evaluated at theta.
-    if {"accountant": "rdp", "warmup_cosine": 0.0, "eval_state": "", "sampling": "fixed", **res["config"]} != dataclasses.asdict(cfg):
+    # before eval_state evaluated at theta, and from before dtype of a float32 model rounded to nearest.
+    if {"accountant": "rdp", "warmup_cosine": 0.0, "eval_state": "", "sampling": "fixed", "dtype": "float32",
+            "param_rounding": "nearest", **res["config"]} != dataclasses.asdict(cfg):
         raise SystemExit(f"study.py: {out} is of other settings than run {name} has now ({res['config']}); "
                          "remove it to run it again")
     out.with_name(out.name + ".ckpt").unlink(missing_ok=True)
@@ -311,13 +323,14 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
     ap.add_argument("--also", action="append", default=[], metavar="DIR",
                     help="another optimizer directory (fibergen build -o DIR your.dsl) to join every regime")
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
-    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper,blt,precision",
+    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper,blt,precision,precision_model",
                     help=f"comma-separated, of {', '.join(REGIMES)}")
     args = ap.parse_args()
     regimes = args.regimes.split(",")
     if bad := [r for r in regimes if r not in REGIMES]:
         ap.exit(2, f"study.py: --regimes: no regime {', '.join(bad)} (the regimes: {', '.join(REGIMES)})\n")
-    dirs = {o: DSL[o] if o in DSL else args.generated / BASE.get(o, o) if args.generated else Path(BASE.get(o, o))
+    dirs = {o: DSL[o] if o in DSL else Path(MODEL[o][0]) if o in MODEL else
+            args.generated / BASE.get(o, o) if args.generated else Path(BASE.get(o, o))
             for r in regimes for o in REGIMES[r]["optimizers"]}
     for d in map(Path, args.also):
         if d.name in dirs:
@@ -325,8 +338,8 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
         dirs[d.name] = d
         for r in regimes:
             REGIMES[r]["optimizers"] = REGIMES[r]["optimizers"] + [d.name]
-    for d in dirs.values():
-        if (args.generated or str(d) in args.also) and not d.is_dir() and d.suffix != ".dsl":
+    for o, d in dirs.items():
+        if (args.generated or str(d) in args.also) and not d.is_dir() and d.suffix != ".dsl" and o not in MODEL:
             flag = "--also" if str(d) in args.also else "--generated"
             ap.exit(2, f"study.py: {flag}: no directory {d}: run make generate (or fibergen build -o)\n")
     return args, regimes, dirs

@@ -84,6 +84,10 @@ class Config:
     warmup_cosine: float = 0.0
     # The optimizer's state the model is evaluated at ("x": Schedule-Free's average); "": theta.
     eval_state: str = ""
+    # The model's dtype ("float32" or "bfloat16": the images are cast to it, the optimizer compiled
+    # for it), and how the optimizer rounds the parameters' stores ("nearest" or "stochastic").
+    dtype: str = "float32"
+    param_rounding: str = "nearest"
 
 
 Split = tuple[torch.Tensor, torch.Tensor]
@@ -120,8 +124,10 @@ def cnn() -> torch.nn.Module:
 
 def accuracy(model: torch.nn.Module, split: Split) -> float:
     x, y = split
+    dtype = next(model.parameters()).dtype
     with torch.no_grad():
-        right = sum((model(x[i:i + 5000]).argmax(1) == y[i:i + 5000]).sum().item() for i in range(0, len(x), 5000))
+        right = sum((model(x[i:i + 5000].to(dtype)).argmax(1) == y[i:i + 5000]).sum().item()
+                    for i in range(0, len(x), 5000))
     return right / len(x)
 
 
@@ -142,9 +148,9 @@ class Run:
     def __init__(self, cfg: Config, splits: tuple[Split, Split, Split]):
         self.cfg, (self.train, self.val, self.test) = cfg, splits
         torch.manual_seed(cfg.seed)
-        self.model = cnn()
+        self.model = cnn().to(getattr(torch, cfg.dtype))
         self.opt = ft.Optimizer(self.model.parameters(), cfg.optimizer, lr=cfg.lr, seed=cfg.noise_seed,
-                                threads=cfg.threads, **cfg.hypers)
+                                threads=cfg.threads, param_rounding=cfg.param_rounding, **cfg.hypers)
         n = len(self.train[0])
         self.sigma = self.opt.set_budget(cfg.epsilon, clip=cfg.clip, dataset_size=n, batch_size=cfg.batch,
                                          epochs=cfg.epochs, sampling=cfg.sampling, accountant=cfg.accountant)
@@ -179,7 +185,7 @@ class Run:
             idx = torch.tensor(self.batches[self.step % len(self.batches)])
         else:
             idx = torch.randperm(len(x), generator=self.gen)[:self.cfg.batch]
-        xb, yb = x[idx], y[idx]
+        xb, yb = x[idx].to(getattr(torch, self.cfg.dtype)), y[idx]
         look = None
         if self.two_point:
             with self.opt.lookahead():
@@ -355,6 +361,10 @@ def main() -> int:
     ap.add_argument("--accountant", choices=["pld", "rdp"], default=d.accountant,
                     help="the privacy accountant that calibrates σ (default: %(default)s)")
     ap.add_argument("--eval-state", default="", help="evaluate at this state of the optimizer (schedule_free: x; default: theta)")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default=d.dtype,
+                    help="the model's (bfloat16: the optimizer is compiled for it)")
+    ap.add_argument("--param-rounding", choices=["nearest", "stochastic"], default=d.param_rounding,
+                    help="how a bfloat16 model's parameters round when stored")
     ap.add_argument("--out", type=Path, help="the result as JSON (and a checkpoint beside it to resume from)")
     args = ap.parse_args()
     if not DATA.exists():
@@ -364,7 +374,8 @@ def main() -> int:
                  lr=args.lr, clip=args.clip, seed=args.seed, noise_seed=args.noise_seed,
                  hypers=parse_hypers(args.hyper), train_subset=args.train_subset,
                  evals_per_epoch=args.evals_per_epoch, threads=args.threads, accountant=args.accountant,
-                 eval_state=args.eval_state, sampling=args.sampling)
+                 eval_state=args.eval_state, sampling=args.sampling, dtype=args.dtype,
+                 param_rounding=args.param_rounding)
     try:
         res = run(cfg, args.out)
     except (ft.FibergenError, ValueError) as e:

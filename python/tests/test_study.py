@@ -49,10 +49,16 @@ def test_smoke_study(generated, tmp_path):
     assert "| FiBeR |" in (out / "tables.md").read_text()
 
 
-def test_resumed_run_is_the_same_run(generated, tmp_path):
+@pytest.mark.parametrize("model", ["float32", "bfloat16"])
+def test_resumed_run_is_the_same_run(model, generated, tmp_path):
+    """A run resumed from its checkpoint is the run, bit for bit; for a
+    bfloat16 model too, its parameters rounded stochastically (fiber_bf16
+    compiled for them)."""
     import train
-    cfg = train.Config(optimizer=str(generated / "fiber"), epsilon=2, epochs=1, batch=128, lr=1e-4, noise_seed=7,
-                       train_subset=3000, evals_per_epoch=2)
+    opt, bf16 = (str(generated / "fiber"), {}) if model == "float32" else \
+        ("fiber_bf16", {"dtype": "bfloat16", "param_rounding": "stochastic"})
+    cfg = train.Config(optimizer=opt, epsilon=2, epochs=1, batch=128, lr=1e-4, noise_seed=7,
+                       train_subset=3000, evals_per_epoch=2, **bf16)
     splits = train.load_splits(cfg.train_subset)
     whole = train.run(cfg, tmp_path / "whole.json", splits)
     # A run killed after its first evaluation leaves its checkpoint; started again, it resumes.
