@@ -29,7 +29,9 @@ LABELS = {"dp_adam": "DP-Adam", "disk": "DiSK", "disk_corr": "DiSK-CORR", "fiber
           "dp_adamw": "DP-AdamW", "dp_adamw_bf16": "DP-AdamW, bf16 states", "dp_adamw_bf16_sr": "DP-AdamW, bf16 states, stochastic",
           "fiber_bf16": "FiBeR, bf16 states", "fiber_bf16_sr": "FiBeR, bf16 states, stochastic", "schedule_free": "Schedule-Free AdamW (at x)",
           "dp_sgdm": "DP-SGD, momentum 0.9", "blt_sgd": "BLT DP-SGD, momentum 0.9",
-          "dp_adam_fixed": "DP-Adam (independent noise)", "blt_adam": "BLT DP-Adam"}
+          "dp_adam_fixed": "DP-Adam (independent noise)", "blt_adam": "BLT DP-Adam",
+          "dp_adamw_model": "DP-AdamW, bf16 model and states", "dp_adamw_model_sr": "DP-AdamW, bf16 model (stochastic) and states",
+          "fiber_model": "FiBeR, bf16 model and states", "fiber_model_sr": "FiBeR, bf16 model (stochastic) and states"}
 
 
 def label(opt: str) -> str:

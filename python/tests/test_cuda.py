@@ -118,3 +118,28 @@ def test_cuda_gradient_released_once(generated):
     with pytest.raises(ft.FibergenError, match="written outside Privatize"):
         opt.step()
     assert opt.steps == 1
+
+
+@pytest.mark.parametrize("name", ["dp_adamw", "dp_adamw_bf16", "fiber_bf16"])
+def test_cuda_bfloat16_params_match_cpu(name, generated):
+    """A bfloat16 model: the PTX and the host kernel, built for bfloat16
+    parameters (make gpu-bundle's generated-bf16, `fibergen build --params
+    bf16`), agree bit for bit, parameters and states."""
+    built = generated.parent / "generated-bf16" / name
+    if not built.is_dir():
+        if os.environ.get("FIBERGEN_REQUIRE_CUDA") == "1":
+            raise FileNotFoundError(f"{built}: make gpu-bundle builds it")
+        pytest.skip(f"no {built} (make gpu-bundle builds it)")
+    got, want = ([torch.nn.Parameter(p.detach().bfloat16()) for p in params(d)] for d in ("cuda", "cpu"))
+    gpu, cpu = (ft.Optimizer(ps, built, seed=11) for ps in (got, want))
+    for o in (gpu, cpu):
+        o.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=64)
+    run(gpu, got, range(20))
+    run(cpu, want, range(20))
+    torch.cuda.synchronize()
+    assert all(p.dtype == torch.bfloat16 for p in got)
+    assert torch.equal(torch.cat([p.detach().reshape(-1).cpu() for p in got]).view(torch.int16),
+                       torch.cat([p.detach().reshape(-1) for p in want]).view(torch.int16))
+    for g, c in zip(gpu._groups, cpu._groups):
+        for s, t in zip(g.states, c.states):
+            assert torch.equal(s.cpu(), t)
