@@ -33,8 +33,8 @@ type resolved struct {
 
 // fg_resolve finds the optimizer a request's spec names — a shipped
 // optimizer's name ("dp_adamw"), a .dsl file, or a directory fibergen
-// build wrote — for the parameters' storage it names, and stores in *out, as JSON, the directory to give
-// fg_open. A source is compiled with LLVM into the per-user cache on its
+// build wrote — for the parameters' storage it names, and stores in *out,
+// as JSON, the directory to give fg_open. A source is compiled with LLVM into the per-user cache on its
 // first use ($FIBERGEN_CACHE, else $XDG_CACHE_HOME/fibergen, else
 // ~/.cache/fibergen, as the request gives them) and found there after,
 // safely when processes race; its errors, with their carets, are the

@@ -21,6 +21,14 @@ type Storage struct {
 	Stochastic bool       `json:"stochastic,omitempty"`
 }
 
+// Defaulted is s, or float32 for the zero Storage.
+func (s Storage) Defaulted() Storage {
+	if s.DType == "" {
+		s.DType = lang.Float32
+	}
+	return s
+}
+
 // Narrow reports whether stores round: the storage is narrower than float32.
 func (s Storage) Narrow() bool { return s.DType != "" && s.DType != lang.Float32 }
 
@@ -55,8 +63,10 @@ func (f *Func) NarrowBuffers() []string {
 
 // SetParamStorage compiles f for parameters stored as s: theta's loads
 // widen and its stores narrow as a narrow state's do. The gradient stays
-// float32 (decision 130), and float32 parameters need nothing.
+// float32 (decision 130), and float32 parameters (the zero Storage too)
+// need nothing.
 func (f *Func) SetParamStorage(s Storage) error {
+	s = s.Defaulted()
 	if err := s.check(ThetaName); err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/noise"
-	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/lower"
 )
 
@@ -71,9 +70,6 @@ func CompileFor(path string, src []byte, params ir.Storage) (*Unit, dsl.ErrorLis
 	u, errs, err := Check(path, src)
 	if u == nil {
 		return nil, errs, err
-	}
-	if params.DType == "" {
-		params.DType = lang.Float32
 	}
 	if err := u.Func.SetParamStorage(params); err != nil {
 		return nil, nil, err

@@ -14,7 +14,6 @@ import (
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/internal/objcache"
 	"github.com/fibergen/fibergen/ir"
-	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/optimizers"
 )
@@ -142,10 +141,7 @@ func builtDir(dir string, params ir.Storage) (Resolved, error) {
 // checkParams reports a build whose kernels store the parameters otherwise
 // than params says (the zero Storage: float32).
 func checkParams(dir string, fn *ir.Func, params ir.Storage) error {
-	if params.DType == "" {
-		params.DType = lang.Float32
-	}
-	if built := fn.StorageOf(ir.ThetaName); built != params {
+	if built, params := fn.StorageOf(ir.ThetaName), params.Defaulted(); built != params {
 		return fmt.Errorf("%s was built for parameters stored as %s, not %s: build it with fibergen build --params '%s', "+
 			"or give its .dsl file or shipped name, which are compiled for the parameters given", dir, built, params, params)
 	}

@@ -70,12 +70,7 @@ func (p *paramsFlag) Set(s string) error {
 }
 
 // storage is the flag's storage, float32 when not given.
-func (p paramsFlag) storage() ir.Storage {
-	if p.DType == "" {
-		p.DType = lang.Float32
-	}
-	return ir.Storage(p)
-}
+func (p paramsFlag) storage() ir.Storage { return ir.Storage(p).Defaulted() }
 
 // compiler compiles a file for the parameters' storage (compileFile).
 func (p paramsFlag) compiler() func(string, io.Writer) *pipeline.Unit {

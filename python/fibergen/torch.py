@@ -305,6 +305,8 @@ class Optimizer(torch.optim.Optimizer):
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
                  allow_resume_again: bool = False, allow_unstable: bool = False, allow_gradient_reuse: bool = False,
                  clamp_warning: bool = True, secure: bool = False, param_rounding: str = "nearest", **hypers: float):
+        if isinstance(params, torch.Tensor):  # as torch.optim.Optimizer refuses it, before list() splits it
+            raise TypeError(f"fibergen: params should be an iterable of Tensors or dicts, but got {torch.typename(params)}")
         params = list(params)
         found = _lib.resolve(optimizer, _param_storage(params, param_rounding))
         if found["warnings"]:

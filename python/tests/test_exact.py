@@ -38,14 +38,15 @@ def fibergen_run(bin: Path, dsl: Path, tmp: Path, backend: str, *args: str) -> n
 
 def step_on(opt: ft.Optimizer, params: list[torch.nn.Parameter], grads: np.ndarray) -> np.ndarray:
     """Steps opt once a row of grads (the flat clipped means), each cut
-    into the parameters' gradients, and returns the flat parameters."""
+    into the parameters' gradients, and returns the flat parameters, as
+    float32 values (those of bfloat16 and float16 ones too)."""
     for row in grads:
         off = 0
         for p in params:
             p.grad.copy_(torch.from_numpy(row[off:off + p.numel()]).reshape(p.shape))
             off += p.numel()
         opt.step()
-    return torch.cat([p.detach().reshape(-1) for p in params]).numpy()
+    return torch.cat([p.detach().float().reshape(-1) for p in params]).numpy()
 
 
 def data(n: int, steps: int, rng_seed: int = 1) -> tuple[np.ndarray, np.ndarray]:

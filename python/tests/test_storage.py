@@ -135,21 +135,9 @@ def test_narrow_params_match_fibergen_run(dtype, rounding, flag, built_for, fibe
     params = [torch.nn.Parameter(p.detach().to(dtype)) for p in make_params(theta)]
     opt = ft.Optimizer(params, built_for(flag), seed=SEED, param_rounding=rounding)
     opt.set_noise(SIGMA_W2)
-    got = torch.from_numpy(step_on_narrow(opt, params, grads))
+    got = torch.from_numpy(step_on(opt, params, grads))
     assert all(p.dtype == dtype and p.grad.dtype == dtype for p in params)
     np.testing.assert_array_equal(got.numpy().view(np.uint32), want["cpu"].view(np.uint32))
-
-
-def step_on_narrow(opt: ft.Optimizer, params: list[torch.nn.Parameter], grads: np.ndarray) -> np.ndarray:
-    """step_on for parameters of a 16-bit dtype: the flat parameters as
-    float32 values."""
-    for row in grads:
-        off = 0
-        for p in params:
-            p.grad.copy_(torch.from_numpy(row[off:off + p.numel()]).reshape(p.shape))
-            off += p.numel()
-        opt.step()
-    return torch.cat([p.detach().float().reshape(-1) for p in params]).numpy()
 
 
 def test_bfloat16_privatize_sums_in_float32(built_for, fibergen_bin, tmp_path):
@@ -201,10 +189,10 @@ def test_narrow_params_state_dict_round_trip(built_for):
                 for p, q in zip(params, load["_params"]):
                     p.copy_(q)
         else:
-            step_on_narrow(opt, params, grads[:3])
+            step_on(opt, params, grads[:3])
             saved = opt.state_dict()
             saved["_params"] = [p.detach().clone() for p in params]
-        return step_on_narrow(opt, params, grads[3:]), saved
+        return step_on(opt, params, grads[3:]), saved
 
     want, saved = run(None)
     got, _ = run(saved)
@@ -222,6 +210,7 @@ def test_narrow_params_bad_input(built):
         ([{"params": [bf16]}, {"params": [f32]}], {}, ft.FibergenError, "parameter 1 torch.float32"),
         ([f32], {"param_rounding": "stochastic"}, ValueError, "float32 parameters, whose stores round nothing"),
         ([bf16], {"param_rounding": "up"}, ValueError, "want 'nearest' or 'stochastic'"),
+        (bf16, {}, TypeError, "params should be an iterable of Tensors or dicts, but got torch.BFloat16Tensor"),
     ]
     for params, kwargs, err, match in cases:
         with pytest.raises(err, match=match):
