@@ -376,7 +376,7 @@ func typed(o *runtime.Optimizer, ps []*C.float, n int) []runtime.HostBuffer {
 		if i >= len(o.Manifest().Buffers) {
 			continue // the runtime refuses the count
 		}
-		if d, _ := lang.DTypeNamed(o.Manifest().Buffers[i].DType); d.Size() == 2 {
+		if d, _ := lang.DTypeNamed(o.Manifest().Buffers[i].DType); d.Narrow() {
 			out[i] = runtime.HostBuffer{DType: d}
 			if p != nil { // NULL: an empty buffer, n = 0
 				out[i].U16 = unsafe.Slice((*uint16)(unsafe.Pointer(p)), n)

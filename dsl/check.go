@@ -371,20 +371,11 @@ func (c *checker) checkStorage(d *StateDecl) {
 	case d.Type == nil:
 		return
 	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)):
-		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s", d.Type.Name, dtypeList())
+		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s", d.Type.Name, lang.DTypeList("and"))
 	case d.Rounding == nil:
 	case d.Rounding.Name != lang.Stochastic:
 		c.errorf(d.Rounding.NamePos, "unknown rounding %s after %s: write %s, or nothing to round to nearest", d.Rounding.Name, d.Type.Name, lang.Stochastic)
 	case lang.DType(d.Type.Name) == lang.Float32:
 		c.errorf(d.Rounding.NamePos, "stochastic rounding of an f32 state: f32 keeps every value the step computes, so nothing rounds; remove %s", lang.Stochastic)
 	}
-}
-
-// dtypeList lists the storage types: "f32, bf16 and f16".
-func dtypeList() string {
-	names := make([]string, len(lang.DTypes))
-	for i, d := range lang.DTypes {
-		names[i] = string(d)
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -30,7 +30,7 @@ func (s Storage) Defaulted() Storage {
 }
 
 // Narrow reports whether stores round: the storage is narrower than float32.
-func (s Storage) Narrow() bool { return s.DType != "" && s.DType != lang.Float32 }
+func (s Storage) Narrow() bool { return s.DType.Narrow() }
 
 // String is the storage as a declaration writes it after the colon: "bf16",
 // "bf16 stochastic".
@@ -86,7 +86,7 @@ func (f *Func) SetParamStorage(s Storage) error {
 func ParseStorage(text string) (Storage, error) {
 	words := strings.Fields(text)
 	if len(words) == 0 || len(words) > 2 || len(words) == 2 && words[1] != lang.Stochastic {
-		return Storage{}, fmt.Errorf("storage %q: want a type (%s), then %q or nothing", text, dtypeList(), lang.Stochastic)
+		return Storage{}, fmt.Errorf("storage %q: want a type (%s), then %q or nothing", text, lang.DTypeList("or"), lang.Stochastic)
 	}
 	s := Storage{DType: lang.DType(words[0]), Stochastic: len(words) == 2}
 	return s, s.check("the parameters")
@@ -97,20 +97,11 @@ func ParseStorage(text string) (Storage, error) {
 func (s Storage) check(what string) error {
 	switch {
 	case !slices.Contains(lang.DTypes, s.DType):
-		return fmt.Errorf("%s: unknown storage type %q (want %s)", what, s.DType, dtypeList())
+		return fmt.Errorf("%s: unknown storage type %q (want %s)", what, s.DType, lang.DTypeList("or"))
 	case s.Stochastic && !s.Narrow():
 		return fmt.Errorf("%s: stochastic rounding of float32, which rounds nothing", what)
 	}
 	return nil
-}
-
-// dtypeList names the storage types: "f32, bf16 or f16".
-func dtypeList() string {
-	names := make([]string, len(lang.DTypes))
-	for i, d := range lang.DTypes {
-		names[i] = string(d)
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // dumpStorage is the dump's line of the narrow buffers: "storage m:bf16 v:bf16 stochastic".

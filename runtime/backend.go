@@ -282,7 +282,9 @@ func widenRange(bufs []backend.Host, lo, hi int) [][]float32 {
 // the values of vals (widenRange's, stepped: each a value of its type).
 func storeWidened(bufs []backend.Host, vals [][]float32, lo, hi int) {
 	for i, buf := range bufs {
-		buf.Slice(lo, hi).StoreWidened(vals[i])
+		if buf.Narrow() { // a float32 buffer's values are its own memory, stepped in place
+			buf.Slice(lo, hi).SetRounded(0, vals[i]) // each a value of its type: exact
+		}
 	}
 }
 

@@ -1094,15 +1094,14 @@ func short(hash string) string {
 // as the host buffers where the backend has not started, else through the
 // backend, putting the old values back if a write fails.
 func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
-	stored, err := o.stored(bufs)
-	if err != nil {
+	if err := o.checkStored(bufs); err != nil {
 		return err
 	}
 	switch {
 	case o.back == nil && o.bufs == nil:
 		nb := make([]backend.Host, len(o.storages))
 		nb[ir.GradBuffer] = backend.Float32s(newBuffer[float32](ir.GradBuffer, o.n))
-		for k, h := range stored {
+		for k, h := range o.stored(bufs) {
 			nb[bufIndex(k)] = h // the decoded buffer becomes the optimizer's own
 		}
 		o.bufs = nb
@@ -1111,8 +1110,8 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 		}
 		return nil
 	case o.back == nil:
-		for k, h := range stored {
-			o.bufs[bufIndex(k)].Copy(h)
+		for k, b := range bufs {
+			o.bufs[bufIndex(k)].SetRounded(0, b) // checked: exact
 		}
 		return nil
 	}
@@ -1137,23 +1136,33 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 	return nil
 }
 
-// stored is the checkpoint's buffers as the optimizer stores them: a
-// 16-bit state's values narrowed (staggered as newBuffer staggers), the
-// others as they are. It refuses, before anything is changed, a value the
-// storage does not hold: a 16-bit state's values are exactly its type's.
-func (o *Optimizer) stored(bufs [][]float32) ([]backend.Host, error) {
+// checkStored refuses, before anything is changed, a checkpoint's value its
+// buffer's storage does not hold: a 16-bit buffer's values are exactly its
+// type's.
+func (o *Optimizer) checkStored(bufs [][]float32) error {
+	for k, b := range bufs {
+		i := bufIndex(k)
+		if err := backend.Holds(o.storages[i].DType, 0, b); err != nil {
+			return fmt.Errorf("%w: state %s of the checkpoint (nothing changed)", err, o.bufName(i))
+		}
+	}
+	return nil
+}
+
+// stored is the checkpoint's buffers (checkStored's) as the optimizer
+// stores them: a 16-bit buffer's values narrowed (staggered as newBuffer
+// staggers), the others as they are.
+func (o *Optimizer) stored(bufs [][]float32) []backend.Host {
 	out := make([]backend.Host, len(bufs))
 	for k, b := range bufs {
 		i := bufIndex(k)
 		out[k] = backend.Float32s(b)
 		if s := o.storages[i]; s.Narrow() {
 			out[k] = backend.Host{DType: s.DType, U16: newBuffer[uint16](i, len(b))}
-			if err := out[k].SetValues(0, b); err != nil {
-				return nil, fmt.Errorf("%w: state %s of the checkpoint (nothing changed)", err, o.bufName(i))
-			}
+			out[k].SetRounded(0, b)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // matchNoise checks the checkpoint's DP settings or noise: valid, one of

@@ -95,7 +95,7 @@ func (o *Optimizer) checkUseBuffers(bufs []backend.Host) error {
 		return fmt.Errorf("runtime: UseBuffers: %s steps buffers of %d values, not %d", o.Name(), o.n, n)
 	}
 	for i, b := range bufs {
-		if want := o.storages[i].DType; b.Narrow() != o.storages[i].Narrow() || b.Narrow() && b.DType != want {
+		if want := o.storages[i].DType; b.DType.Name() != want.Name() { // "" and f32 are float32
 			return fmt.Errorf("runtime: UseBuffers: buffer %s is %s memory; %s stores it as %s", o.bufName(i), b.DType.Name(), o.Name(), want.Name())
 		}
 		if b.Len() != n {

@@ -90,8 +90,8 @@ func newStorageRun(t *testing.T, fn *ir.Func, p *interp.Program, c storageCase, 
 		}
 		raw := make([]uint16, 2*(c.n+c.skew)+2)[c.skew:]
 		for j, x := range r.ref[i] {
-			raw[j] = narrowBits(b.Storage.DType, x) // Init's values are stored values already
-			r.ref[i][j] = widenBits(b.Storage.DType, raw[j])
+			raw[j] = rng.Bits(b.Storage.DType, x) // Init's values are stored values already
+			r.ref[i][j] = rng.Widen(b.Storage.DType, raw[j])
 		}
 		r.bufs = append(r.bufs, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(raw))), c.n))
 		r.raw = append(r.raw, raw)
@@ -117,7 +117,7 @@ func (r *storageRun) diff(step int) error {
 		for j, want := range ref {
 			got := r.bufs[i][j]
 			if r.raw[i] != nil {
-				got = widenBits(ir.Buffers(r.fn)[i].Storage.DType, r.raw[i][j])
+				got = rng.Widen(ir.Buffers(r.fn)[i].Storage.DType, r.raw[i][j])
 			}
 			if !floatbits.Same(got, want) {
 				return fmt.Errorf("step %d: %s[%d] = %#08x, the reference %#08x", step, ir.Buffers(r.fn)[i].Name, j, math.Float32bits(got), math.Float32bits(want))
@@ -537,22 +537,6 @@ func floatArgs(xs []float32) []any {
 		out[i] = x
 	}
 	return out
-}
-
-// narrowBits is x rounded to nearest d, as its 16 bits.
-func narrowBits(d lang.DType, x float32) uint16 {
-	if d == lang.Float16 {
-		return rng.F16Round(x, false, 0)
-	}
-	return rng.BF16Nearest(x)
-}
-
-// widenBits is the float32 of the 16 bits h of d.
-func widenBits(d lang.DType, h uint16) float32 {
-	if d == lang.Float16 {
-		return rng.F16Widen(h)
-	}
-	return rng.BF16Widen(h)
 }
 
 // conversionProbe stores g into a state of every storage and rounding, so

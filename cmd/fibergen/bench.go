@@ -322,7 +322,7 @@ func newBenchResult(opt *runtime.Optimizer, n, steps int) (*benchResult, error) 
 			return nil, fmt.Errorf("manifest of %s: buffer %s has access %q (want read, write or read-write)", m.Optimizer, b.Name, b.Access)
 		}
 		r.BuffersRead, r.BuffersWritten = r.BuffersRead+read, r.BuffersWritten+written
-		if d.Size() == 2 {
+		if d.Narrow() {
 			r.Narrow16Read, r.Narrow16Written = r.Narrow16Read+read, r.Narrow16Written+written
 		}
 		r.BytesPerCoord += d.Size() * (read + written)

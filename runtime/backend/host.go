@@ -23,7 +23,7 @@ type Host struct {
 func Float32s(xs []float32) Host { return Host{DType: lang.Float32, F32: xs} }
 
 // Narrow reports whether h holds 16-bit values.
-func (h Host) Narrow() bool { return h.DType != "" && h.DType != lang.Float32 }
+func (h Host) Narrow() bool { return h.DType.Narrow() }
 
 // Len is the number of values.
 func (h Host) Len() int {
@@ -80,21 +80,33 @@ func (h Host) Values(off, n int) ([]float32, error) {
 // refuses a value its type does not hold (a NaN is stored as the type's
 // one NaN), so that what was read back is what is stored, bit for bit.
 func (h Host) SetValues(off int, src []float32) error {
+	if err := h.CheckValues(off, src); err != nil {
+		return err
+	}
+	h.SetRounded(off, src)
+	return nil
+}
+
+// CheckValues reports what SetValues would refuse, writing nothing: a range
+// past h's end, or a value h's type does not hold.
+func (h Host) CheckValues(off int, src []float32) error {
 	if off < 0 || off+len(src) > h.Len() {
 		return fmt.Errorf("runtime: write [%d, %d) of a buffer of %d", off, off+len(src), h.Len())
 	}
-	if !h.Narrow() {
-		copy(h.F32[off:], src)
-		return nil
-	}
-	bits := make([]uint16, len(src))
-	for i, x := range src {
-		bits[i] = rng.Bits(h.DType, x)
-		if w := rng.Widen(h.DType, bits[i]); w != x && x == x {
-			return fmt.Errorf("runtime: value %d, %v, is not a %s: a %s state holds only its own values", off+i, x, h.DType.Name(), h.DType.Name())
+	return Holds(h.DType, off, src)
+}
+
+// Holds reports the first value of src (value off+i of its buffer) that a
+// buffer stored as d does not hold: none for float32, and a NaN is any
+// type's NaN.
+func Holds(d lang.DType, off int, src []float32) error {
+	if d.Narrow() {
+		for i, x := range src {
+			if w := rng.Widen(d, rng.Bits(d, x)); w != x && x == x {
+				return fmt.Errorf("runtime: value %d, %v, is not a %s: a %s state holds only its own values", off+i, x, d.Name(), d.Name())
+			}
 		}
 	}
-	copy(h.U16[off:], bits)
 	return nil
 }
 
@@ -139,15 +151,4 @@ func (h Host) Widen() []float32 {
 	}
 	out, _ := h.Values(0, h.Len())
 	return out
-}
-
-// StoreWidened stores back into a narrow h the values of xs (Widen's copy,
-// stepped), each a value of h's type: the truncation is exact.
-func (h Host) StoreWidened(xs []float32) {
-	if !h.Narrow() {
-		return // xs is h's own memory
-	}
-	for i, x := range xs {
-		h.U16[i] = rng.Bits(h.DType, x)
-	}
 }

@@ -243,7 +243,7 @@ func (b *Backend) Fill(m backend.Memory, buf int, v float32) error {
 	if n == 0 {
 		return nil
 	}
-	if d := b.storages[buf].DType; d.Size() == 2 {
+	if d := b.storages[buf].DType; d.Narrow() {
 		if err := b.fill16(bufs[buf], n, rng.Bits(d, v)); err != nil {
 			return err
 		}
@@ -317,7 +317,7 @@ func (b *Backend) Write(buf, off int, src []float32) error {
 
 // staging is a host buffer of n values stored as buffer buf's.
 func (b *Backend) staging(buf, n int) backend.Host {
-	if d := b.storages[buf].DType; d.Size() == 2 {
+	if d := b.storages[buf].DType; d.Narrow() {
 		return backend.Host{DType: d, U16: make([]uint16, n)}
 	}
 	return backend.Float32s(make([]float32, n))
