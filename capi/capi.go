@@ -40,7 +40,7 @@ package main
 // version is a second literal in internal/version (CABI, which fibergen
 // --version prints and which cannot import this package main): change
 // both, capi/version_test.go keeps them equal.
-#define FG_ABI_VERSION 12
+#define FG_ABI_VERSION 13
 #define FG_OK 0
 #define FG_ERROR 1
 #define FG_NONFINITE 2
@@ -81,7 +81,9 @@ const (
 // 11 added fg_info's dtypes, and fg_use_buffers and fg_step_device take a
 // state stored as a 16-bit type as its 16-bit values; 12 added
 // fg_resolve's params, kernels for bfloat16 or float16 parameters, whose
-// theta those calls then take as 16-bit values too.
+// theta those calls then take as 16-bit values too; 13 added per-group
+// clipping (fg_set_dp_groups, fg_set_budget's clip_groups, fg_info's
+// dp.clip_groups).
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

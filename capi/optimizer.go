@@ -158,10 +158,28 @@ type observation struct {
 }
 
 type dpSettings struct {
-	Clip            float64 `json:"clip"`
+	Clip            float64 `json:"clip"` // 0 with clip groups
 	NoiseMultiplier float64 `json:"noise_multiplier"`
 	BatchSize       int     `json:"batch_size"`
-	SigmaW2         float64 `json:"sigma_w2"` // the noise variance per coordinate
+	SigmaW2         float64 `json:"sigma_w2"` // the noise variance per coordinate (with proportional noise, each group's is in clip_groups)
+	// ClipGroups is per-group clipping, each with its noise variance.
+	ClipGroups        []clipGroupInfo `json:"clip_groups,omitempty"`
+	ProportionalNoise bool            `json:"proportional_noise,omitempty"`
+}
+
+// clipGroupInfo is a clip group and the noise variance of its coordinates.
+type clipGroupInfo struct {
+	runtime.ClipGroup
+	SigmaW2 float64 `json:"sigma_w2"`
+}
+
+// dpInfo is fg_info's dp of d.
+func dpInfo(d runtime.DP) *dpSettings {
+	x := &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2(), nil, d.ProportionalNoise}
+	for g, grp := range d.Groups {
+		x.ClipGroups = append(x.ClipGroups, clipGroupInfo{grp, d.GroupSigmaW2(g)})
+	}
+	return x
 }
 
 type spent struct {
@@ -249,7 +267,7 @@ func infoOf(o *runtime.Optimizer) info {
 		}
 	}
 	if d, ok := o.DP(); ok {
-		x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2()}
+		x.DP = dpInfo(d)
 	}
 	return x
 }
@@ -276,6 +294,33 @@ func fg_set_hypers(h C.int64_t, valuesJSON *C.char, err *C.char, errlen C.size_t
 func fg_set_dp(h C.int64_t, clip, sigma C.double, batch C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		return o.SetDP(runtime.DP{ClipNorm: float64(clip), NoiseMultiplier: float64(sigma), BatchSize: int(batch)})
+	})
+}
+
+// clipGroups is fg_set_dp_groups' request.
+type clipGroups struct {
+	ClipGroups        []runtime.ClipGroup `json:"clip_groups"`
+	NoiseMultiplier   float64             `json:"noise_multiplier"`
+	BatchSize         int                 `json:"batch_size"`
+	ProportionalNoise bool                `json:"proportional_noise"`
+}
+
+// fg_set_dp_groups sets DP settings that clip per group: the JSON object
+// {"clip_groups": [{"size", "clip_norm"}, ...], "noise_multiplier",
+// "batch_size", "proportional_noise"} (runtime.DP's Groups, whose sizes
+// tile the gradient's coordinates in order).
+//
+//export fg_set_dp_groups
+func fg_set_dp_groups(h C.int64_t, request *C.char, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		var r clipGroups
+		if e := decodeJSON("clip groups", C.GoString(request), &r); e != nil {
+			return e
+		}
+		if r.ClipGroups == nil {
+			return fmt.Errorf("fibergen: clip groups: no clip_groups given")
+		}
+		return o.SetDP(runtime.DP{Groups: r.ClipGroups, NoiseMultiplier: r.NoiseMultiplier, BatchSize: r.BatchSize, ProportionalNoise: r.ProportionalNoise})
 	})
 }
 

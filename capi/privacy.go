@@ -43,11 +43,16 @@ type budget struct {
 	schedule
 	Epsilon float64 `json:"epsilon"`
 	Clip    float64 `json:"clip"`
+	// ClipGroups and ProportionalNoise clip per group instead of Clip.
+	ClipGroups        []runtime.ClipGroup `json:"clip_groups"`
+	ProportionalNoise bool                `json:"proportional_noise"`
 }
 
 // fg_set_budget calibrates the noise multiplier to the privacy target of
 // the JSON object {"epsilon", "delta", "clip", "dataset_size",
-// "batch_size", "epochs", "sampling", "accountant"}
+// "batch_size", "epochs", "sampling", "accountant"} ("clip_groups" and
+// "proportional_noise" in place of "clip" clip per group, as
+// fg_set_dp_groups)
 // (runtime.Optimizer.SetBudget), sets
 // the DP settings with it and stores σ_DP in *sigma; from then on the
 // optimizer refuses steps past the schedule.
@@ -66,7 +71,8 @@ func fg_set_budget(h C.int64_t, request *C.char, sigma *C.double, err *C.char, e
 		if e != nil {
 			return e
 		}
-		v, e := o.SetBudget(runtime.Budget{Epsilon: b.Epsilon, Delta: b.Delta, ClipNorm: b.Clip, Schedule: s})
+		v, e := o.SetBudget(runtime.Budget{Epsilon: b.Epsilon, Delta: b.Delta, ClipNorm: b.Clip, Schedule: s,
+			Groups: b.ClipGroups, ProportionalNoise: b.ProportionalNoise})
 		*sigma = C.double(v)
 		return e
 	})

@@ -18,7 +18,9 @@ import (
 // size B of k per-example gradients, cur and, for a two-point optimizer,
 // look, each k rows of n values (runtime.Optimizer.PrivatizeTo): each
 // example's mix u = A·look + (1−A)·cur is clipped to norm C, or, where
-// scalesIn is not NULL, scaled by the k scales given (ghost clipping). It
+// scalesIn is not NULL, scaled by the k scales given (ghost clipping); with
+// clip groups (fg_set_dp_groups) each example's mix is clipped per group,
+// and scalesIn and scalesOut hold k·G floats, group g's k at g·k. It
 // stores each example's scale in scalesOut (k floats), the number clipped
 // in *clipped (both NULL: not wanted); FG_BAD_EXAMPLE, with the example in
 // *bad (NULL: not wanted), says an example is not finite and out is
@@ -37,7 +39,7 @@ func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k 
 			return fmt.Errorf("fibergen: privatize: %d examples of %d values with a NULL buffer", k, n)
 		}
 		rows := int(n * k)
-		st, e := o.PrivatizeTo(floats(out, int(n)), floats(cur, rows), floats(look, rows), floats(scalesIn, int(k)))
+		st, e := o.PrivatizeTo(floats(out, int(n)), floats(cur, rows), floats(look, rows), floats(scalesIn, scaleCount(o, k)))
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
 }
@@ -64,7 +66,7 @@ func fg_privatize_segments(h C.int64_t, out *C.float, n C.int64_t, nseg C.int64_
 		if n > 0 && out == nil {
 			return fmt.Errorf("fibergen: privatize_segments: %d values into a NULL buffer", n)
 		}
-		st, e := o.PrivatizeSegmentsTo(floats(out, int(n)), segs, int(k), floats(scalesIn, int(k)))
+		st, e := o.PrivatizeSegmentsTo(floats(out, int(n)), segs, int(k), floats(scalesIn, scaleCount(o, k)))
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
 }
@@ -116,6 +118,14 @@ func fg_privatize_device(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look C.u
 	})
 }
 
+// scaleCount is the scales of k examples: k, or k·G with G clip groups.
+func scaleCount(o *runtime.Optimizer, k C.int64_t) int {
+	if d, ok := o.DP(); ok && d.Groups != nil {
+		return int(k) * len(d.Groups)
+	}
+	return int(k)
+}
+
 // privatized stores a privatization's scales, clipped count or bad
 // example, each where the caller wants it (not NULL).
 func privatized(st runtime.PrivatizeStats, e error, scalesOut *C.float, clipped, bad *C.int64_t) error {
@@ -142,7 +152,9 @@ func badExample(e error, bad *C.int64_t) error {
 // fg_clip_scales stores in out the k clipping scales of ghost clipping from
 // per-example norms (runtime.Optimizer.ClipScales): curNorm ‖∇f(θ_t; ξ)‖,
 // and for a two-point optimizer lookNorm ‖∇f(look; ξ)‖ and dot their inner
-// product (else both NULL).
+// product (else both NULL). With clip groups the k norms are each
+// example's in each group, group-major (k = examples · groups), and so are
+// the scales.
 //
 //export fg_clip_scales
 func fg_clip_scales(h C.int64_t, lookNorm, curNorm, dot *C.double, k C.int64_t, out *C.float, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {

@@ -154,6 +154,9 @@ type checkpointDP struct {
 	ClipNorm        float64 `json:"clip_norm"`
 	NoiseMultiplier float64 `json:"noise_multiplier"`
 	BatchSize       int     `json:"batch_size"`
+	// Groups and ProportionalNoise are DP's (absent: one clipping norm).
+	Groups            []ClipGroup `json:"clip_groups,omitempty"`
+	ProportionalNoise bool        `json:"proportional_noise,omitempty"`
 }
 
 // checkpointBudget is a privacy budget (Budget) as a checkpoint holds it.
@@ -169,13 +172,16 @@ type checkpointBudget struct {
 	Series      string    `json:"series"`
 	Orders      []float64 `json:"orders,omitempty"`
 	Sigma       float64   `json:"sigma"` // the calibrated σ_DP
+	// Groups and ProportionalNoise are the budget's (absent: one norm).
+	Groups            []ClipGroup `json:"clip_groups,omitempty"`
+	ProportionalNoise bool        `json:"proportional_noise,omitempty"`
 }
 
 func newCheckpointBudget(b *Budget) *checkpointBudget {
 	s := b.Schedule
 	return &checkpointBudget{Epsilon: b.Epsilon, Delta: s.Delta, ClipNorm: b.ClipNorm, DatasetSize: s.DatasetSize,
 		BatchSize: s.BatchSize, Epochs: s.Epochs, Sampling: s.Sampling.String(), Accounting: s.Accounting.String(),
-		Series: s.Series.String(), Orders: s.Orders, Sigma: b.sigma}
+		Series: s.Series.String(), Orders: s.Orders, Sigma: b.sigma, Groups: b.Groups, ProportionalNoise: b.ProportionalNoise}
 }
 
 // epsilonSlack is the relative excess of the ε a checkpoint's σ spends
@@ -203,7 +209,7 @@ func (c *checkpointBudget) budget(strategy func(privacy.Schedule) ([]float64, er
 	}
 	b := &Budget{Epsilon: c.Epsilon, Delta: c.Delta, ClipNorm: c.ClipNorm, Schedule: privacy.Schedule{DatasetSize: c.DatasetSize,
 		BatchSize: c.BatchSize, Epochs: c.Epochs, Delta: c.Delta, Sampling: sampling, Accounting: accounting, Series: series,
-		Orders: c.Orders}}
+		Orders: c.Orders}, Groups: c.Groups, ProportionalNoise: c.ProportionalNoise}
 	if b.Schedule.Strategy, err = strategy(b.Schedule); err != nil {
 		return nil, DP{}, err
 	}
@@ -227,10 +233,11 @@ func (c *checkpointBudget) accounting() string {
 func (c *checkpointBudget) same(d *checkpointBudget) bool {
 	return c.Epsilon == d.Epsilon && c.Delta == d.Delta && c.ClipNorm == d.ClipNorm && c.DatasetSize == d.DatasetSize &&
 		c.BatchSize == d.BatchSize && c.Epochs == d.Epochs && c.Sampling == d.Sampling && c.accounting() == d.accounting() && c.Series == d.Series &&
-		slices.Equal(c.Orders, d.Orders) && c.Sigma == d.Sigma
+		slices.Equal(c.Orders, d.Orders) && c.Sigma == d.Sigma &&
+		slices.Equal(c.Groups, d.Groups) && c.ProportionalNoise == d.ProportionalNoise
 }
 
-func (d *checkpointDP) dp() DP { return DP{d.ClipNorm, d.NoiseMultiplier, d.BatchSize} }
+func (d *checkpointDP) dp() DP { return DP(*d) }
 
 type checkpointTensor struct {
 	Name   string `json:"name"`
@@ -338,7 +345,8 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 	}
 	o.headerHypers(&h)
 	if o.dp != nil {
-		h.DP = &checkpointDP{o.dp.ClipNorm, o.dp.NoiseMultiplier, o.dp.BatchSize}
+		d := checkpointDP(*o.dp)
+		h.DP = &d
 	}
 	h.Noise = o.noise
 	if o.budget != nil {
@@ -991,7 +999,7 @@ func (o *Optimizer) matchBudget(c *checkpoint, hypers []float64) *loadError {
 	if err != nil {
 		return mismatch("checkpoint's privacy budget: %v", strings.TrimPrefix(err.Error(), "runtime: "))
 	}
-	if h.DP == nil || h.DP.dp() != dp {
+	if h.DP == nil || !h.DP.dp().equal(dp) {
 		return mismatch("checkpoint's DP settings %+v are not those of its privacy budget, %+v", h.DP, dp)
 	}
 	c.budget = b
@@ -1008,7 +1016,7 @@ func (o *Optimizer) keepBudget(c *checkpoint) *loadError {
 	if o.dp != nil {
 		own = *o.dp
 	}
-	if c.h.DP == nil || c.h.DP.dp() != own {
+	if c.h.DP == nil || !c.h.DP.dp().equal(own) {
 		return mismatch("checkpoint's DP settings %+v are not those of its privacy budget, %+v", c.h.DP, own)
 	}
 	c.budget = o.budget

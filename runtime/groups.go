@@ -131,13 +131,13 @@ func (o *Optimizer) takeHypers(h []float64, set map[string]bool, ts [][]float64)
 // arguments (Scalars: the host scalars, then σ_w).
 type segment = backend.Segment
 
-// segments splits [0, n) by the tensors' hypers into ranges, adjacent
-// tensors of one setting merged, each with its step's scalars; one
-// segment without overrides.
-func (o *Optimizer) segments(sigmaW2 float64) []segment {
+// segments splits [0, n) by the tensors' hypers and the noise's ranges,
+// adjacent coordinates of one setting merged, each with its step's
+// scalars; one segment without overrides and one noise variance.
+func (o *Optimizer) segments(noise []noiseRange) []segment {
 	scalars := map[string]segment{}
-	at := func(h []float64) segment {
-		key := fmt.Sprint(h)
+	at := func(h []float64, sigmaW2 float64) segment {
+		key := fmt.Sprint(h, sigmaW2)
 		s, ok := scalars[key]
 		if !ok {
 			host := o.prog.HostScalars(h, o.t, sigmaW2)
@@ -146,12 +146,17 @@ func (o *Optimizer) segments(sigmaW2 float64) []segment {
 		}
 		return s
 	}
-	base := at(o.hypers)
-	base.Hi = o.n
-	out := []segment{base}
+	first := at(o.hypers, noise[0].sigmaW2)
+	first.Hi = o.n
+	out := []segment{first}
+	for _, r := range noise[1:] {
+		out = splitSegment(out, r.lo, r.hi, at(o.hypers, r.sigmaW2))
+	}
 	for _, t := range o.tensors {
-		if t.hypers != nil && t.Len > 0 {
-			out = splitSegment(out, t.Offset, t.Offset+t.Len, at(t.hypers))
+		for _, r := range noise {
+			if lo, hi := max(t.Offset, r.lo), min(t.Offset+t.Len, r.hi); t.hypers != nil && lo < hi {
+				out = splitSegment(out, lo, hi, at(t.hypers, r.sigmaW2))
+			}
 		}
 	}
 	return out

@@ -106,24 +106,41 @@ type Options struct {
 }
 
 // DP is the privacy setting of a step: the clipped-mean gradient gets
-// Gaussian noise of standard deviation sigma_w = NoiseMultiplier·ClipNorm/BatchSize
-// per coordinate.
+// Gaussian noise of standard deviation sigma_w = NoiseMultiplier·C/BatchSize
+// per coordinate, C the sensitivity (ClipNorm, or with Groups √Σ C_g²).
 type DP struct {
-	ClipNorm        float64 // C, the per-example clipping norm
+	ClipNorm        float64 // C, the per-example clipping norm (0 with Groups)
 	NoiseMultiplier float64 // σ_DP
 	BatchSize       int     // B, examples per step
+	// Groups, where set, clip each example per group instead of as one:
+	// group g's coordinates to norm C_g (clipgroups.go). The groups tile
+	// the gradient's global coordinates in order.
+	Groups []ClipGroup
+	// ProportionalNoise gives each group noise in proportion to its C_g,
+	// σ_DP·√G·C_g/B, instead of every group σ_DP·√Σ C_g²/B; both are one
+	// Gaussian mechanism of multiplier σ_DP. Groups only.
+	ProportionalNoise bool
 }
 
-// SigmaW2 is the noise variance per coordinate, (σ_DP·C/B)².
+// SigmaW2 is the noise variance per coordinate, (σ_DP·C/B)², C the
+// sensitivity; with ProportionalNoise, that of a group of norm C/√G.
 func (d DP) SigmaW2() float64 {
-	s := d.NoiseMultiplier * d.ClipNorm / float64(d.BatchSize)
+	s := d.NoiseMultiplier * d.Sensitivity() / float64(d.BatchSize)
 	return s * s
 }
 
 func (d DP) check() error {
 	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
-	if !ok(d.ClipNorm) || !(d.NoiseMultiplier >= 0) || math.IsInf(d.NoiseMultiplier, 0) || d.BatchSize <= 0 {
-		return fmt.Errorf("runtime: DP settings C = %v, σ_DP = %v, B = %d: want C > 0, σ_DP >= 0 (finite) and B >= 1", d.ClipNorm, d.NoiseMultiplier, d.BatchSize)
+	if d.ProportionalNoise && d.Groups == nil {
+		return errors.New("runtime: DP.ProportionalNoise shares the noise among clip groups: set DP.Groups")
+	}
+	if d.Groups != nil {
+		if err := checkGroups(d.ClipNorm, d.Groups); err != nil {
+			return err
+		}
+	}
+	if !ok(d.Sensitivity()) || !(d.NoiseMultiplier >= 0) || math.IsInf(d.NoiseMultiplier, 0) || d.BatchSize <= 0 {
+		return fmt.Errorf("runtime: DP settings C = %v, σ_DP = %v, B = %d: want C > 0, σ_DP >= 0 (finite) and B >= 1", d.Sensitivity(), d.NoiseMultiplier, d.BatchSize)
 	}
 	return nil
 }
@@ -451,6 +468,7 @@ func (o *Optimizer) SetDP(d DP) error {
 	if o.budget != nil {
 		return errors.New("runtime: a privacy budget (SetBudget) sets the DP settings; other settings would spend what it does not account for")
 	}
+	d.Groups = slices.Clone(d.Groups) // the caller's slice stays the caller's
 	old := o.dp
 	o.dp, o.noise = &d, nil
 	o.dpChanged(old)
@@ -464,7 +482,9 @@ func (o *Optimizer) DP() (DP, bool) {
 	if o.dp == nil {
 		return DP{}, false
 	}
-	return *o.dp, true
+	d := *o.dp
+	d.Groups = slices.Clone(d.Groups)
+	return d, true
 }
 
 // SetNoise sets the noise of the next steps directly, instead of by DP
@@ -734,7 +754,7 @@ func (o *Optimizer) args() backend.Step {
 	noise := o.stepNoise()
 	segs := []segment{{Hi: o.n}} // reduced cuts a step with reductions at its tensors, with their scalars
 	if o.prog.Func.Reduce == nil {
-		segs = o.segments(noise.SigmaW2)
+		segs = o.segments(o.noiseRanges())
 	}
 	return backend.Step{Segments: segs, Offset: int64(o.opts.Offset),
 		Noise: rng.Stream{Mode: o.noiseMode(noise.Draw), Seed: o.seed, Key: o.key, Step: uint32(o.t)}}
@@ -805,6 +825,9 @@ func (o *Optimizer) canStep() error {
 	if err := o.checkVarying(); err != nil {
 		return err
 	}
+	if err := o.checkGroupLayout(); err != nil {
+		return err
+	}
 	return o.checkBudget()
 }
 
@@ -812,16 +835,17 @@ func (o *Optimizer) canStep() error {
 // grow at it, at any setting of the hypers in use (Options.AllowUnstable
 // drops the check).
 func (o *Optimizer) checkVarying() error {
-	sigmaW2 := o.stepNoise().SigmaW2
 	settings := [][]float64{o.hypers}
 	for _, t := range o.tensors { // each setting once: a binding's group gives every parameter its hypers
 		if t.hypers != nil && !slices.ContainsFunc(settings, func(h []float64) bool { return slices.Equal(h, t.hypers) }) {
 			settings = append(settings, t.hypers)
 		}
 	}
-	for _, h := range settings {
-		if err := o.prog.CheckVarying(h, o.t, sigmaW2); err != nil {
-			return fmt.Errorf("runtime: step %d refused, nothing changed: %w (Options.AllowUnstable)", o.t, err)
+	for _, r := range o.noiseRanges() {
+		for _, h := range settings {
+			if err := o.prog.CheckVarying(h, o.t, r.sigmaW2); err != nil {
+				return fmt.Errorf("runtime: step %d refused, nothing changed: %w (Options.AllowUnstable)", o.t, err)
+			}
 		}
 	}
 	return nil

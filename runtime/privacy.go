@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/privacy"
@@ -14,14 +15,18 @@ import (
 // independently with probability B/N), per-example gradients clipped to
 // ClipNorm, must spend at most (Epsilon, Delta); Delta 0 means 1/N^1.1.
 type Budget struct {
-	Epsilon    float64
-	Delta      float64
-	ClipNorm   float64
-	Schedule   privacy.Schedule // DatasetSize, BatchSize, Epochs, Sampling
-	accountant privacy.Accountant
-	sigma      float64
-	stop       chan struct{}   // closed to stop the table's computation (Close, a budget replacing it)
-	tabled     <-chan struct{} // closed once the table is computed (or stopped)
+	Epsilon  float64
+	Delta    float64
+	ClipNorm float64
+	Schedule privacy.Schedule // DatasetSize, BatchSize, Epochs, Sampling
+	// Groups and ProportionalNoise clip per group, as DP's do; ClipNorm is
+	// then 0, and the noise follows the combined sensitivity √Σ C_g².
+	Groups            []ClipGroup
+	ProportionalNoise bool
+	accountant        privacy.Accountant
+	sigma             float64
+	stop              chan struct{}   // closed to stop the table's computation (Close, a budget replacing it)
+	tabled            <-chan struct{} // closed once the table is computed (or stopped)
 }
 
 // SetBudget calibrates the noise multiplier to the smallest σ_DP whose run
@@ -53,6 +58,7 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 		return 0, err
 	}
 	b.Schedule.Strategy = strategy
+	b.Groups = slices.Clone(b.Groups)
 	dp, err := b.calibrate()
 	if err != nil {
 		return 0, err
@@ -137,8 +143,10 @@ func (b *Budget) withSigma(sigma float64) (DP, error) {
 	if err != nil {
 		return DP{}, fmt.Errorf("runtime: %w", err)
 	}
-	std := b.Schedule.NoiseStd(sigma, b.ClipNorm) // σ·sensitivity/B
-	dp := DP{ClipNorm: b.ClipNorm, NoiseMultiplier: std * float64(b.Schedule.BatchSize) / b.ClipNorm, BatchSize: b.Schedule.BatchSize}
+	c := sensitivity(b.ClipNorm, b.Groups)
+	std := b.Schedule.NoiseStd(sigma, c) // σ·sensitivity/B
+	dp := DP{ClipNorm: b.ClipNorm, NoiseMultiplier: std * float64(b.Schedule.BatchSize) / c, BatchSize: b.Schedule.BatchSize,
+		Groups: b.Groups, ProportionalNoise: b.ProportionalNoise}
 	if err := dp.check(); err != nil {
 		return DP{}, err
 	}

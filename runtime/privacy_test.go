@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/google/go-cmp/cmp"
 	"math"
 	"strings"
 	"testing"
@@ -115,8 +116,8 @@ func TestBudgetHolds(t *testing.T) {
 		t.Errorf("resumed: spent %+v (%v), the run that saved %+v", got, ok, want)
 	}
 	d1, _ := o.DP()
-	if d2, _ := resumed.DP(); d1 != d2 {
-		t.Errorf("the resumed DP settings %+v differ from %+v", d2, d1)
+	if d2, _ := resumed.DP(); !cmp.Equal(d1, d2) {
+		t.Errorf("the resumed DP settings differ (-saved +resumed):\n%s", cmp.Diff(d1, d2))
 	}
 
 	edited := rewrite(t, data, func(h map[string]any) { h["dp"].(map[string]any)["noise_multiplier"] = 0.01 })

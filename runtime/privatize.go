@@ -92,7 +92,7 @@ func (o *Optimizer) runJob(j privJob, err error) (PrivatizeStats, error) {
 
 // runScaled checks the given scales and runs j with them.
 func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, error) {
-	if err := checkScales(scales, j.Batch); err != nil {
+	if err := o.checkScales(scales, j.Batch); err != nil {
 		return PrivatizeStats{}, err
 	}
 	if bad := firstNonFiniteRow(j.N, j.Cur, j.Look); bad >= 0 {
@@ -102,9 +102,13 @@ func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, erro
 	return o.runPrivatize(j)
 }
 
-// checkScales checks given scales: one per example, each in [0, 1].
-func checkScales(scales []float32, batch int) error {
-	if len(scales) != batch {
+// checkScales checks given scales: one per example, each in [0, 1]; with
+// clip groups one per example and group, group-major.
+func (o *Optimizer) checkScales(scales []float32, batch int) error {
+	if g := len(o.dp.Groups); g > 0 && len(scales) != g*batch {
+		return fmt.Errorf("runtime: %d scales for %d examples in %d clip groups: want one an example and group, group-major", len(scales), batch, g)
+	}
+	if len(scales) != batch && o.dp.Groups == nil {
 		return fmt.Errorf("runtime: %d scales for %d examples", len(scales), batch)
 	}
 	for ex, s := range scales {
@@ -133,16 +137,20 @@ func firstNonFiniteRow(n int, rows ...[]float32) int {
 // non-finite marks of SetGrad, as the whole buffer now holds the clipped
 // sum over B.
 func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
+	if o.dp.Groups != nil {
+		return o.runGroups(j)
+	}
 	scales, err := o.back.Privatize(j)
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
-	own, out := j.Out == nil, j.Out
-	if own {
-		out = o.bufs[ir.GradBuffer].F32
-	}
-	o.privatized(hostRange(out), own)
+	o.markPrivatized(j)
 	return statsOf(scales), nil
+}
+
+// markPrivatized marks what the host job j wrote privatized.
+func (o *Optimizer) markPrivatized(j privJob) {
+	o.privatized(hostRange(o.destination(j.Out)), j.Out == nil)
 }
 
 // statsOf describes a privatization by its scales.
@@ -213,6 +221,9 @@ func rowsRead[R any](j backend.Privatize, lookOnly bool, cur, look R) (R, R) {
 // set to read (A = 1).
 func (o *Optimizer) privShape(k, n int, hasLook bool) (_ backend.Privatize, lookOnly bool, _ error) {
 	divisor, err := o.privDivisor()
+	if err == nil {
+		err = o.checkGroupLayout()
+	}
 	if err != nil {
 		return backend.Privatize{}, false, err
 	}
@@ -288,9 +299,26 @@ func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, err
 			}
 		}
 	}
+	return o.clipScales(lookNorm, curNorm, dot, obs.A)
+}
+
+// clipScales is reduce.ClipScales of the norms under the DP settings: one
+// clipping norm, or group g's for the norms [g·k, (g+1)·k).
+func (o *Optimizer) clipScales(lookNorm, curNorm, dot []float64, a float64) ([]float32, error) {
 	scales := make([]float32, len(curNorm))
-	if bad := reduce.ClipScales(scales, lookNorm, curNorm, dot, obs.A, o.dp.ClipNorm); bad >= 0 {
-		return nil, &NonFiniteExampleError{Example: bad}
+	groups := o.dp.Groups
+	if groups == nil {
+		groups = []ClipGroup{{ClipNorm: o.dp.ClipNorm}}
+	}
+	if len(curNorm)%len(groups) != 0 {
+		return nil, fmt.Errorf("runtime: %d norms for %d clip groups: want one an example and group, group-major", len(curNorm), len(groups))
+	}
+	k := len(curNorm) / len(groups)
+	for g, grp := range groups {
+		at := func(v []float64) []float64 { return v[min(len(v), g*k):min(len(v), (g+1)*k)] }
+		if bad := reduce.ClipScales(scales[g*k:(g+1)*k], at(lookNorm), at(curNorm), at(dot), a, grp.ClipNorm); bad >= 0 {
+			return nil, &NonFiniteExampleError{Example: bad}
+		}
 	}
 	return scales, nil
 }

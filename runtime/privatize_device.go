@@ -25,9 +25,12 @@ func (o *Optimizer) PrivatizeDevice(out DevicePtr, n int, cur, look DevicePtr, k
 	if err := o.ready(); err != nil {
 		return PrivatizeStats{}, err
 	}
+	if o.dp.Groups != nil {
+		return PrivatizeStats{}, errGroupsOnDevice
+	}
 	j, lookOnly, err := o.privShape(k, n, look != 0)
 	if err == nil && scales != nil {
-		err = checkScales(scales, k)
+		err = o.checkScales(scales, k)
 	}
 	if err != nil {
 		return PrivatizeStats{}, err

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/fibergen/fibergen/ir"
@@ -36,7 +37,7 @@ func (o *Optimizer) PrivatizeSegmentsTo(out []float32, segs []Segment, k int, sc
 	if err != nil || scales == nil {
 		return o.runJob(j, err)
 	}
-	if err := checkScales(scales, j.Batch); err != nil {
+	if err := o.checkScales(scales, j.Batch); err != nil {
 		return PrivatizeStats{}, err
 	}
 	if bad := firstNonFiniteSegment(j.Segments, k); bad >= 0 {
@@ -166,8 +167,8 @@ func (b *cpuBackend) privatizeSegments(j backend.Privatize) ([]float32, error) {
 			return b.split(j.Batch, ceilDiv(minThreadWork, j.N), func(lo, hi int) error {
 				return reduce.SegmentNorms(args.Partials, acc, j.Segments, j.N, lo, hi, piece)
 			})
-		}); err != nil {
-			return nil, err
+		}); err != nil || j.ScalesOnly {
+			return args.Scales, err
 		}
 	}
 	err := b.split(j.N, max(4096, ceilDiv(minThreadWork, j.Batch)), func(lo, hi int) error { return b.segmentSum(j, args, lo, hi) })
@@ -201,12 +202,17 @@ func (b *cpuBackend) lanesFor(n int) []float32 {
 func (b *cpuBackend) normsPiece(j backend.Privatize) reduce.NormsPiece {
 	return func(acc []float32, s reduce.Segment, first, accStride, lo, hi int) error {
 		if b.priv == nil || !b.priv.HasPiece() {
-			reduce.PrivatizeNormsPiece(acc, s.Cur, s.Look, s.Size, s.Size, first, accStride, j.A, j.B, lo, hi)
+			reduce.PrivatizeNormsPiece(acc, s.Cur, s.Look, rowStride(j, s), s.Size, first, accStride, j.A, j.B, lo, hi)
 			return nil
 		}
-		return b.priv.NormsPiece(hostkernel.PieceArgs{Cur: s.Cur, Look: s.Look, Acc: acc, Stride: int64(s.Size), N: int64(s.Size),
+		return b.priv.NormsPiece(hostkernel.PieceArgs{Cur: s.Cur, Look: s.Look, Acc: acc, Stride: int64(rowStride(j, s)), N: int64(s.Size),
 			First: int64(first), AccStride: int64(accStride), Lo: int64(lo), Hi: int64(hi), A: j.A, B: j.B, Mode: j.Mode})
 	}
+}
+
+// rowStride is the distance between two examples' rows of segment s.
+func rowStride(j backend.Privatize, s reduce.Segment) int {
+	return cmp.Or(j.RowStride, s.Size)
 }
 
 // segmentSum stores the clipped sum of the coordinates [lo, hi), segment
@@ -217,7 +223,7 @@ func (b *cpuBackend) segmentSum(j backend.Privatize, a hostkernel.PrivatizeArgs,
 		if from >= to {
 			continue
 		}
-		a.Cur, a.Look, a.Out, a.N = s.Cur, s.Look, j.Out[s.Offset:s.Offset+s.Size], int64(s.Size)
+		a.Cur, a.Look, a.Out, a.N = s.Cur, s.Look, j.Out[s.Offset:s.Offset+s.Size], int64(rowStride(j, s))
 		if err := b.privPhase(2, a, from-s.Offset, to-s.Offset); err != nil {
 			return err
 		}

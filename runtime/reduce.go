@@ -31,9 +31,9 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 	if o.prog.Func.Reduce == nil {
 		return a, nil
 	}
-	sigmaW2 := o.stepNoise().SigmaW2
-	ts := o.reduceTensors(a)
-	r := o.reduceEntry(a, ts, sigmaW2)
+	noise := o.noiseRanges()
+	ts := o.reduceTensors(a, noise)
+	r := o.reduceEntry(a, ts)
 	if len(o.red.partials) < r.Len() {
 		o.red.partials = make([]float32, r.Len())
 	}
@@ -45,8 +45,8 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 	for i, part := range r.Split(partials) {
 		t, n := ts[i], ts[i].hi-ts[i].lo
 		red := o.prog.Finish(termRows(part, reduce.ReduceChunks(n)), n)
-		host := o.prog.HostScalarsReduced(t.hypers, o.t, sigmaW2, red)
-		seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, sigmaW2)}
+		host := o.prog.HostScalarsReduced(t.hypers, o.t, t.sigmaW2, red)
+		seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, t.sigmaW2)}
 		if err := o.checkReduced(t, seg); err != nil {
 			return a, err
 		}
@@ -65,22 +65,27 @@ type reduceState struct {
 	partials  []float32 // the last pass's partials, reused by the next
 }
 
-// reduceTensor is the coordinates [lo, hi) of one tensor and its hypers.
+// reduceTensor is the coordinates [lo, hi) of one tensor, its hypers and
+// its noise variance.
 type reduceTensor struct {
-	name   string
-	lo, hi int
-	hypers []float64
+	name    string
+	lo, hi  int
+	hypers  []float64
+	sigmaW2 float64
 }
 
 // reduceTensors lists the tensors the segments of a cover, in order: the
 // registered tensors, and the coordinates between them (a whole buffer
-// without any) as tensors of their own.
-func (o *Optimizer) reduceTensors(a backend.Step) []reduceTensor {
+// without any) as tensors of their own, cut where the noise's variance
+// changes (a registered tensor lies in one clip group: checkGroupLayout).
+func (o *Optimizer) reduceTensors(a backend.Step, noise []noiseRange) []reduceTensor {
 	lo, hi := a.Segments[0].Lo, a.Segments[len(a.Segments)-1].Hi
 	var out []reduceTensor
 	gap := func(to int) {
-		if to > lo {
-			out = append(out, reduceTensor{name: fmt.Sprintf("[%d, %d)", lo, to), lo: lo, hi: to, hypers: o.hypers})
+		for _, r := range noise {
+			if from, end := max(lo, r.lo), min(to, r.hi); from < end {
+				out = append(out, reduceTensor{name: fmt.Sprintf("[%d, %d)", from, end), lo: from, hi: end, hypers: o.hypers, sigmaW2: r.sigmaW2})
+			}
 		}
 	}
 	for _, t := range o.tensors {
@@ -92,7 +97,7 @@ func (o *Optimizer) reduceTensors(a backend.Step) []reduceTensor {
 		if t.hypers != nil {
 			h = t.hypers
 		}
-		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: h})
+		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: h, sigmaW2: sigmaW2At(noise, t.Offset)})
 		lo = t.Offset + t.Len
 	}
 	gap(hi)
@@ -102,7 +107,7 @@ func (o *Optimizer) reduceTensors(a backend.Step) []reduceTensor {
 // reduceEntry is the reduction pass of step a over the tensors ts, each
 // with the scalars of its hypers, computed once for each distinct setting
 // (a parameter group's tensors share theirs).
-func (o *Optimizer) reduceEntry(a backend.Step, ts []reduceTensor, sigmaW2 float64) backend.Reduce {
+func (o *Optimizer) reduceEntry(a backend.Step, ts []reduceTensor) backend.Reduce {
 	r := backend.Reduce{Reference: o.prog, Terms: o.prog.Func.NumReductions(), Noise: a.Noise, Offset: a.Offset,
 		Keep: a.Noise.Mode != rng.Off && o.red.readsGrad}
 	if k := o.m.Kernels.Reduce; k != nil {
@@ -111,10 +116,10 @@ func (o *Optimizer) reduceEntry(a backend.Step, ts []reduceTensor, sigmaW2 float
 	var firsts []int // the first tensor of each distinct setting
 	for i, t := range ts {
 		rt := backend.ReduceTensor{Lo: t.lo, Hi: t.hi}
-		if j := slices.IndexFunc(firsts, func(f int) bool { return slices.Equal(ts[f].hypers, t.hypers) }); j >= 0 {
+		if j := slices.IndexFunc(firsts, func(f int) bool { return slices.Equal(ts[f].hypers, t.hypers) && ts[f].sigmaW2 == t.sigmaW2 }); j >= 0 {
 			rt.Scalars = r.Tensors[firsts[j]].Scalars
 		} else {
-			rt.Scalars, firsts = o.prog.ReduceScalars(t.hypers, o.t, sigmaW2), append(firsts, i)
+			rt.Scalars, firsts = o.prog.ReduceScalars(t.hypers, o.t, t.sigmaW2), append(firsts, i)
 		}
 		r.Tensors = append(r.Tensors, rt)
 	}

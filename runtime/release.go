@@ -191,7 +191,7 @@ func (o *Optimizer) trainerBuffers() bool {
 // where the clipping norm or the batch size change: it was clipped and
 // averaged for the old ones, and the new noise is calibrated to the new.
 func (o *Optimizer) dpChanged(old *DP) {
-	if old != nil && o.dp != nil && old.ClipNorm == o.dp.ClipNorm && old.BatchSize == o.dp.BatchSize {
+	if sameClipping(old, o.dp) {
 		return
 	}
 	downgrade := func(s *gradSource) {
@@ -295,9 +295,9 @@ func (o *Optimizer) AdoptPrivatized(src *Optimizer) error {
 	switch {
 	case rec.gen == 0:
 		return fmt.Errorf("runtime: AdoptPrivatized: %s has not privatized anything", src.Name())
-	case o.dp == nil || rec.dp.ClipNorm != o.dp.ClipNorm || rec.dp.BatchSize != o.dp.BatchSize:
-		return fmt.Errorf("runtime: AdoptPrivatized: the privatization clipped to C = %v over B = %d, this optimizer's DP settings are %v",
-			rec.dp.ClipNorm, rec.dp.BatchSize, o.dpString())
+	case !sameClipping(&rec.dp, o.dp):
+		return fmt.Errorf("runtime: AdoptPrivatized: the privatization clipped to %s, this optimizer's DP settings are %v",
+			rec.dp.clippingString(), o.dpString())
 	case rec.gen <= o.consumed[rec.src]:
 		return errors.New("runtime: AdoptPrivatized: a step was taken on this privatization already; privatize the next batch")
 	}
@@ -313,5 +313,5 @@ func (o *Optimizer) dpString() string {
 	if o.dp == nil {
 		return "not set (SetDP)"
 	}
-	return fmt.Sprintf("C = %v, B = %d", o.dp.ClipNorm, o.dp.BatchSize)
+	return o.dp.clippingString()
 }

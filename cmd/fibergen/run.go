@@ -64,6 +64,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ex.examples, "example-grads", "", "per-example gradients ∇f(θ_t; ξ) of every step, float32 [T, B, n] .npy (instead of --grads)")
 	fs.StringVar(&o.ex.lookahead, "lookahead-grads", "", "two_point: per-example gradients at the look-ahead point, float32 [T, B, n] .npy")
 	fs.Var(&o.ex.clip, "clip", "with --example-grads: the clipping norm C")
+	fs.Var(&o.ex.clipGroups, "clip-groups", "with --example-grads, instead of --clip: clip each example per group, the next N coordinates to norm C: N:C[,N:C...] summing to theta's (splits the tensors there, as --group does)")
+	fs.BoolVar(&o.ex.proportional, "proportional-noise", false, "with --clip-groups: each group's noise σ_DP·√G·C/B, in proportion to its norm, instead of σ_DP·√ΣC²/B in every group")
 	fs.Var(&o.ex.multiplier, "noise-multiplier", "with --example-grads: σ_DP, so that σ_w = σ_DP·C/B (required unless --noise off)")
 	fs.StringVar(&o.ex.clippedOut, "clipped-out", "", "with --example-grads: write the clipped means of every step, float32 [T, n] .npy")
 	fs.StringVar(&o.ex.lookaheadOut, "lookahead-out", "", "two_point: write the look-ahead point after the last step, float32 [n] .npy")

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/npy"
@@ -15,10 +18,50 @@ import (
 // kernels, and draws the noise of σ_w = σ_DP·C/B, σ_DP given explicitly
 // (--noise off: σ_DP = 0).
 type exampleOptions struct {
-	examples, lookahead string    // --example-grads, --lookahead-grads: [T, B, n]
-	clip, multiplier    floatFlag // --clip C, --noise-multiplier σ_DP
-	clippedOut          string    // --clipped-out: the clipped means [T, n]
-	lookaheadOut        string    // --lookahead-out: the final look-ahead point [n]
+	examples, lookahead string         // --example-grads, --lookahead-grads: [T, B, n]
+	clip, multiplier    floatFlag      // --clip C, --noise-multiplier σ_DP
+	clipGroups          clipGroupsFlag // --clip-groups N:C,...: per-group clipping instead of --clip
+	proportional        bool           // --proportional-noise
+	clippedOut          string         // --clipped-out: the clipped means [T, n]
+	lookaheadOut        string         // --lookahead-out: the final look-ahead point [n]
+}
+
+// clipGroupsFlag is --clip-groups N:C[,N:C...]: per-group clipping, each
+// group the next N coordinates of theta, clipped to C (runtime.DP.Groups).
+type clipGroupsFlag []runtime.ClipGroup
+
+func (l *clipGroupsFlag) String() string {
+	parts := make([]string, len(*l))
+	for i, g := range *l {
+		parts[i] = fmt.Sprintf("%d:%v", g.Size, g.ClipNorm)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *clipGroupsFlag) Set(s string) error {
+	var groups []runtime.ClipGroup
+	for _, f := range strings.Split(s, ",") {
+		size, clip, ok := strings.Cut(f, ":")
+		n, err1 := strconv.Atoi(size)
+		c, err2 := strconv.ParseFloat(clip, 64)
+		if !ok || err1 != nil || err2 != nil || n <= 0 || !(c > 0) || math.IsInf(c, 0) {
+			return errors.New("want N:C[,N:C...], each N a whole number > 0 and C a finite number > 0")
+		}
+		groups = append(groups, runtime.ClipGroup{Size: n, ClipNorm: c})
+	}
+	*l = groups
+	return nil
+}
+
+// cuts are where the clip groups end, from 0.
+func (l clipGroupsFlag) cuts() []int {
+	var out []int
+	at := 0
+	for _, g := range l {
+		at += g.Size
+		out = append(out, at)
+	}
+	return out
 }
 
 // validateExamples checks the per-example flags against the others; given
@@ -26,7 +69,7 @@ type exampleOptions struct {
 func (o *runOptions) validateExamples(given map[string]bool) string {
 	e := &o.ex
 	if e.examples == "" {
-		for _, f := range []string{"lookahead-grads", "clip", "noise-multiplier", "clipped-out"} {
+		for _, f := range []string{"lookahead-grads", "clip", "clip-groups", "proportional-noise", "noise-multiplier", "clipped-out"} {
 			if given[f] {
 				return fmt.Sprintf("--%s works only with --example-grads", f)
 			}
@@ -36,8 +79,12 @@ func (o *runOptions) validateExamples(given map[string]bool) string {
 	switch {
 	case o.grads != "":
 		return "--grads and --example-grads are alternatives: give the clipped means or the per-example gradients"
-	case !(e.clip > 0) || math.IsInf(float64(e.clip), 0):
-		return fmt.Sprintf("--example-grads needs --clip C with C > 0 finite (got %v)", float64(e.clip))
+	case given["clip"] && given["clip-groups"]:
+		return "--clip and --clip-groups are alternatives: one norm, or one a group"
+	case e.proportional && !given["clip-groups"]:
+		return "--proportional-noise shares the noise among clip groups: give --clip-groups"
+	case !given["clip-groups"] && (!(e.clip > 0) || math.IsInf(float64(e.clip), 0)):
+		return fmt.Sprintf("--example-grads needs --clip C with C > 0 finite (got %v), or --clip-groups", float64(e.clip))
 	case given["sigma-w2"]:
 		return "with --example-grads the noise variance is (σ_DP·C/B)²: give --noise-multiplier, not --sigma-w2"
 	case o.noise == "off" && given["noise-multiplier"]:
@@ -58,6 +105,9 @@ func (o *runOptions) executeExamples(opt *runtime.Optimizer, in runArrays, stder
 	// Every step privatizes B rows, a fixed-size batch, so Privatize's
 	// divisor (the expected batch size) is the number of rows.
 	dp := runtime.DP{ClipNorm: float64(o.ex.clip), NoiseMultiplier: float64(o.ex.multiplier), BatchSize: cur.Shape[1]}
+	if o.ex.clipGroups != nil {
+		dp.ClipNorm, dp.Groups, dp.ProportionalNoise = 0, o.ex.clipGroups, o.ex.proportional
+	}
 	if err := opt.SetDP(dp); err != nil {
 		return err
 	}

@@ -139,9 +139,31 @@ func (o *runOptions) cuts(n int) ([]int, error) {
 			return nil, fmt.Errorf("--group %s: cuts a tensor of --tensors %s (a group holds whole tensors)", g.text, o.tensorSizes.String())
 		}
 	}
+	if err := o.clipCuts(&cuts, n, sized); err != nil {
+		return nil, err
+	}
 	cuts = append(cuts, n)
 	slices.Sort(cuts)
 	return slices.Compact(cuts), nil
+}
+
+// clipCuts adds the ends of --clip-groups to cuts (with --tensors, each
+// must be one: a group holds whole tensors); they must sum to n.
+func (o *runOptions) clipCuts(cuts *[]int, n int, sized bool) error {
+	groups := o.ex.clipGroups
+	ends := groups.cuts()
+	if len(ends) > 0 && ends[len(ends)-1] != n {
+		return fmt.Errorf("--clip-groups %s: the sizes sum to %d, theta has %d coordinates", groups.String(), ends[len(ends)-1], n)
+	}
+	for _, c := range ends {
+		switch {
+		case !sized:
+			*cuts = append(*cuts, c)
+		case !slices.Contains(*cuts, c):
+			return fmt.Errorf("--clip-groups %s: cuts a tensor of --tensors %s (a group holds whole tensors)", groups.String(), o.tensorSizes.String())
+		}
+	}
+	return nil
 }
 
 // at is the group that holds coordinate i, or nil.

@@ -7,7 +7,7 @@ python/tests/test_abi.py compares it with libfibergen.h."""
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint64, c_void_p
 
 # The #defines of libfibergen.h (FG_*): the ABI version and the statuses.
-ABI_VERSION = 12
+ABI_VERSION = 13
 OK = 0
 ERROR = 1
 NONFINITE = 2
@@ -51,6 +51,7 @@ SIGNATURES = {
     "fg_seed": (c_int, (c_int64, POINTER(c_uint64), c_char_p, c_size_t)),
     "fg_set_budget": (c_int, (c_int64, c_char_p, POINTER(c_double), c_char_p, c_size_t)),
     "fg_set_dp": (c_int, (c_int64, c_double, c_double, c_int64, c_char_p, c_size_t)),
+    "fg_set_dp_groups": (c_int, (c_int64, c_char_p, c_char_p, c_size_t)),
     "fg_set_hypers": (c_int, (c_int64, c_char_p, c_char_p, c_size_t)),
     "fg_set_key": (c_int, (c_int64, POINTER(c_uint64), c_char_p, c_size_t)),
     "fg_set_noise": (c_int, (c_int64, c_double, c_int, c_char_p, c_size_t)),

@@ -265,6 +265,9 @@ class Handle:
     def set_dp(self, clip: float, noise_multiplier: float, batch_size: int) -> None:
         call("set_dp", self.h, clip, noise_multiplier, batch_size)
 
+    def set_dp_groups(self, request: dict) -> None:
+        call("set_dp_groups", self.h, encode(request, "clip groups"))
+
     def set_noise(self, sigma_w2: float, draw: bool) -> None:
         call("set_noise", self.h, sigma_w2, int(draw))
 

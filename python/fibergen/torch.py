@@ -33,7 +33,7 @@ import numbers
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 import torch
 import torch.distributed as dist
@@ -363,6 +363,7 @@ class Optimizer(torch.optim.Optimizer):
         self._lookahead_at: Optional[int] = None  # _lookahead_buffer's answer, once it is a state's
         self._saved_theta: Optional[torch.Tensor] = None  # lookahead()'s copy of θ, reused
         self._grad_invalid = ""  # why step must not read the gradient (a privatize failed on some rank)
+        self._nclip: Optional[int] = None  # the DP settings' clip groups (0: one norm), None: ask the runtime
         # Where the gradient is sampled (_seen): positions of the OS's drawing, not the noise seed's.
         self._probe_gen = torch.Generator(device=self._grad.device).manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
         self._seen()
@@ -649,14 +650,46 @@ class Optimizer(torch.optim.Optimizer):
                 self._handle.use_buffers(ptrs, self._n)
             self._bound = ptrs
 
-    def set_dp(self, clip: float, noise_multiplier: float, expected_batch_size: int) -> None:
+    def set_dp(self, clip: Union[float, Sequence[float]], noise_multiplier: float, expected_batch_size: int, *,
+               proportional_noise: bool = False) -> None:
         """The DP settings of the next steps: per-example clipping norm C,
         noise multiplier σ_DP and (expected) batch size B; the noise per
-        coordinate is σ_DP·C/B. With a process group every rank calls it,
+        coordinate is σ_DP·C/B. ``clip`` as a list, one norm per parameter
+        group, clips each example per group (Opacus's per-layer clipping
+        with a group a layer): the noise then follows the combined
+        sensitivity √Σ C_g², σ_DP·√Σ C_g²/B in every group, or with
+        ``proportional_noise`` σ_DP·√G·C_g/B in group g — one Gaussian
+        mechanism of multiplier σ_DP either way, so the accountant is
+        unchanged; ``privatize`` and ``clip_scales`` then take and give
+        scales of shape (G, k). With a process group every rank calls it,
         with the same settings (a difference raises on every rank)."""
         self._ranks_agree("set_dp", clip=clip, noise_multiplier=noise_multiplier,
-                          expected_batch_size=expected_batch_size)
-        self._handle.set_dp(clip, noise_multiplier, expected_batch_size)
+                          expected_batch_size=expected_batch_size, proportional_noise=proportional_noise)
+        groups = self._clip_groups(clip, proportional_noise)
+        if groups is None:
+            self._handle.set_dp(clip, noise_multiplier, expected_batch_size)
+        else:
+            self._handle.set_dp_groups({"noise_multiplier": noise_multiplier, "batch_size": expected_batch_size,
+                                        "proportional_noise": proportional_noise, **groups})
+        self._nclip = None
+
+    def _clip_groups(self, clip: Any, proportional_noise: bool) -> Optional[dict]:
+        """The runtime's clip groups of a clip norm per parameter group (a
+        group's parameters are one range of the flat buffers), or None for
+        one norm."""
+        if isinstance(clip, numbers.Real):
+            if proportional_noise:
+                raise ValueError("fibergen: proportional_noise shares the noise among clip groups: "
+                                 "give clip as a list, one norm per parameter group")
+            return None
+        clips = [float(c) for c in clip]
+        if bad := [i for i, c in enumerate(clips) if not math.isfinite(c)]:
+            raise ValueError(f"fibergen: clipping norm {clips[bad[0]]} of parameter group {bad[0]}: want a finite number > 0")
+        if len(clips) != len(self.param_groups):
+            raise ValueError(f"fibergen: {len(clips)} clipping norms for {len(self.param_groups)} parameter groups: "
+                             "give one per group")
+        sizes = [sum(p.numel() for p in pg["params"]) for pg in self.param_groups]
+        return {"clip_groups": [{"size": s, "clip_norm": c} for s, c in zip(sizes, clips)]}
 
     def set_noise(self, sigma_w2: float, draw: bool = True) -> None:
         """Gives the noise variance σ_w² directly (replaying recorded clipped
@@ -664,9 +697,11 @@ class Optimizer(torch.optim.Optimizer):
         With a process group every rank calls it, alike."""
         self._ranks_agree("set_noise", sigma_w2=sigma_w2, draw=draw)
         self._handle.set_noise(sigma_w2, draw)
+        self._nclip = None
 
-    def set_budget(self, epsilon: float, *, clip: float, dataset_size: int, batch_size: int, epochs: float,
-                   delta: float = 0.0, sampling: str = "poisson", accountant: str = "pld") -> float:
+    def set_budget(self, epsilon: float, *, clip: Union[float, Sequence[float]], dataset_size: int, batch_size: int,
+                   epochs: float, delta: float = 0.0, sampling: str = "poisson", accountant: str = "pld",
+                   proportional_noise: bool = False) -> float:
         """Calibrates σ_DP with fibergen's accountant ("pld", the default, or
         "rdp") so that the run spends at most (ε, δ) (δ = 1/N^1.1 by
         default), sets the DP settings and from then on refuses the steps
@@ -675,13 +710,27 @@ class Optimizer(torch.optim.Optimizer):
         afresh each step) or "cyclic" (fixed batches in the same order every
         epoch: ``CyclicBatchSampler``), the only one a correlated-noise
         optimizer (a noise block) takes — its run is one Gaussian mechanism
-        with its factorization's sensitivity, no amplification claimed. With
-        a process group every rank calls it, alike."""
+        with its factorization's sensitivity, no amplification claimed.
+        ``clip`` and ``proportional_noise`` are ``set_dp``'s: a list clips
+        per parameter group. With a process group every rank calls it,
+        alike."""
         req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
                "batch_size": batch_size, "epochs": epochs, "sampling": sampling, "accountant": accountant}
-        self._ranks_agree("set_budget", **req)
+        self._ranks_agree("set_budget", proportional_noise=proportional_noise, **req)
+        if (groups := self._clip_groups(clip, proportional_noise)) is not None:
+            req = {**req, "clip": 0.0, "proportional_noise": proportional_noise, **groups}
         self._apply_hypers()  # a noise filter's hypers set in param_groups are those the accountant is told
-        return self._handle.set_budget(req)
+        sigma = self._handle.set_budget(req)
+        self._nclip = None
+        return sigma
+
+    def _scales_shape(self, k: int) -> tuple[int, ...]:
+        """The shape of k examples' scales: (k,), or (G, k) under G clip
+        groups."""
+        if self._nclip is None:
+            dp = self._handle.info()["dp"]
+            self._nclip = len(dp.get("clip_groups") or ()) if dp else 0
+        return (self._nclip, k) if self._nclip else (k,)
 
     def _ranks_agree(self, what: str, **settings: Any) -> None:
         """With a process group, checks that every rank makes these settings
@@ -891,11 +940,13 @@ class Optimizer(torch.optim.Optimizer):
         look, kl = self._per_example(lookahead, "look-ahead gradients") if lookahead is not None else (None, k)
         if kl != k:
             raise ValueError(f"fibergen: privatize: {kl} look-ahead examples, {k} current ones")
+        shape = self._scales_shape(k)
         if scales is not None:
             scales = scales.detach().to(torch.float32).contiguous().cpu()
-            if tuple(scales.shape) != (k,):
-                raise ValueError(f"fibergen: privatize: scales of shape {tuple(scales.shape)} for {k} examples")
-        out_scales = torch.empty(k, dtype=torch.float32)
+            if tuple(scales.shape) != shape:
+                raise ValueError(f"fibergen: privatize: scales of shape {tuple(scales.shape)} for {k} examples, "
+                                 f"want {shape}")
+        out_scales = torch.empty(shape, dtype=torch.float32)
         scales_in = scales.data_ptr() if scales is not None else 0
         if self._in_place(cur, look):
             self._segments.set([g.data_ptr() for g in cur], [g.data_ptr() for g in look] if look is not None else None)
@@ -928,18 +979,20 @@ class Optimizer(torch.optim.Optimizer):
         look-ahead gradients and their inner products), computed by the
         runtime in float64. Weight each example's loss by its scale (and the
         observation's A, 1−A), backpropagate the sum, divide by B into
-        ``.grad``; or pass the scales to ``privatize``."""
+        ``.grad``; or pass the scales to ``privatize``. Under clip groups
+        (``set_dp`` with a list) every argument and the scales are (G, k):
+        each example's norms in each group, clipped to the group's norm."""
         self._sync()
         f64 = lambda t: None if t is None else t.detach().to(torch.float64).contiguous().cpu()  # noqa: E731
         cur, look, dot = f64(cur_norms), f64(look_norms), f64(dots)
-        k = cur.shape[0] if cur.dim() == 1 else -1
+        shape = self._scales_shape(cur.shape[-1] if cur.dim() else -1)
         for name, t in (("cur_norms", cur), ("look_norms", look), ("dots", dot)):
-            if t is not None and (t.dim() != 1 or t.shape[0] != k):
-                raise ValueError(f"fibergen: clip_scales: {name} has shape {tuple(t.shape)}, want ({k},) "
-                                 "like cur_norms, one value per example")
-        out = torch.empty(k, dtype=torch.float32)
+            if t is not None and tuple(t.shape) != shape:
+                raise ValueError(f"fibergen: clip_scales: {name} has shape {tuple(t.shape)}, want {shape}: "
+                                 "one value per example" + (" and clip group" if len(shape) > 1 else ""))
+        out = torch.empty(shape, dtype=torch.float32)
         self._handle.clip_scales(look.data_ptr() if look is not None else 0, cur.data_ptr(),
-                                           dot.data_ptr() if dot is not None else 0, k, out.data_ptr())
+                                           dot.data_ptr() if dot is not None else 0, out.numel(), out.data_ptr())
         return out
 
     @contextlib.contextmanager
@@ -1238,6 +1291,7 @@ class Optimizer(torch.optim.Optimizer):
         flat = [torch.cat(parts) for parts in zip(*states)]  # each state over the shard, as the digest covers it
         host = _host(flat) if info["states_digest"] else []  # the states the digest covers, alive until loaded
         self._handle.load(blob, _addrs(host), self._n)
+        self._nclip = None  # the checkpoint's DP settings
         with torch.no_grad():
             for dst, src in zip(self._state_bufs, flat):
                 dst.copy_(src)

@@ -140,11 +140,27 @@ def secure(rank: int, out: Path, gen: Path, name: str) -> None:
     np.save(out / f"secure-{rank}.npy", np.array([len(set(digests)) == 1, same_params, opt.steps], dtype=np.int64))
 
 
+def clip_groups(rank: int, out: Path, gen: Path, name: str) -> None:
+    """Proportional noise over two clip groups (the conv, the linear),
+    sharded over the ranks and unsharded: each shard draws its groups'
+    noise at the global indices, so the parameters agree bit for bit."""
+    m, ref_m = model(), model()
+    ps, rps = list(m.parameters()), list(ref_m.parameters())
+    opt = ft.Optimizer([{"params": ps[:2]}, {"params": ps[2:]}], gen / name, seed=5, process_group=dist.group.WORLD)
+    ref = ft.Optimizer([{"params": rps[:2]}, {"params": rps[2:]}], gen / name, seed=5)
+    for o in (opt, ref):
+        o.set_dp(clip=[0.25, 2.0], noise_multiplier=1.0, expected_batch_size=16, proportional_noise=True)
+    step_both(opt, ref, ps, rps, 5)
+    same_params = bool((flat(ps).view(np.uint32) == flat(rps).view(np.uint32)).all())
+    np.save(out / f"clip_groups-{rank}.npy", np.array([same_params, opt.steps], dtype=np.int64))
+
+
 def main() -> None:
     rank, world, rdv, scenario, out, gen, name = sys.argv[1:8]
     dist.init_process_group("gloo", init_method=f"file://{rdv}", rank=int(rank), world_size=int(world))
     try:
-        {"sharded": sharded_step, "training": training, "secure": secure, "bf16": sharded_bf16}[scenario](int(rank), Path(out), Path(gen), name)
+        {"sharded": sharded_step, "training": training, "secure": secure, "bf16": sharded_bf16,
+         "clip_groups": clip_groups}[scenario](int(rank), Path(out), Path(gen), name)
     finally:
         dist.destroy_process_group()
 

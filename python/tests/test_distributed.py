@@ -51,6 +51,14 @@ def test_bfloat16_sharded_matches_one_process(generated, tmp_path):
         assert same_params and bf16 and steps == 5, f"rank {r}: same {same_params}, bfloat16 {bf16}, steps {steps}"
 
 
+@pytest.mark.parametrize("name", ["dp_adamw", "lamb"])
+def test_clip_groups_sharded_match_one_process(name, generated, tmp_path):
+    ranks(tmp_path, "clip_groups", generated, name)
+    for r in range(2):
+        same_params, steps = np.load(tmp_path / f"clip_groups-{r}.npy")
+        assert same_params and steps == 5, f"rank {r}: same {same_params}, steps {steps}"
+
+
 def test_secure_ranks_share_rank_0s_key(generated, tmp_path):
     ranks(tmp_path, "secure", generated, "dp_adamw")
     for r in range(2):

@@ -199,6 +199,12 @@ type Privatize struct {
 	Mode     uint32
 	Clip     float64
 	Scales   []float32 // given (runtime.ClipScales): only the sum runs
+	// RowStride, where set, is the distance between two examples' rows in
+	// every segment, instead of its Size: a group of the columns of one
+	// matrix (per-group clipping) is one segment of stride N.
+	RowStride int
+	// ScalesOnly asks for the scales alone: Out is not written.
+	ScalesOnly bool
 }
 
 // DeviceRows are a privatization's rows and destination in device memory

@@ -98,16 +98,30 @@ func ISAs() ([]string, error) {
 }
 
 // Choice is the variant the host functions run on this CPU and why each
-// variant was chosen or not (hostisa.Choose), decided once per process.
+// variant was chosen or not (hostisa.Choose), decided once per process
+// and value of FIBERGEN_HOST_ISA (a test forces each variant in turn).
 func Choice() (hostisa.Choice, error) { return choice() }
 
-var choice = sync.OnceValues(func() (hostisa.Choice, error) {
-	c, err := hostisa.Choose(hostisa.For(runtime.GOARCH), hostisa.Host(), os.Getenv(hostisa.EnvVar))
-	if err != nil {
-		return c, fmt.Errorf("hostkernel: %w", err)
+// chosen is one decision of choice.
+type chosen struct {
+	c   hostisa.Choice
+	err error
+}
+
+var choices sync.Map // FIBERGEN_HOST_ISA's value → chosen
+
+func choice() (hostisa.Choice, error) {
+	force := os.Getenv(hostisa.EnvVar)
+	if r, ok := choices.Load(force); ok {
+		return r.(chosen).c, r.(chosen).err
 	}
-	return c, nil
-})
+	c, err := hostisa.Choose(hostisa.For(runtime.GOARCH), hostisa.Host(), force)
+	if err != nil {
+		err = fmt.Errorf("hostkernel: %w", err)
+	}
+	choices.Store(force, chosen{c, err})
+	return c, err
+}
 
 // variantFor is the variant load runs for isa: the chosen one for "",
 // else isa itself, which must be the chosen one or a narrower one this

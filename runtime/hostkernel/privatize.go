@@ -111,28 +111,39 @@ func (p *Privatize) Scales(a PrivatizeArgs) error {
 // Sum stores the clipped sum over a.Divisor of the coordinates
 // [a.Lo, a.Hi); with no examples, +0.
 func (p *Privatize) Sum(a PrivatizeArgs) error {
-	if err := a.checkRows(); err != nil {
+	if err := a.checkRange("coordinates", a.N); err != nil {
 		return err
 	}
-	if err := a.checkRange("coordinates", a.N); err != nil {
+	if err := a.checkRowsTo(a.Hi); err != nil {
 		return err
 	}
 	if !(a.Divisor > 0) || math.IsInf(float64(a.Divisor), 1) {
 		return fmt.Errorf("hostkernel: divisor %v: want a finite d > 0, the expected batch size", a.Divisor)
 	}
-	return p.call(2, a, int64(len(a.Scales)) >= a.Batch && int64(len(a.Out)) >= a.N)
+	return p.call(2, a, int64(len(a.Scales)) >= a.Batch && int64(len(a.Out)) >= a.Hi)
 }
 
-// checkRows checks the gradients' lengths.
+// checkRows checks the gradients' lengths: every example's row whole.
 func (a PrivatizeArgs) checkRows() error {
+	return a.checkRowsTo(a.N)
+}
+
+// checkRowsTo checks the gradients' lengths for a read of the first end
+// coordinates of every row (rows a.N apart): the sum of [Lo, Hi) reads to
+// Hi, so a group of a matrix's columns is rows of stride N.
+func (a PrivatizeArgs) checkRowsTo(end int64) error {
+	need := int64(0)
+	if a.Batch > 0 {
+		need = (a.Batch-1)*a.N + end
+	}
 	switch {
 	case a.Batch < 0 || a.N < 0:
 		return fmt.Errorf("hostkernel: %d examples of %d coordinates", a.Batch, a.N)
 	case a.Mode > 1:
 		return fmt.Errorf("hostkernel: privatize mode %d (want 0 or 1)", a.Mode)
-	case int64(len(a.Cur)) < a.Batch*a.N:
+	case int64(len(a.Cur)) < need:
 		return fmt.Errorf("hostkernel: cur holds %d values, want %d examples of %d", len(a.Cur), a.Batch, a.N)
-	case a.Mode == 1 && int64(len(a.Look)) < a.Batch*a.N:
+	case a.Mode == 1 && int64(len(a.Look)) < need:
 		return fmt.Errorf("hostkernel: look holds %d values, want %d examples of %d", len(a.Look), a.Batch, a.N)
 	}
 	return nil

@@ -1,0 +1,279 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// This file holds per-group clipping (docs/runtime.md, "Per-group
+// clipping"; decision 131): DP.Groups splits the coordinates into groups,
+// each example is clipped to C_g in every group g, and the noise follows
+// the combined sensitivity √Σ C_g².
+
+// ClipGroup is one group of per-group clipping: the next Size coordinates
+// of the gradient, in order from global coordinate 0, clipped to ClipNorm.
+type ClipGroup struct {
+	Size     int     `json:"size"`
+	ClipNorm float64 `json:"clip_norm"`
+}
+
+// checkGroups checks per-group clipping: no ClipNorm beside the groups,
+// each group some coordinates and a finite C_g > 0.
+func checkGroups(clip float64, groups []ClipGroup) error {
+	if clip != 0 {
+		return fmt.Errorf("runtime: DP settings with clip groups take no ClipNorm (%v): each group has its own", clip)
+	}
+	for i, g := range groups {
+		switch {
+		case g.Size <= 0:
+			return fmt.Errorf("runtime: clip group %d has %d coordinates: want at least 1", i, g.Size)
+		case !(g.ClipNorm > 0) || math.IsInf(g.ClipNorm, 0):
+			return fmt.Errorf("runtime: clip group %d: clipping norm %v: want a finite value > 0", i, g.ClipNorm)
+		}
+	}
+	return nil
+}
+
+// Sensitivity is the ℓ2 sensitivity of the clipped sum: ClipNorm, or with
+// groups √Σ C_g² (an example moves every group by at most its C_g).
+func (d DP) Sensitivity() float64 {
+	return sensitivity(d.ClipNorm, d.Groups)
+}
+
+// sensitivity is DP.Sensitivity of clip or groups.
+func sensitivity(clip float64, groups []ClipGroup) float64 {
+	if groups == nil {
+		return clip
+	}
+	var s float64
+	for _, g := range groups {
+		s += g.ClipNorm * g.ClipNorm
+	}
+	return math.Sqrt(s)
+}
+
+// GroupSigmaW2 is the noise variance of group g's coordinates: SigmaW2
+// (every group the noise of the combined sensitivity), or with
+// ProportionalNoise (σ_DP·√G·C_g/B)², each group's noise in proportion to
+// its norm. Either is a Gaussian mechanism of noise multiplier σ_DP:
+// Σ_g (C_g/σ_g)² = 1/σ_DP² (σ_g the noise of the sum).
+func (d DP) GroupSigmaW2(g int) float64 {
+	if !d.ProportionalNoise {
+		return d.SigmaW2()
+	}
+	s := d.NoiseMultiplier * math.Sqrt(float64(len(d.Groups))) * d.Groups[g].ClipNorm / float64(d.BatchSize)
+	return s * s
+}
+
+// sameClipping reports whether two DP settings clip and average alike: a
+// gradient privatized under one is one under the other.
+func sameClipping(a, b *DP) bool {
+	return a != nil && b != nil && a.ClipNorm == b.ClipNorm && a.BatchSize == b.BatchSize && slices.Equal(a.Groups, b.Groups)
+}
+
+// equal reports whether d and e are the same settings.
+func (d DP) equal(e DP) bool {
+	return sameClipping(&d, &e) && d.NoiseMultiplier == e.NoiseMultiplier && d.ProportionalNoise == e.ProportionalNoise
+}
+
+// clippingString describes how d clips.
+func (d DP) clippingString() string {
+	if d.Groups == nil {
+		return fmt.Sprintf("C = %v, B = %d", d.ClipNorm, d.BatchSize)
+	}
+	return fmt.Sprintf("clip groups %v (size, C), B = %d", d.Groups, d.BatchSize)
+}
+
+// noiseRange is the local coordinates [lo, hi) of one noise variance.
+type noiseRange struct {
+	lo, hi  int
+	sigmaW2 float64
+}
+
+// noiseRanges splits the optimizer's coordinates [0, n) by the noise
+// variance of the next step: one range, or with proportional noise one
+// per clip group that reaches them (the groups' coordinates are global:
+// Options.Offset is this optimizer's first). Coordinates past the last
+// group (a binding's padding of equal shards), which Privatize never
+// writes, draw SigmaW2.
+func (o *Optimizer) noiseRanges() []noiseRange {
+	noise := o.stepNoise()
+	if o.dp == nil || !o.dp.ProportionalNoise {
+		return []noiseRange{{0, o.n, noise.SigmaW2}}
+	}
+	var out []noiseRange
+	add := func(lo, hi int, sigmaW2 float64) {
+		if lo, hi = max(lo, 0), min(hi, o.n); lo < hi {
+			out = append(out, noiseRange{lo, hi, sigmaW2})
+		}
+	}
+	at := -int(o.opts.Offset)
+	for g, grp := range o.dp.Groups {
+		add(at, at+grp.Size, o.dp.GroupSigmaW2(g))
+		at += grp.Size
+	}
+	add(at, o.n, o.dp.SigmaW2())
+	if out == nil { // no coordinates
+		return []noiseRange{{0, o.n, o.dp.SigmaW2()}}
+	}
+	return out
+}
+
+// sigmaW2At is the noise variance of the next step at local coordinate i.
+func sigmaW2At(ranges []noiseRange, i int) float64 {
+	for _, r := range ranges {
+		if i < r.hi {
+			return r.sigmaW2
+		}
+	}
+	return ranges[len(ranges)-1].sigmaW2
+}
+
+// checkGroupLayout refuses clip groups that cut a registered tensor (a
+// tensor is clipped, and its reductions noised, as one).
+func (o *Optimizer) checkGroupLayout() error {
+	if o.dp == nil || o.dp.Groups == nil {
+		return nil
+	}
+	var cuts []int
+	at := 0
+	for _, g := range o.dp.Groups {
+		at += g.Size
+		cuts = append(cuts, at-int(o.opts.Offset))
+	}
+	for _, t := range o.tensors {
+		for _, c := range cuts {
+			if t.Offset < c && c < t.Offset+t.Len {
+				return fmt.Errorf("runtime: a clip group ends inside tensor %s (coordinates [%d, %d)): each tensor is in one group", t.Name, t.Offset, t.Offset+t.Len)
+			}
+		}
+	}
+	return nil
+}
+
+// errGroupsOnDevice refuses per-group clipping where the rows are in
+// device memory.
+var errGroupsOnDevice = errors.New("runtime: per-group clipping (DP.Groups) privatizes rows in host memory; the device's privatize clips each example as one (docs/runtime.md)")
+
+// runGroups runs j clipped per group: every group's scales first, so that
+// an example that is not finite refuses the whole privatization before
+// anything is written, then each group's sum into its coordinates. The
+// scales are group-major: group g's k at [g·k, (g+1)·k).
+func (o *Optimizer) runGroups(j privJob) (PrivatizeStats, error) {
+	if j.Device != nil || o.opts.Backend.onDevice() {
+		return PrivatizeStats{}, errGroupsOnDevice
+	}
+	jobs, err := o.groupJobs(j)
+	if err != nil {
+		return PrivatizeStats{}, err
+	}
+	scales := j.Scales
+	if scales == nil {
+		if scales, err = o.groupScales(jobs, j.Batch); err != nil {
+			return PrivatizeStats{}, err
+		}
+	}
+	for g, gj := range jobs {
+		gj.Scales = scales[g*j.Batch : (g+1)*j.Batch]
+		if _, err := o.back.Privatize(gj); err != nil {
+			return PrivatizeStats{}, err
+		}
+	}
+	o.markPrivatized(j)
+	return groupStats(scales, j.Batch), nil
+}
+
+// groupScales computes the scales of every group's job, group-major.
+func (o *Optimizer) groupScales(jobs []privJob, k int) ([]float32, error) {
+	scales := make([]float32, 0, k*len(jobs))
+	for _, gj := range jobs {
+		gj.ScalesOnly = true
+		s, err := o.back.Privatize(gj)
+		if err != nil {
+			return nil, err
+		}
+		scales = append(scales, s...)
+	}
+	return scales, nil
+}
+
+// groupStats describes a privatization by its group-major scales: an
+// example is clipped where any group of it is.
+func groupStats(scales []float32, k int) PrivatizeStats {
+	st := PrivatizeStats{Scales: scales}
+	for x := range k {
+		for g := x; g < len(scales); g += k {
+			if scales[g] < 1 {
+				st.Clipped++
+				break
+			}
+		}
+	}
+	return st
+}
+
+// groupJobs splits j into one job a clip group, each over the group's
+// coordinates as rows of their own (their norms' chunks counted from the
+// group's first coordinate), writing the group's part of j's destination.
+func (o *Optimizer) groupJobs(j privJob) ([]privJob, error) {
+	if at := sizeOf(o.dp.Groups); at != j.N {
+		return nil, fmt.Errorf("runtime: the clip groups cover %d coordinates; the per-example gradients have %d", at, j.N)
+	}
+	dest := o.destination(j.Out)
+	var jobs []privJob
+	lo := 0
+	for _, g := range o.dp.Groups {
+		gj := j
+		gj.N, gj.Clip, gj.Out, gj.Cur, gj.Look = g.Size, g.ClipNorm, dest[lo:lo+g.Size], nil, nil
+		segs, err := groupSegments(j, lo, lo+g.Size)
+		if err != nil {
+			return nil, err
+		}
+		gj.Segments = segs
+		if j.Segments == nil {
+			gj.RowStride = j.N
+		}
+		jobs, lo = append(jobs, gj), lo+g.Size
+	}
+	return jobs, nil
+}
+
+// sizeOf is the coordinates the groups cover.
+func sizeOf(groups []ClipGroup) int {
+	n := 0
+	for _, g := range groups {
+		n += g.Size
+	}
+	return n
+}
+
+// groupSegments returns the rows of j's coordinates [lo, hi) as segments
+// from 0: the matrix's columns as one segment (of stride j.N), or j's
+// segments in the range, which none may cross.
+func groupSegments(j privJob, lo, hi int) ([]Segment, error) {
+	if j.Segments == nil {
+		s := Segment{Size: hi - lo}
+		if j.Batch > 0 {
+			s.Cur = j.Cur[lo:]
+			if j.Look != nil {
+				s.Look = j.Look[lo:]
+			}
+		}
+		return []Segment{s}, nil
+	}
+	var out []Segment
+	for i, s := range j.Segments {
+		end := s.Offset + s.Size
+		switch {
+		case s.Size == 0 || end <= lo || s.Offset >= hi:
+			continue
+		case s.Offset < lo || end > hi:
+			return nil, fmt.Errorf("runtime: segment %d (coordinates [%d, %d)) crosses the clip group [%d, %d): each tensor is in one group", i, s.Offset, end, lo, hi)
+		}
+		s.Offset -= lo
+		out = append(out, s)
+	}
+	return out, nil
+}
