@@ -78,3 +78,31 @@ func ExampleOptimizer_UseBuffers() {
 	// runtime: Step: no gradient for buffer g since the last step (step 1 is next): privatize the next batch (Privatize) or set it, for each step, since a step on the same gradient releases the same batch again, which the privacy accounting does not count
 	// runtime: gradient of g[2] is +Inf: step skipped, nothing changed
 }
+
+// Per-layer clipping: each example's weight and bias are clipped to norms
+// of their own, and the noise of the bias, whose norm is smaller, is
+// smaller in proportion; σ_DP is one mechanism's either way.
+func ExampleDP_groups() {
+	opt, err := runtime.Open("../generated/dp_sgd", runtime.Options{GoFallback: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer opt.Close()
+	opt.Register("weight", []float32{0.5, -0.25, 1, 0})
+	opt.Register("bias", []float32{0})
+	dp := runtime.DP{Groups: []runtime.ClipGroup{{Size: 4, ClipNorm: 1}, {Size: 1, ClipNorm: 0.25}},
+		NoiseMultiplier: 1, BatchSize: 2, ProportionalNoise: true}
+	if err := opt.SetDP(dp); err != nil {
+		log.Fatal(err)
+	}
+	st, err := opt.Privatize([]float32{3, 0, 4, 0, 1, 0.1, 0, 0, 0, 0}, nil) // two examples
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("scales, group by group:", st.Scales, "clipped:", st.Clipped)
+	fmt.Printf("sensitivity %.4f, noise std of the bias %.4f of the weight %.4f\n",
+		dp.Sensitivity(), math.Sqrt(dp.GroupSigmaW2(1)), math.Sqrt(dp.GroupSigmaW2(0)))
+	// Output:
+	// scales, group by group: [0.2 1 0.25 1] clipped: 1
+	// sensitivity 1.0308, noise std of the bias 0.1768 of the weight 0.7071
+}

@@ -105,10 +105,10 @@ func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, erro
 // checkScales checks given scales: one per example, each in [0, 1]; with
 // clip groups one per example and group, group-major.
 func (o *Optimizer) checkScales(scales []float32, batch int) error {
-	if g := len(o.dp.Groups); g > 0 && len(scales) != g*batch {
+	switch g := len(o.dp.Groups); {
+	case g > 0 && len(scales) != g*batch:
 		return fmt.Errorf("runtime: %d scales for %d examples in %d clip groups: want one an example and group, group-major", len(scales), batch, g)
-	}
-	if len(scales) != batch && o.dp.Groups == nil {
+	case g == 0 && len(scales) != batch:
 		return fmt.Errorf("runtime: %d scales for %d examples", len(scales), batch)
 	}
 	for ex, s := range scales {

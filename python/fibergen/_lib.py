@@ -127,6 +127,12 @@ PYTHON_ADVICE = tuple((re.compile(pattern), advice) for pattern, advice in (
     (r"ClipScales takes lookNorm and dot together", "clip_scales() takes look_norms and dots together"),
     (r"pass lookNorm = dot = nil", "give clip_scales() no look_norms or dots"),
     (r"so pass lookNorm and dot too", "so give clip_scales() look_norms and dots too"),
+    # per-group clipping
+    (r"per-group clipping \(DP\.Groups\) privatizes rows in host memory; the device's privatize clips each example as "
+     r"one \(docs/runtime\.md\)", "per-group clipping (set_dp with a clip norm per group) privatizes on the CPU; on a "
+     "CUDA model clip per group yourself and call trust_clipped_grad() (docs/python.md)"),
+    (r"DP\.ProportionalNoise shares the noise among clip groups: set DP\.Groups",
+     "proportional_noise shares the noise among clip groups: give clip as a list"),
     # diagnostics, checkpoints
     (r"\(EnableDiagnostics\)", "(enable_diagnostics())"),
     (r"since EnableDiagnostics", "since enable_diagnostics()"),
