@@ -82,8 +82,8 @@ const (
 // state stored as a 16-bit type as its 16-bit values; 12 added
 // fg_resolve's params, kernels for bfloat16 or float16 parameters, whose
 // theta those calls then take as 16-bit values too; 13 added per-group
-// clipping (fg_set_dp_groups, fg_set_budget's clip_groups, fg_info's
-// dp.clip_groups).
+// clipping (fg_set_dp_groups, fg_privatize_device_groups, fg_set_budget's
+// clip_groups, fg_info's dp.clip_groups).
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

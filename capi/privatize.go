@@ -126,6 +126,32 @@ func scaleCount(o *runtime.Optimizer, k C.int64_t) int {
 	return int(k)
 }
 
+// fg_privatize_device_groups is fg_privatize_device under clip groups
+// (runtime.Optimizer.PrivatizeDeviceGroups): cur[g] and look[g] (look
+// NULL: none) are device pointers to group g's k rows of its size, a
+// matrix of their own, for the ngroups groups of fg_set_dp_groups; out
+// holds the n coordinates of all; the scales are k·ngroups floats,
+// group-major.
+//
+//export fg_privatize_device_groups
+func fg_privatize_device_groups(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look *C.uint64_t, ngroups, k C.int64_t,
+	scalesIn, scalesOut *C.float, clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := checkCount("privatize_device_groups", int64(n), int64(k)); e != nil {
+			return e
+		}
+		if ngroups < 0 || ngroups > 1<<20 || ngroups > 0 && cur == nil {
+			return fmt.Errorf("fibergen: privatize_device_groups: %d groups' rows at %p", ngroups, cur)
+		}
+		curs, looks := devicePtrs(cur, C.int(ngroups)), []runtime.DevicePtr(nil)
+		if look != nil {
+			looks = devicePtrs(look, C.int(ngroups))
+		}
+		st, e := o.PrivatizeDeviceGroups(runtime.DevicePtr(out), int(n), curs, looks, int(k), floats(scalesIn, scaleCount(o, k)))
+		return privatized(st, e, scalesOut, clipped, bad)
+	})
+}
+
 // privatized stores a privatization's scales, clipped count or bad
 // example, each where the caller wants it (not NULL).
 func privatized(st runtime.PrivatizeStats, e error, scalesOut *C.float, clipped, bad *C.int64_t) error {

@@ -153,14 +153,10 @@ func (o *Optimizer) checkGroupLayout() error {
 	return nil
 }
 
-// errGroupsOnDevice refuses per-group clipping where the rows are in
-// device memory.
-var errGroupsOnDevice = errors.New("runtime: per-group clipping (DP.Groups) privatizes rows in host memory; the device's privatize clips each example as one (docs/runtime.md)")
+// errGroupsOnDevice refuses per-group clipping of one device matrix.
+var errGroupsOnDevice = errors.New("runtime: per-group clipping (DP.Groups) on a device takes each group's rows as a matrix of their own: privatize with PrivatizeDeviceGroups")
 
-// runGroups runs j clipped per group: every group's scales first, so that
-// an example that is not finite refuses the whole privatization before
-// anything is written, then each group's sum into its coordinates. The
-// scales are group-major: group g's k at [g·k, (g+1)·k).
+// runGroups runs j clipped per group, on the host.
 func (o *Optimizer) runGroups(j privJob) (PrivatizeStats, error) {
 	if j.Device != nil || o.opts.Backend.onDevice() {
 		return PrivatizeStats{}, errGroupsOnDevice
@@ -169,20 +165,31 @@ func (o *Optimizer) runGroups(j privJob) (PrivatizeStats, error) {
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
-	scales := j.Scales
+	st, err := o.runGroupJobs(jobs, j.Batch, j.Scales)
+	if err == nil {
+		o.markPrivatized(j)
+	}
+	return st, err
+}
+
+// runGroupJobs runs one job a clip group: every group's scales first
+// (unless given), so that an example that is not finite refuses the whole
+// privatization before anything is written, then each group's sum into its
+// coordinates. The scales are group-major: group g's k at [g·k, (g+1)·k).
+func (o *Optimizer) runGroupJobs(jobs []privJob, k int, scales []float32) (PrivatizeStats, error) {
 	if scales == nil {
-		if scales, err = o.groupScales(jobs, j.Batch); err != nil {
+		var err error
+		if scales, err = o.groupScales(jobs, k); err != nil {
 			return PrivatizeStats{}, err
 		}
 	}
 	for g, gj := range jobs {
-		gj.Scales = scales[g*j.Batch : (g+1)*j.Batch]
+		gj.Scales = scales[g*k : (g+1)*k]
 		if _, err := o.back.Privatize(gj); err != nil {
 			return PrivatizeStats{}, err
 		}
 	}
-	o.markPrivatized(j)
-	return groupStats(scales, j.Batch), nil
+	return groupStats(scales, k), nil
 }
 
 // groupScales computes the scales of every group's job, group-major.

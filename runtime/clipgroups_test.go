@@ -323,3 +323,73 @@ func TestClipGroupsCheckpoint(t *testing.T) {
 		t.Errorf("resumed DP settings (-saved +resumed):\n%s", cmp.Diff(d, r))
 	}
 }
+
+// TestCUDAPrivatizeDeviceGroups: each group's rows a device matrix of its
+// own give the host's per-group bits, scales computed or given; a
+// non-finite example leaves the gradient as it was; one matrix for all
+// groups is refused.
+func TestCUDAPrivatizeDeviceGroups(t *testing.T) {
+	ctx := cudaContext(t)
+	const batch, n = 5, 5134
+	for _, name := range []string{"fiber", "dp_sgd"} {
+		cpu := openDP(t, kernelDir(t, name), runtime.Options{}, groupsDP)
+		gpu := openDP(t, ptxDir(t, name), runtime.Options{Backend: runtime.CUDA}, groupsDP)
+		cur, look := exampleRows(7, batch, n), exampleRows(8, batch, n)
+		if cpu.Observation().Kind != "two_point" {
+			look = nil
+		}
+		want := make([]float32, n)
+		wantSt, err := cpu.PrivatizeTo(want, cur, look, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := len(clipGroups)
+		a := newDeviceArena(t, ctx, 2*g+1, batch*n, 0)
+		curs, looks := putGroups(t, a, 0, cur, batch, n), putGroups(t, a, g, look, batch, n)
+		out := a.bufs[2*g]
+		for _, scales := range [][]float32{nil, wantSt.Scales} {
+			st, err := gpu.PrivatizeDeviceGroups(out, n, curs, looks, batch, scales)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := floatbits.Diff(want, a.get(t, 2*g)[:n]) + floatbits.Diff(wantSt.Scales, st.Scales); d != "" {
+				t.Errorf("%s (scales given: %v): the device's per-group privatization differs from the host's: %s", name, scales != nil, d)
+			}
+		}
+		bad := append([]float32(nil), cur...)
+		bad[2*n+n-1] = float32(math.Inf(-1))
+		putGroups(t, a, 0, bad, batch, n)
+		before := a.get(t, 2*g)
+		var ne *runtime.NonFiniteExampleError
+		if _, err := gpu.PrivatizeDeviceGroups(out, n, curs, looks, batch, nil); !errors.As(err, &ne) || ne.Example != 2 {
+			t.Errorf("%s: a non-finite example in the last group: %v", name, err)
+		}
+		if d := floatbits.Diff(before, a.get(t, 2*g)); d != "" {
+			t.Errorf("%s: a refused privatization changed the gradient: %s", name, d)
+		}
+		if _, err := gpu.PrivatizeDevice(out, n, curs[0], 0, batch, nil); err == nil || !strings.Contains(err.Error(), "PrivatizeDeviceGroups") {
+			t.Errorf("%s: one matrix under clip groups: %v", name, err)
+		}
+	}
+}
+
+// putGroups writes each clip group's columns of the k rows of n values
+// into arena buffers from, a [k][size] matrix each, and returns their
+// addresses (nil for rows nil).
+func putGroups(t *testing.T, a *deviceArena, from int, rows []float32, k, n int) []runtime.DevicePtr {
+	t.Helper()
+	if rows == nil {
+		return nil
+	}
+	var ptrs []runtime.DevicePtr
+	lo := 0
+	for i, g := range clipGroups {
+		m := make([]float32, 0, k*g.Size)
+		for x := range k {
+			m = append(m, rows[x*n+lo:x*n+lo+g.Size]...)
+		}
+		a.put(t, from+i, m)
+		ptrs, lo = append(ptrs, a.bufs[from+i]), lo+g.Size
+	}
+	return ptrs
+}

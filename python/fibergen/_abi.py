@@ -44,6 +44,7 @@ SIGNATURES = {
     "fg_privacy": (c_int, (c_char_p, POINTER(c_void_p), c_char_p, c_size_t)),
     "fg_privatize": (c_int, (c_int64, POINTER(c_float), c_int64, POINTER(c_float), POINTER(c_float), c_int64, POINTER(c_float), POINTER(c_float), POINTER(c_int64), POINTER(c_int64), c_char_p, c_size_t)),
     "fg_privatize_device": (c_int, (c_int64, c_uint64, c_int64, c_uint64, c_uint64, c_int64, POINTER(c_float), POINTER(c_float), POINTER(c_int64), POINTER(c_int64), c_char_p, c_size_t)),
+    "fg_privatize_device_groups": (c_int, (c_int64, c_uint64, c_int64, POINTER(c_uint64), POINTER(c_uint64), c_int64, c_int64, POINTER(c_float), POINTER(c_float), POINTER(c_int64), POINTER(c_int64), c_char_p, c_size_t)),
     "fg_privatize_segments": (c_int, (c_int64, POINTER(c_float), c_int64, c_int64, POINTER(c_int64), POINTER(c_int64), POINTER(POINTER(c_float)), POINTER(POINTER(c_float)), c_int64, POINTER(c_float), POINTER(c_float), POINTER(c_int64), POINTER(c_int64), c_char_p, c_size_t)),
     "fg_register_range": (c_int, (c_int64, c_char_p, c_int64, c_char_p, c_size_t)),
     "fg_resolve": (c_int, (c_char_p, POINTER(c_void_p), c_char_p, c_size_t)),

@@ -128,9 +128,6 @@ PYTHON_ADVICE = tuple((re.compile(pattern), advice) for pattern, advice in (
     (r"pass lookNorm = dot = nil", "give clip_scales() no look_norms or dots"),
     (r"so pass lookNorm and dot too", "so give clip_scales() look_norms and dots too"),
     # per-group clipping
-    (r"per-group clipping \(DP\.Groups\) privatizes rows in host memory; the device's privatize clips each example as "
-     r"one \(docs/runtime\.md\)", "per-group clipping (set_dp with a clip norm per group) privatizes on the CPU; on a "
-     "CUDA model clip per group yourself and call trust_clipped_grad() (docs/python.md)"),
     (r"DP\.ProportionalNoise shares the noise among clip groups: set DP\.Groups",
      "proportional_noise shares the noise among clip groups: give clip as a list"),
     # diagnostics, checkpoints
@@ -363,6 +360,16 @@ class Handle:
         call("privatize_segments", self.h, fp(out), n, len(segs), segs.offsets, segs.sizes, segs.cur,
              segs.look if segs.has_look else None, k, fp(scales_in), fp(scales_out), self._refs[2], self._refs[0],
              index=self._index, err=self._err)
+        return self._clipped.value
+
+    def privatize_device_groups(self, out: int, n: int, cur: list[int], look: Optional[list[int]], k: int,
+                                scales_in: int, scales_out: int) -> int:
+        """fg_privatize_device_groups: each clip group's rows a device
+        matrix of their own (device addresses; the scales host memory)."""
+        fp, u64s = self._float_p, lambda a: (ctypes.c_uint64 * len(a))(*a)  # noqa: E731
+        self._index.value = -1
+        call("privatize_device_groups", self.h, out, n, u64s(cur), u64s(look) if look is not None else None, len(cur),
+             k, fp(scales_in), fp(scales_out), self._refs[2], self._refs[0], index=self._index, err=self._err)
         return self._clipped.value
 
     def _float_p(self, addr: int) -> Any:

@@ -81,14 +81,16 @@ def test_cuda_nonfinite_and_resume(generated):
     assert (bits(ps) == bits(ps2)).all()
 
 
+@pytest.mark.parametrize("clip", [0.5, [0.25, 1.0]])  # one norm, or per parameter group (proportional noise)
 @pytest.mark.parametrize("name", ["fiber", "dp_adamw"])
-def test_cuda_privatize_matches_cpu(name, generated):
+def test_cuda_privatize_matches_cpu(name, clip, generated):
     got, want = params("cuda"), params("cpu")
-    gpu = ft.Optimizer(got, generated / name, seed=5)
-    cpu = ft.Optimizer(want, generated / name, seed=5)
+    groups = lambda ps: [{"params": ps[:2]}, {"params": ps[2:]}]  # noqa: E731
+    gpu = ft.Optimizer(groups(got), generated / name, seed=5)
+    cpu = ft.Optimizer(groups(want), generated / name, seed=5)
     two_point = cpu.observation()["kind"] == "two_point"
     for o in (gpu, cpu):
-        o.set_dp(clip=0.5, noise_multiplier=1.0, expected_batch_size=8)
+        o.set_dp(clip=clip, noise_multiplier=1.0, expected_batch_size=8, proportional_noise=isinstance(clip, list))
     for t in range(5):
         g = torch.Generator().manual_seed(t)
         cur = [torch.randn(8, *s, generator=g) for s in SHAPES]

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The runtime's calls that only the binding makes, never a user through it:
 # a message about one of them is about the binding's use of the runtime.
 BINDING_ONLY = {"UseBuffers", "RegisterRange", "Register", "SetGrad", "StepDevice", "PrivatizeTo", "PrivatizeScaled",
-                "PrivatizeSegmentsTo", "AdoptPrivatized", "OpenPackage", "OpenCompiled", "InitDeviceStates",
+                "PrivatizeSegmentsTo", "PrivatizeDeviceGroups", "AdoptPrivatized", "OpenPackage", "OpenCompiled", "InitDeviceStates",
                 "CheckDeviceGradient", "Options.Driver", "Compiled.PTX", "ShareKey", "SetKey"}
 
 

@@ -203,8 +203,8 @@ type Privatize struct {
 	// every segment, instead of its Size: a group of the columns of one
 	// matrix (per-group clipping) is one segment of stride N.
 	RowStride int
-	// ScalesOnly asks a job of segments for its scales alone: Out is not
-	// written.
+	// ScalesOnly asks a job of segments or of device rows for its scales
+	// alone: Out is not written.
 	ScalesOnly bool
 }
 

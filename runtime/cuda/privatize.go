@@ -51,8 +51,8 @@ func (b *Backend) privatizeOn(j backend.Privatize, cur, look, out cudadrv.Device
 		return nil, err
 	}
 	if j.Scales == nil {
-		if j.Scales, err = b.deviceScales(fns, j, cur, look, scales, tmp); err != nil {
-			return nil, err
+		if j.Scales, err = b.deviceScales(fns, j, cur, look, scales, tmp); err != nil || j.ScalesOnly {
+			return j.Scales, err
 		}
 	}
 	err = b.k.launch(fns[2], j.N/4+4, cur, look, scales, out, int64(j.Batch), int64(j.N), j.A, j.B, j.Divisor, j.Mode)
