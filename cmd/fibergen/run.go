@@ -166,6 +166,9 @@ func (o *runOptions) check(u *pipeline.Unit, stderr io.Writer) (in runArrays, er
 	if err != nil {
 		return in, err
 	}
+	if _, err := o.cuts(in.theta.Shape[0]); err != nil {
+		return in, err // the layout of --tensors, --group and --clip-groups, before the run opens
+	}
 	warnings, err := checkSettings(u.Func, o.sets, steps, o.extrapolate)
 	if err != nil {
 		return in, err
