@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
@@ -186,4 +187,47 @@ func (c *hostCopy) rate(ds []time.Duration) float64 {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return float64(c.Moved()) / med.Seconds()
+}
+
+// BenchmarkPrivatizeGroups measures Privatize of 32 examples of benchN
+// coordinates on the CPU backend with one clipping norm and with 2 and 64
+// clip groups of equal size, rows given as one matrix and as 64 tensors
+// read in place: a group's norms and sum read its columns, so the groups
+// together read what one norm does. Run it with go test ./runtime -run
+// '^$' -bench PrivatizeGroups -benchtime 10x.
+func BenchmarkPrivatizeGroups(b *testing.B) {
+	const k, tensors = 32, 64
+	o := openDP(b, kernelDir(b, "dp_sgd"), runtime.Options{}, testDP)
+	for i := range tensors {
+		if _, err := o.Register(fmt.Sprint(i), make([]float32, benchN/tensors)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cur := exampleRows(1, k, benchN)
+	segs := segmentsOf(cur, nil, k, slices.Repeat([]int{benchN / tensors}, tensors))
+	for _, g := range []int{0, 2, 64} {
+		dp := runtime.DP{ClipNorm: 1, BatchSize: k}
+		if g > 0 {
+			dp = runtime.DP{Groups: slices.Repeat([]runtime.ClipGroup{{Size: benchN / g, ClipNorm: 1}}, g), BatchSize: k}
+		}
+		if err := o.SetDP(dp); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("groups=%d/rows", g), func(b *testing.B) {
+			b.SetBytes(2 * 4 * k * benchN) // the rows read twice: norms, then the sum
+			for range b.N {
+				if _, err := o.Privatize(cur, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("groups=%d/segments", g), func(b *testing.B) {
+			b.SetBytes(2 * 4 * k * benchN)
+			for range b.N {
+				if _, err := o.PrivatizeSegmentsTo(nil, segs, k, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
