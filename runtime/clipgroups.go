@@ -92,31 +92,42 @@ type noiseRange struct {
 	sigmaW2 float64
 }
 
-// noiseRanges splits the optimizer's coordinates [0, n) by the noise
-// variance of the next step: one range, or with proportional noise one
-// per clip group that reaches them (the groups' coordinates are global:
-// Options.Offset is this optimizer's first). Coordinates past the last
-// group (a binding's padding of equal shards), which Privatize never
-// writes, draw SigmaW2.
-func (o *Optimizer) noiseRanges() []noiseRange {
-	noise := o.stepNoise()
+// noiseRanges splits the coordinates [0, n) of a step whose first is at
+// global index offset by the noise variance of the next step: one range,
+// or with proportional noise one per clip group that reaches them (the
+// groups' coordinates are global). Coordinates past the last group (a
+// binding's padding of equal shards), which Privatize never writes, draw
+// SigmaW2.
+func (o *Optimizer) noiseRanges(n int, offset int64) []noiseRange {
 	if o.dp == nil || !o.dp.ProportionalNoise {
-		return []noiseRange{{0, o.n, noise.SigmaW2}}
+		return []noiseRange{{0, n, o.stepNoise().SigmaW2}}
 	}
 	var out []noiseRange
 	add := func(lo, hi int, sigmaW2 float64) {
-		if lo, hi = max(lo, 0), min(hi, o.n); lo < hi {
+		if lo, hi = max(lo, 0), min(hi, n); lo < hi {
 			out = append(out, noiseRange{lo, hi, sigmaW2})
 		}
 	}
-	at := -int(o.opts.Offset)
+	at := -int(offset)
 	for g, grp := range o.dp.Groups {
 		add(at, at+grp.Size, o.dp.GroupSigmaW2(g))
 		at += grp.Size
 	}
-	add(at, o.n, o.dp.SigmaW2())
+	add(at, n, o.dp.SigmaW2())
 	if out == nil { // no coordinates
-		return []noiseRange{{0, o.n, o.dp.SigmaW2()}}
+		return []noiseRange{{0, n, o.dp.SigmaW2()}}
+	}
+	return out
+}
+
+// noiseVariances are the noise variances the next step may draw.
+func (o *Optimizer) noiseVariances() []float64 {
+	if o.dp == nil || !o.dp.ProportionalNoise {
+		return []float64{o.stepNoise().SigmaW2}
+	}
+	out := []float64{o.dp.SigmaW2()}
+	for g := range o.dp.Groups {
+		out = append(out, o.dp.GroupSigmaW2(g))
 	}
 	return out
 }
@@ -225,6 +236,9 @@ func groupStats(scales []float32, k int) PrivatizeStats {
 // coordinates as rows of their own (their norms' chunks counted from the
 // group's first coordinate), writing the group's part of j's destination.
 func (o *Optimizer) groupJobs(j privJob) ([]privJob, error) {
+	if j.Out == nil && o.opts.Offset != 0 {
+		return nil, fmt.Errorf("runtime: per-group clipping needs each example's whole rows, whose groups start at global coordinate 0; %s's own gradient is a shard from %d: privatize the whole rows with PrivatizeTo", o.Name(), o.opts.Offset)
+	}
 	if at := sizeOf(o.dp.Groups); at != j.N {
 		return nil, fmt.Errorf("runtime: the clip groups cover %d coordinates; the per-example gradients have %d", at, j.N)
 	}

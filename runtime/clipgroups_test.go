@@ -10,9 +10,11 @@ import (
 
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/internal/hostisa"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 	"github.com/google/go-cmp/cmp"
 )
@@ -279,8 +281,17 @@ func TestClipGroupsLayoutRefused(t *testing.T) {
 	if _, err := o.ClipScales(nil, []float64{1, 2, 3}, nil); err == nil || !strings.Contains(err.Error(), "3 norms for 4 clip groups") {
 		t.Errorf("norms not one a group: %v", err)
 	}
-	if _, err := o.PrivatizeDevice(1, n, 1, 0, 2, nil); err == nil || !strings.Contains(err.Error(), "per-group clipping") {
+	if _, err := o.PrivatizeDevice(1, n, 1, 0, 2, nil); err == nil || !strings.Contains(err.Error(), "PrivatizeDeviceGroups") {
 		t.Errorf("the device's privatize: %v", err)
+	}
+	shard := openDP(t, kernelDir(t, "dp_sgd"), runtime.Options{Backend: runtime.Go, Offset: 8}, groupsDP)
+	for _, size := range []int{4099, 3, 1024} { // groups 1 to 3
+		if _, err := shard.Register(fmt.Sprint(size), make([]float32, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := shard.Privatize(exampleRows(6, 2, n-8), nil); err == nil || !strings.Contains(err.Error(), "privatize the whole rows with PrivatizeTo") {
+		t.Errorf("a shard's own gradient: %v", err)
 	}
 }
 
@@ -392,4 +403,51 @@ func putGroups(t *testing.T, a *deviceArena, from int, rows []float32, k, n int)
 		ptrs, lo = append(ptrs, a.bufs[from+i]), lo+g.Size
 	}
 	return ptrs
+}
+
+// TestCUDAStepDeviceGroups: StepDevice without ranges, in two shards at
+// their global offsets, draws each clip group's proportional noise exactly
+// where the host's step over the whole does, for dp_sgd and for lamb
+// (whose coordinates of a shard in one group are one tensor of its
+// reductions, as the host's tensors of the pieces are).
+func TestCUDAStepDeviceGroups(t *testing.T) {
+	ctx := cudaContext(t)
+	const n, cut = 5134, 4000 // the shards cut group 1
+	theta := exampleRows(9, 1, n)
+	for i := range theta {
+		theta[i] += 1
+	}
+	dp := runtime.DP{Groups: clipGroups, NoiseMultiplier: 2, BatchSize: 4, ProportionalNoise: true}
+	for _, opt := range []string{"dp_sgd", "lamb"} {
+		host, ts := openSized(t, kernelDir(t, opt), runtime.Options{}, []int{8, cut - 8, 4107 - cut, 3, 1024}, theta)
+		if err := errors.Join(host.SetDP(dp), stepAll(host, ts, make([]float32, n))); err != nil {
+			t.Fatal(err)
+		}
+		want := flatParams(t, ts)
+		for _, shard := range [][2]int{{0, cut}, {cut, n}} {
+			got := deviceShardStep(t, ctx, opt, dp, theta[shard[0]:shard[1]], shard[0])
+			if d := floatbits.Diff(want[shard[0]:shard[1]], got); d != "" {
+				t.Errorf("%s: the shard at %d differs from the host's step: %s", opt, shard[0], d)
+			}
+		}
+	}
+}
+
+// deviceShardStep steps the shard theta of a model, its first coordinate
+// at global index offset, once on the device (no ranges, a zero clipped
+// mean vouched for) and returns it.
+func deviceShardStep(t *testing.T, ctx *cudadrv.Context, opt string, dp runtime.DP, theta []float32, offset int) []float32 {
+	t.Helper()
+	o := openDP(t, ptxDir(t, opt), runtime.Options{Backend: runtime.CUDA, Offset: uint64(offset)}, dp)
+	if err := o.SetSeed(2026); err != nil {
+		t.Fatal(err)
+	}
+	n := len(theta)
+	a := newDeviceArena(t, ctx, len(o.Manifest().Buffers), n, 0)
+	a.put(t, ir.ThetaBuffer, theta)
+	a.put(t, ir.GradBuffer, make([]float32, n))
+	if err := errors.Join(o.InitDeviceStates(a.bufs, n), o.GradientWritten(), o.TrustClippedGradient(), o.StepDevice(a.bufs, n, uint64(offset))); err != nil {
+		t.Fatal(err)
+	}
+	return a.get(t, ir.ThetaBuffer)[:n]
 }

@@ -145,17 +145,15 @@ func (o *Optimizer) StepDevice(bufs []DevicePtr, n int, offset uint64) (err erro
 
 // deviceArgs are the arguments of the next step over n coordinates of the
 // trainer's device buffers, the first at global index offset: the ranges'
-// segments (which cover n: checkRangesLen), or one of the optimizer's
-// hypers. The backend launches once per segment.
+// segments (which cover n: checkRangesLen), or the optimizer's hypers,
+// each cut where the noise's variance changes. The backend launches once
+// per segment.
 func (o *Optimizer) deviceArgs(n int, offset uint64) backend.Step {
-	a := o.args()
-	a.Offset = int64(offset)
+	ts := o.tensors
 	if !o.hasRanges() {
-		seg := a.Segments[0]
-		seg.Lo, seg.Hi = 0, n
-		a.Segments = []backend.Segment{seg}
+		ts = nil
 	}
-	return a
+	return o.argsOver(n, int64(offset), ts)
 }
 
 // CheckDeviceGradient returns the error that StepDevice would return for

@@ -131,10 +131,10 @@ func (o *Optimizer) takeHypers(h []float64, set map[string]bool, ts [][]float64)
 // arguments (Scalars: the host scalars, then σ_w).
 type segment = backend.Segment
 
-// segments splits [0, n) by the tensors' hypers and the noise's ranges,
-// adjacent coordinates of one setting merged, each with its step's
+// segments splits [0, n) by the hypers of the tensors ts and the noise's
+// ranges, adjacent coordinates of one setting merged, each with its step's
 // scalars; one segment without overrides and one noise variance.
-func (o *Optimizer) segments(noise []noiseRange) []segment {
+func (o *Optimizer) segments(n int, noise []noiseRange, ts []*Tensor) []segment {
 	scalars := map[string]segment{}
 	at := func(h []float64, sigmaW2 float64) segment {
 		key := fmt.Sprint(h, sigmaW2)
@@ -147,12 +147,12 @@ func (o *Optimizer) segments(noise []noiseRange) []segment {
 		return s
 	}
 	first := at(o.hypers, noise[0].sigmaW2)
-	first.Hi = o.n
+	first.Hi = n
 	out := []segment{first}
 	for _, r := range noise[1:] {
 		out = splitSegment(out, r.lo, r.hi, at(o.hypers, r.sigmaW2))
 	}
-	for _, t := range o.tensors {
+	for _, t := range ts {
 		for _, r := range noise {
 			if lo, hi := max(t.Offset, r.lo), min(t.Offset+t.Len, r.hi); t.hypers != nil && lo < hi {
 				out = splitSegment(out, lo, hi, at(t.hypers, r.sigmaW2))

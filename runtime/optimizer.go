@@ -751,12 +751,18 @@ func (o *Optimizer) ready() error {
 // buffers by their hypers (one without per-tensor hypers) and the step's
 // noise.
 func (o *Optimizer) args() backend.Step {
+	return o.argsOver(o.n, int64(o.opts.Offset), o.tensors)
+}
+
+// argsOver are the arguments of the next step over n coordinates, the
+// first at global index offset, cut at the tensors ts.
+func (o *Optimizer) argsOver(n int, offset int64, ts []*Tensor) backend.Step {
 	noise := o.stepNoise()
-	segs := []segment{{Hi: o.n}} // reduced cuts a step with reductions at its tensors, with their scalars
+	segs := []segment{{Hi: n}} // reduced cuts a step with reductions at its tensors, with their scalars
 	if o.prog.Func.Reduce == nil {
-		segs = o.segments(o.noiseRanges())
+		segs = o.segments(n, o.noiseRanges(n, offset), ts)
 	}
-	return backend.Step{Segments: segs, Offset: int64(o.opts.Offset),
+	return backend.Step{Segments: segs, Offset: offset,
 		Noise: rng.Stream{Mode: o.noiseMode(noise.Draw), Seed: o.seed, Key: o.key, Step: uint32(o.t)}}
 }
 
@@ -841,9 +847,9 @@ func (o *Optimizer) checkVarying() error {
 			settings = append(settings, t.hypers)
 		}
 	}
-	for _, r := range o.noiseRanges() {
+	for _, sigmaW2 := range o.noiseVariances() {
 		for _, h := range settings {
-			if err := o.prog.CheckVarying(h, o.t, r.sigmaW2); err != nil {
+			if err := o.prog.CheckVarying(h, o.t, sigmaW2); err != nil {
 				return fmt.Errorf("runtime: step %d refused, nothing changed: %w (Options.AllowUnstable)", o.t, err)
 			}
 		}

@@ -111,10 +111,14 @@ func (o *Optimizer) checkScales(scales []float32, batch int) error {
 	case g == 0 && len(scales) != batch:
 		return fmt.Errorf("runtime: %d scales for %d examples", len(scales), batch)
 	}
-	for ex, s := range scales {
-		if !(s >= 0 && s <= 1) {
-			return fmt.Errorf("runtime: scale %v of example %d is not in [0, 1]", s, ex)
+	for i, s := range scales {
+		if s >= 0 && s <= 1 {
+			continue
 		}
+		if o.dp.Groups != nil {
+			return fmt.Errorf("runtime: scale %v of example %d in clip group %d is not in [0, 1]", s, i%batch, i/batch)
+		}
+		return fmt.Errorf("runtime: scale %v of example %d is not in [0, 1]", s, i)
 	}
 	return nil
 }

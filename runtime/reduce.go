@@ -31,7 +31,7 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 	if o.prog.Func.Reduce == nil {
 		return a, nil
 	}
-	noise := o.noiseRanges()
+	noise := o.noiseRanges(a.Segments[len(a.Segments)-1].Hi, a.Offset)
 	ts := o.reduceTensors(a, noise)
 	r := o.reduceEntry(a, ts)
 	if len(o.red.partials) < r.Len() {

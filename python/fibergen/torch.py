@@ -742,8 +742,9 @@ class Optimizer(torch.optim.Optimizer):
     @property
     def sigma_w2(self) -> Optional[float]:
         """The noise variance per coordinate the DP settings give, σ_w² =
-        (σ_DP·sensitivity/B)²; None without DP settings (before set_dp or
-        set_budget, or after set_noise)."""
+        (σ_DP·sensitivity/B)² (with proportional_noise, group g's is
+        (σ_DP·√G·C_g/B)² instead); None without DP settings (before set_dp
+        or set_budget, or after set_noise)."""
         dp = self._handle.info()["dp"]
         return None if dp is None else dp["sigma_w2"]
 
