@@ -31,7 +31,9 @@ LABELS = {"dp_adam": "DP-Adam", "disk": "DiSK", "disk_corr": "DiSK-CORR", "fiber
           "dp_sgdm": "DP-SGD, momentum 0.9", "blt_sgd": "BLT DP-SGD, momentum 0.9",
           "dp_adam_fixed": "DP-Adam (independent noise)", "blt_adam": "BLT DP-Adam",
           "dp_adamw_model": "DP-AdamW, bf16 model and states", "dp_adamw_model_sr": "DP-AdamW, bf16 model (stochastic) and states",
-          "fiber_model": "FiBeR, bf16 model and states", "fiber_model_sr": "FiBeR, bf16 model (stochastic) and states"}
+          "fiber_model": "FiBeR, bf16 model and states", "fiber_model_sr": "FiBeR, bf16 model (stochastic) and states",
+          "dp_adamw_layer": "DP-AdamW, per-layer clipping", "dp_adamw_layer_prop": "DP-AdamW, per-layer, proportional noise",
+          "fiber_layer": "FiBeR, per-layer clipping", "fiber_layer_prop": "FiBeR, per-layer, proportional noise"}
 
 
 def label(opt: str) -> str:

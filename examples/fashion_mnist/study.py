@@ -62,6 +62,12 @@ DSL = {o: Path(__file__).resolve().parent / "precision" / f"{o}.dsl" for o in ("
 MODEL = {f"{o}_model{sr}": (f"{o}_bf16", "bfloat16", rounding)
          for o in ("dp_adamw", "fiber") for sr, rounding in (("", "nearest"), ("_sr", "stochastic"))}
 
+# Optimizers of the study that clip per layer (issue 34 item 3): the shipped optimizer and the
+# clipping (train.Config.clipping), each layer to C·√(d_l/d), the noise alike in every layer or
+# in proportion to each layer's norm.
+CLIPPING = {f"{o}_{c}": (o, mode) for o in ("dp_adamw", "fiber")
+            for c, mode in (("layer", "layer"), ("layer_prop", "layer_proportional"))}
+
 # Each regime: its batches, epochs, the ε it runs, the optimizers and the learning-rate grid.
 REGIMES: dict[str, dict[str, Any]] = {
     # Small batches, few epochs: the cheap regime, every optimizer and ε.
@@ -114,6 +120,12 @@ REGIMES: dict[str, dict[str, Any]] = {
     "precision_model": {"batch": 256, "epochs": 2, "evals_per_epoch": 4, "epsilons": [1, 4],
                         "optimizers": ["dp_adamw", "dp_adamw_model", "dp_adamw_model_sr",
                                        "fiber", "fiber_model", "fiber_model_sr"], "lrs": LRS},
+    # Per-layer clipping (issue 34 item 3): DP-AdamW and FiBeR clipping each example over all the
+    # parameters, and per layer with the same total sensitivity, the noise alike in every layer or
+    # in proportion to each layer's norm, in the small regime at two ε.
+    "per_layer": {"batch": 256, "epochs": 2, "evals_per_epoch": 4, "epsilons": [1, 4],
+                  "optimizers": ["dp_adamw", "dp_adamw_layer", "dp_adamw_layer_prop",
+                                 "fiber", "fiber_layer", "fiber_layer_prop"], "lrs": LRS},
     # The CI smoke run: a subset, one epoch, two optimizers.
     "smoke": {"batch": 128, "epochs": 1, "evals_per_epoch": 2, "epsilons": [2], "train_subset": 6000,
               "optimizers": ["dp_adam", "fiber"], "lrs": [1e-4, 3e-3], "seeds": [1, 2]},
@@ -140,7 +152,8 @@ def config(regime: str, opt: str, eps: float, lr: float, seed: int, dirs: dict[s
     r = REGIMES[regime]
     hypers = {**r.get("hypers", {}), **r.get("opt_hypers", {}).get(opt, {})}
     _, dtype, rounding = MODEL.get(opt, (opt, "float32", "nearest"))
-    return train.Config(optimizer=str(dirs[opt]), dtype=dtype, param_rounding=rounding, epsilon=eps, epochs=r["epochs"], batch=r["batch"], lr=lr,
+    _, clipping = CLIPPING.get(opt, (opt, "flat"))
+    return train.Config(optimizer=str(dirs[opt]), dtype=dtype, param_rounding=rounding, clipping=clipping, epsilon=eps, epochs=r["epochs"], batch=r["batch"], lr=lr,
                         seed=seed, noise_seed=noise_seed(run_name(regime, opt, eps, lr, seed)), hypers=hypers,
                         train_subset=r.get("train_subset", 0), evals_per_epoch=r["evals_per_epoch"], threads=1,
                         accountant=r.get("accountant", ACCOUNTANT), warmup_cosine=r.get("warmup_cosine", 0.0),
@@ -181,7 +194,7 @@ def finished(name: str, cfg: train.Config, out: Path) -> dict:
     # Results from before PLD are RDP's, from before schedules at a constant rate, and from
     # before eval_state evaluated at theta, and from before dtype of a float32 model rounded to nearest.
     if {"accountant": "rdp", "warmup_cosine": 0.0, "eval_state": "", "sampling": "fixed", "dtype": "float32",
-            "param_rounding": "nearest", **res["config"]} != dataclasses.asdict(cfg):
+            "param_rounding": "nearest", "clipping": "flat", **res["config"]} != dataclasses.asdict(cfg):
         raise SystemExit(f"study.py: {out} is of other settings than run {name} has now ({res['config']}); "
                          "remove it to run it again")
     out.with_name(out.name + ".ckpt").unlink(missing_ok=True)
@@ -323,14 +336,15 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
     ap.add_argument("--also", action="append", default=[], metavar="DIR",
                     help="another optimizer directory (fibergen build -o DIR your.dsl) to join every regime")
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
-    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper,blt,precision,precision_model",
+    ap.add_argument("--regimes", default="small,paper,cosine,floor_1e-6,floor_1e-4,schedule_free,schedule_free_paper,blt,precision,precision_model,per_layer",
                     help=f"comma-separated, of {', '.join(REGIMES)}")
     args = ap.parse_args()
     regimes = args.regimes.split(",")
     if bad := [r for r in regimes if r not in REGIMES]:
         ap.exit(2, f"study.py: --regimes: no regime {', '.join(bad)} (the regimes: {', '.join(REGIMES)})\n")
+    base = {**BASE, **{o: b for o, (b, _) in CLIPPING.items()}}
     dirs = {o: DSL[o] if o in DSL else Path(MODEL[o][0]) if o in MODEL else
-            args.generated / BASE.get(o, o) if args.generated else Path(BASE.get(o, o))
+            args.generated / base.get(o, o) if args.generated else Path(base.get(o, o))
             for r in regimes for o in REGIMES[r]["optimizers"]}
     for d in map(Path, args.also):
         if d.name in dirs:

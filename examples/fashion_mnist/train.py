@@ -88,6 +88,10 @@ class Config:
     # for it), and how the optimizer rounds the parameters' stores ("nearest" or "stochastic").
     dtype: str = "float32"
     param_rounding: str = "nearest"
+    # "flat": every example clipped to C over all the parameters; "layer": each layer's parameters
+    # to C·√(d_l/d) (d_l its parameters, d the model's: √Σ C_l² = C), the noise σ·C/B on every
+    # coordinate; "layer_proportional": the same clipping, layer l's noise σ·√L·C_l/B.
+    clipping: str = "flat"
 
 
 Split = tuple[torch.Tensor, torch.Tensor]
@@ -122,6 +126,19 @@ def cnn() -> torch.nn.Module:
         torch.nn.Linear(16 * 4 * 4, 10))
 
 
+def layer_clipping(model: torch.nn.Module, clip: float, clipping: str) -> tuple[list[dict], Any]:
+    """The parameter groups and the clipping norm of a clipping mode: one
+    group and C ("flat"), or a group a layer and the norms C·√(d_l/d)."""
+    if clipping == "flat":
+        return [{"params": list(model.parameters())}], clip
+    if clipping not in ("layer", "layer_proportional"):
+        raise ValueError(f"clipping {clipping!r}: want flat, layer or layer_proportional")
+    layers = [list(m.parameters(recurse=False)) for m in model.modules()]
+    groups = [{"params": ps} for ps in layers if ps]
+    sizes = [sum(p.numel() for p in g["params"]) for g in groups]
+    return groups, [clip * math.sqrt(d / sum(sizes)) for d in sizes]
+
+
 def accuracy(model: torch.nn.Module, split: Split) -> float:
     x, y = split
     dtype = next(model.parameters()).dtype
@@ -149,11 +166,13 @@ class Run:
         self.cfg, (self.train, self.val, self.test) = cfg, splits
         torch.manual_seed(cfg.seed)
         self.model = cnn().to(getattr(torch, cfg.dtype))
-        self.opt = ft.Optimizer(self.model.parameters(), cfg.optimizer, lr=cfg.lr, seed=cfg.noise_seed,
+        groups, clip = layer_clipping(self.model, cfg.clip, cfg.clipping)
+        self.opt = ft.Optimizer(groups, cfg.optimizer, lr=cfg.lr, seed=cfg.noise_seed,
                                 threads=cfg.threads, param_rounding=cfg.param_rounding, **cfg.hypers)
         n = len(self.train[0])
-        self.sigma = self.opt.set_budget(cfg.epsilon, clip=cfg.clip, dataset_size=n, batch_size=cfg.batch,
-                                         epochs=cfg.epochs, sampling=cfg.sampling, accountant=cfg.accountant)
+        self.sigma = self.opt.set_budget(cfg.epsilon, clip=clip, dataset_size=n, batch_size=cfg.batch,
+                                         epochs=cfg.epochs, sampling=cfg.sampling, accountant=cfg.accountant,
+                                         proportional_noise=cfg.clipping == "layer_proportional")
         self.steps = fibergen.privacy.epsilon(self.sigma, dataset_size=n, batch_size=cfg.batch, epochs=cfg.epochs,
                                               sampling=cfg.sampling, accountant=cfg.accountant).steps
         self.batches = list(ft.CyclicBatchSampler(n, cfg.batch, torch.Generator().manual_seed(cfg.seed))) \
@@ -365,6 +384,9 @@ def main() -> int:
                     help="the model's (bfloat16: the optimizer is compiled for it)")
     ap.add_argument("--param-rounding", choices=["nearest", "stochastic"], default=d.param_rounding,
                     help="how a bfloat16 model's parameters round when stored")
+    ap.add_argument("--clipping", choices=["flat", "layer", "layer_proportional"], default=d.clipping,
+                    help="flat: C over all parameters; layer: each layer to C·√(d_l/d); layer_proportional: "
+                         "and each layer's noise in proportion to its norm (default: %(default)s)")
     ap.add_argument("--out", type=Path, help="the result as JSON (and a checkpoint beside it to resume from)")
     args = ap.parse_args()
     if not DATA.exists():
@@ -375,7 +397,7 @@ def main() -> int:
                  hypers=parse_hypers(args.hyper), train_subset=args.train_subset,
                  evals_per_epoch=args.evals_per_epoch, threads=args.threads, accountant=args.accountant,
                  eval_state=args.eval_state, sampling=args.sampling, dtype=args.dtype,
-                 param_rounding=args.param_rounding)
+                 param_rounding=args.param_rounding, clipping=args.clipping)
     try:
         res = run(cfg, args.out)
     except (ft.FibergenError, ValueError) as e:

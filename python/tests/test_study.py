@@ -49,14 +49,16 @@ def test_smoke_study(generated, tmp_path):
     assert "| FiBeR |" in (out / "tables.md").read_text()
 
 
-@pytest.mark.parametrize("model", ["float32", "bfloat16"])
+@pytest.mark.parametrize("model", ["float32", "bfloat16", "per_layer"])
 def test_resumed_run_is_the_same_run(model, generated, tmp_path):
     """A run resumed from its checkpoint is the run, bit for bit; for a
     bfloat16 model too, its parameters rounded stochastically (fiber_bf16
-    compiled for them)."""
+    compiled for them), and clipped per layer with proportional noise (the
+    checkpoint keeps the clip groups)."""
     import train
-    opt, bf16 = (str(generated / "fiber"), {}) if model == "float32" else \
-        ("fiber_bf16", {"dtype": "bfloat16", "param_rounding": "stochastic"})
+    opt, bf16 = {"float32": (str(generated / "fiber"), {}),
+                 "bfloat16": ("fiber_bf16", {"dtype": "bfloat16", "param_rounding": "stochastic"}),
+                 "per_layer": (str(generated / "fiber"), {"clipping": "layer_proportional"})}[model]
     cfg = train.Config(optimizer=opt, epsilon=2, epochs=1, batch=128, lr=1e-4, noise_seed=7,
                        train_subset=3000, evals_per_epoch=2, **bf16)
     splits = train.load_splits(cfg.train_subset)
@@ -110,3 +112,17 @@ def test_cosine_factor_is_fiber_cosines_schedule():
     assert train.cosine_factor(steps - 1, steps, 0.1) == pytest.approx(0.01)
     mid = (w + steps) // 2 - 1  # p = 1/2: halfway down
     assert train.cosine_factor(mid, steps, 0.1) == pytest.approx(0.01 + 0.99 / 2)
+
+
+def test_layer_clipping_keeps_the_sensitivity():
+    """Per-layer clipping: a group a layer (weight and bias), norms
+    C·√(d_l/d) whose combined sensitivity √Σ C_l² is C; flat is one group."""
+    import train
+    model = train.cnn()
+    groups, clips = train.layer_clipping(model, 2.0, "layer")
+    assert [sum(p.numel() for p in g["params"]) for g in groups] == [208, 3216, 2570]
+    assert sum(c * c for c in clips) == pytest.approx(4.0, rel=1e-12)
+    flat, clip = train.layer_clipping(model, 2.0, "flat")
+    assert len(flat) == 1 and clip == 2.0
+    with pytest.raises(ValueError, match="want flat, layer or layer_proportional"):
+        train.layer_clipping(model, 2.0, "tensor")
