@@ -81,6 +81,8 @@ func (o *runOptions) validateExamples(given map[string]bool) string {
 		return "--grads and --example-grads are alternatives: give the clipped means or the per-example gradients"
 	case given["clip"] && given["clip-groups"]:
 		return "--clip and --clip-groups are alternatives: one norm, or one a group"
+	case given["clip-groups"] && o.backend == "ptxsim":
+		return "--clip-groups with --backend ptxsim: the device privatizes each group's rows as a matrix of their own, and run holds one matrix; use --backend go or cpu"
 	case e.proportional && !given["clip-groups"]:
 		return "--proportional-noise shares the noise among clip groups: give --clip-groups"
 	case !given["clip-groups"] && (!(e.clip > 0) || math.IsInf(float64(e.clip), 0)):
