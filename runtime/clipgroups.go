@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/runtime/backend"
 )
 
 // This file holds per-group clipping (docs/runtime.md, "Per-group
@@ -167,20 +170,111 @@ func (o *Optimizer) checkGroupLayout() error {
 // errGroupsOnDevice refuses per-group clipping of one device matrix.
 var errGroupsOnDevice = errors.New("runtime: per-group clipping (DP.Groups) on a device takes each group's rows as a matrix of their own: privatize with PrivatizeDeviceGroups")
 
-// runGroups runs j clipped per group, on the host.
+// runGroups runs j clipped per group, on the host, in two passes over
+// the rows as without groups: the norms of every group at once, each
+// group's chunks counted from its first coordinate (groupNorms), then the
+// sum, each group's coordinates with its scales.
 func (o *Optimizer) runGroups(j privJob) (PrivatizeStats, error) {
 	if j.Device != nil || o.opts.Backend.onDevice() {
 		return PrivatizeStats{}, errGroupsOnDevice
 	}
-	jobs, err := o.groupJobs(j)
+	segs, owner, err := o.groupLayout(j)
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
-	st, err := o.runGroupJobs(jobs, j.Batch, j.Scales)
-	if err == nil {
-		o.markPrivatized(j)
+	if j.Segments == nil {
+		j.RowStride = j.N // the matrix's rows, a group's columns a segment
 	}
-	return st, err
+	scales := j.Scales
+	if scales == nil {
+		if scales, err = o.groupNorms(j, segs, owner); err != nil {
+			return PrivatizeStats{}, err
+		}
+	}
+	sum := j
+	sum.Cur, sum.Look, sum.Segments, sum.Scales, sum.Out = nil, nil, segs, nil, o.destination(j.Out)
+	for _, g := range owner {
+		sum.SegmentScales = append(sum.SegmentScales, scales[g*j.Batch:(g+1)*j.Batch])
+	}
+	if _, err := o.back.Privatize(sum); err != nil {
+		return PrivatizeStats{}, err
+	}
+	o.markPrivatized(j)
+	return groupStats(scales, j.Batch), nil
+}
+
+// groupLayout returns j's rows as segments at their coordinates (a
+// matrix's group of columns one segment of stride j.N: rowStride) and the
+// clip group of each, refusing groups that do not cover the rows or that
+// a segment crosses.
+func (o *Optimizer) groupLayout(j privJob) (segs []Segment, owner []int, _ error) {
+	if j.Out == nil && o.opts.Offset != 0 {
+		return nil, nil, fmt.Errorf("runtime: per-group clipping needs each example's whole rows, whose groups start at global coordinate 0; %s's own gradient is a shard from %d: privatize the whole rows with PrivatizeTo", o.Name(), o.opts.Offset)
+	}
+	if at := sizeOf(o.dp.Groups); at != j.N {
+		return nil, nil, fmt.Errorf("runtime: the clip groups cover %d coordinates; the per-example gradients have %d", at, j.N)
+	}
+	lo := 0
+	for g, grp := range o.dp.Groups {
+		gs, err := groupSegments(j, lo, lo+grp.Size)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, s := range gs {
+			s.Offset += lo
+			segs, owner = append(segs, s), append(owner, g)
+		}
+		lo += grp.Size
+	}
+	return segs, owner, nil
+}
+
+// groupNorms computes every group's scales, group-major, from one norms
+// pass: the segments moved to a layout in which each group starts on a
+// chunk boundary, so that its chunks are those of its coordinates alone,
+// as if privatized by themselves; each example's norm² in group g is the
+// float64 sum of g's chunks in order (reduce.PrivatizeScales).
+func (o *Optimizer) groupNorms(j privJob, segs []Segment, owner []int) ([]float32, error) {
+	start, base := make([]int, len(o.dp.Groups)), make([]int, len(o.dp.Groups)) // each group's first coordinate, and in that layout
+	lo, at := 0, 0
+	for g, grp := range o.dp.Groups {
+		start[g], base[g] = lo, at
+		lo, at = lo+grp.Size, at+ceilDiv(grp.Size, reduce.ReduceChunk)*reduce.ReduceChunk
+	}
+	norms := j
+	norms.Cur, norms.Look, norms.Scales, norms.NormsOnly = nil, nil, nil, true
+	norms.N, norms.Segments = at, make([]Segment, len(segs))
+	for i, s := range segs {
+		s.Offset += base[owner[i]] - start[owner[i]]
+		norms.Segments[i] = s
+	}
+	partials, err := o.back.Privatize(norms)
+	if err != nil {
+		return nil, err
+	}
+	return groupScalesOf(partials, j.Batch, at, base, o.dp.Groups)
+}
+
+// groupScalesOf folds the norm partials of k examples ([k][chunks of n])
+// into each group's scales, group g's chunks from base[g]; an example not
+// finite in any group is a *NonFiniteExampleError.
+func groupScalesOf(partials []float32, k, n int, base []int, groups []ClipGroup) ([]float32, error) {
+	nchunks := reduce.ReduceChunks(n)
+	scales := make([]float32, 0, k*len(groups))
+	for g, grp := range groups {
+		c0, gc := base[g]/reduce.ReduceChunk, reduce.ReduceChunks(grp.Size)
+		own := make([]float32, 0, k*gc)
+		for x := range k {
+			own = append(own, partials[x*nchunks+c0:x*nchunks+c0+gc]...)
+		}
+		gs := make([]float32, k)
+		reduce.PrivatizeScales(gs, own, gc, grp.ClipNorm, 0, k)
+		if bad := backend.FirstNaN(gs); bad >= 0 {
+			return nil, &NonFiniteExampleError{Example: bad}
+		}
+		scales = append(scales, gs...)
+	}
+	return scales, nil
 }
 
 // runGroupJobs runs one job a clip group: every group's scales first
@@ -230,35 +324,6 @@ func groupStats(scales []float32, k int) PrivatizeStats {
 		}
 	}
 	return st
-}
-
-// groupJobs splits j into one job a clip group, each over the group's
-// coordinates as rows of their own (their norms' chunks counted from the
-// group's first coordinate), writing the group's part of j's destination.
-func (o *Optimizer) groupJobs(j privJob) ([]privJob, error) {
-	if j.Out == nil && o.opts.Offset != 0 {
-		return nil, fmt.Errorf("runtime: per-group clipping needs each example's whole rows, whose groups start at global coordinate 0; %s's own gradient is a shard from %d: privatize the whole rows with PrivatizeTo", o.Name(), o.opts.Offset)
-	}
-	if at := sizeOf(o.dp.Groups); at != j.N {
-		return nil, fmt.Errorf("runtime: the clip groups cover %d coordinates; the per-example gradients have %d", at, j.N)
-	}
-	dest := o.destination(j.Out)
-	var jobs []privJob
-	lo := 0
-	for _, g := range o.dp.Groups {
-		gj := j
-		gj.N, gj.Clip, gj.Out, gj.Cur, gj.Look = g.Size, g.ClipNorm, dest[lo:lo+g.Size], nil, nil
-		segs, err := groupSegments(j, lo, lo+g.Size)
-		if err != nil {
-			return nil, err
-		}
-		gj.Segments = segs
-		if j.Segments == nil {
-			gj.RowStride = j.N
-		}
-		jobs, lo = append(jobs, gj), lo+g.Size
-	}
-	return jobs, nil
 }
 
 // sizeOf is the coordinates the groups cover.

@@ -161,13 +161,18 @@ func firstNonFiniteSegment(segs []Segment, k int) int {
 // sum split over the coordinates.
 func (b *cpuBackend) privatizeSegments(j backend.Privatize) ([]float32, error) {
 	args := privArgs(j)
-	if args.Scales == nil {
+	norms := func() error {
 		acc, piece := b.lanesFor(32*reduce.ReduceChunks(j.N)*j.Batch), b.normsPiece(j)
-		if err := b.clipScales(&args, j.Batch, func() error {
-			return b.split(j.Batch, ceilDiv(minThreadWork, j.N), func(lo, hi int) error {
-				return reduce.SegmentNorms(args.Partials, acc, j.Segments, j.N, lo, hi, piece)
-			})
-		}); err != nil || j.ScalesOnly {
+		return b.split(j.Batch, ceilDiv(minThreadWork, j.N), func(lo, hi int) error {
+			return reduce.SegmentNorms(args.Partials, acc, j.Segments, j.N, lo, hi, piece)
+		})
+	}
+	switch {
+	case j.NormsOnly:
+		args.Partials = make([]float32, j.Batch*reduce.ReduceChunks(j.N)) // the caller's
+		return args.Partials, norms()
+	case args.Scales == nil && j.SegmentScales == nil:
+		if err := b.clipScales(&args, j.Batch, norms); err != nil || j.ScalesOnly {
 			return args.Scales, err
 		}
 	}
@@ -218,10 +223,13 @@ func rowStride(j backend.Privatize, s reduce.Segment) int {
 // segmentSum stores the clipped sum of the coordinates [lo, hi), segment
 // by segment, each read in place into its part of the destination.
 func (b *cpuBackend) segmentSum(j backend.Privatize, a hostkernel.PrivatizeArgs, lo, hi int) error {
-	for _, s := range j.Segments {
+	for i, s := range j.Segments {
 		from, to := max(lo, s.Offset), min(hi, s.Offset+s.Size)
 		if from >= to {
 			continue
+		}
+		if j.SegmentScales != nil {
+			a.Scales = j.SegmentScales[i]
 		}
 		a.Cur, a.Look, a.Out, a.N = s.Cur, s.Look, j.Out[s.Offset:s.Offset+s.Size], int64(rowStride(j, s))
 		if err := b.privPhase(2, a, from-s.Offset, to-s.Offset); err != nil {

@@ -206,6 +206,13 @@ type Privatize struct {
 	// ScalesOnly asks a job of segments or of device rows for its scales
 	// alone: Out is not written.
 	ScalesOnly bool
+	// NormsOnly asks a job of segments for its norm partials alone,
+	// [Batch][reduce.ReduceChunks(N)], returned in place of the scales:
+	// Out is not written (per-group clipping folds each group's chunks).
+	NormsOnly bool
+	// SegmentScales, where set, are the scales of each segment's examples
+	// (a group's), given: only the sum runs, each segment with its own.
+	SegmentScales [][]float32
 }
 
 // DeviceRows are a privatization's rows and destination in device memory
