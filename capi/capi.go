@@ -83,7 +83,8 @@ const (
 // fg_resolve's params, kernels for bfloat16 or float16 parameters, whose
 // theta those calls then take as 16-bit values too; 13 added per-group
 // clipping (fg_set_dp_groups, fg_privatize_device_groups, fg_set_budget's
-// clip_groups, fg_info's dp.clip_groups).
+// clip_groups, fg_info's dp.clip_groups) and the scales' length nscales to
+// every privatize call, which the library checks.
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

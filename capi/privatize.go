@@ -19,9 +19,10 @@ import (
 // look, each k rows of n values (runtime.Optimizer.PrivatizeTo): each
 // example's mix u = A·look + (1−A)·cur is clipped to norm C, or, where
 // scalesIn is not NULL, scaled by the k scales given (ghost clipping); with
-// clip groups (fg_set_dp_groups) each example's mix is clipped per group,
-// and scalesIn and scalesOut hold k·G floats, group g's k at g·k. It
-// stores each example's scale in scalesOut (k floats), the number clipped
+// clip groups (fg_set_dp_groups) each example's mix is clipped per group.
+// scalesIn and scalesOut (either NULL: none) hold nscales floats, which
+// must be k, or k·G under G clip groups (group g's k at g·k). It
+// stores each example's scale in scalesOut, the number clipped
 // in *clipped (both NULL: not wanted); FG_BAD_EXAMPLE, with the example in
 // *bad (NULL: not wanted), says an example is not finite and out is
 // unchanged. Where out covers the caller's gradient buffer, the next step
@@ -30,7 +31,7 @@ import (
 //
 //export fg_privatize
 func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k C.int64_t, scalesIn, scalesOut *C.float,
-	clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	nscales C.int64_t, clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		if e := checkCount("privatize", int64(n), int64(k)); e != nil {
 			return e
@@ -38,8 +39,12 @@ func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k 
 		if n > 0 && out == nil || n*k > 0 && cur == nil {
 			return fmt.Errorf("fibergen: privatize: %d examples of %d values with a NULL buffer", k, n)
 		}
+		scales, e := scalesOf(o, k, nscales, scalesIn, scalesOut)
+		if e != nil {
+			return e
+		}
 		rows := int(n * k)
-		st, e := o.PrivatizeTo(floats(out, int(n)), floats(cur, rows), floats(look, rows), floats(scalesIn, scaleCount(o, k)))
+		st, e := o.PrivatizeTo(floats(out, int(n)), floats(cur, rows), floats(look, rows), scales)
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
 }
@@ -54,9 +59,13 @@ func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k 
 //
 //export fg_privatize_segments
 func fg_privatize_segments(h C.int64_t, out *C.float, n C.int64_t, nseg C.int64_t, offsets, sizes *C.int64_t, cur, look **C.float,
-	k C.int64_t, scalesIn, scalesOut *C.float, clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	k C.int64_t, scalesIn, scalesOut *C.float, nscales C.int64_t, clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		if e := checkCount("privatize_segments", int64(n), int64(k)); e != nil {
+			return e
+		}
+		scales, e := scalesOf(o, k, nscales, scalesIn, scalesOut)
+		if e != nil {
 			return e
 		}
 		segs, e := segments(int64(nseg), offsets, sizes, cur, look, int64(k))
@@ -66,7 +75,7 @@ func fg_privatize_segments(h C.int64_t, out *C.float, n C.int64_t, nseg C.int64_
 		if n > 0 && out == nil {
 			return fmt.Errorf("fibergen: privatize_segments: %d values into a NULL buffer", n)
 		}
-		st, e := o.PrivatizeSegmentsTo(floats(out, int(n)), segs, int(k), floats(scalesIn, scaleCount(o, k)))
+		st, e := o.PrivatizeSegmentsTo(floats(out, int(n)), segs, int(k), scales)
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
 }
@@ -108,22 +117,32 @@ func segments(nseg int64, offsets, sizes *C.int64_t, cur, look **C.float, k int6
 //
 //export fg_privatize_device
 func fg_privatize_device(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look C.uint64_t, k C.int64_t, scalesIn, scalesOut *C.float,
-	clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	nscales C.int64_t, clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		if e := checkCount("privatize_device", int64(n), int64(k)); e != nil {
 			return e
 		}
-		st, e := o.PrivatizeDevice(runtime.DevicePtr(out), int(n), runtime.DevicePtr(cur), runtime.DevicePtr(look), int(k), floats(scalesIn, int(k)))
+		scales, e := scalesOf(o, k, nscales, scalesIn, scalesOut)
+		if e != nil {
+			return e
+		}
+		st, e := o.PrivatizeDevice(runtime.DevicePtr(out), int(n), runtime.DevicePtr(cur), runtime.DevicePtr(look), int(k), scales)
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
 }
 
-// scaleCount is the scales of k examples: k, or k·G with G clip groups.
-func scaleCount(o *runtime.Optimizer, k C.int64_t) int {
+// scalesOf checks that the caller's scales (scalesIn, scalesOut; NULL:
+// none) hold nscales floats, the k of k examples, or k·G under G clip
+// groups, and returns scalesIn's (nil for NULL).
+func scalesOf(o *runtime.Optimizer, k, nscales C.int64_t, scalesIn, scalesOut *C.float) ([]float32, error) {
+	want := int64(k)
 	if d, ok := o.DP(); ok && d.Groups != nil {
-		return int(k) * len(d.Groups)
+		want *= int64(len(d.Groups))
 	}
-	return int(k)
+	if (scalesIn != nil || scalesOut != nil) && int64(nscales) != want {
+		return nil, fmt.Errorf("fibergen: the scales hold %d floats; %d examples want %d (one an example, and a clip group)", nscales, k, want)
+	}
+	return floats(scalesIn, int(want)), nil
 }
 
 // fg_privatize_device_groups is fg_privatize_device under clip groups
@@ -135,7 +154,7 @@ func scaleCount(o *runtime.Optimizer, k C.int64_t) int {
 //
 //export fg_privatize_device_groups
 func fg_privatize_device_groups(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look *C.uint64_t, ngroups, k C.int64_t,
-	scalesIn, scalesOut *C.float, clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	scalesIn, scalesOut *C.float, nscales C.int64_t, clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		if e := checkCount("privatize_device_groups", int64(n), int64(k)); e != nil {
 			return e
@@ -143,11 +162,15 @@ func fg_privatize_device_groups(h C.int64_t, out C.uint64_t, n C.int64_t, cur, l
 		if ngroups < 0 || ngroups > 1<<20 || ngroups > 0 && cur == nil {
 			return fmt.Errorf("fibergen: privatize_device_groups: %d groups' rows at %p", ngroups, cur)
 		}
+		scales, e := scalesOf(o, k, nscales, scalesIn, scalesOut)
+		if e != nil {
+			return e
+		}
 		curs, looks := devicePtrs(cur, C.int(ngroups)), []runtime.DevicePtr(nil)
 		if look != nil {
 			looks = devicePtrs(look, C.int(ngroups))
 		}
-		st, e := o.PrivatizeDeviceGroups(runtime.DevicePtr(out), int(n), curs, looks, int(k), floats(scalesIn, scaleCount(o, k)))
+		st, e := o.PrivatizeDeviceGroups(runtime.DevicePtr(out), int(n), curs, looks, int(k), scales)
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
 }

@@ -61,9 +61,9 @@ int main(int argc, char **argv) {
 
 	/* Sizes that wrap: n*k = 2^64 wraps to 0, which once passed the NULL
 	 * checks and faulted. */
-	refused("privatize n*k overflow", fg_privatize(h, out, (int64_t)1 << 32, NULL, NULL, (int64_t)1 << 32, NULL, NULL, NULL, NULL, err, sizeof err), "values");
-	refused("privatize negative n", fg_privatize(h, out, -1, rows, NULL, K, NULL, NULL, NULL, NULL, err, sizeof err), "values");
-	refused("privatize huge k of no values", fg_privatize(h, out, 0, rows, NULL, INT64_MAX, NULL, NULL, NULL, NULL, err, sizeof err), "values");
+	refused("privatize n*k overflow", fg_privatize(h, out, (int64_t)1 << 32, NULL, NULL, (int64_t)1 << 32, NULL, NULL, 0, NULL, NULL, err, sizeof err), "values");
+	refused("privatize negative n", fg_privatize(h, out, -1, rows, NULL, K, NULL, NULL, 0, NULL, NULL, err, sizeof err), "values");
+	refused("privatize huge k of no values", fg_privatize(h, out, 0, rows, NULL, INT64_MAX, NULL, NULL, 0, NULL, NULL, err, sizeof err), "values");
 	refused("use_buffers huge n", fg_use_buffers(h, bufs, 2, INT64_MAX, err, sizeof err), "use_buffers");
 
 	/* Trailing JSON is refused; nothing is set. */
@@ -108,13 +108,13 @@ int main(int argc, char **argv) {
 
 	/* Optional outputs may be NULL: the privatization runs, and marks g. */
 	check("privatize with NULL clipped and bad",
-	      fg_privatize(h, g, N, rows, NULL, K, NULL, NULL, NULL, NULL, err, sizeof err) == FG_OK, "privatize failed");
+	      fg_privatize(h, g, N, rows, NULL, K, NULL, NULL, 0, NULL, NULL, err, sizeof err) == FG_OK, "privatize failed");
 	check("step on the privatized gradient", fg_step(h, NULL, NULL, err, sizeof err) == FG_OK, "step failed");
 	refused("a second step on it", fg_step(h, NULL, NULL, err, sizeof err), "no gradient for buffer g");
 
 	/* Privatized into other memory: not the gradient the step reads. */
 	int64_t clipped = -1;
-	check("privatize elsewhere", fg_privatize(h, out, N, rows, NULL, K, NULL, NULL, &clipped, NULL, err, sizeof err) == FG_OK && clipped >= 0,
+	check("privatize elsewhere", fg_privatize(h, out, N, rows, NULL, K, NULL, NULL, 0, &clipped, NULL, err, sizeof err) == FG_OK && clipped >= 0,
 	      "privatize failed");
 	refused("step after privatizing elsewhere", fg_step(h, NULL, NULL, err, sizeof err), "no gradient for buffer g");
 

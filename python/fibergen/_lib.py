@@ -342,34 +342,35 @@ class Handle:
         call("init_device_states", self.h, (ctypes.c_uint64 * len(ptrs))(*ptrs), len(ptrs), n)
 
     def privatize(self, out: int, n: int, cur: int, look: int, k: int, scales_in: int,
-                  scales_out: int, device: bool = False) -> int:
+                  scales_out: int, nscales: int, device: bool = False) -> int:
         """fg_privatize (host addresses) or fg_privatize_device (out, cur,
-        look on the device); the scales are host memory either way."""
+        look on the device); the nscales scales are host memory either way."""
         fp = self._float_p
         rows = (out, n, cur, look, k) if device else (fp(out), n, fp(cur), fp(look), k)
         self._index.value = -1
-        call("privatize_device" if device else "privatize", self.h, *rows, fp(scales_in), fp(scales_out),
+        call("privatize_device" if device else "privatize", self.h, *rows, fp(scales_in), fp(scales_out), nscales,
              self._refs[2], self._refs[0], index=self._index, err=self._err)
         return self._clipped.value
 
-    def privatize_segments(self, out: int, n: int, segs: "Segments", k: int, scales_in: int, scales_out: int) -> int:
+    def privatize_segments(self, out: int, n: int, segs: "Segments", k: int, scales_in: int, scales_out: int,
+                           nscales: int) -> int:
         """fg_privatize_segments: the per-example gradients read in place,
         one segment per tensor (host addresses)."""
         fp = self._float_p
         self._index.value = -1
         call("privatize_segments", self.h, fp(out), n, len(segs), segs.offsets, segs.sizes, segs.cur,
-             segs.look if segs.has_look else None, k, fp(scales_in), fp(scales_out), self._refs[2], self._refs[0],
-             index=self._index, err=self._err)
+             segs.look if segs.has_look else None, k, fp(scales_in), fp(scales_out), nscales, self._refs[2],
+             self._refs[0], index=self._index, err=self._err)
         return self._clipped.value
 
     def privatize_device_groups(self, out: int, n: int, cur: list[int], look: Optional[list[int]], k: int,
-                                scales_in: int, scales_out: int) -> int:
+                                scales_in: int, scales_out: int, nscales: int) -> int:
         """fg_privatize_device_groups: each clip group's rows a device
         matrix of their own (device addresses; the scales host memory)."""
         fp, u64s = self._float_p, lambda a: (ctypes.c_uint64 * len(a))(*a)  # noqa: E731
         self._index.value = -1
         call("privatize_device_groups", self.h, out, n, u64s(cur), u64s(look) if look is not None else None, len(cur),
-             k, fp(scales_in), fp(scales_out), self._refs[2], self._refs[0], index=self._index, err=self._err)
+             k, fp(scales_in), fp(scales_out), nscales, self._refs[2], self._refs[0], index=self._index, err=self._err)
         return self._clipped.value
 
     def _float_p(self, addr: int) -> Any:

@@ -952,21 +952,22 @@ class Optimizer(torch.optim.Optimizer):
         if self._in_place(cur, look):
             self._segments.set([g.data_ptr() for g in cur], [g.data_ptr() for g in look] if look is not None else None)
             clipped = self._handle.privatize_segments(self._grad.data_ptr(), self.numel, self._segments, k, scales_in,
-                                                      out_scales.data_ptr())
+                                                      out_scales.data_ptr(), out_scales.numel())
             return out_scales, clipped
         cuda = self._device.type == "cuda"
         if cuda and len(shape) > 1:
-            return out_scales, self._privatize_groups(cur, look, k, scales_in, out_scales.data_ptr())
+            return out_scales, self._privatize_groups(cur, look, k, scales_in, out_scales)
         rows, look_rows = self._rows(cur, k), self._rows(look, k, 1) if look is not None else None
         if cuda:
             self._sync_stream()
         clipped = self._handle.privatize(
             self._grad.data_ptr(), self.numel, rows.data_ptr() if k else 0,
-            look_rows.data_ptr() if look_rows is not None and k else 0, k, scales_in, out_scales.data_ptr(), device=cuda)
+            look_rows.data_ptr() if look_rows is not None and k else 0, k, scales_in, out_scales.data_ptr(),
+            out_scales.numel(), device=cuda)
         return out_scales, clipped
 
     def _privatize_groups(self, cur: list[torch.Tensor], look: Optional[list[torch.Tensor]], k: int, scales_in: int,
-                          scales_out: int) -> int:
+                          scales_out: torch.Tensor) -> int:
         """privatize on the device under clip groups: each parameter
         group's per-example gradients gathered into a [k, n_g] matrix of
         its own (fg_privatize_device_groups)."""
@@ -982,7 +983,7 @@ class Optimizer(torch.optim.Optimizer):
         addr = lambda ms: [m.data_ptr() if k else 0 for m in ms]  # noqa: E731
         return self._handle.privatize_device_groups(self._grad.data_ptr(), self.numel, addr(curs),
                                                     addr(looks) if looks is not None else None, k, scales_in,
-                                                    scales_out)
+                                                    scales_out.data_ptr(), scales_out.numel())
 
     def _agree(self, failure: int) -> None:
         """With a process group, tells every rank how privatize went on all

@@ -132,3 +132,16 @@ def test_bad_settings_refused(generated):
         opt.clip_scales(torch.ones(3))
     opt.set_dp(1.0, 1.0, 4)
     assert tuple(opt.privatize(ex)[0].shape) == (3,)
+
+
+def test_c_abi_checks_the_scales_length(generated):
+    """Every privatize call of the C ABI takes its scales' length, k or k·G,
+    and refuses another: a C caller that sized them for k examples under
+    clip groups gets an error, not a write past its buffer."""
+    params = make_params(np.zeros(N, np.float32))
+    opt = ft.Optimizer(groups(params), generated / "dp_sgd", seed=SEED)
+    opt.set_dp(CLIPS, 1.0, 4)
+    rows, out, scales = torch.zeros(3, N), torch.zeros(N), torch.empty(6)
+    with pytest.raises(FibergenError, match=r"the scales hold 3 floats; 3 examples want 6"):
+        opt._handle.privatize(out.data_ptr(), N, rows.data_ptr(), 0, 3, 0, scales.data_ptr(), 3)
+    assert opt._handle.privatize(out.data_ptr(), N, rows.data_ptr(), 0, 3, 0, scales.data_ptr(), 6) == 0

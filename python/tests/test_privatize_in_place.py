@@ -117,5 +117,5 @@ def test_bad_segments_are_refused(generated, offsets, sizes, msg):
     segs.set([r.data_ptr() for r in rows], None)
     out = torch.zeros(8)
     with pytest.raises(FibergenError, match=msg):
-        opt._handle.privatize_segments(out.data_ptr(), 8, segs, 2, 0, torch.empty(2).data_ptr())
+        opt._handle.privatize_segments(out.data_ptr(), 8, segs, 2, 0, torch.empty(2).data_ptr(), 2)
     assert (out == 0).all()
