@@ -135,11 +135,11 @@ func fg_privatize_device(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look C.u
 // none) hold nscales floats, the k of k examples, or k·G under G clip
 // groups, and returns scalesIn's (nil for NULL).
 func scalesOf(o *runtime.Optimizer, k, nscales C.int64_t, scalesIn, scalesOut *C.float) ([]float32, error) {
-	want := int64(k)
-	if d, ok := o.DP(); ok && d.Groups != nil {
-		want *= int64(len(d.Groups))
+	if scalesIn == nil && scalesOut == nil {
+		return nil, nil
 	}
-	if (scalesIn != nil || scalesOut != nil) && int64(nscales) != want {
+	want := int64(o.ScaleCount(int(k)))
+	if int64(nscales) != want {
 		return nil, fmt.Errorf("fibergen: the scales hold %d floats; %d examples want %d (one an example, and a clip group)", nscales, k, want)
 	}
 	return floats(scalesIn, int(want)), nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/backend"
@@ -70,6 +71,21 @@ func (d DP) GroupSigmaW2(g int) float64 {
 	return s * s
 }
 
+// ScaleCount is how many scales k examples have under the DP settings: k,
+// or k·G under G clip groups (group-major), as PrivatizeStats.Scales,
+// PrivatizeScaled and ClipScales hold them.
+func (o *Optimizer) ScaleCount(k int) int {
+	defer o.lock()()
+	return o.scaleCount(k)
+}
+
+func (o *Optimizer) scaleCount(k int) int {
+	if o.dp == nil || o.dp.Groups == nil {
+		return k
+	}
+	return k * len(o.dp.Groups)
+}
+
 // sameClipping reports whether two DP settings clip and average alike: a
 // gradient privatized under one is one under the other.
 func sameClipping(a, b *DP) bool {
@@ -111,12 +127,11 @@ func (o *Optimizer) noiseRanges(n int, offset int64) []noiseRange {
 			out = append(out, noiseRange{lo, hi, sigmaW2})
 		}
 	}
-	at := -int(offset)
-	for g, grp := range o.dp.Groups {
-		add(at, at+grp.Size, o.dp.GroupSigmaW2(g))
-		at += grp.Size
+	b, off := o.dp.bounds(), int(offset)
+	for g := range o.dp.Groups {
+		add(b[g]-off, b[g+1]-off, o.dp.GroupSigmaW2(g))
 	}
-	add(at, n, o.dp.SigmaW2())
+	add(b[len(b)-1]-off, n, o.dp.SigmaW2())
 	if out == nil { // no coordinates
 		return []noiseRange{{0, n, o.dp.SigmaW2()}}
 	}
@@ -151,17 +166,11 @@ func (o *Optimizer) checkGroupLayout() error {
 	if o.dp == nil || o.dp.Groups == nil {
 		return nil
 	}
-	var cuts []int
-	at := 0
-	for _, g := range o.dp.Groups {
-		at += g.Size
-		cuts = append(cuts, at-int(o.opts.Offset))
-	}
+	b, off := o.dp.bounds(), int(o.opts.Offset)
 	for _, t := range o.tensors {
-		for _, c := range cuts {
-			if t.Offset < c && c < t.Offset+t.Len {
-				return fmt.Errorf("runtime: a clip group ends inside tensor %s (coordinates [%d, %d)): each tensor is in one group", t.Name, t.Offset, t.Offset+t.Len)
-			}
+		lo, hi := off+t.Offset, off+t.Offset+t.Len
+		if i := sort.SearchInts(b, lo+1); i < len(b) && b[i] < hi { // the first group end past lo
+			return fmt.Errorf("runtime: a clip group ends inside tensor %s (coordinates [%d, %d)): each tensor is in one group", t.Name, t.Offset, t.Offset+t.Len)
 		}
 	}
 	return nil
@@ -211,20 +220,19 @@ func (o *Optimizer) groupLayout(j privJob) (segs []Segment, owner []int, _ error
 	if j.Out == nil && o.opts.Offset != 0 {
 		return nil, nil, fmt.Errorf("runtime: per-group clipping needs each example's whole rows, whose groups start at global coordinate 0; %s's own gradient is a shard from %d: privatize the whole rows with PrivatizeTo", o.Name(), o.opts.Offset)
 	}
-	if at := sizeOf(o.dp.Groups); at != j.N {
-		return nil, nil, fmt.Errorf("runtime: the clip groups cover %d coordinates; the per-example gradients have %d", at, j.N)
+	b := o.dp.bounds()
+	if b[len(b)-1] != j.N {
+		return nil, nil, fmt.Errorf("runtime: the clip groups cover %d coordinates; the per-example gradients have %d", b[len(b)-1], j.N)
 	}
-	lo := 0
-	for g, grp := range o.dp.Groups {
-		gs, err := groupSegments(j, lo, lo+grp.Size)
+	for g := range o.dp.Groups {
+		gs, err := groupSegments(j, b[g], b[g+1])
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, s := range gs {
-			s.Offset += lo
+			s.Offset += b[g]
 			segs, owner = append(segs, s), append(owner, g)
 		}
-		lo += grp.Size
 	}
 	return segs, owner, nil
 }
@@ -235,11 +243,10 @@ func (o *Optimizer) groupLayout(j privJob) (segs []Segment, owner []int, _ error
 // as if privatized by themselves; each example's norm² in group g is the
 // float64 sum of g's chunks in order (reduce.PrivatizeScales).
 func (o *Optimizer) groupNorms(j privJob, segs []Segment, owner []int) ([]float32, error) {
-	start, base := make([]int, len(o.dp.Groups)), make([]int, len(o.dp.Groups)) // each group's first coordinate, and in that layout
-	lo, at := 0, 0
+	start, base := o.dp.bounds(), make([]int, len(o.dp.Groups)) // each group's first coordinate, and in that layout
+	at := 0
 	for g, grp := range o.dp.Groups {
-		start[g], base[g] = lo, at
-		lo, at = lo+grp.Size, at+ceilDiv(grp.Size, reduce.ReduceChunk)*reduce.ReduceChunk
+		base[g], at = at, at+ceilDiv(grp.Size, reduce.ReduceChunk)*reduce.ReduceChunk
 	}
 	norms := j
 	norms.Cur, norms.Look, norms.Scales, norms.NormsOnly = nil, nil, nil, true
@@ -260,19 +267,15 @@ func (o *Optimizer) groupNorms(j privJob, segs []Segment, owner []int) ([]float3
 // finite in any group is a *NonFiniteExampleError.
 func groupScalesOf(partials []float32, k, n int, base []int, groups []ClipGroup) ([]float32, error) {
 	nchunks := reduce.ReduceChunks(n)
-	scales := make([]float32, 0, k*len(groups))
+	scales := make([]float32, k*len(groups))
 	for g, grp := range groups {
 		c0, gc := base[g]/reduce.ReduceChunk, reduce.ReduceChunks(grp.Size)
-		own := make([]float32, 0, k*gc)
-		for x := range k {
-			own = append(own, partials[x*nchunks+c0:x*nchunks+c0+gc]...)
+		for x := range k { // example x alone: its group's chunks, read in place
+			reduce.PrivatizeScales(scales[g*k+x:], partials[x*nchunks+c0:], gc, grp.ClipNorm, 0, 1)
 		}
-		gs := make([]float32, k)
-		reduce.PrivatizeScales(gs, own, gc, grp.ClipNorm, 0, k)
-		if bad := backend.FirstNaN(gs); bad >= 0 {
+		if bad := backend.FirstNaN(scales[g*k : (g+1)*k]); bad >= 0 {
 			return nil, &NonFiniteExampleError{Example: bad}
 		}
-		scales = append(scales, gs...)
 	}
 	return scales, nil
 }
@@ -326,13 +329,15 @@ func groupStats(scales []float32, k int) PrivatizeStats {
 	return st
 }
 
-// sizeOf is the coordinates the groups cover.
-func sizeOf(groups []ClipGroup) int {
-	n := 0
-	for _, g := range groups {
-		n += g.Size
+// bounds are the groups' global coordinates: group g is
+// [bounds[g], bounds[g+1]), and bounds[len(d.Groups)] the coordinates they
+// cover.
+func (d DP) bounds() []int {
+	b := make([]int, len(d.Groups)+1)
+	for g, grp := range d.Groups {
+		b[g+1] = b[g] + grp.Size
 	}
-	return n
+	return b
 }
 
 // groupSegments returns the rows of j's coordinates [lo, hi) as segments

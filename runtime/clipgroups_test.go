@@ -345,15 +345,7 @@ func TestCUDAPrivatizeDeviceGroups(t *testing.T) {
 	for _, name := range []string{"fiber", "dp_sgd"} {
 		cpu := openDP(t, kernelDir(t, name), runtime.Options{}, groupsDP)
 		gpu := openDP(t, ptxDir(t, name), runtime.Options{Backend: runtime.CUDA}, groupsDP)
-		cur, look := exampleRows(7, batch, n), exampleRows(8, batch, n)
-		if cpu.Observation().Kind != "two_point" {
-			look = nil
-		}
-		want := make([]float32, n)
-		wantSt, err := cpu.PrivatizeTo(want, cur, look, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cur, look, want, wantSt := hostPrivatized(t, cpu, 7, batch, n)
 		g := len(clipGroups)
 		a := newDeviceArena(t, ctx, 2*g+1, batch*n, 0)
 		curs, looks := putGroups(t, a, 0, cur, batch, n), putGroups(t, a, g, look, batch, n)

@@ -725,16 +725,8 @@ func TestCUDAPrivatizeDevice(t *testing.T) {
 		dp := runtime.DP{ClipNorm: 0.5, NoiseMultiplier: 1, BatchSize: 8}
 		cpu.SetDP(dp)
 		gpu.SetDP(dp)
-		cur, look := exampleRows(5, batch, n), exampleRows(6, batch, n)
+		cur, look, want, wantSt := hostPrivatized(t, cpu, 5, batch, n)
 		var devLook runtime.DevicePtr
-		if cpu.Observation().Kind != "two_point" {
-			look = nil
-		}
-		want := make([]float32, n)
-		wantSt, err := cpu.PrivatizeTo(want, cur, look, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
 		a := newDeviceArena(t, ctx, 3, batch*n, 0)
 		a.put(t, 0, cur)
 		if look != nil {
@@ -762,6 +754,24 @@ func TestCUDAPrivatizeDevice(t *testing.T) {
 			t.Errorf("%s: a refused privatization changed the gradient", name)
 		}
 	}
+}
+
+// hostPrivatized returns k rows of n values from seed (and, for a
+// two-point optimizer, look-ahead rows from seed+1), and their clipped
+// sum and stats by the host optimizer o: what a device privatization of
+// them must give.
+func hostPrivatized(t *testing.T, o *runtime.Optimizer, seed uint64, k, n int) (cur, look, want []float32, st runtime.PrivatizeStats) {
+	t.Helper()
+	cur = exampleRows(seed, k, n)
+	if o.Observation().Kind == "two_point" {
+		look = exampleRows(seed+1, k, n)
+	}
+	want = make([]float32, n)
+	st, err := o.PrivatizeTo(want, cur, look, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cur, look, want, st
 }
 
 // TestCUDAReleaseOnce: on device buffers the trainer owns, StepDevice

@@ -106,9 +106,10 @@ func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, erro
 // clip groups one per example and group, group-major.
 func (o *Optimizer) checkScales(scales []float32, batch int) error {
 	switch g := len(o.dp.Groups); {
-	case g > 0 && len(scales) != g*batch:
+	case len(scales) == o.scaleCount(batch):
+	case g > 0:
 		return fmt.Errorf("runtime: %d scales for %d examples in %d clip groups: want one an example and group, group-major", len(scales), batch, g)
-	case g == 0 && len(scales) != batch:
+	default:
 		return fmt.Errorf("runtime: %d scales for %d examples", len(scales), batch)
 	}
 	for i, s := range scales {
@@ -178,6 +179,9 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	if err := o.ready(); err != nil {
 		return privJob{}, err
 	}
+	if err := o.checkGroupLayout(); err != nil {
+		return privJob{}, err
+	}
 	n := len(out)
 	if out == nil {
 		// Ranges (RegisterRange) without the trainer's host buffers, as Step
@@ -225,9 +229,6 @@ func rowsRead[R any](j backend.Privatize, lookOnly bool, cur, look R) (R, R) {
 // set to read (A = 1).
 func (o *Optimizer) privShape(k, n int, hasLook bool) (_ backend.Privatize, lookOnly bool, _ error) {
 	divisor, err := o.privDivisor()
-	if err == nil {
-		err = o.checkGroupLayout()
-	}
 	if err != nil {
 		return backend.Privatize{}, false, err
 	}

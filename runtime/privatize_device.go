@@ -76,18 +76,20 @@ func (o *Optimizer) deviceGroupJobs(out DevicePtr, n int, cur, look []DevicePtr,
 	if o.dp == nil || o.dp.Groups == nil {
 		return nil, errors.New("runtime: PrivatizeDeviceGroups clips per group: set DP settings with DP.Groups first (SetDP)")
 	}
-	groups := o.dp.Groups
+	groups, b := o.dp.Groups, o.dp.bounds()
 	switch {
 	case len(cur) != len(groups) || look != nil && len(look) != len(groups):
 		return nil, fmt.Errorf("runtime: PrivatizeDeviceGroups: %d current and %d look-ahead matrices for %d clip groups", len(cur), len(look), len(groups))
-	case n != sizeOf(groups) || k < 0 || n > 0 && out == 0:
-		return nil, fmt.Errorf("runtime: PrivatizeDeviceGroups: %d examples of %d values into %#x; the clip groups cover %d", k, n, uint64(out), sizeOf(groups))
+	case n != b[len(groups)] || k < 0 || n > 0 && out == 0:
+		return nil, fmt.Errorf("runtime: PrivatizeDeviceGroups: %d examples of %d values into %#x; the clip groups cover %d", k, n, uint64(out), b[len(groups)])
 	}
 	if err := o.ready(); err != nil {
 		return nil, err
 	}
+	if err := o.checkGroupLayout(); err != nil {
+		return nil, err
+	}
 	var jobs []privJob
-	lo := 0
 	for g, grp := range groups {
 		var lk DevicePtr
 		if look != nil {
@@ -101,8 +103,8 @@ func (o *Optimizer) deviceGroupJobs(out DevicePtr, n int, cur, look []DevicePtr,
 			return nil, err
 		}
 		c, l := rowsRead(j, lookOnly, cur[g], lk)
-		j.Clip, j.Device = grp.ClipNorm, &backend.DeviceRows{Cur: c, Look: l, Out: out + DevicePtr(4*lo)}
-		jobs, lo = append(jobs, j), lo+grp.Size
+		j.Clip, j.Device = grp.ClipNorm, &backend.DeviceRows{Cur: c, Look: l, Out: out + DevicePtr(4*b[g])}
+		jobs = append(jobs, j)
 	}
 	return jobs, nil
 }

@@ -168,8 +168,8 @@ func (b *cpuBackend) privatizeSegments(j backend.Privatize) ([]float32, error) {
 		})
 	}
 	switch {
-	case j.NormsOnly:
-		args.Partials = make([]float32, j.Batch*reduce.ReduceChunks(j.N)) // the caller's
+	case j.NormsOnly: // the partials are read before the next privatization reuses them
+		args.Partials = b.partialsFor(j.Batch * reduce.ReduceChunks(j.N))
 		return args.Partials, norms()
 	case args.Scales == nil && j.SegmentScales == nil:
 		if err := b.clipScales(&args, j.Batch, norms); err != nil || j.ScalesOnly {

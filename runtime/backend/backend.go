@@ -207,8 +207,9 @@ type Privatize struct {
 	// alone: Out is not written.
 	ScalesOnly bool
 	// NormsOnly asks a job of segments for its norm partials alone,
-	// [Batch][reduce.ReduceChunks(N)], returned in place of the scales:
-	// Out is not written (per-group clipping folds each group's chunks).
+	// [Batch][reduce.ReduceChunks(N)], returned in place of the scales (the
+	// backend's, valid until its next privatization): Out is not written
+	// (per-group clipping folds each group's chunks).
 	NormsOnly bool
 	// SegmentScales, where set, are the scales of each segment's examples
 	// (a group's), given: only the sum runs, each segment with its own.
