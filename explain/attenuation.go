@@ -36,6 +36,10 @@ type Attenuation struct {
 	// they are fewer than z (a coupling of 0 cuts the others off): the
 	// spectral radius and the stability are theirs (gain.Feeding).
 	Feeding []string `json:"feeding,omitempty"`
+	// Limit, for a filter whose coefficients change from step to step,
+	// says so: M and b are their limits as t grows, and the attenuation
+	// is the steady value Σ_t tends to (lower.SteadyGain).
+	Limit string `json:"limit,omitempty"`
 }
 
 // describeAttenuation solves the noise model of every state that carries
@@ -47,15 +51,24 @@ func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[stri
 		case slices.Contains(fn.NoiseBuffers(), sn.State):
 			continue // the noise filter's own (NoiseFilter)
 		case sn.State == lang.LookaheadState && sn.Model == nil:
-			notLinear[sn.State] = "the look-ahead point that two_point adds for the trainer: a function of theta, not a filter of the noise"
+			notLinear[sn.State] = "no attenuation: the look-ahead point that two_point adds for the trainer: a function of theta, not a filter of the noise"
+			continue
+		case sn.Model == nil && sn.Varying != nil:
+			g, err := lower.SteadyGain(fn, an, sn)
+			if err != nil {
+				notLinear[sn.State] = "no steady attenuation: " + err.Error() + varyingCheck(fn, sn)
+				continue
+			}
+			out[sn.State] = attenuationInfo(fn, g, h)
+			out[sn.State].Limit = sn.Why + noise.VaryingNote(sn) + varyingCheck(fn, sn)
 			continue
 		case sn.Model == nil:
-			notLinear[sn.State] = sn.Why + noise.VaryingNote(sn) + varyingCheck(fn, sn)
+			notLinear[sn.State] = "no attenuation: " + sn.Why + noise.VaryingNote(sn) + varyingCheck(fn, sn)
 			continue
 		}
 		g, err := noise.Solve(sn.Model, an.Symbols)
 		if err != nil {
-			notLinear[sn.State] = err.Error()
+			notLinear[sn.State] = "no attenuation: " + err.Error()
 			continue
 		}
 		out[sn.State] = attenuationInfo(fn, g, h)
@@ -116,7 +129,7 @@ func printAttenuation(w io.Writer, x *Explanation) {
 		a := x.Attenuation[s.Name]
 		if a == nil {
 			if why := x.notLinear[s.Name]; why != "" {
-				fmt.Fprintf(w, "  %s: no attenuation: %s\n", s.Name, why)
+				fmt.Fprintf(w, "  %s: %s\n", s.Name, why)
 			}
 			continue
 		}
@@ -126,6 +139,9 @@ func printAttenuation(w io.Writer, x *Explanation) {
 
 func printGain(w io.Writer, state string, a *Attenuation) {
 	fmt.Fprintf(w, "  %s: z = (%s)\n", state, strings.Join(a.States, ", "))
+	if a.Limit != "" {
+		fmt.Fprintf(w, "    %s; M and b below are the limits of its coefficients as t grows, and attenuation(%s) the steady value attenuation_t(%s) tends to\n", a.Limit, state, state)
+	}
 	fmt.Fprintf(w, "    M = %s\n    b = [%s]\n", matrixString(a.M), strings.Join(a.B, ", "))
 	if a.Sigma != nil {
 		fmt.Fprintf(w, "    Σ = M Σ Mᵀ + b bᵀ gives\n")

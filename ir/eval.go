@@ -73,9 +73,9 @@ func (fn *Func) EvalUniform(v *Value, h []float64, t float64) float64 {
 	if v.Op.Arity() == 0 {
 		return math.NaN()
 	}
-	x, y := fn.EvalUniform(v.Args[0], h, t), math.NaN()
-	if len(v.Args) > 1 {
-		y = fn.EvalUniform(v.Args[1], h, t)
+	args := make([]float64, len(v.Args))
+	for i, a := range v.Args {
+		args[i] = fn.EvalUniform(a, h, t)
 	}
-	return Eval64(v.Op, x, y)
+	return lang.EvalN(v.Op.lang(), args...)
 }

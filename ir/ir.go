@@ -274,6 +274,11 @@ type Filter struct {
 	// (noise.StateNoise.Start): its finite-time gain, which assumes every
 	// state starts from its buffer, is not derived.
 	Start string
+	// Limit marks the limit, as t grows, of a time-varying filter (the
+	// filter itself is in Func.Varying): attenuation(State) is its steady
+	// value, and attenuation_t(State) is not this model's but the
+	// covariance the host follows step by step.
+	Limit bool
 	// Bounded marks the filter of a state that no attenuation names: it is
 	// checked only for growth, so a spectral radius of exactly 1 (an
 	// accumulator s = s + g, θ's own update) stays legal (Filter.Stable).

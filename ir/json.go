@@ -78,6 +78,7 @@ type filterJSON struct {
 	Expr      string     `json:"expr,omitempty"`
 	Stability []string   `json:"stability,omitempty"`
 	Bounded   bool       `json:"bounded,omitempty"`
+	Limit     bool       `json:"limit,omitempty"`
 	Start     string     `json:"start,omitempty"`
 }
 
@@ -140,7 +141,7 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 
 func encodeFilter(fl *Filter) filterJSON {
 	return filterJSON{State: fl.State, States: fl.States, Target: fl.Target,
-		Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability, Bounded: fl.Bounded, Start: fl.Start}
+		Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability, Bounded: fl.Bounded, Limit: fl.Limit, Start: fl.Start}
 }
 
 func encodeHyper(h Hyper) hyperJSON {
@@ -272,7 +273,7 @@ func decodeFilter(fj filterJSON) (*Filter, error) {
 		return nil, err
 	}
 	return &Filter{State: fj.State, States: fj.States, Target: fj.Target,
-		Model: model, Expr: fj.Expr, Stability: fj.Stability, Bounded: fj.Bounded, Start: fj.Start}, nil
+		Model: model, Expr: fj.Expr, Stability: fj.Stability, Bounded: fj.Bounded, Limit: fj.Limit, Start: fj.Start}, nil
 }
 
 // decodeBlock rebuilds a block; operands must refer to earlier values.

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -90,7 +91,9 @@ func (l *lowerer) filter(fn *ir.Func, s string, call *dsl.CallExpr) (*ir.Filter,
 	fl := fn.Filter(s)
 	if fl == nil {
 		fl = l.newFilter(fn, gain)
-		if err := fn.CheckFilter(fl, fn.DefaultHypers()); err != nil {
+		if err := fn.CheckFilter(fl, fn.DefaultHypers()); err != nil && fl.Limit {
+			l.errs.Addf(call.Pos(), "%s(%s) at the defaults: its coefficients change from step to step, and the filter of their limits as t grows has no steady value: %v%s", call.Fun.Name, s, err, follows(*l.stateNoise(s)))
+		} else if err != nil {
 			l.errs.Addf(call.Pos(), "%s(%s) at the defaults: %v", call.Fun.Name, s, err)
 		}
 	}
@@ -135,6 +138,8 @@ func (l *lowerer) gain(fn *ir.Func, s string) (*noise.Gain, error) {
 	for _, sn := range l.noise.States {
 		switch {
 		case sn.State != s:
+		case sn.Model == nil && sn.Varying != nil:
+			r.gain, r.err = SteadyGain(fn, l.noise, sn)
 		case sn.Model == nil:
 			r.err = fmt.Errorf("no linear filter with fixed coefficients carries the noise to %s: %s%s", s, sn.Why, noise.VaryingNote(sn))
 		default:
@@ -145,10 +150,42 @@ func (l *lowerer) gain(fn *ir.Func, s string) (*noise.Gain, error) {
 	return r.gain, r.err
 }
 
+// SteadyGain solves the limit as t grows of the time-varying model of
+// sn, a state of the noise analysis an of fn (steady.go), or says why it
+// has none.
+func SteadyGain(fn *ir.Func, an *noise.Analysis, sn noise.StateNoise) (*noise.Gain, error) {
+	l := &lowerer{noise: an}
+	m, symbols, err := l.steadyModel(fn, sn.Varying)
+	if err == nil {
+		err = l.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s, and %v%s", sn.Why, err, follows(sn))
+	}
+	g, err := noise.Solve(m, symbols)
+	if errors.Is(err, noise.ErrNoSteadyState) {
+		err = errors.New("it has an eigenvalue on the unit circle for every value of the hypers (the Lyapunov equation has no solution)")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s; the filter of its coefficients' limits as t grows has no steady value: %v%s", sn.Why, err, follows(sn))
+	}
+	return g, nil
+}
+
+// follows points from a time-varying filter's steady value to
+// attenuation_t, where the host follows it.
+func follows(sn noise.StateNoise) string {
+	if noise.VaryingNote(sn) == "" {
+		return ""
+	}
+	return fmt.Sprintf("; attenuation_t(%s) follows its variance exactly", sn.State)
+}
+
 // newFilter adds the Filter of a solved model to fn.
 func (l *lowerer) newFilter(fn *ir.Func, g *noise.Gain) *ir.Filter {
 	fl := l.addFilter(fn, g.Model, g.Symbols)
 	fl.Start = l.start(g.Model.State)
+	fl.Limit = l.stateNoise(g.Model.State).Varying != nil
 	fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
 	if x := ClosedForm(g); x != nil {
 		fl.Expr = dsl.ExprString(x)

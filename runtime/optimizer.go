@@ -540,7 +540,9 @@ type Attenuation struct {
 	Steady float64 `json:"steady"` // attenuation(state) at the current hypers
 	// Finite is attenuation_t(state) after the steps taken, 0 before the
 	// first; nil for a filter that starts otherwise at step 0 (a state
-	// declared `= g`: ir.Filter.Start), whose finite-time gain is not derived.
+	// declared `= g`: ir.Filter.Start), whose finite-time gain is not
+	// derived, and for a time-varying filter, whose Steady is its limit's
+	// (ir.Filter.Limit) and whose attenuation_t is a scalar of the step.
 	Finite *float64 `json:"finite"`
 }
 
@@ -556,7 +558,7 @@ func (o *Optimizer) Attenuations() []Attenuation {
 		}
 		steady, finite, _ := o.prog.Attenuation(fl.State, o.hypers, o.t-1)
 		a := Attenuation{State: fl.State, Steady: steady, Finite: &finite}
-		if fl.Start != "" {
+		if fl.Start != "" || fl.Limit {
 			a.Finite = nil
 		}
 		out = append(out, a)

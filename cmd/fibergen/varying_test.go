@@ -45,6 +45,10 @@ func varyingCovariance(beta, warmup float64, steps int) (mean, ll, ls, ss []floa
 // sum of them, which reads each at its step.
 func TestVaryingAttenuation(t *testing.T) {
 	var x struct {
+		Attenuation map[string]struct {
+			Value *float64
+			Limit string
+		}
 		Scalars []struct {
 			Name  string
 			Steps []struct {
@@ -91,6 +95,9 @@ func TestVaryingAttenuation(t *testing.T) {
 		}
 		if seen != len(want) {
 			t.Errorf("%v: explain shows %d of the %d scalars", set.args, seen, len(want))
+		}
+		if a := x.Attenuation["l"]; a.Value == nil || a.Limit == "" || math.Abs(*a.Value-ll[len(ll)-1]) > 1e-12 {
+			t.Errorf("%v: the tracker's steady attenuation is %+v, want a limit of %v, where attenuation_t(l) ends", set.args, a, ll[len(ll)-1])
 		}
 	}
 }

@@ -3,7 +3,9 @@
 // 1 / (t + 1), and an alpha-beta tracker whose gains follow a host scalar;
 // the host block reads the noise variance and the attenuations, of the
 // time-varying tracker (before the scalar its gains read is assigned) and
-// of a fixed EMA; attenuation_t(s) shares l's covariance scalars.
+// of a fixed EMA; attenuation_t(s) shares l's covariance scalars; the
+// tracker's gains settle when the warm-up ends, so attenuation(l) is the
+// steady value its attenuation_t tends to.
 // Tests: cmd/fibergen's TestVaryingAttenuation and TestRunVaryingBackends.
 optimizer varying
 
@@ -32,5 +34,5 @@ step {
 	l = p + (1 - b) * nu
 	s = s + (1 - b) * (1 - b) / 2 * nu
 	m = beta * m + (1 - beta) * g
-	theta = theta - lr * (avg / (1 + attenuation_t(avg)) + l * attenuation_t(l) + s * attenuation_t(s) + m * am / (1 + acc))
+	theta = theta - lr * (avg / (1 + attenuation_t(avg)) + l * attenuation_t(l) + s * attenuation_t(s) + m * am / (1 + acc) + l / (1 + attenuation(l)))
 }
