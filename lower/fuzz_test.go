@@ -33,6 +33,8 @@ var fuzzSeeds = []string{
 	"optimizer a\nhyper d = 0.5 in [0, 1)\nnoise {\n\tbuffer s\n\tu = 0.25 * s\n\tw = z - u\n\ts = d * s + z\n}\nstep {\n\ttheta = theta - g\n}\n",
 	"optimizer a\nhyper lr = 0.1\nstate m = 0\nstep {\n\tm = 0.9 * m + g\n\tn = norm(theta) + sum(m * g) / mean(g)\n\ttheta = theta - lr * n * m\n}\n",
 	"optimizer a\nstate m = g\nnoise {\n\tw = 2 * z\n}\nstep {\n\tm = 0.5 * m + g\n\ttheta = theta - m * attenuation(m)\n}\n",
+	"optimizer a\nhyper b = 0.5 in [0, 1)\nhyper w = 10 in [0, inf)\nscalar c = 0\nstate m = 0\nstep {\n\thost {\n\t\tc = b * min((t + 1) / max(w, 1), 1)\n\t}\n\tm = c * m + (1 - c) * g\n\ttheta = theta - m / (1 + attenuation(m) + attenuation_t(m))\n}\n",
+	"optimizer a\nhyper b = 0.9 in [0, 1)\nstate m = 0\nstep {\n\tm = select(t < 3, 0.1, b ** (t + 1)) * m + exp(-t) * g / (t + 1)\n\ttheta = theta - m * attenuation(m)\n}\n",
 }
 
 // fuzzValues are the coordinates the fuzz target runs a step on.

@@ -16,8 +16,9 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 		return l.fail(x.Pos(), "cannot lower call of %s", x.Fun.Name)
 	}
 	arg := l.expr(x.Args[0])
-	if arg.Uniform {
-		return l.fail(x.Pos(), "%s of a per-step uniform value", x.Fun.Name)
+	if arg.Uniform { // a state assigned a per-step value and read after it
+		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which holds a per-step value here, the same at every coordinate: a reduction is of a per-coordinate value", x.Fun.Name, dsl.ExprString(x.Args[0]))
+		return arg
 	}
 	if ir.ReadsReduction(arg) {
 		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which reads a norm, sum, mean, max or min: fibergen runs one reduction pass before the step, so a reduction cannot read another", x.Fun.Name, dsl.ExprString(x.Args[0]))

@@ -39,9 +39,6 @@ func (s span) below(t span) bool {
 	return s.hi < t.lo || s.hi == t.lo && (s.hiOpen || t.loOpen)
 }
 
-// inside reports whether every value of s lies strictly between -1 and 1.
-func (s span) insideUnit() bool { return s.below(point(1)) && point(-1).below(s) }
-
 func (s span) neg() span { return span{lo: -s.hi, hi: -s.lo, loOpen: s.hiOpen, hiOpen: s.loOpen} }
 
 func (s span) add(t span) span {

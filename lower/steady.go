@@ -356,9 +356,9 @@ func sameConst(x, y limit) bool {
 // power is x ** y where one of them changes forever.
 func (lm *limiter) power(x, y limit) limit {
 	switch {
-	case x.kind == finiteLimit && y.kind == finiteLimit && (x.at.positive() || isInteger(y)):
+	case x.kind == finiteLimit && y.kind == finiteLimit && (x.at.positive() || isInteger(y) && (y.x.Const >= 0 || x.at.negative())):
 		return lm.op(ir.OpPow, x, y)
-	case x.kind == finiteLimit && y.kind == plusInfinity && x.at.insideUnit():
+	case x.kind == finiteLimit && y.kind == plusInfinity && x.at.lo >= 0 && x.at.below(point(1)):
 		return lm.constant(0, false)
 	case x.kind == finiteLimit && y.kind == plusInfinity && x.settles && point(1).below(x.at):
 		return infinity(1)
@@ -367,7 +367,7 @@ func (lm *limiter) power(x, y limit) limit {
 	case x.kind == plusInfinity && y.kind == finiteLimit && y.at.negative():
 		return lm.constant(0, false)
 	}
-	return noLimit("fibergen derives the limit of a power only for a positive base, an integer exponent, or a base inside (-1, 1) or above 1 raised to a growing exponent")
+	return noLimit("fibergen derives the limit of a power only for a positive base, a whole exponent (not below 0 where the base may be 0), or a base in [0, 1) or above 1 raised to a growing exponent")
 }
 
 func isInteger(y limit) bool {

@@ -37,18 +37,35 @@ step {
 }
 `
 
-// TestReduceNested checks that a reduction of a value that reads another
-// is refused at the call, with nothing written.
-func TestReduceNested(t *testing.T) {
-	dir := t.TempDir()
-	src := writeFile(t, dir, "nested.dsl", []byte(nestedDSL))
-	r := runMain("build", src, "-o", filepath.Join(dir, "out"))
-	want := "nested.dsl:5:23: norm reduces u, which reads a norm, sum, mean, max or min: fibergen runs one reduction pass before the step, so a reduction cannot read another"
-	if r.code != 1 || !strings.Contains(r.stderr, want) {
-		t.Errorf("exit %d, stderr %q; want %q", r.code, r.stderr, want)
-	}
-	if exists(filepath.Join(dir, "out")) {
-		t.Error("build wrote output for a file with errors")
+// uniformStateDSL reduces a state that holds a per-step value where the
+// reduction reads it (found by FuzzCompile, which lowering once failed
+// on with an internal error).
+const uniformStateDSL = `optimizer flat
+hyper lr = 0.1 in [0, inf)
+state v = 0
+step {
+	v = lr
+	theta = theta - max(v) * g
+}
+`
+
+// TestReduceRefused checks that a reduction of a value that reads another,
+// or of a per-step value a state holds, is refused at the call, with
+// nothing written.
+func TestReduceRefused(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{nestedDSL, "x.dsl:5:23: norm reduces u, which reads a norm, sum, mean, max or min: fibergen runs one reduction pass before the step, so a reduction cannot read another"},
+		{uniformStateDSL, "x.dsl:6:18: max reduces v, which holds a per-step value here, the same at every coordinate: a reduction is of a per-coordinate value"},
+	} {
+		dir := t.TempDir()
+		src := writeFile(t, dir, "x.dsl", []byte(tt.src))
+		r := runMain("build", src, "-o", filepath.Join(dir, "out"))
+		if r.code != 1 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("exit %d, stderr %q; want %q", r.code, r.stderr, tt.want)
+		}
+		if exists(filepath.Join(dir, "out")) {
+			t.Error("build wrote output for a file with errors")
+		}
 	}
 }
 
