@@ -47,6 +47,7 @@ const (
 	finiteLimit limitKind = iota
 	plusInfinity
 	minusInfinity
+	noKnownLimit
 )
 
 // limit is what the rules know of a uniform value as t grows.
@@ -60,7 +61,9 @@ type limit struct {
 	why     string // non-empty: no limit is known, and why
 }
 
-func noLimit(format string, args ...any) limit { return limit{why: fmt.Sprintf(format, args...)} }
+func noLimit(format string, args ...any) limit {
+	return limit{kind: noKnownLimit, why: fmt.Sprintf(format, args...)}
+}
 
 func infinity(sign int) limit {
 	if sign < 0 {
@@ -140,6 +143,11 @@ func (lm *limiter) derive(v *ir.Value) limit {
 	if x, ok := lm.settled(v.Op, args); ok {
 		return x
 	}
+	for _, a := range args { // the rules below take finite limits for numbers
+		if a.kind == finiteLimit && !a.at.finite() {
+			return noLimit("an operand's limit %s may be infinite or NaN at some setting of the hypers in their ranges", ir.ExprString(a.x))
+		}
+	}
 	return lm.rule(v, args)
 }
 
@@ -153,7 +161,11 @@ func (lm *limiter) finite(x *ir.Value, at span, settles bool) limit {
 	return limit{kind: finiteLimit, x: x, at: at, settles: settles}
 }
 
+// constant is the limit c; one that is not a finite number is none.
 func (lm *limiter) constant(c float64, settles bool) limit {
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return noLimit("its limit is %v", c)
+	}
 	return lm.finite(lm.b.NewValue(ir.OpConst, ir.F64, true), point(c), settles).withConst(c)
 }
 
@@ -358,7 +370,7 @@ func (lm *limiter) power(x, y limit) limit {
 	switch {
 	case x.kind == finiteLimit && y.kind == finiteLimit && (x.at.positive() || isInteger(y) && (y.x.Const >= 0 || x.at.negative())):
 		return lm.op(ir.OpPow, x, y)
-	case x.kind == finiteLimit && y.kind == plusInfinity && x.at.lo >= 0 && x.at.below(point(1)):
+	case x.kind == finiteLimit && y.kind == plusInfinity && (x.at.positive() || x.settles && x.at.lo >= 0) && x.at.below(point(1)):
 		return lm.constant(0, false)
 	case x.kind == finiteLimit && y.kind == plusInfinity && x.settles && point(1).below(x.at):
 		return infinity(1)
@@ -400,8 +412,8 @@ func continuousAt(op ir.Op, at span) bool {
 		return true
 	case ir.OpLog:
 		return at.positive()
-	case ir.OpSqrt:
-		return at.lo >= 0
+	case ir.OpSqrt: // at 0, values below it would give NaN
+		return at.positive()
 	}
 	return false
 }

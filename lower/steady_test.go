@@ -124,6 +124,12 @@ func TestSteadyValueRefused(t *testing.T) {
 		{"a sum over the steps", "acc = acc + 1", "x = x / (acc + 1) + g", []string{"scalar acc reads its own value at the step before"}},
 		{"a sign the ranges leave open", "", "x = 0.5 * x + min(k * t, 1) * g", []string{"non-zero, of one sign"}},
 		{"a running mean: its limit is an integrator", "", "x = (1 - 1 / (t + 1)) * x + g / (t + 1)", []string{"attenuation(x)"}},
+		// Found by review: each once gave a steady value the float64
+		// recursion does not reach at some setting in the ranges.
+		{"sqrt of values below 0 that tend to 0", "", "x = select(sqrt(-1 / (t + 1)) > -1, 0.5, 0.25) * x + g", []string{"no limit of sqrt"}},
+		{"a limit that is -Inf at beta = 0", "", "x = 0.5 * x + exp(log(beta) / (t + 1)) * g", []string{"log(beta) may be infinite or NaN"}},
+		{"a limit that overflows", "", "x = 0.5 * x + exp(710 - 700 / (t + 1)) * g", []string{"its limit is +Inf"}},
+		{"a base below 0 raised to a growing exponent", "", "x = select((-0.5) ** (t + 0.5) < 1, 0.5, 0.25) * x + g", []string{"limit of a power"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package noise
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/poly"
@@ -39,6 +40,9 @@ func (a *noiseAnalyzer) uniformCoef(v *ir.Value) coef {
 		a.uniformCoef(x)
 	}
 	c := a.coefOf(v)
+	if v.Op == ir.OpConst && (math.IsNaN(v.Const) || math.IsInf(v.Const, 0)) {
+		c = coef{moving: "is not a finite number"} // decimalRat would read it as 0
+	}
 	a.forms[v] = form{kind: uniformForm, c: c}
 	return c
 }
