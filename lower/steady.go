@@ -121,7 +121,7 @@ func (lm *limiter) limitOf(v *ir.Value) limit {
 func (lm *limiter) derive(v *ir.Value) limit {
 	switch v.Op {
 	case ir.OpConst:
-		return lm.finite(lm.b.NewValue(ir.OpConst, ir.F64, true), point(v.Const), true).withConst(v.Const)
+		return lm.constant(v.Const, true)
 	case ir.OpHyper:
 		h := lm.b.NewValue(ir.OpHyper, ir.F64, true)
 		h.Name = v.Name
@@ -151,12 +151,6 @@ func (lm *limiter) derive(v *ir.Value) limit {
 	return lm.rule(v, args)
 }
 
-// withConst makes x's block value the constant c.
-func (x limit) withConst(c float64) limit {
-	x.x.Const = c
-	return x
-}
-
 func (lm *limiter) finite(x *ir.Value, at span, settles bool) limit {
 	return limit{kind: finiteLimit, x: x, at: at, settles: settles}
 }
@@ -166,7 +160,9 @@ func (lm *limiter) constant(c float64, settles bool) limit {
 	if math.IsNaN(c) || math.IsInf(c, 0) {
 		return noLimit("its limit is %v", c)
 	}
-	return lm.finite(lm.b.NewValue(ir.OpConst, ir.F64, true), point(c), settles).withConst(c)
+	x := lm.b.NewValue(ir.OpConst, ir.F64, true)
+	x.Const = c
+	return lm.finite(x, point(c), settles)
 }
 
 // op builds op over the finite limits args.
