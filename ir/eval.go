@@ -73,9 +73,9 @@ func (fn *Func) EvalUniform(v *Value, h []float64, t float64) float64 {
 	if v.Op.Arity() == 0 {
 		return math.NaN()
 	}
-	args := make([]float64, len(v.Args))
+	var args [3]float64 // select's three operands at most
 	for i, a := range v.Args {
 		args[i] = fn.EvalUniform(a, h, t)
 	}
-	return lang.EvalN(v.Op.lang(), args...)
+	return lang.EvalN(v.Op.lang(), args[:len(v.Args)]...)
 }

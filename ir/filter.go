@@ -190,6 +190,12 @@ func (fl *Filter) UnstableFormat(setting string) string {
 	return msg
 }
 
+// HasFiniteGain reports whether fl's model has the finite-time gain of
+// its state, attenuation_t: not for a filter that starts otherwise at
+// step 0 (Start), nor for the limit of a time-varying one (Limit), whose
+// attenuation_t is the covariance the host follows.
+func (fl *Filter) HasFiniteGain() bool { return fl.Start == "" && !fl.Limit }
+
 // Over reports whether fl is a filter over the set states, in any order.
 func (fl *Filter) Over(states []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(fl.States)), slices.Sorted(slices.Values(states)))

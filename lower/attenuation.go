@@ -91,10 +91,12 @@ func (l *lowerer) filter(fn *ir.Func, s string, call *dsl.CallExpr) (*ir.Filter,
 	fl := fn.Filter(s)
 	if fl == nil {
 		fl = l.newFilter(fn, gain)
-		if err := fn.CheckFilter(fl, fn.DefaultHypers()); err != nil && fl.Limit {
-			l.errs.Addf(call.Pos(), "%s(%s) at the defaults: its coefficients change from step to step, and the filter of their limits as t grows has no steady value: %v%s", call.Fun.Name, s, err, follows(*l.stateNoise(s)))
-		} else if err != nil {
-			l.errs.Addf(call.Pos(), "%s(%s) at the defaults: %v", call.Fun.Name, s, err)
+		if err := fn.CheckFilter(fl, fn.DefaultHypers()); err != nil {
+			msg := err.Error()
+			if fl.Limit {
+				msg = "its coefficients change from step to step, and the filter of their limits as t grows has no steady value: " + msg + follows(*l.stateNoise(s))
+			}
+			l.errs.Addf(call.Pos(), "%s(%s) at the defaults: %s", call.Fun.Name, s, msg)
 		}
 	}
 	return fl, closed
@@ -185,7 +187,8 @@ func follows(sn noise.StateNoise) string {
 func (l *lowerer) newFilter(fn *ir.Func, g *noise.Gain) *ir.Filter {
 	fl := l.addFilter(fn, g.Model, g.Symbols)
 	fl.Start = l.start(g.Model.State)
-	fl.Limit = l.stateNoise(g.Model.State).Varying != nil
+	sn := l.stateNoise(g.Model.State)
+	fl.Limit = sn != nil && sn.Model == nil && sn.Varying != nil
 	fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
 	if x := ClosedForm(g); x != nil {
 		fl.Expr = dsl.ExprString(x)

@@ -111,30 +111,46 @@ func TestAttenuations(t *testing.T) {
 	}
 }
 
-// TestAttenuationsOfAStart checks that a filter started from g reports its
-// steady attenuation and no finite-time one, which assumes a start from
-// the buffer.
-func TestAttenuationsOfAStart(t *testing.T) {
-	src := []byte("optimizer started\nhyper k = 0.6 in (0, 1]\nstate gt = g\n" +
-		"step {\n\tgt = (1 - k) * gt + k * g\n\ttheta = theta - 0.1 * gt * (1 + 0 * attenuation(gt))\n}\n")
-	u, errs, err := pipeline.Compile("started.dsl", src)
+// TestAttenuationsWithoutFinite checks that a filter started from g, and
+// the limit of a time-varying one, report their steady attenuation and no
+// finite-time one: the first assumes a start from the buffer, the second
+// is the covariance the host follows in attenuation_t's scalars.
+func TestAttenuationsWithoutFinite(t *testing.T) {
+	for _, tt := range []struct {
+		name, decls, update string
+		steady              float64
+	}{
+		{"started", "state gt = g", "gt = (1 - k) * gt + k * g", 0.6 / 1.4},
+		{"varying", "state gt = 0", "gt = (1 - k) * select(t < 5, 0.5, 1) * gt + k * g", 0.6 / 1.4},
+	} {
+		src := []byte("optimizer " + tt.name + "\nhyper k = 0.6 in (0, 1]\n" + tt.decls + "\n" +
+			"step {\n\t" + tt.update + "\n\ttheta = theta - 0.1 * gt * (1 + 0 * attenuation(gt))\n}\n")
+		got := openManifestOnly(t, tt.name, src).Attenuations()
+		if len(got) != 1 || got[0].State != "gt" || math.Abs(got[0].Steady-tt.steady) > 1e-15 || got[0].Finite != nil {
+			t.Errorf("%s: got %+v, want gt, steady %v, no finite", tt.name, got, tt.steady)
+		}
+	}
+}
+
+// openManifestOnly compiles src and opens it on the go backend, which
+// reads the manifest alone.
+func openManifestOnly(t *testing.T, name string, src []byte) *runtime.Optimizer {
+	t.Helper()
+	u, errs, err := pipeline.Compile(name+".dsl", src)
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("%v %v", errs, err)
 	}
-	dir := filepath.Join(t.TempDir(), "started") // the go backend reads the manifest alone
+	dir := filepath.Join(t.TempDir(), name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "started.json"), u.Manifest, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), u.Manifest, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o, err := runtime.Open(dir, runtime.Options{Backend: runtime.Go})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Close()
-	got := o.Attenuations()
-	if len(got) != 1 || got[0].State != "gt" || math.Abs(got[0].Steady-0.6/1.4) > 1e-15 || got[0].Finite != nil {
-		t.Errorf("got %+v, want gt, steady 0.6/1.4, no finite", got)
-	}
+	t.Cleanup(func() { o.Close() })
+	return o
 }

@@ -558,7 +558,7 @@ func (o *Optimizer) Attenuations() []Attenuation {
 		}
 		steady, finite, _ := o.prog.Attenuation(fl.State, o.hypers, o.t-1)
 		a := Attenuation{State: fl.State, Steady: steady, Finite: &finite}
-		if fl.Start != "" || fl.Limit {
+		if !fl.HasFiniteGain() {
 			a.Finite = nil
 		}
 		out = append(out, a)

@@ -95,14 +95,14 @@ func (p *Program) Observe(h []float64, t int) []float64 {
 // Attenuation returns what attenuation(state) and attenuation_t(state)
 // compute at hypers h: the steady-state DP-noise attenuation of the state's
 // filter and the finite-time one after the noise of steps 0..t (0 for t < 0,
-// before any noise). ok is false where no attenuation names the state
-// (Func.Filters).
+// before any noise, and where the filter has none: ir.Filter.HasFiniteGain).
+// ok is false where no attenuation names the state (Func.Filters).
 func (p *Program) Attenuation(state string, h []float64, t int) (steady, finite float64, ok bool) {
 	fl := p.Func.Filter(state)
 	if fl == nil {
 		return 0, 0, false
 	}
-	if t >= 0 {
+	if t >= 0 && fl.HasFiniteGain() {
 		finite = p.step.gains.finiteGain(fl, h, t)
 	}
 	return p.step.gains.steadyGain(fl, h), finite, true
