@@ -14,7 +14,11 @@
 # dp_adamw_bf16 and, built for bfloat16 parameters (bin/gpu/generated-bf16), dp_adamw, dp_adamw_bf16
 # and fiber_bf16 (JSON: step and device-to-device copy bandwidth of the same run), and, where
 # Python can import torch, scripts/torch_adamw.py at the same sizes (float32 and bfloat16) and the PyTorch binding's
-# CUDA tests (python/tests/test_cuda.py, on bin/gpu/libfibergen.so and bin/gpu/generated).
+# CUDA tests (python/tests/test_cuda.py, on bin/gpu/libfibergen.so and bin/gpu/generated), and
+# blt_sgd and blt_adam's step (issue 33).
+# With GPU_CHECK_BUDGET=S the whole run gets S seconds: each check is given what is left and a
+# check that finds none is reported SKIPPED (a device session's time is short; the checks are in
+# order of what a failure would cost). Each line gives the check's time.
 # docs/benchmarks.md says how to record the results.
 set -uo pipefail
 
@@ -27,15 +31,22 @@ for f in cudadrv.test runtime.test tests.test fibergen libfibergen.so; do
 done
 export FIBERGEN_REQUIRE_CUDA=1
 failed=0
+deadline=$(($(date +%s) + ${GPU_CHECK_BUDGET:-86400}))
 
-# check NAME DIR CMD...: runs CMD in DIR, its output in OUTDIR/NAME.log.
+# check NAME DIR CMD...: runs CMD in DIR, its output in OUTDIR/NAME.log, in the time left.
 check() {
-	local name=$1 dir=$2
+	local name=$1 dir=$2 left=$((deadline - $(date +%s))) t0
 	shift 2
-	if (cd "$dir" && "$@") >"$out/$name.log" 2>&1; then
-		echo "ok      $name"
+	if [ "$left" -le 5 ]; then
+		echo "SKIPPED $name (GPU_CHECK_BUDGET spent)"
+		failed=1
+		return
+	fi
+	t0=$(date +%s)
+	if (cd "$dir" && timeout "$left" "$@") >"$out/$name.log" 2>&1; then
+		echo "ok      $name ($(($(date +%s) - t0)) s)"
 	else
-		echo "FAILED  $name (exit $?; $out/$name.log)"
+		echo "FAILED  $name (exit $?, $(($(date +%s) - t0)) s; $out/$name.log)"
 		failed=1
 	fi
 }
@@ -44,13 +55,20 @@ check() {
 check cudadrv "$root/runtime/cudadrv" "$bin/cudadrv.test" -test.v -test.timeout 30m
 check runtime-cuda "$root/runtime" env FIBERGEN_GENERATED="$bin/generated" "$bin/runtime.test" -test.run 'CUDA|StepDevice|Shard' -test.v -test.timeout 30m
 check kernels-gpu "$root/tests" "$bin/tests.test" -test.run 'GPU' -test.v -test.timeout 60m
+if python3 -c 'import torch, pytest' 2>/dev/null; then
+	check torch-binding-cuda "$root" env FIBERGEN_LIB="$bin/libfibergen.so" FIBERGEN_BIN="$bin/fibergen" FIBERGEN_GENERATED="$bin/generated" \
+		python3 -m pytest -v -p no:cacheprovider python/tests/test_cuda.py
+else
+	echo "FAILED  torch-binding-cuda (python3 cannot import torch and pytest)"
+	failed=1
+fi
 for n in 64M 256M; do
 	for o in fiber dp_adamw dp_sgd; do
 		for mode in philox secure; do # issue 37: secure within 1.3x of philox, same run
 			check "bench-$o-$n-$mode" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --noise-mode "$mode" --json
 		done
 	done
-	for o in lamb lars; do # issue 34: the reduction pass before the step
+	for o in lamb lars blt_sgd blt_adam; do # issue 34: the reduction pass before the step; issue 33: noise buffers
 		check "bench-$o-$n-philox" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --json
 	done
 	for o in dp_adamw dp_adamw_bf16 fiber_bf16; do # issue 35: bfloat16 states and parameters (built with --params bf16)
@@ -62,11 +80,4 @@ for n in 64M 256M; do
 		check "torch-adamw-bf16-$n" "$root" python3 scripts/torch_adamw.py --n "$n" --steps 50 --dtype bfloat16 --json
 	fi
 done
-if python3 -c 'import torch, pytest' 2>/dev/null; then
-	check torch-binding-cuda "$root" env FIBERGEN_LIB="$bin/libfibergen.so" FIBERGEN_BIN="$bin/fibergen" FIBERGEN_GENERATED="$bin/generated" \
-		python3 -m pytest -v -p no:cacheprovider python/tests/test_cuda.py
-else
-	echo "FAILED  torch-binding-cuda (python3 cannot import torch and pytest)"
-	failed=1
-fi
 exit $failed

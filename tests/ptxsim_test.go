@@ -251,12 +251,22 @@ func firstLine(s string) string {
 	return line
 }
 
-// BenchmarkPTXSim times fiber's step kernel on the simulator over 2^16
-// coordinates with noise: coordinates and PTX instructions per second of
-// one core (docs/benchmarks.md).
+// BenchmarkPTXSim times step kernels on the simulator over 2^16
+// coordinates with noise in both modes: coordinates and PTX instructions
+// per second of one core, and the instructions a coordinate costs — what
+// bounds a step on a GPU whose memory outruns its issue rate
+// (docs/benchmarks.md). The 16-bit optimizers run on float32-sized
+// buffers: their code has no branch on the values, so the count holds.
 func BenchmarkPTXSim(b *testing.B) {
+	for _, name := range []string{"fiber", "dp_adamw", "dp_adamw_bf16", "dp_sgd", "blt_sgd"} {
+		for _, mode := range []rng.Mode{rng.Philox, rng.Secure} {
+			b.Run(name+"/"+mode.String(), func(b *testing.B) { benchPTXSim(b, optimizerNamed(name), mode) })
+		}
+	}
+}
+
+func benchPTXSim(b *testing.B, opt *optimizer, mode rng.Mode) {
 	run, sim := simRun(b, cudasim.Config{})
-	opt := optimizerNamed("fiber")
 	k := loadGPUKernel(b, run.ctx, opt)
 	const n = 1 << 16
 	_, bufs := kernelBuffers(b, opt, kernelCase{n: n})
@@ -268,7 +278,7 @@ func BenchmarkPTXSim(b *testing.B) {
 	_, scalars := ref.scalars(0, 1e-4)
 	b.ResetTimer()
 	for i := range b.N {
-		rg := hostkernel.Range{Hi: n, Seed: 1, Step: uint32(i), Noise: 1}
+		rg := hostkernel.Range{Hi: n, Seed: 1, Step: uint32(i), Noise: uint32(mode)}
 		if err := k.launch(b, dev, scalars, n, rg, [2]int{256, 0}); err != nil {
 			b.Fatal(err)
 		}
