@@ -3,6 +3,7 @@ package corrnoise
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // DenseSteps is the most steps OptimalDense takes: each of its iterations
@@ -10,15 +11,19 @@ import (
 const DenseSteps = 120
 
 // Dense is the optimal dense factorization of the prefix sums under its
-// participation and its mean loss (sens² × mean error).
+// participation for its objective, and its losses (sens² × error).
 type Dense struct {
-	Steps          int     `json:"steps"`
-	MinSep         int     `json:"min_sep"`
-	Participations int     `json:"participations"`
-	MeanLoss       float64 `json:"mean_loss"`
-	// LowerBound is a lower bound on the mean loss of every factorization
-	// under the participation (a dual value): MeanLoss − LowerBound bounds
-	// how far MeanLoss is from the optimum.
+	Steps          int       `json:"steps"`
+	MinSep         int       `json:"min_sep"`
+	Participations int       `json:"participations"`
+	Objective      Objective `json:"objective"`
+	MeanLoss       float64   `json:"mean_loss"`
+	// MaxLoss is the max loss of the factorization found for the max
+	// objective (OptimalDenseEpochsMax), else 0.
+	MaxLoss float64 `json:"max_loss,omitempty"`
+	// LowerBound is a lower bound on the objective's loss of every
+	// factorization under the participation (a dual value): the loss
+	// minus LowerBound bounds how far the loss is from the optimum.
 	LowerBound float64 `json:"lower_bound"`
 	Iterations int     `json:"iterations"`
 }
@@ -67,7 +72,7 @@ func OptimalDense(n int) (Dense, error) {
 		worst = math.Max(worst, diag[i]/lambda[i])
 		sum += lambda[i]
 	}
-	return Dense{Steps: n, MinSep: n, Participations: 1, MeanLoss: worst * trace / float64(n),
+	return Dense{Steps: n, MinSep: n, Participations: 1, Objective: Mean, MeanLoss: worst * trace / float64(n),
 		LowerBound: trace * trace / (sum * float64(n)), Iterations: it}, nil
 }
 
@@ -183,17 +188,41 @@ func frobenius(a [][]float64) float64 {
 	return s
 }
 
-// denseFor returns the dense optimum Design reports next to a design of n
-// steps at minimum separation b: for the mean objective and at most
-// DenseSteps steps, OptimalDenseEpochs (b = n is one participation); else
-// nil.
-func denseFor(n, b int, o Objective) *Dense {
-	if o != Mean || n > DenseSteps {
-		return nil
+// Loss returns the loss of its objective.
+func (d Dense) Loss() float64 {
+	if d.Objective == Max {
+		return d.MaxLoss
 	}
-	d, err := OptimalDenseEpochs(n, b)
-	if err != nil {
-		return nil
+	return d.MeanLoss
+}
+
+// denseFor returns the dense optimum Design reports next to a design of n
+// steps at minimum separation b for the objective o, at most DenseSteps
+// steps: OptimalDenseEpochs or OptimalDenseEpochsMax (b = n is one
+// participation); else nil. The optima are deterministic and the max one
+// takes seconds, so each is computed once a process (designs of 1…d
+// buffers at one setting share it).
+func denseFor(n, b int, o Objective) *Dense {
+	optimum := OptimalDenseEpochs
+	if o == Max {
+		optimum = OptimalDenseEpochsMax
+	}
+	key := [3]int{n, b, int(o)}
+	denseMemo.Lock()
+	defer denseMemo.Unlock()
+	d, ok := denseMemo.m[key]
+	if !ok {
+		var err error
+		if d, err = optimum(n, b); err != nil {
+			return nil
+		}
+		denseMemo.m[key] = d
 	}
 	return &d
 }
+
+// denseMemo holds the optima denseFor has computed.
+var denseMemo = struct {
+	sync.Mutex
+	m map[[3]int]Dense
+}{m: map[[3]int]Dense{}}

@@ -25,6 +25,15 @@ func (o Objective) String() string {
 	return fmt.Sprintf("Objective(%d)", int(o))
 }
 
+// MarshalText writes "max" or "mean".
+func (o Objective) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// UnmarshalText reads "max" or "mean".
+func (o *Objective) UnmarshalText(b []byte) (err error) {
+	*o, err = ParseObjective(string(b))
+	return err
+}
+
 // ParseObjective reads "max" or "mean".
 func ParseObjective(s string) (Objective, error) {
 	for _, o := range []Objective{Max, Mean} {
@@ -56,9 +65,10 @@ type Mechanism struct {
 	Strategy BLT  `json:"strategy"`
 	Loss     Loss `json:"loss"`
 	DPSGD    Loss `json:"dp_sgd"`
-	// Dense is the optimal dense factorization's mean loss where Design
-	// computes it (OptimalDenseEpochs over fixed epochs of MinSep steps;
-	// MinSep = Steps is one participation), else nil.
+	// Dense is the optimal dense factorization for the objective where
+	// Design computes it (at most DenseSteps steps: OptimalDenseEpochs or
+	// OptimalDenseEpochsMax over fixed epochs of MinSep steps; MinSep =
+	// Steps is one participation), else nil.
 	Dense *Dense `json:"dense,omitempty"`
 }
 

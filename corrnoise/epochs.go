@@ -2,6 +2,7 @@ package corrnoise
 
 import (
 	"math"
+	"slices"
 )
 
 // OptimalDenseEpochs returns the factorization A = B C over n steps that
@@ -31,24 +32,31 @@ func OptimalDenseEpochs(n, b int) (Dense, error) {
 		return Dense{}, err
 	}
 	s := solveEpochs(n, b)
-	return Dense{Steps: n, MinSep: b, Participations: k, MeanLoss: s.loss, LowerBound: s.bound, Iterations: s.iterations}, nil
+	return Dense{Steps: n, MinSep: b, Participations: k, Objective: Mean, MeanLoss: s.loss, LowerBound: s.bound, Iterations: s.iterations}, nil
 }
 
 // epochSolution is the X that solveEpochs reaches (row-major, n×n, unit
 // sensitivity), its mean loss and the lower bound the dual gives.
 type epochSolution struct {
-	x           []float64
-	loss, bound float64
-	iterations  int
+	x                []float64
+	loss, max, bound float64
+	iterations       int
 }
 
-// epochs is the problem of n steps in cycles of b.
-type epochs struct{ n, b int }
+// epochs is the problem of n steps in cycles of b: the mean loss; with
+// root, the mean loss weighted by root_i² on row i of the workload; with
+// mu > 0, the smooth maximum of the rows' losses at μ
+// (OptimalDenseEpochsMax).
+type epochs struct {
+	n, b int
+	root []float64
+	mu   float64
+}
 
 // solveEpochs runs the search and rescales its X to unit sensitivity.
 func solveEpochs(n, b int) epochSolution {
-	e := epochs{n, b}
-	x, it := lbfgs(e, e.start())
+	e := epochs{n: n, b: b}
+	x, it := lbfgs(e, e.start(), lbfgsIterations)
 	e.enforce(x)
 	f, h, _ := e.evaluate(x)
 	return epochSolution{x: x, loss: f / float64(n), bound: e.bound(h), iterations: it}
@@ -111,7 +119,10 @@ func (e epochs) zeroTogether(x []float64) []float64 {
 // evaluate returns tr(AᵀA X⁻¹) and H = X⁻¹Aᵀ (row-major), ok false where
 // x is not positive definite. With X = LLᵀ, W = L⁻¹Aᵀ holds the running
 // sums of L⁻¹'s columns (Aᵀ's column j is 1 on rows 0…j), tr(AᵀA X⁻¹) =
-// ‖W‖², H = L⁻ᵀW.
+// ‖W‖², H = L⁻ᵀW. With weights, A is the workload with its row j scaled
+// by root_j, and so is W's column j; with μ, the loss is the smooth
+// maximum of W's columns' squared norms ℓ_j and column j is scaled by
+// √softmax(ℓ/μ)_j, the loss's gradient being −HHᵀ still.
 func (e epochs) evaluate(x []float64) (f float64, h []float64, ok bool) {
 	n := e.n
 	l, ok := cholesky(x, n)
@@ -124,8 +135,8 @@ func (e epochs) evaluate(x []float64) (f float64, h []float64, ok bool) {
 		for j := 1; j < n; j++ {
 			w[i*n+j] += w[i*n+j-1]
 		}
-		f += sumSquares(w[i*n : i*n+n])
 	}
+	f = e.weigh(w)
 	h = make([]float64, n*n)
 	for m := range n { // row i of H = (L⁻¹)ᵀW is Σ_{m≥i} (L⁻¹)_mi W_m
 		for i := 0; i <= m; i++ {
@@ -135,6 +146,43 @@ func (e epochs) evaluate(x []float64) (f float64, h []float64, ok bool) {
 		}
 	}
 	return f, h, !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+// weigh scales the columns of w = L⁻¹Aᵀ by the problem's weights, in
+// place, and returns the loss.
+func (e epochs) weigh(w []float64) float64 {
+	n := e.n
+	root := e.root
+	var f float64
+	if e.mu > 0 {
+		loss := make([]float64, n)
+		for i := range n {
+			for j := range n {
+				loss[j] += w[i*n+j] * w[i*n+j]
+			}
+		}
+		top, sum := slices.Max(loss), 0.0
+		root = make([]float64, n)
+		for j, l := range loss {
+			root[j] = math.Exp((l - top) / e.mu)
+			sum += root[j]
+		}
+		for j := range root {
+			root[j] = math.Sqrt(root[j] / sum)
+		}
+		f = top + e.mu*math.Log(sum)
+	}
+	for i := range n {
+		if root != nil {
+			for j := range n {
+				w[i*n+j] *= root[j]
+			}
+		}
+		if e.mu == 0 {
+			f += sumSquares(w[i*n : i*n+n])
+		}
+	}
+	return f
 }
 
 // gradient returns the gradient of tr(AᵀA X⁻¹), −HHᵀ, projected.
@@ -232,7 +280,15 @@ func (e epochs) bound(h []float64) float64 {
 	for p := range e.b {
 		total += e.raiseDiagonal(u, p)
 	}
-	_, t := sqrtDiag(prefixSandwich(u, n))
+	m := prefixSandwich(u, n)
+	if e.root != nil {
+		for i := range m {
+			for j := range m[i] {
+				m[i][j] *= e.root[i] * e.root[j]
+			}
+		}
+	}
+	_, t := sqrtDiag(m)
 	return t * t / (total * float64(n))
 }
 

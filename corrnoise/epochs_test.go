@@ -239,5 +239,8 @@ func TestOptimalDenseEpochsBadInput(t *testing.T) {
 		if _, err := OptimalDenseEpochs(c.n, c.b); err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("OptimalDenseEpochs(%d, %d): %v, want %q", c.n, c.b, err, c.msg)
 		}
+		if _, err := OptimalDenseEpochsMax(c.n, c.b); err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("OptimalDenseEpochsMax(%d, %d): %v, want %q", c.n, c.b, err, c.msg)
+		}
 	}
 }

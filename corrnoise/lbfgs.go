@@ -22,13 +22,13 @@ type step struct {
 // affine space: limited-memory BFGS (Nocedal & Wright 2006, Algorithm
 // 7.4) on projected gradients, every direction in the tangent space, with
 // a backtracking line search that keeps X positive definite. It returns
-// the X reached and the iterations run.
-func lbfgs(e epochs, x []float64) ([]float64, int) {
+// the X reached and the iterations run, at most limit.
+func lbfgs(e epochs, x []float64, limit int) ([]float64, int) {
 	f, h, _ := e.evaluate(x)
 	g := e.gradient(h)
 	var mem []step
 	stalled, it := 0, 0
-	for it < lbfgsIterations && stalled < 3 {
+	for it < limit && stalled < 3 {
 		it++
 		xn, fn, hn, ok := e.lineSearch(x, f, g, direction(g, mem, x))
 		if !ok {

@@ -32,19 +32,23 @@ func tableRow(n, b, d int) (string, error) {
 	}
 	return fmt.Sprintf("| %d | %d | %d | %d | %d/%d | %.6g | %.6g | %.5g | %.6g | %.6g | %.5g | %s |\n",
 		n, b, mx.Participations, d, mx.Buffers, mean.Buffers, mx.Loss.Max(), mx.DPSGD.Max(), mx.Ratio(),
-		mean.Loss.Mean(), mean.DPSGD.Mean(), mean.Ratio(), reference(n, b, mean)), nil
+		mean.Loss.Mean(), mean.DPSGD.Mean(), mean.Ratio(), reference(n, b, mx, mean)), nil
 }
 
 // reference is the row's comparison: under one participation, the square
 // root factorization's max loss; where computed, the optimal dense
-// factorization's mean loss (under several participations, fixed epochs).
-func reference(n, b int, mean Mechanism) string {
+// factorizations' max and mean losses (under several participations,
+// fixed epochs).
+func reference(n, b int, mx, mean Mechanism) string {
 	var parts []string
 	if b == n {
 		f := sqrtCoefficients(n)
 		inv, _ := Inverse(f)
 		l, _ := Evaluate(f, inv, n, n)
 		parts = append(parts, fmt.Sprintf("sqrt max %.6g, mean %.6g", l.Max(), l.Mean()))
+	}
+	if mx.Dense != nil {
+		parts = append(parts, fmt.Sprintf("dense max %.6g", mx.Dense.MaxLoss))
 	}
 	if mean.Dense != nil {
 		parts = append(parts, fmt.Sprintf("dense mean %.6g", mean.Dense.MeanLoss))

@@ -185,17 +185,23 @@ func printMechanism(w io.Writer, m corrnoise.Mechanism) {
 	printShipped(w, m.Noise)
 }
 
-// printDense prints the optimal dense factorization's mean loss where the
-// design has it, and the design's mean loss over it.
+// printDense prints the optimal dense factorization's loss for the
+// objective where the design has it, what bounds it from below (the max
+// is found to a gap), and the design's loss over it.
 func printDense(w io.Writer, m corrnoise.Mechanism) {
-	if m.Dense == nil {
+	d := m.Dense
+	if d == nil {
 		return
 	}
 	schema := "one participation, Denisov et al. 2022"
-	if m.Dense.Participations > 1 {
-		schema = fmt.Sprintf("%d participations, fixed epochs of %d steps, Choquette-Choo et al. 2023", m.Dense.Participations, m.Dense.MinSep)
+	if d.Participations > 1 {
+		schema = fmt.Sprintf("%d participations, fixed epochs of %d steps, Choquette-Choo et al. 2023", d.Participations, d.MinSep)
 	}
-	fmt.Fprintf(w, "optimal dense factorization (%s): mean %.6g, ratio %.4g\n", schema, m.Dense.MeanLoss, m.Loss.Mean()/m.Dense.MeanLoss)
+	bound := ""
+	if d.Objective == corrnoise.Max {
+		bound = fmt.Sprintf(" (the optimum is at least %.6g)", d.LowerBound)
+	}
+	fmt.Fprintf(w, "optimal dense factorization (%s): %s %.6g%s, ratio %.4g\n", schema, d.Objective, d.Loss(), bound, m.Loss.Of(m.Objective)/d.Loss())
 }
 
 // floats spells xs as [a b c] with %.9g.
