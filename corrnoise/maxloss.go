@@ -40,42 +40,86 @@ const (
 	maxLossStages = 24
 	maxLossShrink = 4
 	maxLossStage  = 1000 // iterations of L-BFGS in a stage, at most
+	maxLossPolish = 3000 // and in the polish
 )
 
 // solveEpochsMax runs the stages from the mean optimum, μ starting at a
-// sixteenth of its max loss.
+// sixteenth of its max loss, then polishes the bound.
 func solveEpochsMax(n, b int) epochSolution {
 	e := epochs{n: n, b: b}
 	x, it := lbfgs(e, e.start(), lbfgsIterations)
 	e.enforce(x)
 	best := epochSolution{max: math.Inf(1), iterations: it}
+	var weights []float64 // the stage's whose bound is best
 	e.mu = slices.Max(rowLosses(x, n)) / 16
 	for range maxLossStages {
 		x, it = lbfgs(e, x, maxLossStage)
 		e.enforce(x)
 		best.iterations += it
 		loss := rowLosses(x, n)
-		if m := slices.Max(loss); m < best.max {
-			best.max, best.loss, best.x = m, mean(loss), slices.Clone(x)
+		before := best.max
+		best.keep(x, loss)
+		if w := softmax(loss, e.mu); best.raise(weightedBound(n, b, x, w)) {
+			weights = w
 		}
-		best.bound = math.Max(best.bound, weightedBound(n, b, x, softmax(loss, e.mu)))
 		if best.max-best.bound <= maxLossGap*best.max {
+			return best
+		}
+		if before-best.max < maxLossGap/10*best.max { // the max has settled: only the bound lags
 			break
 		}
 		e.mu /= maxLossShrink
 	}
+	best.iterations += best.polish(n, b, weights)
 	return best
+}
+
+// polish solves the mean problem weighted by n·w from the best X to the
+// end: its dual bound is then the weighted problem's optimum, where a
+// stage's, at an X that is optimal for its smooth maximum only, is
+// below it. Its X is feasible too.
+func (s *epochSolution) polish(n, b int, w []float64) int {
+	e := epochs{n: n, b: b, root: roots(n, w)}
+	x, it := lbfgs(e, slices.Clone(s.x), maxLossPolish)
+	e.enforce(x)
+	s.keep(x, rowLosses(x, n))
+	_, h, _ := e.evaluate(x)
+	s.raise(e.bound(h))
+	return it
+}
+
+// keep makes x the solution if its max loss is the least yet.
+func (s *epochSolution) keep(x, loss []float64) {
+	if m := slices.Max(loss); m < s.max {
+		s.max, s.loss, s.x = m, mean(loss), slices.Clone(x)
+	}
+}
+
+// raise makes bound the bound if it is finite and the greatest yet, and
+// says whether it did.
+func (s *epochSolution) raise(bound float64) bool {
+	if !(bound > s.bound) || math.IsInf(bound, 0) {
+		return false
+	}
+	s.bound = bound
+	return true
 }
 
 // weightedBound is the dual bound of the mean loss weighted by n·w_i on
 // row i, at x.
 func weightedBound(n, b int, x, w []float64) float64 {
-	e := epochs{n: n, b: b, root: make([]float64, n)}
-	for i := range w {
-		e.root[i] = math.Sqrt(float64(n) * w[i])
-	}
+	e := epochs{n: n, b: b, root: roots(n, w)}
 	_, h, _ := e.evaluate(x)
 	return e.bound(h)
+}
+
+// roots returns √(n·w_i), the rows' scales of the mean weighted by n·w.
+func roots(n int, w []float64) []float64 {
+	r := make([]float64, n)
+	for i := range w {
+		r[i] = math.Sqrt(float64(n) * w[i])
+	}
+	return r
 }
 
 // softmax returns exp(ℓ_i/μ)/Σ_j exp(ℓ_j/μ), computed from the largest ℓ.
@@ -93,11 +137,18 @@ func softmax(loss []float64, mu float64) []float64 {
 
 // rowLosses returns the variance of each prefix sum, (A X⁻¹ Aᵀ)_ii: the
 // squared norms of the columns of L⁻¹Aᵀ, X = LLᵀ, L⁻¹'s rows' running
-// sums.
+// sums. x is one the search accepted, positive definite; were it not,
+// every loss is +Inf.
 func rowLosses(x []float64, n int) []float64 {
-	l, _ := cholesky(x, n)
-	inv := lowerInverseFlat(l, n)
+	l, ok := cholesky(x, n)
 	loss := make([]float64, n)
+	if !ok {
+		for i := range loss {
+			loss[i] = math.Inf(1)
+		}
+		return loss
+	}
+	inv := lowerInverseFlat(l, n)
 	for i := range n {
 		var run float64
 		for j := range n {

@@ -81,7 +81,7 @@ func printNoise(w io.Writer, nf *NoiseFilter) {
 	}
 	fmt.Fprintf(w, "  w_t = sum_s c_(t-s) z_s, c = %s\n", coefficientsText(nf.Coefficients))
 	fmt.Fprintf(w, "  strategy C = its inverse:  %s\n", coefficientsText(nf.Inverse))
-	fmt.Fprintf(w, "  over %d steps, each example at most once every %d steps (%d participations; explain --steps, --min-sep):\n",
+	fmt.Fprintf(w, "  over %d steps, each example at most once every %d steps (at most %d participation(s); explain --steps, --min-sep):\n",
 		nf.Steps, nf.MinSep, nf.Participations)
 	fmt.Fprintf(w, "    sensitivity %.6g (%s); DP-SGD's %.6g\n", nf.Loss.Sensitivity, exact, nf.DPSGD.Sensitivity)
 	fmt.Fprintf(w, "    variance of the prefix sums, in sigma_w2: max %.6g, mean %.6g\n", nf.Loss.MaxError, nf.Loss.MeanError)

@@ -229,12 +229,36 @@ func (c *checkpointBudget) accounting() string {
 	return cmp.Or(c.Accounting, privacy.RDP.String())
 }
 
-// same reports whether two checkpoint budgets are one.
-func (c *checkpointBudget) same(d *checkpointBudget) bool {
-	return c.Epsilon == d.Epsilon && c.Delta == d.Delta && c.ClipNorm == d.ClipNorm && c.DatasetSize == d.DatasetSize &&
-		c.BatchSize == d.BatchSize && c.Epochs == d.Epochs && c.Sampling == d.Sampling && c.accounting() == d.accounting() && c.Series == d.Series &&
-		slices.Equal(c.Orders, d.Orders) && c.Sigma == d.Sigma &&
-		slices.Equal(c.Groups, d.Groups) && c.ProportionalNoise == d.ProportionalNoise
+// differences lists the settings in which the checkpoint budget c is not
+// the optimizer's d, each as "name: c's (checkpoint), d's (optimizer)",
+// named as set_budget's arguments; none where they are one budget.
+func (c *checkpointBudget) differences(d *checkpointBudget) []string {
+	var out []string
+	diff := func(name string, a, b any) {
+		if as, bs := fmt.Sprint(a), fmt.Sprint(b); as != bs {
+			out = append(out, fmt.Sprintf("%s %s (checkpoint), %s (optimizer)", name, as, bs))
+		}
+	}
+	delta := func(v float64) any {
+		if v == 0 {
+			return "1/N^1.1 (the default)"
+		}
+		return v
+	}
+	diff("epsilon", c.Epsilon, d.Epsilon)
+	diff("delta", delta(c.Delta), delta(d.Delta))
+	diff("clip", c.ClipNorm, d.ClipNorm)
+	diff("dataset_size", c.DatasetSize, d.DatasetSize)
+	diff("batch_size", c.BatchSize, d.BatchSize)
+	diff("epochs", c.Epochs, d.Epochs)
+	diff("sampling", c.Sampling, d.Sampling)
+	diff("accountant", c.accounting(), d.accounting())
+	diff("series", c.Series, d.Series)
+	diff("orders", c.Orders, d.Orders)
+	diff("clip groups", c.Groups, d.Groups)
+	diff("proportional_noise", c.ProportionalNoise, d.ProportionalNoise)
+	diff("sigma (calibrated)", c.Sigma, d.Sigma)
+	return out
 }
 
 func (d *checkpointDP) dp() DP { return DP(*d) }
@@ -987,8 +1011,8 @@ func (o *Optimizer) matchBudget(c *checkpoint, hypers []float64) *loadError {
 		return nil
 	}
 	if o.budget != nil {
-		if own := newCheckpointBudget(o.budget); !h.Budget.same(own) {
-			return mismatch("checkpoint's privacy budget %+v is not the optimizer's, %+v", *h.Budget, *own)
+		if diff := h.Budget.differences(newCheckpointBudget(o.budget)); diff != nil {
+			return mismatch("checkpoint's privacy budget is not the optimizer's: %s", strings.Join(diff, "; "))
 		}
 		if !o.prog.Func.SameNoise(o.hypers, hypers) {
 			return mismatch("checkpoint's noise filter is not the one the optimizer's privacy budget was calibrated for")

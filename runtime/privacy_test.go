@@ -135,8 +135,9 @@ func TestBudgetHolds(t *testing.T) {
 	}
 	looser, _ := openDPSGD(t)
 	looser.SetBudget(runtime.Budget{Epsilon: 8, Delta: 1e-4, ClipNorm: 0.5, Schedule: s})
-	if err := looser.LoadFrom(bytes.NewReader(data)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
-		t.Errorf("a checkpoint of another budget: %v", err)
+	if err := looser.LoadFrom(bytes.NewReader(data)); !errors.Is(err, runtime.ErrCheckpointMismatch) ||
+		!strings.Contains(err.Error(), "privacy budget is not the optimizer's: epsilon 3 (checkpoint), 8 (optimizer); sigma (calibrated) ") {
+		t.Errorf("a checkpoint of another budget: %v; want the settings that differ, by name", err)
 	}
 	plain, ptn := openDPSGD(t)
 	plain.SetDP(testDP)

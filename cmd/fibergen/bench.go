@@ -111,7 +111,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case len(files) != 1:
-		return usageError(stderr, "bench", "want exactly one .dsl file or built directory, got %d", len(files))
+		return usageError(stderr, "bench", "want exactly one .dsl file, shipped optimizer name or built directory, got %d", len(files))
 	case o.backend != "cpu" && o.backend != "go" && o.backend != "cuda":
 		return usageError(stderr, "bench", "--backend %q: want cpu, go or cuda", o.backend)
 	case o.backend == "cuda" && o.threadsSet:

@@ -215,8 +215,8 @@ func TestBenchUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{nil, "want exactly one .dsl file or built directory, got 0"},
-		{[]string{fiber, fiber}, "want exactly one .dsl file or built directory, got 2"},
+		{nil, "want exactly one .dsl file, shipped optimizer name or built directory, got 0"},
+		{[]string{fiber, fiber}, "want exactly one .dsl file, shipped optimizer name or built directory, got 2"},
 		{[]string{fiber, "--n", "0"}, `--n "0": want an integer from 1 to 2^31`},
 		{[]string{fiber, "--n", "-5"}, `--n "-5": want an integer from 1 to 2^31`},
 		{[]string{fiber, "--n", "3G"}, `--n "3G": want an integer from 1 to 2^31`},

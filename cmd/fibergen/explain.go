@@ -30,7 +30,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	case !ok:
 		return 2
 	case len(files) != 1:
-		return usageError(stderr, "explain", "want exactly one .dsl file, got %d", len(files))
+		return usageError(stderr, "explain", "want exactly one .dsl file or shipped optimizer name, got %d", len(files))
 	}
 	u, errs, text := compileDiagnosed(files[0], pipeline.Check) // explain needs no code
 	if u == nil {

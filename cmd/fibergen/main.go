@@ -13,7 +13,7 @@
 //	fibergen --version (or fibergen version)
 //	fibergen build SOURCE... [-o DIR]
 //	fibergen check SOURCE...
-//	fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
+//	fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--steps N [--min-sep B]] [--allow-extrapolation] [--allow-unstable] [--host-isa]
 //	fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        (--sigma-w2 X | --noise off) [--set name=value ...] [--tensors N,...] [--seed N | --noise-mode secure]
 //	        [--backend go|cpu|ptxsim] [--diagnostics] [--no-clamp-warning] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy] [--state-out NAME=S.npy ...]
@@ -24,7 +24,7 @@
 //	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
 //	fibergen privacy delta --sigma S --epsilon E RUN [OPTIONS]
 //	        RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
-//	        OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
+//	        OPTIONS: [--sampling poisson|fixed|cyclic] [--optimizer SOURCE [--set name=value ...]] [--accountant pld|rdp] [--json]
 //	                 pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
 //	fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--json]
 //	fibergen cache dir|clean
@@ -57,7 +57,7 @@ const usage = `usage:
                                          write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated),
                                          the kernels for parameters stored as --params (default f32)
   fibergen check SOURCE...               report errors (and warnings); exit 1 if there are errors
-  fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
+  fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--steps N [--min-sep B]] [--allow-extrapolation] [--allow-unstable] [--host-isa]
                                          the settings checked as run checks them (step 0)
   fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
           (--sigma-w2 X | --noise off) [--set name=value ...] [--tensors N,...] [--seed N | --noise-mode secure]
@@ -72,11 +72,13 @@ const usage = `usage:
   fibergen privacy delta --sigma S --epsilon E RUN [OPTIONS]     the delta of epsilon E at sigma S
           RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
                (steps = E × ceil(N/B), rounded up; delta defaults to 1/N^1.1)
-          OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
+          OPTIONS: [--sampling poisson|fixed|cyclic] [--accountant pld|rdp] [--json]
+                   a noise block's optimizer (cyclic only): --optimizer SOURCE [--set name=value ...]
                    pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
   fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--json]
                                          design a BLT correlated-noise filter (docs/correlated-noise.md);
-                                         --out writes its noise { ... } block
+                                         --out writes its noise { ... } block, to paste into an optimizer;
+                                         at most 120 steps, the optimal dense factorization too (max: up to a minute)
   fibergen cache dir|clean               print or empty the per-user cache of what LLVM compiled
   SOURCE: a .dsl file, or the name of an optimizer fibergen ships (fiber, dp_adamw, ...: optimizers/);
           LLVM compiles it once per user into the cache ($FIBERGEN_CACHE, else ~/.cache/fibergen)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/fibergen/fibergen/corrnoise"
@@ -55,7 +56,7 @@ func (o *mechanismOptions) define(fs *flag.FlagSet) {
 	fs.Var(&o.minSep, "min-sep", "minimum separation b of an example's steps, in [1, n] (n: one participation)")
 	fs.Var(&o.buffers, "buffers", "number of noise buffers d, 1 to 8")
 	fs.StringVar(&o.objective, "objective", "max", "max or mean: the error at unit sensitivity to minimise")
-	fs.StringVar(&o.out, "out", "", "write the noise { … } block to FILE.dsl")
+	fs.StringVar(&o.out, "out", "", "write the noise { … } block, to paste into an optimizer's file, to FILE (a new file, or one mechanism wrote)")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
 }
 
@@ -80,7 +81,23 @@ func (o *mechanismOptions) check(pos []string) (corrnoise.Objective, string) {
 	if err != nil {
 		return 0, fmt.Sprintf("--objective %q: want max or mean", o.objective)
 	}
-	return obj, ""
+	return obj, checkBlockOut(o.out)
+}
+
+// blockHeader starts every file mechanism writes (writeNoiseBlock).
+const blockHeader = "// BLT noise: "
+
+// checkBlockOut refuses an --out that names an existing file mechanism
+// did not write: the block is a fragment to paste into an optimizer's
+// file, and writing it over one would lose the optimizer.
+// A file it cannot read is left to the write to report.
+func checkBlockOut(out string) string {
+	data, err := os.ReadFile(out)
+	if out == "" || err != nil || strings.HasPrefix(string(data), blockHeader) {
+		return ""
+	}
+	return fmt.Sprintf("--out %s: the file exists and is not a noise block fibergen mechanism wrote; "+
+		"--out writes only the noise { ... } block, to paste into an optimizer's file: name a new file", out)
 }
 
 // checkParticipation checks --steps (at most maxSteps) and --min-sep,
@@ -99,7 +116,7 @@ func checkParticipation(steps, minSep, maxSteps uint64) string {
 // writeNoiseBlock writes the DSL noise block of m's filter, after a
 // comment line with the setting and the figures.
 func writeNoiseBlock(w io.Writer, m corrnoise.Mechanism) error {
-	_, err := fmt.Fprintf(w, "// BLT noise: n = %d, b = %d, d = %d (%d used); %s error at unit sensitivity %.6g (DP-SGD %.6g, ratio %.4g), sensitivity %.6g\n%s",
+	_, err := fmt.Fprintf(w, blockHeader+"n = %d, b = %d, d = %d (%d used); %s error at unit sensitivity %.6g (DP-SGD %.6g, ratio %.4g), sensitivity %.6g\n%s",
 		m.Steps, m.MinSep, m.BuffersAsked, m.Buffers, m.Objective, m.Loss.Of(m.Objective), m.DPSGD.Of(m.Objective), m.Ratio(), m.Loss.Sensitivity, noiseBlock(m.Noise))
 	return err
 }

@@ -33,6 +33,7 @@ func TestMechanismMatchesPackage(t *testing.T) {
 	if d := cmp.Diff(want, got.Mechanism); d != "" || got.Objective != "mean" || got.Ratio != want.Ratio() {
 		t.Errorf("JSON against corrnoise.Design (-want +got):\n%s\nobjective %q ratio %v", d, got.Objective, got.Ratio)
 	}
+	mustRun(t, "mechanism", "--steps", "200", "--min-sep", "20", "--buffers", "2", "--objective=mean", "--out", out) // over a block it wrote
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +116,7 @@ func TestMechanismBadInput(t *testing.T) {
 		{"--steps 10 --min-sep 5 --buffers 9", 2, `--buffers 9: want 1 to 8`},
 		{"--steps 10 --min-sep 5 --buffers 1 --objective median", 2, `--objective "median": want max or mean`},
 		{"--steps 10 --min-sep 5 --buffers 1 extra", 2, `unexpected argument "extra"`},
+		{"--steps 10 --min-sep 5 --buffers 1", 2, `--out .*old\.dsl: the file exists and is not a noise block fibergen mechanism wrote; --out writes only the noise \{ \.\.\. \} block`},
 		{"--steps 10 --min-sep 5 --buffers 1 --frob", 2, `unknown flag --frob`},
 		{"--steps 10 --min-sep 5 --buffers 1 --out " + filepath.Join(out, "x.dsl"), 1, `--out .*x\.dsl: `},
 	} {

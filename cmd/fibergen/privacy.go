@@ -206,6 +206,8 @@ func (o *privacyOptions) parseDelta(r *privacyRun) string {
 		return fmt.Sprintf("--delta %v: want a value in (0, 1)", d)
 	case o.given["delta"]:
 		r.plan.Delta = d
+	case r.schedule == nil && o.sampling == privacy.Cyclic.String():
+		return cyclicRunMsg // first: a delta would not make the run right
 	case r.schedule == nil:
 		return "--delta is required with --sample-rate and --steps"
 	case r.schedule.DatasetSize < 2:
@@ -246,6 +248,9 @@ func (o *privacyOptions) parseMechanism(r *privacyRun) string {
 	return ""
 }
 
+// cyclicRunMsg refuses a cyclic run given by its rate and steps.
+const cyclicRunMsg = "--sampling cyclic: give --dataset-size, --batch-size and --epochs (an example's batches are an epoch, ⌈N/B⌉ steps, apart)"
+
 // parseCyclic gives cyclic sampling its separation, one epoch of steps,
 // which only the schedule's form of the run says; --set goes with
 // --optimizer.
@@ -258,7 +263,7 @@ func (o *privacyOptions) parseCyclic(r *privacyRun) string {
 	case o.given["interval"] || o.given["series"]:
 		return "--interval and --series do not apply to --sampling cyclic: its run is one Gaussian mechanism, accounted exactly"
 	case r.schedule == nil:
-		return "--sampling cyclic: give --dataset-size, --batch-size and --epochs (an example's batches are an epoch, ⌈N/B⌉ steps, apart)"
+		return cyclicRunMsg
 	}
 	r.plan.MinSep, r.schedule.Sampling = r.schedule.StepsPerEpoch(), privacy.Cyclic
 	return ""

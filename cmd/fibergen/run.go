@@ -99,7 +99,7 @@ func (o *runOptions) validate(files []string, given map[string]bool) string {
 	}
 	switch {
 	case len(files) != 1:
-		return fmt.Sprintf("want exactly one .dsl file, got %d", len(files))
+		return fmt.Sprintf("want exactly one .dsl file or shipped optimizer name, got %d", len(files))
 	case o.grads == "" && o.ex.examples == "" || o.theta == "" || o.out == "":
 		return "--grads (or --example-grads), --theta and --out are required"
 	case math.IsNaN(float64(o.sigmaW2)) || math.IsInf(float64(o.sigmaW2), 0) || o.sigmaW2 < 0:
