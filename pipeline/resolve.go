@@ -38,6 +38,9 @@ func ReadSource(spec string) (path string, src []byte, err error) {
 	if path, src, ok := optimizers.Source(spec); ok && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR)) {
 		return path, src, nil
 	}
+	if errors.Is(err, syscall.EISDIR) {
+		return "", nil, fmt.Errorf("%s is a directory: want a .dsl file or a shipped optimizer's name; a directory fibergen build wrote is for bench and the library", spec)
+	}
 	if !errors.Is(err, fs.ErrNotExist) || !shippedName.MatchString(spec) {
 		return "", nil, fmt.Errorf("cannot read %s: %v", spec, fileout.RootCause(err))
 	}

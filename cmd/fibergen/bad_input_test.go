@@ -103,7 +103,7 @@ var badCases = []badCase{
 	{name: "build missing file", args: "build $D/nope.dsl -o $OUT", code: 1, msg: `^fibergen: cannot read \S*/nope\.dsl: no such file or directory`},
 	{name: "check missing file", args: "check $D/fiber.dsl $D/nope.dsl", code: 1, msg: `cannot read \S*/nope\.dsl: no such file or directory`, stdout: `^\S*/fiber\.dsl: ok\n$`},
 	{name: "run missing file", args: "run $D/nope.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off", code: 1, msg: `cannot read \S*/nope\.dsl: no such file or directory`},
-	{name: "directory as file", args: "build $D/adir -o $OUT", code: 1, msg: `cannot read \S*/adir: is a directory`},
+	{name: "directory as file", args: "build $D/adir -o $OUT", code: 1, msg: `\S*/adir is a directory: want a \.dsl file or a shipped optimizer's name; a directory fibergen build wrote is for bench`},
 	{name: "unreadable file", args: "check $D/noread.dsl", code: 1, msg: `cannot read \S*/noread\.dsl: permission denied`, skipRoot: true},
 
 	// DSL errors.
