@@ -26,7 +26,12 @@ func (o Objective) String() string {
 }
 
 // MarshalText writes "max" or "mean".
-func (o Objective) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+func (o Objective) MarshalText() ([]byte, error) {
+	if o != Max && o != Mean {
+		return nil, fmt.Errorf("corrnoise: unknown objective %v", o)
+	}
+	return []byte(o.String()), nil
+}
 
 // UnmarshalText reads "max" or "mean".
 func (o *Objective) UnmarshalText(b []byte) (err error) {

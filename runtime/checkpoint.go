@@ -230,8 +230,9 @@ func (c *checkpointBudget) accounting() string {
 }
 
 // differences lists the settings in which the checkpoint budget c is not
-// the optimizer's d, each as "name: c's (checkpoint), d's (optimizer)",
-// named as set_budget's arguments; none where they are one budget.
+// the optimizer's d, each as "name c's (checkpoint), d's (optimizer)",
+// named as the binding's set_budget names them where it does; none where
+// they are one budget.
 func (c *checkpointBudget) differences(d *checkpointBudget) []string {
 	var out []string
 	diff := func(name string, a, b any) {
@@ -1011,11 +1012,11 @@ func (o *Optimizer) matchBudget(c *checkpoint, hypers []float64) *loadError {
 		return nil
 	}
 	if o.budget != nil {
+		if !o.prog.Func.SameNoise(o.hypers, hypers) { // first: another filter calibrates another σ
+			return mismatch("checkpoint's noise filter is not the one the optimizer's privacy budget was calibrated for")
+		}
 		if diff := h.Budget.differences(newCheckpointBudget(o.budget)); diff != nil {
 			return mismatch("checkpoint's privacy budget is not the optimizer's: %s", strings.Join(diff, "; "))
-		}
-		if !o.prog.Func.SameNoise(o.hypers, hypers) {
-			return mismatch("checkpoint's noise filter is not the one the optimizer's privacy budget was calibrated for")
 		}
 		return o.keepBudget(c)
 	}

@@ -13,9 +13,9 @@
 # dp_adamw and dp_sgd at n = 64M and 256M in both noise modes, and lamb and lars with Philox, and
 # dp_adamw_bf16 and, built for bfloat16 parameters (bin/gpu/generated-bf16), dp_adamw, dp_adamw_bf16
 # and fiber_bf16 (JSON: step and device-to-device copy bandwidth of the same run), and, where
-# Python can import torch, scripts/torch_adamw.py at the same sizes (float32 and bfloat16) and the PyTorch binding's
-# CUDA tests (python/tests/test_cuda.py, on bin/gpu/libfibergen.so and bin/gpu/generated), and
-# blt_sgd and blt_adam's step (issue 33).
+# Python can import torch, scripts/torch_adamw.py at the same sizes (float32 and bfloat16), and
+# blt_sgd and blt_adam's step (issue 33); the PyTorch binding's CUDA tests
+# (python/tests/test_cuda.py, on bin/gpu/libfibergen.so and bin/gpu/generated) run before the benches.
 # With GPU_CHECK_BUDGET=S the whole run gets S seconds: each check is given what is left and a
 # check that finds none is reported SKIPPED (a device session's time is short; the checks are in
 # order of what a failure would cost). Each line gives the check's time.
@@ -31,7 +31,9 @@ for f in cudadrv.test runtime.test tests.test fibergen libfibergen.so; do
 done
 export FIBERGEN_REQUIRE_CUDA=1
 failed=0
-deadline=$(($(date +%s) + ${GPU_CHECK_BUDGET:-86400}))
+budget=${GPU_CHECK_BUDGET:-86400}
+[[ $budget =~ ^[0-9]+$ ]] || { echo "gpu-check: GPU_CHECK_BUDGET=$budget: want a number of seconds" >&2; exit 2; }
+deadline=$(($(date +%s) + budget))
 
 # check NAME DIR CMD...: runs CMD in DIR, its output in OUTDIR/NAME.log, in the time left.
 check() {
@@ -43,10 +45,13 @@ check() {
 		return
 	fi
 	t0=$(date +%s)
-	if (cd "$dir" && timeout "$left" "$@") >"$out/$name.log" 2>&1; then
+	# --foreground: ^C and an outer kill still reach the check, which stays in the script's group.
+	if (cd "$dir" && timeout --foreground -k 10 "$left" "$@") >"$out/$name.log" 2>&1; then
 		echo "ok      $name ($(($(date +%s) - t0)) s)"
 	else
-		echo "FAILED  $name (exit $?, $(($(date +%s) - t0)) s; $out/$name.log)"
+		local rc=$? why=""
+		[ "$rc" -eq 124 ] && why=", GPU_CHECK_BUDGET ran out"
+		echo "FAILED  $name (exit $rc$why, $(($(date +%s) - t0)) s; $out/$name.log)"
 		failed=1
 	fi
 }

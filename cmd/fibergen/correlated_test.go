@@ -260,8 +260,8 @@ func TestCorrelatedBudget(t *testing.T) {
 	}
 	other, _ = budgeted(t, u, schedule, map[string]float64{"decay": 0.5})
 	other.SetBudget(runtime.Budget{Epsilon: 2, ClipNorm: 1, Schedule: schedule}) // another filter: another σ
-	if err := other.Load(ckpt); err == nil || !strings.Contains(err.Error(), "is not the optimizer's") {
-		t.Errorf("a budget's checkpoint into another filter's budget: %v", err)
+	if err := other.Load(ckpt); err == nil || !strings.Contains(err.Error(), "checkpoint's noise filter is not the one the optimizer's privacy budget was calibrated for") {
+		t.Errorf("a budget's checkpoint into another filter's budget: %v; want the filter named as the cause", err)
 	}
 	white, _ := budgeted(t, compileFile(optPath("dp_sgd"), &strings.Builder{}), schedule, nil)
 	if err := white.Load(ckpt); err == nil || !strings.Contains(err.Error(), "checkpoint of blt_probe, this optimizer is dp_sgd") {

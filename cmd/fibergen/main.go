@@ -78,7 +78,8 @@ const usage = `usage:
   fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--json]
                                          design a BLT correlated-noise filter (docs/correlated-noise.md);
                                          --out writes its noise { ... } block, to paste into an optimizer;
-                                         at most 120 steps, the optimal dense factorization too (max: up to a minute)
+                                         for few steps it also computes the optimal dense factorization
+                                         (--objective max: up to a minute; docs/correlated-noise.md)
   fibergen cache dir|clean               print or empty the per-user cache of what LLVM compiled
   SOURCE: a .dsl file, or the name of an optimizer fibergen ships (fiber, dp_adamw, ...: optimizers/);
           LLVM compiles it once per user into the cache ($FIBERGEN_CACHE, else ~/.cache/fibergen)

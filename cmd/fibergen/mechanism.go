@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/fibergen/fibergen/corrnoise"
 	"github.com/fibergen/fibergen/internal/fileout"
@@ -87,13 +90,33 @@ func (o *mechanismOptions) check(pos []string) (corrnoise.Objective, string) {
 // blockHeader starts every file mechanism writes (writeNoiseBlock).
 const blockHeader = "// BLT noise: "
 
-// checkBlockOut refuses an --out that names an existing file mechanism
-// did not write: the block is a fragment to paste into an optimizer's
-// file, and writing it over one would lose the optimizer.
-// A file it cannot read is left to the write to report.
+// writtenBlock is a whole file mechanism writes: the header line and the
+// noise block, nothing else; maxBlockFile bounds its size (eight buffers
+// take about 600 bytes).
+var writtenBlock = regexp.MustCompile(`^// BLT noise: [^\n]*\nnoise \{\n[^{}]*\}\n$`)
+
+const maxBlockFile = 1 << 12
+
+// checkBlockOut refuses an --out that names an existing file that is not
+// a block mechanism wrote, or that it cannot read to tell: the block is a
+// fragment to paste into an optimizer's file, and writing it over one
+// would lose the optimizer. An empty file loses nothing; a path that is
+// not a regular file is left to the write, which refuses it.
 func checkBlockOut(out string) string {
-	data, err := os.ReadFile(out)
-	if out == "" || err != nil || strings.HasPrefix(string(data), blockHeader) {
+	target, err := fileout.Target(out)
+	if out == "" || err != nil {
+		return ""
+	}
+	f, err := os.Open(target)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) { // the write says why it cannot create it
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("--out %s: %v: cannot tell whether it is a noise block mechanism wrote", out, fileout.RootCause(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxBlockFile+1))
+	if err == nil && (len(data) == 0 || writtenBlock.Match(data)) {
 		return ""
 	}
 	return fmt.Sprintf("--out %s: the file exists and is not a noise block fibergen mechanism wrote; "+

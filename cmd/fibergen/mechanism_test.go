@@ -203,3 +203,40 @@ func checkShippedFilter(t *testing.T, u *pipeline.Unit, settings []string, b cor
 		}
 	}
 }
+
+// --out replaces only what mechanism wrote, or an empty file: a block
+// with an optimizer after it, or an optimizer, is refused and kept.
+func TestMechanismOutGuard(t *testing.T) {
+	dir := t.TempDir()
+	block := filepath.Join(dir, "block.dsl")
+	mustRun(t, "mechanism", "--steps", "10", "--min-sep", "5", "--buffers", "1", "--out", block)
+	written, err := os.ReadFile(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := os.ReadFile(optPath("blt_sgd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, content string
+		refused       bool
+	}{
+		{"its own block", string(written), false},
+		{"empty", "", false},
+		{"its block, then an optimizer", string(written) + "optimizer mine\n", true},
+		{"its header, then an optimizer", blockHeader + "n = 10\n" + string(shipped), true},
+		{"an optimizer", string(shipped), true},
+	} {
+		out := filepath.Join(dir, "out.dsl")
+		if err := os.WriteFile(out, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runMain("mechanism", "--steps", "10", "--min-sep", "5", "--buffers", "1", "--out", out)
+		data, _ := os.ReadFile(out)
+		if refused := r.code == 2 && strings.Contains(r.stderr, "is not a noise block fibergen mechanism wrote"); refused != c.refused ||
+			refused && string(data) != c.content || !refused && (r.code != 0 || string(data) != string(written)) {
+			t.Errorf("%s: exit %d, stderr %q, file now %q; want refused %v", c.name, r.code, r.stderr, data, c.refused)
+		}
+	}
+}
