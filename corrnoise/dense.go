@@ -196,7 +196,7 @@ func (d Dense) Loss() float64 {
 	return d.MeanLoss
 }
 
-// denseFor returns the dense optimum Design reports next to a design of n
+// denseFor returns the dense optimum CompareDense gives a design of n
 // steps at minimum separation b for the objective o, at most DenseSteps
 // steps: OptimalDenseEpochs or OptimalDenseEpochsMax (b = n is one
 // participation); else nil. The optima are deterministic and the max one

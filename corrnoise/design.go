@@ -71,9 +71,9 @@ type Mechanism struct {
 	Loss     Loss `json:"loss"`
 	DPSGD    Loss `json:"dp_sgd"`
 	// Dense is the optimal dense factorization for the objective where
-	// Design computes it (at most DenseSteps steps: OptimalDenseEpochs or
-	// OptimalDenseEpochsMax over fixed epochs of MinSep steps; MinSep =
-	// Steps is one participation), else nil.
+	// CompareDense computed it (at most DenseSteps steps:
+	// OptimalDenseEpochs or OptimalDenseEpochsMax over fixed epochs of
+	// MinSep steps; MinSep = Steps is one participation), else nil.
 	Dense *Dense `json:"dense,omitempty"`
 }
 
@@ -193,9 +193,14 @@ func (m *Mechanism) finish(designed BLT) error {
 	if m.DPSGD, err = DPSGD(m.Steps, m.MinSep); err != nil {
 		return err
 	}
-	m.Dense = denseFor(m.Steps, m.MinSep, m.Objective)
 	return nil
 }
+
+// CompareDense sets m.Dense to the optimal dense factorization for m's
+// objective and setting, where one is computed (at most DenseSteps
+// steps; for the max objective that takes up to about a minute, so
+// Design leaves it to the caller).
+func (m *Mechanism) CompareDense() { m.Dense = denseFor(m.Steps, m.MinSep, m.Objective) }
 
 // roundFloat32 rounds every decay and weight of b to float32.
 func roundFloat32(b BLT) BLT {

@@ -30,6 +30,8 @@ func tableRow(n, b, d int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	mx.CompareDense()
+	mean.CompareDense()
 	return fmt.Sprintf("| %d | %d | %d | %d | %d/%d | %.6g | %.6g | %.5g | %.6g | %.6g | %.5g | %s |\n",
 		n, b, mx.Participations, d, mx.Buffers, mean.Buffers, mx.Loss.Max(), mx.DPSGD.Max(), mx.Ratio(),
 		mean.Loss.Mean(), mean.DPSGD.Mean(), mean.Ratio(), reference(n, b, mx, mean)), nil

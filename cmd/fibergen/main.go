@@ -26,7 +26,7 @@
 //	        RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
 //	        OPTIONS: [--sampling poisson|fixed|cyclic] [--optimizer SOURCE [--set name=value ...]] [--accountant pld|rdp] [--json]
 //	                 pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
-//	fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--json]
+//	fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--dense=false] [--json]
 //	fibergen cache dir|clean
 //
 // SOURCE is a .dsl file or the name of an optimizer fibergen ships (fiber,
@@ -75,11 +75,11 @@ const usage = `usage:
           OPTIONS: [--sampling poisson|fixed|cyclic] [--accountant pld|rdp] [--json]
                    a noise block's optimizer (cyclic only): --optimizer SOURCE [--set name=value ...]
                    pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
-  fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--json]
+  fibergen mechanism --steps N --min-sep B --buffers D [--objective max|mean] [--out FILE.dsl] [--dense=false] [--json]
                                          design a BLT correlated-noise filter (docs/correlated-noise.md);
                                          --out writes its noise { ... } block, to paste into an optimizer;
                                          for few steps it also computes the optimal dense factorization
-                                         (--objective max: up to a minute; docs/correlated-noise.md)
+                                         (--objective max: up to a minute; --dense=false skips it)
   fibergen cache dir|clean               print or empty the per-user cache of what LLVM compiled
   SOURCE: a .dsl file, or the name of an optimizer fibergen ships (fiber, dp_adamw, ...: optimizers/);
           LLVM compiles it once per user into the cache ($FIBERGEN_CACHE, else ~/.cache/fibergen)

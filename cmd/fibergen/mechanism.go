@@ -19,7 +19,7 @@ import (
 type mechanismOptions struct {
 	steps, minSep, buffers uintFlag
 	objective, out         string
-	json                   bool
+	json, dense            bool
 	given                  map[string]bool
 }
 
@@ -42,6 +42,9 @@ func cmdMechanism(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "mechanism", fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "corrnoise: ")))
 	}
+	if o.dense {
+		m.CompareDense()
+	}
 	if o.out != "" {
 		if err := fileout.Write(o.out, 0o644, func(w io.Writer) error { return writeNoiseBlock(w, m) }); err != nil {
 			return fail(stderr, "mechanism", fmt.Errorf("--out %s: %w", o.out, err))
@@ -61,6 +64,7 @@ func (o *mechanismOptions) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.objective, "objective", "max", "max or mean: the error at unit sensitivity to minimise")
 	fs.StringVar(&o.out, "out", "", "write the noise { … } block, to paste into an optimizer's file, to FILE (a new file, or one mechanism wrote)")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
+	fs.BoolVar(&o.dense, "dense", true, "compare with the optimal dense factorization where the steps are few (--dense=false: skip it; for max it takes up to a minute)")
 }
 
 // check checks the flags, which need no file, and returns the objective or

@@ -29,6 +29,7 @@ func TestMechanismMatchesPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	want.CompareDense()
 	got.Mechanism.Objective = corrnoise.Mean // not in the JSON: the "objective" string is
 	if d := cmp.Diff(want, got.Mechanism); d != "" || got.Objective != "mean" || got.Ratio != want.Ratio() {
 		t.Errorf("JSON against corrnoise.Design (-want +got):\n%s\nobjective %q ratio %v", d, got.Objective, got.Ratio)
@@ -89,6 +90,11 @@ func TestMechanismText(t *testing.T) {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("%v: stdout lacks %q:\n%s", c.args, want, r.stdout)
 			}
+		}
+	}
+	for _, json := range []string{"--json=false", "--json"} {
+		if r := mustRun(t, "mechanism", "--buffers=1", "--steps=24", "--min-sep=6", "--dense=false", json); strings.Contains(r.stdout, "dense") {
+			t.Errorf("--dense=false %s: %s", json, r.stdout)
 		}
 	}
 }
