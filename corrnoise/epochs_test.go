@@ -53,14 +53,7 @@ func TestOptimalDenseEpochsAgainstDense(t *testing.T) {
 		if loss := denseMeanLoss(x); !near(s.loss, loss, 1e-9) {
 			t.Errorf("n=%d b=%d: mean loss %v, by the dense inverse %v", c.n, c.b, s.loss, loss)
 		}
-		blt := math.Inf(1)
-		for d := 1; d <= 3; d++ {
-			m, err := Design(c.n, c.b, d, Mean)
-			if err != nil {
-				t.Fatal(err)
-			}
-			blt = math.Min(blt, m.Loss.Mean())
-		}
+		blt := bestBLT(t, c.n, c.b, Mean)
 		svd := svdBound(c.n) * float64(c.n) / float64(c.b)
 		if s.loss > blt || s.loss < svd*(1-1e-12) || s.loss < s.bound*(1-1e-12) || s.bound < s.loss*(1-1e-9) {
 			t.Errorf("n=%d b=%d: mean loss %v, want in [SVD bound %v, best BLT %v] and within 1e-9 of its dual bound %v",
