@@ -130,12 +130,7 @@ func (e epochs) evaluate(x []float64) (f float64, h []float64, ok bool) {
 		return 0, nil, false
 	}
 	inv := lowerInverseFlat(l, n)
-	w := append([]float64(nil), inv...)
-	for i := range n {
-		for j := 1; j < n; j++ {
-			w[i*n+j] += w[i*n+j-1]
-		}
-	}
+	w := runningSums(inv, n)
 	f = e.weigh(w)
 	h = make([]float64, n*n)
 	for m := range n { // row i of H = (L⁻¹)ᵀW is Σ_{m≥i} (L⁻¹)_mi W_m
@@ -152,37 +147,55 @@ func (e epochs) evaluate(x []float64) (f float64, h []float64, ok bool) {
 // place, and returns the loss.
 func (e epochs) weigh(w []float64) float64 {
 	n := e.n
-	root := e.root
-	var f float64
 	if e.mu > 0 {
-		loss := make([]float64, n)
-		for i := range n {
-			for j := range n {
-				loss[j] += w[i*n+j] * w[i*n+j]
-			}
+		loss := columnSquares(w, n)
+		p := softmax(loss, e.mu)
+		for j := range p {
+			p[j] = math.Sqrt(p[j])
 		}
-		top, sum := slices.Max(loss), 0.0
-		root = make([]float64, n)
-		for j, l := range loss {
-			root[j] = math.Exp((l - top) / e.mu)
-			sum += root[j]
-		}
-		for j := range root {
-			root[j] = math.Sqrt(root[j] / sum)
-		}
-		f = top + e.mu*math.Log(sum)
+		scaleColumns(w, n, p)
+		return smoothMax(loss, e.mu)
 	}
+	if e.root != nil {
+		scaleColumns(w, n, e.root)
+	}
+	var f float64
 	for i := range n {
-		if root != nil {
-			for j := range n {
-				w[i*n+j] *= root[j]
-			}
-		}
-		if e.mu == 0 {
-			f += sumSquares(w[i*n : i*n+n])
-		}
+		f += sumSquares(w[i*n : i*n+n])
 	}
 	return f
+}
+
+// runningSums returns the running sums of the rows of inv (n×n): L⁻¹Aᵀ
+// from L⁻¹.
+func runningSums(inv []float64, n int) []float64 {
+	w := slices.Clone(inv)
+	for i := range n {
+		for j := 1; j < n; j++ {
+			w[i*n+j] += w[i*n+j-1]
+		}
+	}
+	return w
+}
+
+// columnSquares returns the squared norms of the columns of w (n×n).
+func columnSquares(w []float64, n int) []float64 {
+	sq := make([]float64, n)
+	for i := range n {
+		for j := range n {
+			sq[j] += w[i*n+j] * w[i*n+j]
+		}
+	}
+	return sq
+}
+
+// scaleColumns multiplies column j of w (n×n) by r_j, in place.
+func scaleColumns(w []float64, n int, r []float64) {
+	for i := range n {
+		for j := range n {
+			w[i*n+j] *= r[j]
+		}
+	}
 }
 
 // gradient returns the gradient of tr(AᵀA X⁻¹), −HHᵀ, projected.

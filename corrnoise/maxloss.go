@@ -135,28 +135,29 @@ func softmax(loss []float64, mu float64) []float64 {
 	return w
 }
 
+// smoothMax returns μ log Σ_i exp(ℓ_i/μ), computed from the largest ℓ.
+func smoothMax(loss []float64, mu float64) float64 {
+	top := slices.Max(loss)
+	var sum float64
+	for _, l := range loss {
+		sum += math.Exp((l - top) / mu)
+	}
+	return top + mu*math.Log(sum)
+}
+
 // rowLosses returns the variance of each prefix sum, (A X⁻¹ Aᵀ)_ii: the
-// squared norms of the columns of L⁻¹Aᵀ, X = LLᵀ, L⁻¹'s rows' running
-// sums. x is one the search accepted, positive definite; were it not,
-// every loss is +Inf.
+// squared norms of the columns of L⁻¹Aᵀ, X = LLᵀ. x is one the search
+// accepted, positive definite; were it not, every loss is +Inf.
 func rowLosses(x []float64, n int) []float64 {
 	l, ok := cholesky(x, n)
-	loss := make([]float64, n)
 	if !ok {
+		loss := make([]float64, n)
 		for i := range loss {
 			loss[i] = math.Inf(1)
 		}
 		return loss
 	}
-	inv := lowerInverseFlat(l, n)
-	for i := range n {
-		var run float64
-		for j := range n {
-			run += inv[i*n+j]
-			loss[j] += run * run
-		}
-	}
-	return loss
+	return columnSquares(runningSums(lowerInverseFlat(l, n), n), n)
 }
 
 // mean returns the mean of x.
