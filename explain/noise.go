@@ -85,8 +85,8 @@ func printNoise(w io.Writer, nf *NoiseFilter) {
 		nf.Steps, nf.MinSep, nf.Participations)
 	fmt.Fprintf(w, "    sensitivity %.6g (%s); DP-SGD's %.6g\n", nf.Loss.Sensitivity, exact, nf.DPSGD.Sensitivity)
 	fmt.Fprintf(w, "    variance of the prefix sums, in sigma_w2: max %.6g, mean %.6g\n", nf.Loss.MaxError, nf.Loss.MeanError)
-	fmt.Fprintf(w, "    at unit sensitivity: max %.6g, mean %.6g; DP-SGD max %.6g, mean %.6g (ratio %.4g)\n",
-		nf.Loss.Max(), nf.Loss.Mean(), nf.DPSGD.Max(), nf.DPSGD.Mean(), nf.Loss.Max()/nf.DPSGD.Max())
+	fmt.Fprintf(w, "    at unit sensitivity: max %.6g, mean %.6g; DP-SGD max %.6g, mean %.6g (ratios %.4g, %.4g)\n",
+		nf.Loss.Max(), nf.Loss.Mean(), nf.DPSGD.Max(), nf.DPSGD.Mean(), nf.Loss.Max()/nf.DPSGD.Max(), nf.Loss.Mean()/nf.DPSGD.Mean())
 }
 
 // coefficientsText prints the first shownCoefficients of c.
