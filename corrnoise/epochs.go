@@ -148,13 +148,9 @@ func (e epochs) evaluate(x []float64) (f float64, h []float64, ok bool) {
 func (e epochs) weigh(w []float64) float64 {
 	n := e.n
 	if e.mu > 0 {
-		loss := columnSquares(w, n)
-		p := softmax(loss, e.mu)
-		for j := range p {
-			p[j] = math.Sqrt(p[j])
-		}
-		scaleColumns(w, n, p)
-		return smoothMax(loss, e.mu)
+		p, f := softmax(columnSquares(w, n), e.mu)
+		scaleColumns(w, n, roots(1, p))
+		return f
 	}
 	if e.root != nil {
 		scaleColumns(w, n, e.root)
@@ -196,6 +192,12 @@ func scaleColumns(w []float64, n int, r []float64) {
 			w[i*n+j] *= r[j]
 		}
 	}
+}
+
+// boundAt is the dual bound (bound) at x.
+func (e epochs) boundAt(x []float64) float64 {
+	_, h, _ := e.evaluate(x)
+	return e.bound(h)
 }
 
 // gradient returns the gradient of tr(AᵀA X⁻¹), −HHᵀ, projected.

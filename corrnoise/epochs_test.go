@@ -47,10 +47,7 @@ func TestOptimalDenseEpochsClosedForms(t *testing.T) {
 func TestOptimalDenseEpochsAgainstDense(t *testing.T) {
 	for _, c := range []struct{ n, b int }{{12, 3}, {12, 4}, {13, 4}, {24, 6}, {30, 10}, {40, 4}} {
 		s := solveEpochs(c.n, c.b)
-		x := unflatten(s.x, c.n)
-		checkPositiveDefinite(t, c.n, c.b, x)
-		checkEpochSensitivity(t, c.n, c.b, x)
-		if loss := denseMeanLoss(x); !near(s.loss, loss, 1e-9) {
+		if loss := denseMeanLoss(feasible(t, c.n, c.b, s.x)); !near(s.loss, loss, 1e-9) {
 			t.Errorf("n=%d b=%d: mean loss %v, by the dense inverse %v", c.n, c.b, s.loss, loss)
 		}
 		blt := bestBLT(t, c.n, c.b, Mean)
@@ -60,6 +57,16 @@ func TestOptimalDenseEpochsAgainstDense(t *testing.T) {
 				c.n, c.b, s.loss, svd, blt, s.bound)
 		}
 	}
+}
+
+// feasible returns the X a search reached (row-major) as a matrix, checked
+// positive definite and of unit sensitivity over fixed epochs.
+func feasible(t *testing.T, n, b int, flat []float64) [][]float64 {
+	t.Helper()
+	x := unflatten(flat, n)
+	checkPositiveDefinite(t, n, b, x)
+	checkEpochSensitivity(t, n, b, x)
+	return x
 }
 
 // checkPositiveDefinite checks X's symmetry and least eigenvalue.

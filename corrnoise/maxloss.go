@@ -59,7 +59,7 @@ func solveEpochsMax(n, b int) epochSolution {
 		loss := rowLosses(x, n)
 		before := best.max
 		best.keep(x, loss)
-		if w := softmax(loss, e.mu); best.raise(weightedBound(n, b, x, w)) {
+		if w, _ := softmax(loss, e.mu); best.raise(weighted(n, b, w).boundAt(x)) {
 			weights = w
 		}
 		if best.max-best.bound <= maxLossGap*best.max {
@@ -74,17 +74,20 @@ func solveEpochsMax(n, b int) epochSolution {
 	return best
 }
 
-// polish solves the mean problem weighted by n·w from the best X to the
-// end: its dual bound is then the weighted problem's optimum, where a
-// stage's, at an X that is optimal for its smooth maximum only, is
-// below it. Its X is feasible too.
+// polish solves the mean problem weighted by n·w further from the best X
+// (maxLossPolish iterations): its dual bound then nears the weighted
+// problem's optimum, where a stage's, at an X that is optimal for its
+// smooth maximum only, is below it. Its X is feasible too. With no
+// weights (no stage's bound was finite) there is nothing to polish.
 func (s *epochSolution) polish(n, b int, w []float64) int {
-	e := epochs{n: n, b: b, root: roots(n, w)}
+	if w == nil {
+		return 0
+	}
+	e := weighted(n, b, w)
 	x, it := lbfgs(e, slices.Clone(s.x), maxLossPolish)
 	e.enforce(x)
 	s.keep(x, rowLosses(x, n))
-	_, h, _ := e.evaluate(x)
-	s.raise(e.bound(h))
+	s.raise(e.boundAt(x))
 	return it
 }
 
@@ -105,44 +108,33 @@ func (s *epochSolution) raise(bound float64) bool {
 	return true
 }
 
-// weightedBound is the dual bound of the mean loss weighted by n·w_i on
-// row i, at x.
-func weightedBound(n, b int, x, w []float64) float64 {
-	e := epochs{n: n, b: b, root: roots(n, w)}
-	_, h, _ := e.evaluate(x)
-	return e.bound(h)
+// weighted is the mean problem of n steps in cycles of b weighted by n·w_i
+// on row i.
+func weighted(n, b int, w []float64) epochs {
+	return epochs{n: n, b: b, root: roots(float64(n), w)}
 }
 
-// roots returns √(n·w_i), the rows' scales of the mean weighted by n·w.
-func roots(n int, w []float64) []float64 {
-	r := make([]float64, n)
+// roots returns √(c·w_i).
+func roots(c float64, w []float64) []float64 {
+	r := make([]float64, len(w))
 	for i := range w {
-		r[i] = math.Sqrt(float64(n) * w[i])
+		r[i] = math.Sqrt(c * w[i])
 	}
 	return r
 }
 
-// softmax returns exp(ℓ_i/μ)/Σ_j exp(ℓ_j/μ), computed from the largest ℓ.
-func softmax(loss []float64, mu float64) []float64 {
+// softmax returns p_i = exp(ℓ_i/μ)/Σ_j exp(ℓ_j/μ) and the smooth maximum
+// μ log Σ_i exp(ℓ_i/μ), both computed from the largest ℓ.
+func softmax(loss []float64, mu float64) (p []float64, smoothMax float64) {
 	top := slices.Max(loss)
-	w := make([]float64, len(loss))
+	p = make([]float64, len(loss))
 	var sum float64
 	for i, l := range loss {
-		w[i] = math.Exp((l - top) / mu)
-		sum += w[i]
+		p[i] = math.Exp((l - top) / mu)
+		sum += p[i]
 	}
-	scale(w, 1/sum)
-	return w
-}
-
-// smoothMax returns μ log Σ_i exp(ℓ_i/μ), computed from the largest ℓ.
-func smoothMax(loss []float64, mu float64) float64 {
-	top := slices.Max(loss)
-	var sum float64
-	for _, l := range loss {
-		sum += math.Exp((l - top) / mu)
-	}
-	return top + mu*math.Log(sum)
+	scale(p, 1/sum)
+	return p, top + mu*math.Log(sum)
 }
 
 // rowLosses returns the variance of each prefix sum, (A X⁻¹ Aᵀ)_ii: the

@@ -53,7 +53,7 @@ func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[stri
 		case sn.State == lang.LookaheadState && sn.Model == nil:
 			notLinear[sn.State] = "no attenuation: the look-ahead point that two_point adds for the trainer: a function of theta, not a filter of the noise"
 			continue
-		case sn.Model == nil && sn.Varying != nil:
+		case sn.Varying != nil:
 			g, err := lower.SteadyGain(fn, an, sn)
 			if err != nil {
 				notLinear[sn.State] = "no steady attenuation: " + err.Error() + varyingCheck(fn, sn)

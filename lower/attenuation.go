@@ -140,7 +140,7 @@ func (l *lowerer) gain(fn *ir.Func, s string) (*noise.Gain, error) {
 	for _, sn := range l.noise.States {
 		switch {
 		case sn.State != s:
-		case sn.Model == nil && sn.Varying != nil:
+		case sn.Varying != nil:
 			r.gain, r.err = SteadyGain(fn, l.noise, sn)
 		case sn.Model == nil:
 			r.err = fmt.Errorf("no linear filter with fixed coefficients carries the noise to %s: %s%s", s, sn.Why, noise.VaryingNote(sn))
@@ -188,7 +188,7 @@ func (l *lowerer) newFilter(fn *ir.Func, g *noise.Gain) *ir.Filter {
 	fl := l.addFilter(fn, g.Model, g.Symbols)
 	fl.Start = l.start(g.Model.State)
 	sn := l.stateNoise(g.Model.State)
-	fl.Limit = sn != nil && sn.Model == nil && sn.Varying != nil
+	fl.Limit = sn != nil && sn.Varying != nil
 	fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
 	if x := ClosedForm(g); x != nil {
 		fl.Expr = dsl.ExprString(x)

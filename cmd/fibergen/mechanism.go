@@ -35,6 +35,9 @@ func cmdMechanism(args []string, stdout, stderr io.Writer) int {
 	}
 	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
 	obj, msg := o.check(pos)
+	if msg == "" {
+		msg = checkBlockOut(o.out)
+	}
 	if msg != "" {
 		return usageError(stderr, "mechanism", "%s", msg)
 	}
@@ -88,7 +91,7 @@ func (o *mechanismOptions) check(pos []string) (corrnoise.Objective, string) {
 	if err != nil {
 		return 0, fmt.Sprintf("--objective %q: want max or mean", o.objective)
 	}
-	return obj, checkBlockOut(o.out)
+	return obj, ""
 }
 
 // blockHeader starts every file mechanism writes (writeNoiseBlock).

@@ -51,11 +51,10 @@ type StateNoise struct {
 	// first step), which the steady attenuation does not see but
 	// attenuation_t would.
 	Start string
-	// Varying, where Model is nil only because coefficients change from
-	// step to step (they read t or scalars, which Why names), is the model
-	// with those coefficients as symbols of their own (those that read t
-	// or scalars): the host follows its covariance step by step for
-	// attenuation_t.
+	// Varying, set only where Model is nil and only because coefficients
+	// change from step to step (they read t or scalars, which Why names),
+	// is the model with those coefficients as symbols of their own: the
+	// host follows its covariance step by step for attenuation_t.
 	Varying *Model
 }
 
