@@ -823,10 +823,8 @@ func (o *Optimizer) load(path string, data []byte, states [][]float32) (err erro
 			t.hypers, _ = o.tensorHypers(hypers, o.set, over) // checked by match
 		}
 	}
-	o.dp, o.noise = nil, h.Noise // the checkpoint's noise replaces the optimizer's, whichever way it was set
-	if h.DP != nil {
-		o.dp = new(h.DP.dp())
-	}
+	o.dp, o.noise, o.ghost = h.DP.ptr(), h.Noise, nil // the checkpoint's noise, the optimizer's own where it had any (matchOwnNoise)
+	o.warnNoNoise()
 	o.installBudget(c.budget, o.t)
 	o.released() // a gradient set before the load is not the resumed run's
 	return nil
@@ -1207,6 +1205,9 @@ func (o *Optimizer) matchNoise(h *checkpointHeader) *loadError {
 			return mismatch("checkpoint's %v", strings.TrimPrefix(err.Error(), "runtime: "))
 		}
 	}
+	if err := o.matchOwnNoise(h); err != nil {
+		return err
+	}
 	n := h.Noise
 	switch {
 	case n == nil:
@@ -1219,6 +1220,46 @@ func (o *Optimizer) matchNoise(h *checkpointHeader) *loadError {
 		return mismatch("checkpoint gives the noise directly (SetNoise), but a privacy budget (SetBudget) sets it from DP settings")
 	}
 	return nil
+}
+
+// matchOwnNoise checks the checkpoint's DP settings or noise against
+// those the optimizer was given before the load, if any: a load installs
+// the checkpoint's, and silently replacing settings the trainer made (a
+// larger σ_DP it accounts for, say) would release steps under others. A
+// privacy budget's are matchBudget's.
+func (o *Optimizer) matchOwnNoise(h *checkpointHeader) *loadError {
+	if o.budget != nil || o.dp == nil && o.noise == nil {
+		return nil
+	}
+	theirs := h.DP.ptr()
+	if o.dp != nil && theirs != nil && o.dp.equal(*theirs) || o.noise != nil && h.Noise != nil && *o.noise == *h.Noise {
+		return nil
+	}
+	own, other := noiseString(o.dp, o.noise), noiseString(theirs, h.Noise)
+	return mismatch("checkpoint's noise (%s) is not the one this optimizer was given before the load (%s): a load does not replace "+
+		"the noise settings made before it; load first and make them after, to change them", other, own)
+}
+
+// ptr is d as DP settings, nil for none.
+func (d *checkpointDP) ptr() *DP {
+	if d == nil {
+		return nil
+	}
+	return new(d.dp())
+}
+
+// noiseString describes the noise of DP settings d or a noise n given
+// directly (at most one set).
+func noiseString(d *DP, n *Noise) string {
+	switch {
+	case d != nil:
+		return "DP settings " + d.String()
+	case n != nil && n.Draw:
+		return fmt.Sprintf("σ_w² = %v, drawn", n.SigmaW2)
+	case n != nil:
+		return fmt.Sprintf("σ_w² = %v, the gradients privatized by the trainer", n.SigmaW2)
+	}
+	return "none"
 }
 
 // mismatch is a Load error of kind ErrCheckpointMismatch.

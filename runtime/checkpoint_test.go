@@ -159,7 +159,6 @@ func TestCheckpointResume(t *testing.T) {
 		// Every case resumes the same bytes (the backends agree bit for bit).
 		b, bts := openFiber(t, runtime.Options{Backend: c.to, AllowResumeAgain: true}, theta)
 		b.SetSeed(7)
-		b.SetDP(runtime.DP{ClipNorm: 3, NoiseMultiplier: 0.5, BatchSize: 8})
 		switch c.target {
 		case "started", "closed":
 			if err := bts[0].SetGrad(make([]float32, bts[0].Len)); err != nil {

@@ -97,6 +97,15 @@ func (d DP) equal(e DP) bool {
 	return sameClipping(&d, &e) && d.NoiseMultiplier == e.NoiseMultiplier && d.ProportionalNoise == e.ProportionalNoise
 }
 
+// String describes d as a step uses it.
+func (d DP) String() string {
+	s := fmt.Sprintf("%s, σ_DP = %v", d.clippingString(), d.NoiseMultiplier)
+	if d.ProportionalNoise {
+		s += ", proportional noise"
+	}
+	return s
+}
+
 // clippingString describes how d clips.
 func (d DP) clippingString() string {
 	if d.Groups == nil {
@@ -209,6 +218,7 @@ func (o *Optimizer) runGroups(j privJob) (PrivatizeStats, error) {
 		return PrivatizeStats{}, err
 	}
 	o.markPrivatized(j)
+	o.issue(scales, j.Scales != nil)
 	return groupStats(scales, j.Batch), nil
 }
 
@@ -285,7 +295,8 @@ func groupScalesOf(partials []float32, k, n int, base []int, groups []ClipGroup)
 // privatization before anything is written, then each group's sum into its
 // coordinates. The scales are group-major: group g's k at [g·k, (g+1)·k).
 func (o *Optimizer) runGroupJobs(jobs []privJob, k int, scales []float32) (PrivatizeStats, error) {
-	if scales == nil {
+	given := scales != nil
+	if !given {
 		var err error
 		if scales, err = o.groupScales(jobs, k); err != nil {
 			return PrivatizeStats{}, err
@@ -297,6 +308,7 @@ func (o *Optimizer) runGroupJobs(jobs []privJob, k int, scales []float32) (Priva
 			return PrivatizeStats{}, err
 		}
 	}
+	o.issue(scales, given)
 	return groupStats(scales, k), nil
 }
 

@@ -326,7 +326,7 @@ func TestClipGroupsCheckpoint(t *testing.T) {
 	if want := (runtime.DP{NoiseMultiplier: d.NoiseMultiplier, BatchSize: 256, Groups: clipGroups, ProportionalNoise: true}); !cmp.Equal(d, want) || math.Abs(d.NoiseMultiplier-sigma) > 1e-12*sigma {
 		t.Errorf("the budget's DP settings %+v, want %+v with σ_DP %v", d, want, sigma)
 	}
-	resumed := openLayout(t, "dp_sgd", runtime.Go, tensorSizes)
+	resumed := openBare(t, "dp_sgd", runtime.Go, tensorSizes)
 	if err := resumed.LoadFrom(bytes.NewReader(saveBytes(t, o))); err != nil {
 		t.Fatal(err)
 	}

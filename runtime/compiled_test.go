@@ -191,8 +191,8 @@ func TestSetNoiseErrors(t *testing.T) {
 }
 
 // TestNoiseCheckpointUnderBudget checks that a checkpoint of noise given
-// directly does not load where a budget sets the noise, and that it
-// replaces DP settings elsewhere.
+// directly does not load where a budget sets the noise, nor over other DP
+// settings made before the load, and that it sets the noise elsewhere.
 func TestNoiseCheckpointUnderBudget(t *testing.T) {
 	open := func() (*runtime.Optimizer, error) { return runtime.OpenCompiled(compiledFiber(t), runtime.Options{}) }
 	a, ta := openOne(t, open, []float32{1, 2})
@@ -209,11 +209,18 @@ func TestNoiseCheckpointUnderBudget(t *testing.T) {
 		t.Errorf("Load of a SetNoise checkpoint under a budget: %v, want ErrCheckpointMismatch", err)
 	}
 	c, _ := openOne(t, open, []float32{0, 0})
-	if err := errors.Join(c.SetDP(testDP), c.Load(path)); err != nil {
+	if err := c.SetDP(testDP); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Privatize([]float32{1, 1}, nil); err == nil || !strings.Contains(err.Error(), "SetDP") {
-		t.Errorf("Privatize after loading noise over DP settings: %v, want the DP settings gone", err)
+	if err := c.Load(path); !errors.Is(err, runtime.ErrCheckpointMismatch) || !strings.Contains(err.Error(), "σ_w² = 0.5") {
+		t.Errorf("Load of a SetNoise checkpoint over DP settings: %v, want ErrCheckpointMismatch naming both", err)
+	}
+	d, _ := openOne(t, open, []float32{0, 0})
+	if err := d.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Privatize([]float32{1, 1}, nil); err == nil || !strings.Contains(err.Error(), "SetDP") {
+		t.Errorf("Privatize after loading noise: %v, want no DP settings", err)
 	}
 }
 

@@ -142,8 +142,25 @@ func (d DP) check() error {
 	if !ok(d.Sensitivity()) || !(d.NoiseMultiplier >= 0) || math.IsInf(d.NoiseMultiplier, 0) || d.BatchSize <= 0 {
 		return fmt.Errorf("runtime: DP settings C = %v, σ_DP = %v, B = %d: want C > 0, σ_DP >= 0 (finite) and B >= 1", d.Sensitivity(), d.NoiseMultiplier, d.BatchSize)
 	}
+	if slices.ContainsFunc(d.variances(), func(s float64) bool { return math.IsInf(s, 0) }) {
+		return fmt.Errorf("runtime: DP settings C = %v, σ_DP = %v, B = %d give a noise variance σ_w² = (σ_DP·C/B)² too large for a float64", d.Sensitivity(), d.NoiseMultiplier, d.BatchSize)
+	}
 	return nil
 }
+
+// variances are the noise variances σ_w² of the clip groups (GroupSigmaW2;
+// one without groups).
+func (d DP) variances() []float64 {
+	out := make([]float64, max(len(d.Groups), 1))
+	for g := range out {
+		out[g] = d.GroupSigmaW2(g)
+	}
+	return out
+}
+
+// drawsNone says whether the settings give some coordinates no noise at
+// all: σ_w² = 0 in a group (σ_DP = 0, or a variance that underflows).
+func (d DP) drawsNone() bool { return slices.Contains(d.variances(), 0) }
 
 // Noise is the noise of the next steps given directly, instead of by DP
 // settings (SetNoise).
@@ -207,6 +224,7 @@ type Optimizer struct {
 	watch    *clampWatch // the clamp warning's samples; nil: no fixed floor, or Options.NoClampWarning
 	warnings []string    // the warnings not yet taken (Warnings)
 	segs     []Segment   // PrivatizeSegmentsTo's segments as its job reads them, kept between calls
+	ghost    []float32   // the scales computed last (ClipScales, a privatization), not yet taken (takeGhost)
 	red      reduceState // the reduction pass's (reduce.go)
 	mu       sync.Mutex  // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
@@ -472,7 +490,23 @@ func (o *Optimizer) SetDP(d DP) error {
 	old := o.dp
 	o.dp, o.noise = &d, nil
 	o.dpChanged(old)
+	o.warnNoNoise()
 	return nil
+}
+
+// warnNoNoise queues a warning (Warnings) where the noise settings just
+// made draw nothing: every step would release its gradient as it is.
+func (o *Optimizer) warnNoNoise() {
+	var what string
+	switch {
+	case o.dp != nil && o.dp.drawsNone():
+		what = fmt.Sprintf("DP settings of noise multiplier σ_DP = %v give σ_w² = 0", o.dp.NoiseMultiplier)
+	case o.noise != nil && o.noise.Draw && o.noise.SigmaW2 == 0:
+		what = "the noise given directly (SetNoise) has σ_w² = 0"
+	default:
+		return
+	}
+	o.warnings = append(o.warnings, what+": the steps add no DP noise, so the output is not private (ε = ∞)")
 }
 
 // DP returns the DP settings, and false where none are set (SetNoise gives
@@ -502,6 +536,7 @@ func (o *Optimizer) SetNoise(n Noise) error {
 	old := o.dp
 	o.noise, o.dp = &n, nil
 	o.dpChanged(old)
+	o.warnNoNoise()
 	return nil
 }
 

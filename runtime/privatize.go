@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
@@ -121,6 +122,21 @@ func (o *Optimizer) checkScales(scales []float32, batch int) error {
 		}
 		return fmt.Errorf("runtime: scale %v of example %d is not in [0, 1]", s, i)
 	}
+	return o.takeGhost(scales)
+}
+
+// takeGhost checks that scales are the last the runtime computed from
+// examples' norms (ClipScales, or a privatization's PrivatizeStats.Scales)
+// under the clipping in force, and takes them: each set clips one
+// privatization. Scales made up — all 1, say — would let an example's
+// gradient past the norm C the accountant is told, silently.
+func (o *Optimizer) takeGhost(scales []float32) error {
+	ghost := o.ghost
+	o.ghost = nil
+	if ghost == nil || !slices.EqualFunc(ghost, scales, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+		return errors.New("runtime: the scales given are not the last the runtime computed from the examples' norms " +
+			"(ClipScales, or a privatization's): it clips only by those, under the clipping in force, each set once")
+	}
 	return nil
 }
 
@@ -150,7 +166,16 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 		return PrivatizeStats{}, err
 	}
 	o.markPrivatized(j)
+	o.issue(scales, j.Scales != nil)
 	return statsOf(scales), nil
+}
+
+// issue records scales the runtime computed from the examples' norms (not
+// given) as those the next privatization may be given (takeGhost).
+func (o *Optimizer) issue(scales []float32, given bool) {
+	if !given {
+		o.ghost = slices.Clone(scales) // the caller's copy may change
+	}
 }
 
 // markPrivatized marks what the host job j wrote privatized.
@@ -304,7 +329,11 @@ func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, err
 			}
 		}
 	}
-	return o.clipScales(lookNorm, curNorm, dot, obs.A)
+	scales, err := o.clipScales(lookNorm, curNorm, dot, obs.A)
+	if err == nil {
+		o.issue(scales, false)
+	}
+	return scales, err
 }
 
 // clipScales is reduce.ClipScales of the norms under the DP settings: one
@@ -322,7 +351,7 @@ func (o *Optimizer) clipScales(lookNorm, curNorm, dot []float64, a float64) ([]f
 	for g, grp := range groups {
 		at := func(v []float64) []float64 { return v[min(len(v), g*k):min(len(v), (g+1)*k)] }
 		if bad := reduce.ClipScales(scales[g*k:(g+1)*k], at(lookNorm), at(curNorm), at(dot), a, grp.ClipNorm); bad >= 0 {
-			return nil, &NonFiniteExampleError{Example: bad}
+			return nil, &NonFiniteExampleError{Example: bad, Given: true}
 		}
 	}
 	return scales, nil

@@ -43,6 +43,7 @@ func (o *Optimizer) PrivatizeDevice(out DevicePtr, n int, cur, look DevicePtr, k
 		return PrivatizeStats{}, err
 	}
 	o.privatized(deviceRange(out, n), false)
+	o.issue(got, scales != nil)
 	return statsOf(got), nil
 }
 

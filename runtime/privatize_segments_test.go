@@ -104,6 +104,12 @@ func checkScaledSegments(t *testing.T, o *runtime.Optimizer, cur, look []float32
 	if _, err := o.PrivatizeTo(want, cur, look, scales); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := o.PrivatizeSegmentsTo(got, segmentsOf(cur, look, k, sizes), k, scales); err == nil || !strings.Contains(err.Error(), "scales given are not") {
+		t.Fatalf("the scales given a second time: %v, want them refused", err)
+	}
+	if _, err := o.PrivatizeSegmentsTo(make([]float32, o.Len()), segmentsOf(cur, look, k, sizes), k, nil); err != nil {
+		t.Fatal(err) // computes them again, the same bits
+	}
 	if _, err := o.PrivatizeSegmentsTo(got, segmentsOf(cur, look, k, sizes), k, scales); err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +123,16 @@ func checkScaledSegments(t *testing.T, o *runtime.Optimizer, cur, look []float32
 // B 8}.
 func openLayout(t *testing.T, opt string, backend runtime.Backend, sizes []int) *runtime.Optimizer {
 	t.Helper()
+	o := openBare(t, opt, backend, sizes)
+	if err := o.SetDP(runtime.DP{ClipNorm: 1, NoiseMultiplier: 0, BatchSize: 8}); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// openBare is openLayout without DP settings: they are a load's.
+func openBare(t *testing.T, opt string, backend runtime.Backend, sizes []int) *runtime.Optimizer {
+	t.Helper()
 	var kept []int
 	n := 0
 	for _, s := range sizes {
@@ -125,10 +141,15 @@ func openLayout(t *testing.T, opt string, backend runtime.Backend, sizes []int) 
 			n += s
 		}
 	}
-	o, _ := openSized(t, kernelDir(t, opt), runtime.Options{Backend: backend}, kept, make([]float32, n))
-	if err := o.SetDP(runtime.DP{ClipNorm: 1, NoiseMultiplier: 0, BatchSize: 8}); err != nil {
+	o, err := runtime.Open(kernelDir(t, opt), runtime.Options{Backend: backend})
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { o.Close() })
+	if err := o.SetSeed(2026); err != nil {
+		t.Fatal(err)
+	}
+	registerSized(t, o, kept, make([]float32, n))
 	return o
 }
 

@@ -188,9 +188,38 @@ func TestPrivatizeErrors(t *testing.T) {
 			return err
 		}, "not in [0, 1]"},
 		{"NaN with the scales given", "disk", func(o *runtime.Optimizer) error {
-			_, err := o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nan(exampleRows(2, batch, o.Len())), []float32{1, 1, 1})
+			scales, err := o.ClipScales([]float64{1, 1, 1}, []float64{1, 1, 1}, []float64{0, 0, 0})
+			if err != nil {
+				return err
+			}
+			_, err = o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nan(exampleRows(2, batch, o.Len())), scales)
 			return err
 		}, "example 1 has a NaN"},
+		{"scales made up", "dp_sgd", func(o *runtime.Optimizer) error {
+			_, err := o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nil, []float32{1, 1, 1})
+			return err
+		}, "the scales given are not the last the runtime computed"},
+		{"scales given twice", "dp_sgd", func(o *runtime.Optimizer) error {
+			st, err := o.PrivatizeTo(make([]float32, o.Len()), exampleRows(1, batch, o.Len()), nil, nil)
+			if err == nil { // the scales a privatization computed clip one more, once
+				_, err = o.PrivatizeTo(make([]float32, o.Len()), exampleRows(3, batch, o.Len()), nil, st.Scales)
+			}
+			if err == nil {
+				_, err = o.PrivatizeScaled(exampleRows(3, batch, o.Len()), nil, st.Scales)
+			}
+			return err
+		}, "the scales given are not the last the runtime computed"},
+		{"scales of other clipping", "dp_sgd", func(o *runtime.Optimizer) error {
+			own, _ := o.DP()
+			other := own
+			other.ClipNorm *= 2
+			scales, err := o.ClipScales(nil, []float64{4, 1, 2}, nil)
+			if err := errors.Join(err, o.SetDP(other), o.SetDP(own)); err != nil {
+				return err
+			}
+			_, err = o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nil, scales)
+			return err
+		}, "the scales given are not the last the runtime computed"},
 		{"a scale short", "dp_sgd", func(o *runtime.Optimizer) error {
 			_, err := o.PrivatizeScaled(exampleRows(1, batch+1, o.Len()), nil, []float32{1, 1, 1})
 			return err

@@ -194,6 +194,7 @@ func (o *Optimizer) dpChanged(old *DP) {
 	if sameClipping(old, o.dp) {
 		return
 	}
+	o.ghost = nil // scales of the old clipping
 	downgrade := func(s *gradSource) {
 		if *s == gradPrivatized || *s == gradTrusted {
 			*s = gradWritten

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 // privacyOptions are the flags of fibergen privacy.
 type privacyOptions struct {
 	sigma, epsilon, sampleRate, delta, epochs, interval floatFlag
-	steps, datasetSize, batchSize                       uintFlag
+	steps, datasetSize, batchSize                       countFlag53
 	sampling, accountant, series, orders, optimizer     string
 	sets                                                setsFlag
 	json                                                bool
@@ -165,13 +166,25 @@ func (o *privacyOptions) parseRun(r *privacyRun) string {
 // maxCount bounds the integer flags: 2^53, exact in float64.
 const maxCount = 1 << 53
 
+// countFlag53 is an integer flag from 1 to maxCount, whose parse error says
+// so.
+type countFlag53 uint64
+
+func (c *countFlag53) String() string { return strconv.FormatUint(uint64(*c), 10) }
+func (c *countFlag53) Set(s string) error {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v < 1 || v > maxCount {
+		return errors.New("want an integer from 1 to 2^53")
+	}
+	*c = countFlag53(v)
+	return nil
+}
+
 func (o *privacyOptions) parseRateSteps(r *privacyRun) string {
 	q := float64(o.sampleRate)
 	switch {
 	case !(q > 0 && q <= 1):
 		return fmt.Sprintf("--sample-rate %v: want a value in (0, 1]", q)
-	case o.steps < 1 || o.steps > maxCount:
-		return fmt.Sprintf("--steps %d: want 1 to 2^53", uint64(o.steps))
 	}
 	r.plan.SampleRate, r.plan.Steps = q, int(o.steps)
 	return ""
@@ -180,9 +193,7 @@ func (o *privacyOptions) parseRateSteps(r *privacyRun) string {
 func (o *privacyOptions) parseSchedule(r *privacyRun) string {
 	n, b, e := uint64(o.datasetSize), uint64(o.batchSize), float64(o.epochs)
 	switch {
-	case n < 1 || n > maxCount:
-		return fmt.Sprintf("--dataset-size %d: want 1 to 2^53", n)
-	case b < 1 || b > n:
+	case b > n:
 		return fmt.Sprintf("--batch-size %d: want 1 to the --dataset-size %d", b, n)
 	case !(e > 0) || math.IsInf(e, 1):
 		return fmt.Sprintf("--epochs %v: want a finite value > 0", e)

@@ -203,7 +203,7 @@ func (o *runOptions) executeGrads(opt *runtime.Optimizer, in runArrays, stderr i
 	if err := opt.SetNoise(noise); err != nil {
 		return err
 	}
-	o.warnNoNoise(stderr)
+	o.warnNoNoise(opt, stderr)
 	tn, err := o.start(opt, theta, noise.Draw && noise.SigmaW2 > 0, stderr)
 	if err != nil {
 		return err
@@ -222,9 +222,13 @@ func (o *runOptions) executeGrads(opt *runtime.Optimizer, in runArrays, stderr i
 // warnNoNoise says on stderr, in one line, that the run releases its
 // output without noise where the flags ask for none while the gradients are
 // not privatized yet: an explicit zero (--noise-multiplier 0, --sigma-w2 0
-// with noise on) or --noise off with --example-grads. validate has made
-// sure that such a zero was given, never defaulted to.
-func (o *runOptions) warnNoNoise(stderr io.Writer) {
+// with noise on) or --noise off with --example-grads, named by its flag.
+// validate has made sure that such a zero was given, never defaulted to.
+// It takes the runtime's warnings of the settings just made (Warnings),
+// which say the same where a flag is zero and are printed where none is (a
+// variance that underflows).
+func (o *runOptions) warnNoNoise(opt *runtime.Optimizer, stderr io.Writer) {
+	pending := opt.Warnings()
 	var given string
 	switch {
 	case o.ex.examples != "" && o.noise == "off":
@@ -234,6 +238,9 @@ func (o *runOptions) warnNoNoise(stderr io.Writer) {
 	case o.ex.examples == "" && o.noise == "on" && o.sigmaW2 == 0:
 		given = "--sigma-w2 0"
 	default:
+		for _, w := range pending {
+			fmt.Fprintf(stderr, "fibergen run: warning: %s\n", w)
+		}
 		return
 	}
 	fmt.Fprintf(stderr, "fibergen run: warning: %s: the steps add no DP noise, so the output is not private (ε = ∞)\n", given)

@@ -116,7 +116,7 @@ func (o *runOptions) executeExamples(opt *runtime.Optimizer, in runArrays, stder
 	if err := checkLookahead(opt, look.Data != nil); err != nil {
 		return err
 	}
-	o.warnNoNoise(stderr)
+	o.warnNoNoise(opt, stderr)
 	tn, err := o.start(opt, theta, o.ex.multiplier > 0, stderr)
 	if err != nil {
 		return err

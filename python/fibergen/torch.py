@@ -140,13 +140,15 @@ class _Names:
 
     def resolve(self, values: dict, who: str) -> dict[str, Any]:
         """values by their own names or aliases, by the hypers' own names;
-        raises on a name that is neither, a sequence of the wrong length and
-        a hyper given twice with two values."""
+        raises on a name that is neither, a sequence of the wrong length, a
+        value that is not a real number (a one-element tensor is) and a
+        hyper given twice with two values."""
         if unknown := sorted(k for k in values if not self.knows(k)):
             raise ValueError(f"fibergen: {who} has no hyper {', '.join(unknown)} (it accepts: {self.accepted()})")
         out: dict[str, Any] = {}
         for k, v in values.items():
             for h, x in self._expand(k, v):
+                _real(x, f"{who}: hyper {h}")
                 if h in out and out[h] != x:
                     raise ValueError(f"fibergen: {who}: hyper {h} given twice, {out[h]!r} and {x!r} "
                                      f"({k} sets it too): give one")
@@ -310,7 +312,7 @@ class Optimizer(torch.optim.Optimizer):
         params = list(params)
         found = _lib.resolve(optimizer, _param_storage(params, param_rounding))
         if found["warnings"]:
-            warnings.warn(f"fibergen: {os.fspath(optimizer)}:\n{found['warnings']}", stacklevel=3)
+            warnings.warn(f"fibergen: {found['warnings']}", stacklevel=3)  # each line names its file:line:col
         self._path = Path(found["dir"])
         if not isinstance(threads, int) or threads < 0:
             raise ValueError(f"fibergen: threads = {threads!r}: want a whole number >= 0 (0: every core)")
@@ -379,6 +381,13 @@ class Optimizer(torch.optim.Optimizer):
             raise FibergenError("fibergen: add every parameter group when constructing the optimizer: "
                                 "its parameters live in flat buffers laid out once")
         name = self._info["name"]
+        params = param_group["params"]
+        params = [params] if isinstance(params, torch.Tensor) else list(params)
+        if len({id(p) for p in params}) != len(params):  # torch warns only; one parameter would take two ranges
+            twice = next(i for i, p in enumerate(params) if any(p is q for q in params[:i]))
+            raise ValueError(f"fibergen: parameter {twice} of parameter group {len(self.param_groups)} is an earlier "
+                             "one again: give each parameter once")
+        param_group = {**param_group, "params": params}
         own = self._names.resolve({k: v for k, v in param_group.items() if k != "params"}, name)
         group = _ParamGroup(self._names, name, {k: v for k, v in param_group.items() if k == "params"})
         group.update({h: v for h, v in self.defaults.items() if h in self._names.hypers}, **own)
@@ -663,6 +672,8 @@ class Optimizer(torch.optim.Optimizer):
         unchanged; ``privatize`` and ``clip_scales`` then take and give
         scales of shape (G, k). With a process group every rank calls it,
         with the same settings (a difference raises on every rank)."""
+        clip, noise_multiplier = _clips(clip), _real(noise_multiplier, "set_dp: noise_multiplier")
+        expected_batch_size = _count(expected_batch_size, "set_dp: expected_batch_size")
         self._ranks_agree("set_dp", clip=clip, noise_multiplier=noise_multiplier,
                           expected_batch_size=expected_batch_size, proportional_noise=proportional_noise)
         groups = self._clip_groups(clip, proportional_noise)
@@ -672,6 +683,7 @@ class Optimizer(torch.optim.Optimizer):
             self._handle.set_dp_groups({"noise_multiplier": noise_multiplier, "batch_size": expected_batch_size,
                                         "proportional_noise": proportional_noise, **groups})
         self._nclip = None
+        self._runtime_warnings()
 
     def _clip_groups(self, clip: Any, proportional_noise: bool) -> Optional[dict]:
         """The runtime's clip groups of a clip norm per parameter group (a
@@ -695,9 +707,11 @@ class Optimizer(torch.optim.Optimizer):
         """Gives the noise variance σ_w² directly (replaying recorded clipped
         means); ``draw=False`` says the gradients are privatized already.
         With a process group every rank calls it, alike."""
+        sigma_w2 = _real(sigma_w2, "set_noise: sigma_w2")
         self._ranks_agree("set_noise", sigma_w2=sigma_w2, draw=draw)
         self._handle.set_noise(sigma_w2, draw)
         self._nclip = None
+        self._runtime_warnings()
 
     def set_budget(self, epsilon: float, *, clip: Union[float, Sequence[float]], dataset_size: int, batch_size: int,
                    epochs: float, delta: float = 0.0, sampling: str = "poisson", accountant: str = "pld",
@@ -714,8 +728,11 @@ class Optimizer(torch.optim.Optimizer):
         ``clip`` and ``proportional_noise`` are ``set_dp``'s: a list clips
         per parameter group. With a process group every rank calls it,
         alike."""
-        req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
-               "batch_size": batch_size, "epochs": epochs, "sampling": sampling, "accountant": accountant}
+        clip = _clips(clip)
+        req = {"epsilon": _real(epsilon, "set_budget: epsilon"), "delta": _real(delta, "set_budget: delta"),
+               "clip": clip, "dataset_size": _count(dataset_size, "set_budget: dataset_size"),
+               "batch_size": _count(batch_size, "set_budget: batch_size"), "epochs": _real(epochs, "set_budget: epochs"),
+               "sampling": sampling, "accountant": accountant}
         self._ranks_agree("set_budget", proportional_noise=proportional_noise, **req)
         if (groups := self._clip_groups(clip, proportional_noise)) is not None:
             req = {**req, "clip": 0.0, "proportional_noise": proportional_noise, **groups}
@@ -774,7 +791,9 @@ class Optimizer(torch.optim.Optimizer):
 
     def observation(self) -> dict:
         """The next step's observation at the groups' current hypers:
-        {"kind": "two_point" or "", "a", "lookahead"}."""
+        {"kind": "two_point", "a": A, "lookahead": γ}, or {"kind": "", "a": 0,
+        "lookahead": 0} for an optimizer that observes one point (no
+        look-ahead gradients to take)."""
         self._sync()
         return self._handle.info()["observation"]
 
@@ -844,6 +863,9 @@ class Optimizer(torch.optim.Optimizer):
             raise ValueError(f"fibergen: privatize: {len(grads)} {what} for {len(params)} parameters")
         k = grads[0].shape[0] if grads else 0
         for i, (g, p) in enumerate(zip(grads, params)):
+            if not isinstance(g, torch.Tensor) or g.device.type == "meta":
+                where = f"on the {g.device} device, which holds no values" if isinstance(g, torch.Tensor) else f"a {type(g).__name__}"
+                raise TypeError(f"fibergen: privatize: {what} {i} is {where}: want a tensor on the CPU or the parameters' device")
             if g.shape != (k, *p.shape):
                 raise ValueError(f"fibergen: privatize: {what} {i} has shape {tuple(g.shape)}, "
                                  f"want {(k, *p.shape)} (examples first)")
@@ -1122,9 +1144,15 @@ class Optimizer(torch.optim.Optimizer):
         self.found_inf = False
         self._gather()
         if self._clamp_watch:
-            for w in self._handle.warnings():
-                warnings.warn(f"fibergen: {w}", RuntimeWarning, stacklevel=4)  # past no_grad and torch's step hook
+            self._runtime_warnings(stacklevel=5)  # past no_grad and torch's step hook
         return loss
+
+    def _runtime_warnings(self, stacklevel: int = 3) -> None:
+        """Warns the runtime's warnings given since the last call: the clamp
+        warning after a step, the settings' (noise that draws nothing) after
+        they are made."""
+        for w in self._handle.warnings():
+            warnings.warn(f"fibergen: {w}", RuntimeWarning, stacklevel=stacklevel)
 
     def _note_writes(self, agree: bool = True) -> None:
         """Tells the runtime that the flat gradient was written since
@@ -1315,6 +1343,7 @@ class Optimizer(torch.optim.Optimizer):
         host = _host(flat) if info["states_digest"] else []  # the states the digest covers, alive until loaded
         self._handle.load(blob, _addrs(host), self._n)
         self._nclip = None  # the checkpoint's DP settings
+        self._runtime_warnings()
         with torch.no_grad():
             for dst, src in zip(self._state_bufs, flat):
                 dst.copy_(src)
@@ -1529,6 +1558,39 @@ def _difference(key: str, rank: int, theirs: Any, ours: Any) -> str:
 def _short(v: Any, limit: int = 120) -> str:
     s = repr(v)
     return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def _real(x: Any, what: str) -> float:
+    """x as a float, where it is a real number (a one-element tensor
+    included); a bool, a string or anything else raises, naming what x is."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and x.dtype != torch.bool:
+        return float(x)
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"fibergen: {what} = {x!r}: want a real number")
+    return float(x)
+
+
+def _count(x: Any, what: str) -> int:
+    """x as an int, where it is a whole number from 1 to 2^53 (a
+    one-element integer tensor included); anything else raises, naming what
+    x is."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and not x.is_floating_point() and x.dtype != torch.bool:
+        x = int(x)
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"fibergen: {what} = {x!r}: want a whole number")
+    if not 1 <= x <= 2**53:
+        raise ValueError(f"fibergen: {what} = {x}: want 1 to 2^53")
+    return int(x)
+
+
+def _clips(clip: Any) -> Union[float, list[float]]:
+    """set_dp's clip as floats: one norm (a number, or a one-element
+    tensor), or a sequence of one per parameter group."""
+    if isinstance(clip, torch.Tensor) and clip.dim() == 0 or not isinstance(clip, (Sequence, torch.Tensor)):
+        return _real(clip, "clip")
+    if isinstance(clip, (str, bytes)) or isinstance(clip, torch.Tensor) and clip.dim() > 1:
+        raise TypeError(f"fibergen: clip = {clip!r}: want a real number, or a sequence of one per parameter group")
+    return [_real(c, f"clip of parameter group {i}") for i, c in enumerate(clip)]
 
 
 def _plain(v: Any) -> Any:

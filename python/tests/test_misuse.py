@@ -233,3 +233,57 @@ def test_a_state_dict_without_the_digest_loads_with_a_warning(generated):
     with pytest.warns(RuntimeWarning, match="predates the digest"):
         fresh.load_state_dict(sd)
     assert fresh.steps == 1
+
+
+def test_no_noise_warns(generated):
+    """DP settings that draw no noise (σ_DP = 0, set_noise(0)) say at once
+    that the output is not private, as the CLI does; noise does not."""
+    m = model()
+    opt = ft.Optimizer(m.parameters(), generated / "dp_sgd", seed=1)
+    for call in (lambda: opt.set_dp(1.0, 0.0, 8), lambda: opt.set_noise(0.0)):
+        with pytest.warns(RuntimeWarning, match=r"the steps add no DP noise, so the output is not private"):
+            call()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.set_dp(1.0, 1.0, 8)
+        opt.set_noise(0.5, draw=False)  # the trainer privatized it: nothing to say
+
+
+def test_made_up_scales_refused(generated):
+    """privatize(..., scales=) clips only by the scales the runtime computed
+    last (clip_scales, or a privatize's), once: all-ones scales would let
+    every example past the norm C the accountant is told."""
+    m = model()
+    opt = ft.Optimizer(m.parameters(), generated / "dp_adamw", seed=1)
+    opt.set_dp(1.0, 1.0, 8)
+    x, y = batch()
+    rows = {p: 100 * g for p, g in ft.per_example_grads(m, F.cross_entropy, x, y).items()}
+    with pytest.raises(FibergenError, match="not the last the runtime computed"):
+        opt.privatize(rows, scales=torch.ones(8))
+    norms = torch.cat([g.reshape(8, -1) for g in rows.values()], 1).norm(dim=1)
+    scales = opt.clip_scales(norms)
+    opt.privatize(rows, scales=scales)
+    assert torch.cat([p.grad.reshape(-1) for p in m.parameters()]).norm() <= 1.0 + 1e-5  # the mean of clipped rows
+
+
+def test_load_keeps_the_dp_settings_made(generated, tmp_path):
+    """load_state_dict does not replace DP settings made before it: a
+    checkpoint of other ones is refused, naming both; the same ones, or none
+    made, load."""
+    def opened(sigma=None):
+        m = model()
+        opt = ft.Optimizer(m.parameters(), generated / "dp_sgd", seed=1, allow_resume_again=True)
+        if sigma is not None:
+            opt.set_dp(1.0, sigma, 8)
+        return m, opt
+    m, opt = opened(1.0)
+    privatize(opt, m)
+    opt.step()
+    state = opt.state_dict()
+    with pytest.raises(FibergenError, match=r"σ_DP = 1\b.*σ_DP = 2\b"):
+        opened(2.0)[1].load_state_dict(state)
+    for sigma in (1.0, None):
+        _, fresh = opened(sigma)
+        fresh.load_state_dict(state)
+        assert fresh.sigma_w2 == opt.sigma_w2

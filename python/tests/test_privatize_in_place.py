@@ -81,7 +81,8 @@ def test_scales_given_in_place(generated):
         opt = ft.Optimizer(ps, generated / "dp_adamw", seed=3)
         opt.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=8)
         cur = per_example(4, 1, ps)
-        opt.privatize(cur if contiguous else strided(cur), scales=torch.tensor([1.0, 0.5, 0.25, 0.0]))
+        scales = opt.clip_scales(torch.tensor([0.5, 2.0, 4.0, 8.0]))  # 1, 1/2, 1/4, 1/8
+        opt.privatize(cur if contiguous else strided(cur), scales=scales)
         return bits([p.grad for p in ps])
     assert (grad(True) == grad(False)).all()
 

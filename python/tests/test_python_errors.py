@@ -226,3 +226,44 @@ def test_a_runtime_error_names_what_python_calls(generated, case, want):
     msg = str(e.value)
     assert re.search(want, msg), msg
     assert not go_names(msg), f"{msg}\n\tnames {go_names(msg)}"
+
+
+def case_meta_gradients(generated: Path) -> None:
+    params, opt = opened(generated)
+    opt.privatize([torch.empty(2, *p.shape, device="meta") for p in params])
+
+
+def case_duplicate_parameter(generated: Path) -> None:
+    p = torch.nn.Parameter(torch.zeros(3))
+    ft.Optimizer([p, p], generated / "dp_sgd")
+
+
+def case_hyper_string(generated: Path) -> None:
+    opened(generated)[1].param_groups[0]["lr"] = "abc"
+
+
+# Arguments the binding checks before the runtime sees them: each error
+# names the argument, in one line, never ctypes' or torch's.
+ARGUMENT_CASES: list[tuple[str, Case, type, str]] = [
+    ("a clip as a string", lambda g: opened(g)[1].set_dp("1.0", 1.0, 32), TypeError, r"clip = '1\.0': want a real number"),
+    ("a batch size not whole", lambda g: opened(g)[1].set_dp(1.0, 1.0, 32.5), TypeError,
+     r"expected_batch_size = 32\.5: want a whole number"),
+    ("a batch size past 2^53", lambda g: opened(g)[1].set_dp(1.0, 1.0, 2**64 + 32), ValueError,
+     r"expected_batch_size = 18446744073709551648: want 1 to 2\^53"),
+    ("a noise variance past float64", lambda g: opened(g)[1].set_dp(1e300, 1.0, 32), FibergenError,
+     r"too large for a float64"),
+    ("a hyper as a string", case_hyper_string, TypeError, r"hyper lr = 'abc': want a real number"),
+    ("a hyper as a bool", lambda g: ft.Optimizer(model().parameters(), g / "dp_sgd", lr=True), TypeError,
+     r"hyper lr = True: want a real number"),
+    ("a parameter twice", case_duplicate_parameter, ValueError, r"parameter 1 of parameter group 0 is an earlier one"),
+    ("gradients on the meta device", case_meta_gradients, TypeError, r"per-example gradients 0 is on the meta device"),
+    ("a NaN norm", lambda g: opened(g)[1].clip_scales(torch.tensor([1.0, float("nan")])), FibergenError,
+     r"a norm given for example 1 is NaN"),
+]
+
+
+@pytest.mark.parametrize("case,kind,want", [(c, k, w) for _, c, k, w in ARGUMENT_CASES], ids=[n for n, *_ in ARGUMENT_CASES])
+def test_bad_arguments_named(generated, case, kind, want):
+    with pytest.raises(kind) as e:
+        case(generated)
+    assert re.search(want, str(e.value)), str(e.value)

@@ -280,12 +280,16 @@ type Diagnostic struct {
 
 // NonFiniteExampleError reports an example whose squared norm is not
 // finite: its gradient holds a NaN or ±Inf, or squares past float32's
-// range.
+// range; or, Given, a norm given for it (ClipScales) is not finite.
 type NonFiniteExampleError struct {
 	Example int
+	Given   bool
 }
 
 func (e *NonFiniteExampleError) Error() string {
+	if e.Given {
+		return fmt.Sprintf("runtime: a norm given for example %d is NaN or ±Inf (or its mix overflows): no scales computed", e.Example)
+	}
 	return fmt.Sprintf("runtime: example %d has a NaN or ±Inf gradient entry (or one whose square overflows float32): privatize skipped, nothing changed", e.Example)
 }
 
