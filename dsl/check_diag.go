@@ -67,7 +67,7 @@ func (c *checker) diagnosticArg(d *DiagnosticDecl, id *Ident, role string, live 
 		c.errorf(id.NamePos, "diagnostic %s needs %s as a local or state of step, not the built-in %s", d.Kind.Name, role, id.Name)
 		return
 	case obj == nil:
-		c.errorf(id.NamePos, "undefined: %s", id.Name)
+		c.undefined(id)
 		return
 	case obj.Kind != LocalObj && obj.Kind != StateObj:
 		c.errorf(id.NamePos, "diagnostic %s needs %s as a local or state of step, not the %s %s", d.Kind.Name, role, kindName(obj.Kind), id.Name)

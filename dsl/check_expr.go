@@ -98,8 +98,75 @@ func (c *checker) lookup(id *Ident, s *scope) *Object {
 		c.errorf(id.NamePos, "%s is used before it is bound (bound at %s)", id.Name, a.LHS.NamePos.LineCol())
 		return nil
 	}
-	c.errorf(id.NamePos, "undefined: %s", id.Name)
+	c.undefined(id)
 	return nil
+}
+
+// undefined reports the name id as undefined, with the declared or
+// built-in values (not functions: id is not called) it may be a
+// misspelling of.
+func (c *checker) undefined(id *Ident) {
+	var names []string
+	for name := range c.names {
+		names = append(names, name)
+	}
+	for name, obj := range universe {
+		if obj.Kind != FuncObj {
+			names = append(names, name)
+		}
+	}
+	if near := nearNames(id.Name, names); len(near) > 0 {
+		c.errorf(id.NamePos, "undefined: %s (did you mean %s?)", id.Name, strings.Join(near, " or "))
+		return
+	}
+	c.errorf(id.NamePos, "undefined: %s", id.Name)
+}
+
+// nearNames returns the names within an edit distance of at most 2 of
+// name (1 for a name of five letters or fewer, none for one letter, which
+// every other letter is one edit from), the nearest ones only, sorted; at
+// most three.
+func nearNames(name string, names []string) []string {
+	limit := 2
+	switch {
+	case len(name) <= 1:
+		return nil
+	case len(name) <= 5:
+		limit = 1
+	}
+	best, out := limit+1, []string(nil)
+	for _, n := range names {
+		switch d := editDistance(name, n); {
+		case n == name || d > limit:
+		case d < best:
+			best, out = d, []string{n}
+		case d == best:
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(len(out), 3)]
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // checkReadable enforces what each place may read; reading g outside step is

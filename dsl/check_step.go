@@ -149,8 +149,11 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 
 // blockName names the block of scope s in a message.
 func blockName(s *scope) string {
-	if s.noise {
+	switch {
+	case s.noise:
 		return "the noise block"
+	case s.host:
+		return "the host block"
 	}
 	return "step"
 }

@@ -74,7 +74,7 @@ func ExampleErrorList_Print() {
 	_, _, errs := dsl.Parse("typo.dsl", src)
 	errs.Print(os.Stdout, src)
 	// Output:
-	// typo.dsl:4:23: undefined: gg
+	// typo.dsl:4:23: undefined: gg (did you mean g?)
 	// 		theta = theta - lr * gg
 	// 		                     ^
 }

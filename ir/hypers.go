@@ -46,8 +46,19 @@ func (f *Func) Derive(h []float64, set map[string]bool) []float64 {
 	return h
 }
 
-// NoHyper is the error for a hyper name f does not declare.
+// NoHyper is the error for a hyper name f does not declare; where name is
+// a hyper's alias, which only a binding takes, it says which hyper's.
 func (f *Func) NoHyper(name string) error {
+	var of []string // the hypers name is an alias of, in index order
+	for _, h := range f.Hypers {
+		if h.Alias != nil && h.Alias.Name == name {
+			of = append(of, h.Name)
+		}
+	}
+	if len(of) > 0 {
+		return fmt.Errorf("%s has no hyper %s: %s is the alias a binding takes (PyTorch's name) for %s; set %s here",
+			f.Name, name, name, strings.Join(of, ", "), strings.Join(of, ", "))
+	}
 	return fmt.Errorf("%s has no hyper %s (its hypers: %s)", f.Name, name, strings.Join(f.HyperNames(), ", "))
 }
 

@@ -11,7 +11,7 @@ import (
 
 // hyperFunc has an open range, a half-open range and no range.
 func hyperFunc(t *testing.T) *Func {
-	return irtest.LowerStep(t, "hyper lr = 0.1 in (0, inf)\nhyper beta = 0.9 in [0, 1)\nhyper wd = -1", "theta = theta - lr * beta * wd * g")
+	return irtest.LowerStep(t, "hyper lr = 0.1 in (0, inf)\nhyper beta = 0.9 in [0, 1) alias betas[0]\nhyper wd = -1 alias weight_decay", "theta = theta - lr * beta * wd * g")
 }
 
 func TestDefaultHypers(t *testing.T) {
@@ -55,6 +55,8 @@ func TestApplySettings(t *testing.T) {
 		want    string
 	}{
 		{"mu=1", "p has no hyper mu (its hypers: lr, beta, wd)"},
+		{"weight_decay=1", "p has no hyper weight_decay: weight_decay is the alias a binding takes (PyTorch's name) for wd; set wd here"},
+		{"betas=1", "betas is the alias a binding takes (PyTorch's name) for beta; set beta here"},
 		{"lr=0", "hyper lr = 0 is outside its range (0, inf)"},
 		{"lr=-0", "outside its range (0, inf)"},
 		{"lr=-1", "outside its range (0, inf)"},

@@ -246,7 +246,8 @@ func (l *lowerer) boundFilters(fn *ir.Func, f *dsl.File) {
 		}
 		// An unstable attenuation filter reported already says it.
 		if err := fn.CheckFilter(fl, fn.DefaultHypers()); err != nil && len(l.errs) == 0 {
-			l.errs.Addf(stateDecl(f, sn.State), "state %s at the defaults: %v", sn.State, err)
+			l.errs.Addf(stateDecl(f, sn.State), "state %s at the defaults: %v; the defaults must be stable (--allow-unstable "+
+				"admits unstable settings given with --set, not defaults)", sn.State, err)
 		}
 	}
 }

@@ -125,10 +125,10 @@ var badCases = []badCase{
 	{name: "check attenuation through sign", args: "check $D/signed.dsl", code: 1, dsl: true, msg: `signed.dsl:7:18: attenuation\(c\): no linear filter with fixed coefficients carries the noise to c: in ` + "`c = sign\\(m\\)` \\(line 6\\), `sign\\(m\\)` applies sign to a noisy value"},
 	{name: "check attenuation through select", args: "check $D/selected.dsl", code: 1, dsl: true, msg: `selected.dsl:5:18: attenuation\(m\): no linear filter with fixed coefficients carries the noise to m: in ` + "`m = select\\(g > 0, 0.9 \\* m \\+ g, m\\)` \\(line 4\\), `g > 0` compares a noisy value"},
 	{name: "check nonlinear attenuation", args: "check $D/nonlinear.dsl", code: 1, dsl: true, msg: `nonlinear.dsl:5:18: attenuation_t\(x\): no linear filter with fixed coefficients carries the noise to x: in ` + "`x = 0.5 \\* x \\+ g \\* g` \\(line 4\\), `g \\* g` multiplies two noisy values"},
-	{name: "explain setting without =", args: "explain $D/fiber.dsl --set lr", code: 1, msg: `malformed setting "lr": want name=value`},
-	{name: "explain setting without name", args: "explain $D/fiber.dsl --set =1", code: 1, msg: `malformed setting "=1": want name=value`},
-	{name: "explain setting without value", args: "explain $D/fiber.dsl --set lr=", code: 1, msg: `malformed setting "lr=": want name=value`},
-	{name: "explain setting not a number", args: "explain $D/fiber.dsl --set lr=x", code: 1, msg: `malformed setting "lr=x": x is not a number`},
+	{name: "explain setting without =", args: "explain $D/fiber.dsl --set lr", code: 2, msg: `^fibergen explain: --set "lr": malformed setting "lr": want name=value`},
+	{name: "explain setting without name", args: "explain $D/fiber.dsl --set =1", code: 2, msg: `^fibergen explain: --set "=1": malformed setting "=1": want name=value`},
+	{name: "explain setting without value", args: "explain $D/fiber.dsl --set lr=", code: 2, msg: `^fibergen explain: --set "lr=": malformed setting "lr=": want name=value`},
+	{name: "explain setting not a number", args: "explain $D/fiber.dsl --set lr=x", code: 2, msg: `^fibergen explain: --set "lr=x": malformed setting "lr=x": x is not a number`},
 	{name: "explain hyper NaN", args: "explain $D/fiber.dsl --set lr=NaN", code: 1, msg: `hyper lr = NaN: value must be finite`},
 	{name: "explain hyper Inf", args: "explain $D/fiber.dsl --set wd=Inf", code: 1, msg: `hyper wd = \+Inf: value must be finite`},
 	{name: "run unknown hyper", args: "$RUN --set beta1=0.9", code: 1, msg: `^fibergen run: dp_sgd has no hyper beta1 \(its hypers: lr\)`},
@@ -139,7 +139,7 @@ var badCases = []badCase{
 	{name: "run infinite host value", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --set lr=1e308 --set wd=1e308 --noise off", code: 1, msg: `the host value S\d+ = 1 - lr \* wd is -Inf at .*: it must be finite`},
 	{name: "run unstable state", args: "run $D/rho.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off --set rho=1.2", code: 1, msg: `^fibergen run: the filter of state c is unstable at rho=1.2: its spectral radius is 1.2, above 1, so c grows without bound \(it is stable where 1 - rho > 0 and 1 \+ rho > 0\)`},
 	{name: "explain unstable state", args: "explain $D/rho.dsl --set rho=-1.5", code: 1, msg: `^fibergen explain: the filter of state c is unstable at rho=-1.5: its spectral radius is 1.5, above 1, so c grows without bound`},
-	{name: "run malformed setting", args: "$RUN --set lr=1,2", code: 1, msg: `malformed setting "lr=1,2"`},
+	{name: "run malformed setting", args: "$RUN --set lr=1,2", code: 2, msg: `^fibergen run: --set "lr=1,2": malformed setting "lr=1,2"`},
 
 	// Bad .npy inputs.
 	{name: "grads missing file", args: "$RUN --grads $D/nope.npy", code: 1, msg: `^fibergen run: --grads: cannot read \S*/nope\.npy: no such file or directory`},

@@ -18,16 +18,20 @@ import (
 // repeatable marks the flag values that may be given more than once.
 type repeatable interface{ repeatable() }
 
-// setsFlag collects the repeated --set name=value, refusing a name given
-// twice (the last would win silently).
+// setsFlag collects the repeated --set name=value, refusing a malformed
+// one, as --group does, and a name given twice (the last would win
+// silently); whether a name is a hyper is for where the settings apply.
 type setsFlag []string
 
 func (l *setsFlag) repeatable()    {}
 func (l *setsFlag) String() string { return strings.Join(*l, ",") }
 func (l *setsFlag) Set(s string) error {
-	name, _, err := lang.ParseSetting(s) // a malformed one is reported with the others, where they apply
+	name, _, err := lang.ParseSetting(s)
+	if err != nil {
+		return err
+	}
 	for _, prev := range *l {
-		if p, _, _ := lang.ParseSetting(prev); err == nil && p == name { // " lr=2" is lr too
+		if p, _, _ := lang.ParseSetting(prev); p == name { // " lr=2" is lr too
 			return fmt.Errorf("%s is set twice (%s, then %s)", name, prev, s)
 		}
 	}

@@ -81,8 +81,7 @@ func TestFlagForms(t *testing.T) {
 }
 
 // TestSetsFlagTwice: a name set twice is refused however it is spaced,
-// as lang.ParseSetting reads it; a malformed setting is left for where
-// the settings apply.
+// as lang.ParseSetting reads it, and a malformed setting at once.
 func TestSetsFlagTwice(t *testing.T) {
 	var l setsFlag
 	if err := l.Set("lr=1"); err != nil {
@@ -91,7 +90,7 @@ func TestSetsFlagTwice(t *testing.T) {
 	if err := l.Set(" lr = 2"); err == nil || !strings.Contains(err.Error(), "lr is set twice") {
 		t.Errorf("lr=1, then \" lr = 2\": %v, want a refusal", err)
 	}
-	if err := l.Set("lr=x"); err != nil {
-		t.Errorf("lr=x: %v, want it left for the settings' check", err)
+	if err := l.Set("lr=x"); err == nil || !strings.Contains(err.Error(), "x is not a number") {
+		t.Errorf("lr=x: %v, want a refusal", err)
 	}
 }

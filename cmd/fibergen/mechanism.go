@@ -248,7 +248,7 @@ func printDense(w io.Writer, m corrnoise.Mechanism) {
 	if d.Objective == corrnoise.Max {
 		bound = fmt.Sprintf(" (the optimum is at least %.6g)", d.LowerBound)
 	}
-	fmt.Fprintf(w, "optimal dense factorization (%s): %s %.6g%s, ratio %.4g\n", schema, d.Objective, d.Loss(), bound, m.Loss.Of(m.Objective)/d.Loss())
+	fmt.Fprintf(w, "optimal dense factorization (%s): %s %.6g%s; the BLT's is %.4g times it\n", schema, d.Objective, d.Loss(), bound, m.Loss.Of(m.Objective)/d.Loss())
 }
 
 // floats spells xs as [a b c] with %.9g.

@@ -424,7 +424,7 @@ func (o *privacyOptions) print(stdout io.Writer, x privacyReport) int {
 	how := fmt.Sprintf("PLD, loss grid %.3g", x.Interval)
 	switch {
 	case x.Accountant == privacy.RDP.String():
-		how = fmt.Sprintf("RDP, order %v", x.Order)
+		how = fmt.Sprintf("RDP, order %v, converted as Balle et al. 2020", x.Order)
 	case x.Sampling == privacy.Cyclic.String():
 		how = "exact Gaussian mechanism"
 	}
@@ -432,7 +432,7 @@ func (o *privacyOptions) print(stdout io.Writer, x privacyReport) int {
 	case x.TargetEpsilon != nil:
 		fmt.Fprintf(stdout, "sigma %s: epsilon %.10g <= %g at delta %.4g (%s)\n", formatUp(x.Sigma, 7), x.Epsilon, *x.TargetEpsilon, x.Delta, how)
 	case o.given["epsilon"]: // privacy delta
-		fmt.Fprintf(stdout, "delta %.6g at epsilon %g (%s)\n", x.Delta, x.Epsilon, strings.TrimSuffix(how, ", order 0"))
+		fmt.Fprintf(stdout, "delta %.6g at epsilon %g (%s)\n", x.Delta, x.Epsilon, strings.Replace(how, ", order 0", "", 1))
 	default:
 		fmt.Fprintf(stdout, "epsilon %.10g at delta %.4g (%s)\n", x.Epsilon, x.Delta, how)
 	}

@@ -121,7 +121,7 @@ func TestPrivacyText(t *testing.T) {
 		t.Errorf("unexpected output:\n%s", r.stdout)
 	}
 	r = mustRun(t, "privacy", "epsilon", "--accountant", "rdp", "--sigma", "1", "--sample-rate", "0.001", "--steps", "10", "--delta", "1e-5")
-	if !regexp.MustCompile(`^epsilon \S+ at delta 1e-05 \(RDP, order \S+\)\n10 steps at sample rate 0\.001; Poisson sampling, add/remove-one adjacency: noise std = sigma × clip norm\n$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`^epsilon \S+ at delta 1e-05 \(RDP, order \S+, converted as Balle et al\. 2020\)\n10 steps at sample rate 0\.001; Poisson sampling, add/remove-one adjacency: noise std = sigma × clip norm\n$`).MatchString(r.stdout) {
 		t.Errorf("unexpected output:\n%s", r.stdout)
 	}
 }

@@ -105,9 +105,11 @@ type noiseAnalyzer struct {
 	symIndex map[string]int
 	noisy    map[string]bool // g and the states whose update reads the noise
 	forms    map[*ir.Value]form
-	updates  map[string]form      // the form of each state's new value
-	stores   map[string]*ir.Value // the store of each state's new value
-	first    map[*ir.Value]bool   // the selects on the first step (ir.IsFirstStep), seen through
+	updates  map[string]form // the form of each state's new value
+	stores   map[string]*ir.Value
+	// storeOrder is the stored names in the order of their stores.
+	storeOrder []string           // the store of each state's new value
+	first      map[*ir.Value]bool // the selects on the first step (ir.IsFirstStep), seen through
 }
 
 // Analyze runs the noise analysis over fn's step block. describe
@@ -131,6 +133,7 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 		a.forms[v] = a.formOf(v)
 		if v.Op == ir.OpStore {
 			a.updates[v.Name], a.stores[v.Name] = a.forms[v.Args[0]], v
+			a.storeOrder = append(a.storeOrder, v.Name)
 		}
 	}
 	n := &Analysis{}
@@ -443,11 +446,38 @@ func (a *noiseAnalyzer) closure(s string) (z []string, why string, varying bool)
 	return z, why, why != ""
 }
 
+// origin is the state, first in the step, whose update is not linear for
+// the reason of x's update u and whose new value x's update reads: the
+// reason then lies in that state's statement. "" if none is.
+func (a *noiseAnalyzer) origin(x string, u form) string {
+	for _, y := range a.storeOrder {
+		if f := a.updates[y]; y != x && f.kind == nonlinearForm && f.why == u.why && reads(a.stores[x].Args[0], a.stores[y].Args[0], map[*ir.Value]bool{}) {
+			return y
+		}
+	}
+	return ""
+}
+
+// reads reports whether the value v is w or reads it.
+func reads(v, w *ir.Value, seen map[*ir.Value]bool) bool {
+	if v == w {
+		return true
+	}
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
+	return slices.ContainsFunc(v.Args, func(arg *ir.Value) bool { return reads(arg, w, seen) })
+}
+
 // notLinear says why the update of state x does not fit the model, and
 // whether the reason is only a coefficient that changes from step to step
 // (coef.varying): the first moving one is quoted either way.
 func (a *noiseAnalyzer) notLinear(x string, u form) (why string, varying bool) {
 	if u.kind == nonlinearForm {
+		if y := a.origin(x, u); y != "" {
+			return fmt.Sprintf("in %s, through %s's update %s: %s", a.describe(a.stores[x]), y, a.describe(a.stores[y]), u.why), false
+		}
 		return fmt.Sprintf("in %s, %s", a.describe(a.stores[x]), u.why), false
 	}
 	varying = true

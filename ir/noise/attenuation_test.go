@@ -1386,3 +1386,33 @@ func allFiniteFloats(xs []float64) bool {
 	}
 	return true
 }
+
+// TestNoiseWhyThroughAnotherState: a state whose update reads another
+// state's new value, not linear in the noise, is told so through that
+// state's statement, where the reason lies; one whose own statement holds
+// the same reason is told of its own.
+func TestNoiseWhyThroughAnotherState(t *testing.T) {
+	fn := attCompile(t, `optimizer p
+hyper lr = 0.1
+hyper beta = 0.9 in [0, 1)
+state v = 0
+state z = 0
+state w = 0
+step {
+	v = beta * v + (1 - beta) * g * g
+	z = z - lr * g / (sqrt(v) + 1)
+	w = beta * w + (1 - beta) * g * g
+	theta = theta - z - w
+}
+`)
+	want := map[string]string{
+		"v": "in `v = beta * v + (1 - beta) * g * g` (line 8), `(1 - beta) * g * g` multiplies two noisy values",
+		"z": "in `z = z - lr * g / (sqrt(v) + 1)` (line 9), through v's update `v = beta * v + (1 - beta) * g * g` (line 8): `(1 - beta) * g * g` multiplies two noisy values",
+		"w": "in `w = beta * w + (1 - beta) * g * g` (line 10), `(1 - beta) * g * g` multiplies two noisy values",
+	}
+	for _, sn := range fn.Noise.States {
+		if sn.Why != want[sn.State] {
+			t.Errorf("%s: why %q\n\twant %q", sn.State, sn.Why, want[sn.State])
+		}
+	}
+}
