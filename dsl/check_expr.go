@@ -137,7 +137,7 @@ func nearNames(name string, names []string) []string {
 	best, out := limit+1, []string(nil)
 	for _, n := range names {
 		switch d := editDistance(name, n); {
-		case n == name || d > limit:
+		case n == name || d > limit: // the same name: a local of another block
 		case d < best:
 			best, out = d, []string{n}
 		case d == best:

@@ -256,7 +256,7 @@ func TestBuildNonFiniteDefaults(t *testing.T) {
 		{"optimizer x\nhyper big = 1e30\nstate m = big * big\nstep {\n\tm = m\n\ttheta = theta - g\n}\n",
 			"x.dsl:3:11: at the defaults: the initial value of state m is +Inf at big=1e+30: it must be finite"}, // float32 overflows
 		{"optimizer x\nhyper lr = 1e200\nhyper b = 1e200\nstep {\n\ttheta = theta - lr * b * g\n}\n",
-			"x.dsl:4:1: at the defaults: the host value S0 = lr * b is +Inf at step 0 at lr=1e+200, b=1e+200: it must be finite"},
+			"x.dsl:4:1: at the defaults: the host value S0 = lr * b is +Inf at step 0 with lr=1e+200, b=1e+200: it must be finite"},
 	} {
 		f, info, errs := dsl.Parse("x.dsl", []byte(c.src))
 		if len(errs) > 0 {

@@ -823,7 +823,10 @@ func (o *Optimizer) load(path string, data []byte, states [][]float32) (err erro
 			t.hypers, _ = o.tensorHypers(hypers, o.set, over) // checked by match
 		}
 	}
-	o.dp, o.noise, o.ghost = h.DP.ptr(), h.Noise, nil // the checkpoint's noise, the optimizer's own where it had any (matchOwnNoise)
+	if h.DP != nil || h.Noise != nil { // the checkpoint's noise, the same as the optimizer's where it had any (matchOwnNoise)
+		o.dp, o.noise = h.DP.ptr(), h.Noise
+	}
+	o.ghost = nil
 	o.warnNoNoise()
 	o.installBudget(c.budget, o.t)
 	o.released() // a gradient set before the load is not the resumed run's
@@ -1228,8 +1231,8 @@ func (o *Optimizer) matchNoise(h *checkpointHeader) *loadError {
 // larger σ_DP it accounts for, say) would release steps under others. A
 // privacy budget's are matchBudget's.
 func (o *Optimizer) matchOwnNoise(h *checkpointHeader) *loadError {
-	if o.budget != nil || o.dp == nil && o.noise == nil {
-		return nil
+	if o.budget != nil || o.dp == nil && o.noise == nil || h.DP == nil && h.Noise == nil {
+		return nil // a checkpoint of no settings keeps the optimizer's (load)
 	}
 	theirs := h.DP.ptr()
 	if o.dp != nil && theirs != nil && o.dp.equal(*theirs) || o.noise != nil && h.Noise != nil && *o.noise == *h.Noise {

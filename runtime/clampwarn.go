@@ -66,7 +66,7 @@ func (o *Optimizer) watchStep(mem backend.Memory, a backend.Step) {
 	v, err := o.watchClampMass(mem, a)
 	if err != nil {
 		o.watch = nil
-		o.warnings = append(o.warnings, fmt.Sprintf("%s: the clamp warning is off: %v", o.Name(), err))
+		o.warn(fmt.Sprintf("%s: the clamp warning is off: %v", o.Name(), err))
 		return
 	}
 	o.sampleClampMass(v)
@@ -97,7 +97,7 @@ func (o *Optimizer) sampleClampMass(v float64) {
 		return
 	}
 	w.warned = true
-	o.warnings = append(o.warnings, o.clampWarning())
+	o.warn(o.clampWarning())
 }
 
 // clampWarning is the warning's text: what was measured, what it means and

@@ -218,7 +218,6 @@ func (o *Optimizer) runGroups(j privJob) (PrivatizeStats, error) {
 		return PrivatizeStats{}, err
 	}
 	o.markPrivatized(j)
-	o.issue(scales, j.Scales != nil)
 	return groupStats(scales, j.Batch), nil
 }
 
@@ -295,8 +294,7 @@ func groupScalesOf(partials []float32, k, n int, base []int, groups []ClipGroup)
 // privatization before anything is written, then each group's sum into its
 // coordinates. The scales are group-major: group g's k at [g·k, (g+1)·k).
 func (o *Optimizer) runGroupJobs(jobs []privJob, k int, scales []float32) (PrivatizeStats, error) {
-	given := scales != nil
-	if !given {
+	if scales == nil {
 		var err error
 		if scales, err = o.groupScales(jobs, k); err != nil {
 			return PrivatizeStats{}, err
@@ -308,7 +306,6 @@ func (o *Optimizer) runGroupJobs(jobs []privJob, k int, scales []float32) (Priva
 			return PrivatizeStats{}, err
 		}
 	}
-	o.issue(scales, given)
 	return groupStats(scales, k), nil
 }
 

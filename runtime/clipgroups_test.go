@@ -89,6 +89,7 @@ func checkGroupRows(t *testing.T, o *runtime.Optimizer, k int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.IssueScales(st.Scales)
 	if _, err := o.PrivatizeTo(scaled, cur, nil, st.Scales); err != nil {
 		t.Fatal(err)
 	}
@@ -351,6 +352,9 @@ func TestCUDAPrivatizeDeviceGroups(t *testing.T) {
 		curs, looks := putGroups(t, a, 0, cur, batch, n), putGroups(t, a, g, look, batch, n)
 		out := a.bufs[2*g]
 		for _, scales := range [][]float32{nil, wantSt.Scales} {
+			if scales != nil {
+				gpu.IssueScales(scales)
+			}
 			st, err := gpu.PrivatizeDeviceGroups(out, n, curs, looks, batch, scales)
 			if err != nil {
 				t.Fatal(err)

@@ -734,6 +734,9 @@ func TestCUDAPrivatizeDevice(t *testing.T) {
 			devLook = a.bufs[1]
 		}
 		for _, scales := range [][]float32{nil, wantSt.Scales} {
+			if scales != nil {
+				gpu.IssueScales(scales)
+			}
 			st, err := gpu.PrivatizeDevice(a.bufs[2], n, a.bufs[0], devLook, batch, scales)
 			if err != nil {
 				t.Fatal(err)

@@ -1,9 +1,21 @@
 package runtime
 
 import (
+	"slices"
+
 	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/rng"
 )
+
+// IssueScales makes scales the last ClipScales returned, at this step
+// and observation, as if computed from the examples' norms: the tests that
+// hold a privatization given scales to one that computed them, bit for bit,
+// give it the computed ones, which ClipScales' float64 norms need not give
+// back exactly.
+func (o *Optimizer) IssueScales(scales []float32) {
+	defer o.lock()()
+	o.ghost = &ghostScales{scales: slices.Clone(scales), t: o.t, a: o.observation().A}
+}
 
 // LockFree reports whether o's lock is free at this moment: the tests'
 // probe of what a call holds it for.

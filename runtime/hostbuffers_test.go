@@ -216,6 +216,7 @@ func TestPrivatizeTo(t *testing.T) {
 		t.Error("PrivatizeTo differs from Privatize")
 	}
 	scaled := make([]float32, n)
+	o.IssueScales(want.Scales)
 	if _, err := o.PrivatizeTo(scaled, cur, look, want.Scales); err != nil || !sameBits(scaled, out) {
 		t.Errorf("PrivatizeTo with the scales given: %v, or other bits", err)
 	}

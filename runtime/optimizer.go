@@ -219,14 +219,14 @@ type Optimizer struct {
 	consumed map[uint64]uint64
 	id       uint64
 	back     backend.Backend
-	budget   *Budget     // SetBudget: the accountant and the planned steps
-	diag     *diagState  // EnableDiagnostics: nil while they are off
-	watch    *clampWatch // the clamp warning's samples; nil: no fixed floor, or Options.NoClampWarning
-	warnings []string    // the warnings not yet taken (Warnings)
-	segs     []Segment   // PrivatizeSegmentsTo's segments as its job reads them, kept between calls
-	ghost    []float32   // the scales computed last (ClipScales, a privatization), not yet taken (takeGhost)
-	red      reduceState // the reduction pass's (reduce.go)
-	mu       sync.Mutex  // held by every method but the immutable Name, Manifest, ManifestHash (lock)
+	budget   *Budget      // SetBudget: the accountant and the planned steps
+	diag     *diagState   // EnableDiagnostics: nil while they are off
+	watch    *clampWatch  // the clamp warning's samples; nil: no fixed floor, or Options.NoClampWarning
+	warnings []string     // the warnings not yet taken (Warnings)
+	segs     []Segment    // PrivatizeSegmentsTo's segments as its job reads them, kept between calls
+	ghost    *ghostScales // ClipScales' last, not yet taken (takeGhost)
+	red      reduceState  // the reduction pass's (reduce.go)
+	mu       sync.Mutex   // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
 
 // lock serialises the optimizer's methods: an Optimizer is safe for use by
@@ -506,7 +506,16 @@ func (o *Optimizer) warnNoNoise() {
 	default:
 		return
 	}
-	o.warnings = append(o.warnings, what+": the steps add no DP noise, so the output is not private (ε = ∞)")
+	o.warn(what + ": the steps add no DP noise, so the output is not private (ε = ∞)")
+}
+
+// warn queues the warning w (Warnings) unless it is queued already: a
+// caller that makes the same settings every step and never takes the
+// warnings keeps one.
+func (o *Optimizer) warn(w string) {
+	if !slices.Contains(o.warnings, w) {
+		o.warnings = append(o.warnings, w)
+	}
 }
 
 // DP returns the DP settings, and false where none are set (SetNoise gives

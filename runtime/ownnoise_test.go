@@ -106,6 +106,23 @@ func TestLoadKeepsOwnNoise(t *testing.T) {
 	}
 }
 
+// TestLoadOfNoSettingsKeepsOwn: a checkpoint saved before any noise
+// settings, loaded into an optimizer given some, leaves them as they are.
+func TestLoadOfNoSettingsKeepsOwn(t *testing.T) {
+	o, _ := openDPSGD(t)
+	ckpt := saveBytes(t, o)
+	r := openResumable(t)
+	if err := r.SetDP(testDP); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.LoadFrom(bytes.NewReader(ckpt)); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := r.DP(); !ok || !cmp.Equal(d, testDP) {
+		t.Errorf("DP settings after loading a checkpoint of none: %+v, %v; want the optimizer's own", d, ok)
+	}
+}
+
 // openResumable is openDPSGD's optimizer, which may resume a checkpoint
 // resumed before (each case here loads the same one).
 func openResumable(t *testing.T) *runtime.Optimizer {

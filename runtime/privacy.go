@@ -67,6 +67,7 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 	o.dp, o.noise = &dp, nil
 	o.installBudget(&b, 0)
 	o.dpChanged(old)
+	o.warnNoNoise() // a calibrated σ_w² that underflows
 	return b.sigma, nil
 }
 

@@ -93,7 +93,7 @@ func (o *Optimizer) runJob(j privJob, err error) (PrivatizeStats, error) {
 
 // runScaled checks the given scales and runs j with them.
 func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, error) {
-	if err := o.checkScales(scales, j.Batch); err != nil {
+	if err := o.takeScales(scales, j.Batch); err != nil {
 		return PrivatizeStats{}, err
 	}
 	if bad := firstNonFiniteRow(j.N, j.Cur, j.Look); bad >= 0 {
@@ -103,9 +103,10 @@ func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, erro
 	return o.runPrivatize(j)
 }
 
-// checkScales checks given scales: one per example, each in [0, 1]; with
-// clip groups one per example and group, group-major.
-func (o *Optimizer) checkScales(scales []float32, batch int) error {
+// takeScales checks given scales — one per example, each in [0, 1]; with
+// clip groups one per example and group, group-major — and takes them as
+// ClipScales' last (takeGhost).
+func (o *Optimizer) takeScales(scales []float32, batch int) error {
 	switch g := len(o.dp.Groups); {
 	case len(scales) == o.scaleCount(batch):
 	case g > 0:
@@ -125,17 +126,19 @@ func (o *Optimizer) checkScales(scales []float32, batch int) error {
 	return o.takeGhost(scales)
 }
 
-// takeGhost checks that scales are the last the runtime computed from
-// examples' norms (ClipScales, or a privatization's PrivatizeStats.Scales)
-// under the clipping in force, and takes them: each set clips one
-// privatization. Scales made up — all 1, say — would let an example's
-// gradient past the norm C the accountant is told, silently.
+// takeGhost checks that scales are those ClipScales returned last, at
+// this step, under the clipping and the observation in force, and takes
+// them: each set clips one privatization, which takes them even if it
+// then fails. Scales made up — all 1, say — or kept from another step
+// would let an example's gradient past the norm C the accountant is told,
+// silently; the norms given to ClipScales stay the trainer's word.
 func (o *Optimizer) takeGhost(scales []float32) error {
-	ghost := o.ghost
+	g := o.ghost
 	o.ghost = nil
-	if ghost == nil || !slices.EqualFunc(ghost, scales, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
-		return errors.New("runtime: the scales given are not the last the runtime computed from the examples' norms " +
-			"(ClipScales, or a privatization's): it clips only by those, under the clipping in force, each set once")
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
+	if g == nil || g.t != o.t || g.a != o.observation().A || !slices.EqualFunc(g.scales, scales, same) {
+		return errors.New("runtime: the scales given are not those ClipScales returned last, at this step: the runtime " +
+			"clips only by scales it computed from the examples' norms under the settings in force, each set once")
 	}
 	return nil
 }
@@ -166,16 +169,16 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 		return PrivatizeStats{}, err
 	}
 	o.markPrivatized(j)
-	o.issue(scales, j.Scales != nil)
 	return statsOf(scales), nil
 }
 
-// issue records scales the runtime computed from the examples' norms (not
-// given) as those the next privatization may be given (takeGhost).
-func (o *Optimizer) issue(scales []float32, given bool) {
-	if !given {
-		o.ghost = slices.Clone(scales) // the caller's copy may change
-	}
+// ghostScales are the scales ClipScales returned last, with the step and
+// the observation's weight A they were computed at: a privatization may
+// be given them once, at that step and weight (takeGhost).
+type ghostScales struct {
+	scales []float32
+	t      int
+	a      float64
 }
 
 // markPrivatized marks what the host job j wrote privatized.
@@ -331,7 +334,7 @@ func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, err
 	}
 	scales, err := o.clipScales(lookNorm, curNorm, dot, obs.A)
 	if err == nil {
-		o.issue(scales, false)
+		o.ghost = &ghostScales{scales: slices.Clone(scales), t: o.t, a: obs.A} // the caller's copy may change
 	}
 	return scales, err
 }

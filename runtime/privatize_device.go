@@ -30,7 +30,7 @@ func (o *Optimizer) PrivatizeDevice(out DevicePtr, n int, cur, look DevicePtr, k
 	}
 	j, lookOnly, err := o.privShape(k, n, look != 0)
 	if err == nil && scales != nil {
-		err = o.checkScales(scales, k)
+		err = o.takeScales(scales, k)
 	}
 	if err != nil {
 		return PrivatizeStats{}, err
@@ -43,7 +43,6 @@ func (o *Optimizer) PrivatizeDevice(out DevicePtr, n int, cur, look DevicePtr, k
 		return PrivatizeStats{}, err
 	}
 	o.privatized(deviceRange(out, n), false)
-	o.issue(got, scales != nil)
 	return statsOf(got), nil
 }
 
@@ -59,7 +58,7 @@ func (o *Optimizer) PrivatizeDeviceGroups(out DevicePtr, n int, cur, look []Devi
 	defer o.lock()()
 	jobs, err := o.deviceGroupJobs(out, n, cur, look, k)
 	if err == nil && scales != nil {
-		err = o.checkScales(scales, k)
+		err = o.takeScales(scales, k)
 	}
 	if err != nil {
 		return PrivatizeStats{}, err

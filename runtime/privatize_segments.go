@@ -37,7 +37,7 @@ func (o *Optimizer) PrivatizeSegmentsTo(out []float32, segs []Segment, k int, sc
 	if err != nil || scales == nil {
 		return o.runJob(j, err)
 	}
-	if err := o.checkScales(scales, j.Batch); err != nil {
+	if err := o.takeScales(scales, j.Batch); err != nil {
 		return PrivatizeStats{}, err
 	}
 	if bad := firstNonFiniteSegment(j.Segments, k); bad >= 0 {

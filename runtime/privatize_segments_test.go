@@ -101,15 +101,14 @@ func checkSegments(t *testing.T, isa, opt string, sizes []int) {
 func checkScaledSegments(t *testing.T, o *runtime.Optimizer, cur, look []float32, k int, sizes []int, scales []float32) {
 	t.Helper()
 	want, got := make([]float32, o.Len()), make([]float32, o.Len())
+	o.IssueScales(scales)
 	if _, err := o.PrivatizeTo(want, cur, look, scales); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.PrivatizeSegmentsTo(got, segmentsOf(cur, look, k, sizes), k, scales); err == nil || !strings.Contains(err.Error(), "scales given are not") {
 		t.Fatalf("the scales given a second time: %v, want them refused", err)
 	}
-	if _, err := o.PrivatizeSegmentsTo(make([]float32, o.Len()), segmentsOf(cur, look, k, sizes), k, nil); err != nil {
-		t.Fatal(err) // computes them again, the same bits
-	}
+	o.IssueScales(scales)
 	if _, err := o.PrivatizeSegmentsTo(got, segmentsOf(cur, look, k, sizes), k, scales); err != nil {
 		t.Fatal(err)
 	}

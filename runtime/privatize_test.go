@@ -115,6 +115,7 @@ func TestPrivatizeTwoPointBackendsAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(results) == 2 { // the third run: the scales given
+				o.IssueScales(st.Scales)
 				if st, err = o.PrivatizeScaled(cur, look, st.Scales); err != nil {
 					t.Fatal(err)
 				}
@@ -198,17 +199,24 @@ func TestPrivatizeErrors(t *testing.T) {
 		{"scales made up", "dp_sgd", func(o *runtime.Optimizer) error {
 			_, err := o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nil, []float32{1, 1, 1})
 			return err
-		}, "the scales given are not the last the runtime computed"},
+		}, "the scales given are not those ClipScales returned last"},
 		{"scales given twice", "dp_sgd", func(o *runtime.Optimizer) error {
-			st, err := o.PrivatizeTo(make([]float32, o.Len()), exampleRows(1, batch, o.Len()), nil, nil)
-			if err == nil { // the scales a privatization computed clip one more, once
-				_, err = o.PrivatizeTo(make([]float32, o.Len()), exampleRows(3, batch, o.Len()), nil, st.Scales)
+			scales, err := o.ClipScales(nil, []float64{4, 1, 2}, nil)
+			if err == nil {
+				_, err = o.PrivatizeTo(make([]float32, o.Len()), exampleRows(3, batch, o.Len()), nil, scales)
 			}
+			if err == nil {
+				_, err = o.PrivatizeScaled(exampleRows(3, batch, o.Len()), nil, scales)
+			}
+			return err
+		}, "the scales given are not those ClipScales returned last"},
+		{"a privatization's own scales", "dp_sgd", func(o *runtime.Optimizer) error {
+			st, err := o.PrivatizeTo(make([]float32, o.Len()), exampleRows(1, batch, o.Len()), nil, nil)
 			if err == nil {
 				_, err = o.PrivatizeScaled(exampleRows(3, batch, o.Len()), nil, st.Scales)
 			}
 			return err
-		}, "the scales given are not the last the runtime computed"},
+		}, "the scales given are not those ClipScales returned last"},
 		{"scales of other clipping", "dp_sgd", func(o *runtime.Optimizer) error {
 			own, _ := o.DP()
 			other := own
@@ -219,7 +227,7 @@ func TestPrivatizeErrors(t *testing.T) {
 			}
 			_, err = o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nil, scales)
 			return err
-		}, "the scales given are not the last the runtime computed"},
+		}, "the scales given are not those ClipScales returned last"},
 		{"a scale short", "dp_sgd", func(o *runtime.Optimizer) error {
 			_, err := o.PrivatizeScaled(exampleRows(1, batch+1, o.Len()), nil, []float32{1, 1, 1})
 			return err
@@ -355,5 +363,27 @@ func TestPrivatizeCUDAMatchesCPU(t *testing.T) {
 		if !slices.Equal(results[0], results[1]) {
 			t.Errorf("%s: CUDA differs from the host kernel", name)
 		}
+	}
+}
+
+// TestGhostScalesOneStep: the scales ClipScales returns clip one
+// privatization of the step they were computed at; after a step they are
+// refused, so that scales of one batch (all 1 where nothing was clipped)
+// cannot clip a later one.
+func TestGhostScalesOneStep(t *testing.T) {
+	const batch = 3
+	o, _ := openPrivatizing(t, "dp_sgd", runtime.CPU, batch)
+	scales, err := o.ClipScales(nil, []float64{0.1, 0.1, 0.1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Privatize(exampleRows(1, batch, o.Len()), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.PrivatizeScaled(exampleRows(2, batch, o.Len()), nil, scales); err == nil || !strings.Contains(err.Error(), "at this step") {
+		t.Fatalf("scales of the step before: %v, want them refused", err)
 	}
 }

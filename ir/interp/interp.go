@@ -137,7 +137,7 @@ func (e *NonFiniteValueError) Error() string {
 	if e.State != "" {
 		return fmt.Sprintf("the initial value of state %s is %v at %s: it must be finite", e.State, e.Value, e.At)
 	}
-	return fmt.Sprintf("the host value %s is %v at step 0 at %s: it must be finite", e.Scalar, e.Value, e.At)
+	return fmt.Sprintf("the host value %s is %v at step 0 with %s: it must be finite", e.Scalar, e.Value, e.At)
 }
 
 // CheckValues returns a *NonFiniteValueError if an initial value (in

@@ -95,6 +95,7 @@ type form struct {
 	c    coef            // uniformForm
 	lin  map[string]coef // linearForm: coefficient of g and of each noisy state's previous value
 	why  string          // nonlinearForm
+	at   *ir.Value       // nonlinearForm: the value the reason is about
 }
 
 // noiseAnalyzer runs the analysis over one step block.
@@ -105,8 +106,8 @@ type noiseAnalyzer struct {
 	symIndex map[string]int
 	noisy    map[string]bool // g and the states whose update reads the noise
 	forms    map[*ir.Value]form
-	updates  map[string]form // the form of each state's new value
-	stores   map[string]*ir.Value
+	updates  map[string]form      // the form of each state's new value
+	stores   map[string]*ir.Value // the store of each state's new value
 	// storeOrder is the stored names in the order of their stores.
 	storeOrder []string           // the store of each state's new value
 	first      map[*ir.Value]bool // the selects on the first step (ir.IsFirstStep), seen through
@@ -300,7 +301,7 @@ func (a *noiseAnalyzer) nonlinear(v *ir.Value, verb string, args ...*ir.Value) f
 		case nonlinearForm:
 			return f
 		case linearForm:
-			return form{kind: nonlinearForm, why: fmt.Sprintf("%s %s a noisy value", a.describe(v), verb)}
+			return a.notLinearAt(v, verb+" a noisy value")
 		}
 	}
 	return form{kind: cleanForm}
@@ -334,9 +335,9 @@ func (a *noiseAnalyzer) product(v *ir.Value, x, y form) form {
 	case y.kind == uniformForm:
 		return a.scale(x, y.c)
 	case x.kind == linearForm && y.kind == linearForm:
-		return form{kind: nonlinearForm, why: a.describe(v) + " multiplies two noisy values"}
+		return a.notLinearAt(v, "multiplies two noisy values")
 	case x.kind == linearForm || y.kind == linearForm:
-		return form{kind: nonlinearForm, why: a.describe(v) + " scales the noise by a per-coordinate value"}
+		return a.notLinearAt(v, "scales the noise by a per-coordinate value")
 	}
 	return a.nonlinear(v, "multiplies", v.Args...)
 }
@@ -350,7 +351,7 @@ func (a *noiseAnalyzer) quotient(v *ir.Value, x, y form) form {
 	case y.kind == linearForm || y.kind == nonlinearForm:
 		return a.nonlinear(v, "divides by", v.Args[1])
 	case x.kind == linearForm:
-		return form{kind: nonlinearForm, why: a.describe(v) + " divides the noise by a per-coordinate value"}
+		return a.notLinearAt(v, "divides the noise by a per-coordinate value")
 	}
 	return a.nonlinear(v, "divides", v.Args[0])
 }
@@ -446,12 +447,22 @@ func (a *noiseAnalyzer) closure(s string) (z []string, why string, varying bool)
 	return z, why, why != ""
 }
 
+// notLinearAt is the form of v, not linear in the noise because v does
+// what says.
+func (a *noiseAnalyzer) notLinearAt(v *ir.Value, what string) form {
+	return form{kind: nonlinearForm, why: a.describe(v) + " " + what, at: v}
+}
+
 // origin is the state, first in the step, whose update is not linear for
 // the reason of x's update u and whose new value x's update reads: the
-// reason then lies in that state's statement. "" if none is.
+// reason then lies in that state's statement. "" if none is, or where x's
+// own statement writes the expression the reason is about.
 func (a *noiseAnalyzer) origin(x string, u form) string {
+	if strings.Contains(a.describe(a.stores[x]), strings.Trim(a.describe(u.at), "`")) {
+		return ""
+	}
 	for _, y := range a.storeOrder {
-		if f := a.updates[y]; y != x && f.kind == nonlinearForm && f.why == u.why && reads(a.stores[x].Args[0], a.stores[y].Args[0], map[*ir.Value]bool{}) {
+		if f := a.updates[y]; y != x && f.kind == nonlinearForm && f.at == u.at && reads(a.stores[x].Args[0], a.stores[y].Args[0], map[*ir.Value]bool{}) {
 			return y
 		}
 	}

@@ -1398,17 +1398,20 @@ hyper beta = 0.9 in [0, 1)
 state v = 0
 state z = 0
 state w = 0
+state y = 0
 step {
 	v = beta * v + (1 - beta) * g * g
 	z = z - lr * g / (sqrt(v) + 1)
 	w = beta * w + (1 - beta) * g * g
-	theta = theta - z - w
+	y = beta * y + (1 - beta) * g * g + lr * v
+	theta = theta - z - w - y
 }
 `)
 	want := map[string]string{
-		"v": "in `v = beta * v + (1 - beta) * g * g` (line 8), `(1 - beta) * g * g` multiplies two noisy values",
-		"z": "in `z = z - lr * g / (sqrt(v) + 1)` (line 9), through v's update `v = beta * v + (1 - beta) * g * g` (line 8): `(1 - beta) * g * g` multiplies two noisy values",
-		"w": "in `w = beta * w + (1 - beta) * g * g` (line 10), `(1 - beta) * g * g` multiplies two noisy values",
+		"v": "in `v = beta * v + (1 - beta) * g * g` (line 9), `(1 - beta) * g * g` multiplies two noisy values",
+		"z": "in `z = z - lr * g / (sqrt(v) + 1)` (line 10), through v's update `v = beta * v + (1 - beta) * g * g` (line 9): `(1 - beta) * g * g` multiplies two noisy values",
+		"w": "in `w = beta * w + (1 - beta) * g * g` (line 11), `(1 - beta) * g * g` multiplies two noisy values",
+		"y": "in `y = beta * y + (1 - beta) * g * g + lr * v` (line 12), `(1 - beta) * g * g` multiplies two noisy values",
 	}
 	for _, sn := range fn.Noise.States {
 		if sn.Why != want[sn.State] {

@@ -127,7 +127,7 @@ PYTHON_ADVICE = tuple((re.compile(pattern), advice) for pattern, advice in (
     (r"ClipScales takes lookNorm and dot together", "clip_scales() takes look_norms and dots together"),
     (r"pass lookNorm = dot = nil", "give clip_scales() no look_norms or dots"),
     (r"so pass lookNorm and dot too", "so give clip_scales() look_norms and dots too"),
-    (r"\(ClipScales, or a privatization's\)", "(clip_scales(), or the scales privatize() returned)"),
+    (r"not those ClipScales returned last", "not those clip_scales() returned last"),
     # per-group clipping
     (r"DP\.ProportionalNoise shares the noise among clip groups: set DP\.Groups",
      "proportional_noise shares the noise among clip groups: give clip as a list"),

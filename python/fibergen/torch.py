@@ -381,13 +381,11 @@ class Optimizer(torch.optim.Optimizer):
             raise FibergenError("fibergen: add every parameter group when constructing the optimizer: "
                                 "its parameters live in flat buffers laid out once")
         name = self._info["name"]
-        params = param_group["params"]
-        params = [params] if isinstance(params, torch.Tensor) else list(params)
+        params = _group_params(param_group)
         if len({id(p) for p in params}) != len(params):  # torch warns only; one parameter would take two ranges
             twice = next(i for i, p in enumerate(params) if any(p is q for q in params[:i]))
             raise ValueError(f"fibergen: parameter {twice} of parameter group {len(self.param_groups)} is an earlier "
                              "one again: give each parameter once")
-        param_group = {**param_group, "params": params}
         own = self._names.resolve({k: v for k, v in param_group.items() if k != "params"}, name)
         group = _ParamGroup(self._names, name, {k: v for k, v in param_group.items() if k == "params"})
         group.update({h: v for h, v in self.defaults.items() if h in self._names.hypers}, **own)
@@ -1475,8 +1473,13 @@ def _param_storage(params: list[Any], rounding: str) -> str:
 
 def _group_params(group: dict) -> list[Any]:
     """A param group's parameters, as torch takes them (one tensor or an
-    iterable; a generator is consumed, so the list replaces it)."""
+    iterable; a generator is consumed, so the list replaces it), a set
+    refused as torch refuses it: its order, which lays out the flat
+    buffers, changes between runs."""
     ps = group.get("params", [])
+    if isinstance(ps, set):
+        raise TypeError("fibergen: optimizer parameters need to be organized in ordered collections, but the ordering "
+                        "of tensors in sets will change between runs: use a list")
     group["params"] = ps = [ps] if isinstance(ps, torch.Tensor) else list(ps)
     return ps
 
@@ -1584,13 +1587,18 @@ def _count(x: Any, what: str) -> int:
 
 
 def _clips(clip: Any) -> Union[float, list[float]]:
-    """set_dp's clip as floats: one norm (a number, or a one-element
-    tensor), or a sequence of one per parameter group."""
-    if isinstance(clip, torch.Tensor) and clip.dim() == 0 or not isinstance(clip, (Sequence, torch.Tensor)):
-        return _real(clip, "clip")
-    if isinstance(clip, (str, bytes)) or isinstance(clip, torch.Tensor) and clip.dim() > 1:
-        raise TypeError(f"fibergen: clip = {clip!r}: want a real number, or a sequence of one per parameter group")
-    return [_real(c, f"clip of parameter group {i}") for i, c in enumerate(clip)]
+    """set_dp's clip as floats: one norm (a real number, a 0-d tensor or
+    array), or an iterable of one per parameter group (a list, a 1-D
+    tensor or array)."""
+    if isinstance(clip, numbers.Real) or getattr(clip, "ndim", None) == 0:
+        return _real(clip if isinstance(clip, (numbers.Real, torch.Tensor)) else clip[()], "clip")  # a 0-d array's scalar
+    if isinstance(clip, (str, bytes)) or getattr(clip, "ndim", 1) != 1:
+        raise TypeError(f"fibergen: clip = {clip!r}: want a real number, or one per parameter group")
+    try:
+        clips = list(clip)
+    except TypeError:
+        raise TypeError(f"fibergen: clip = {clip!r}: want a real number, or one per parameter group") from None
+    return [_real(c, f"clip of parameter group {i}") for i, c in enumerate(clips)]
 
 
 def _plain(v: Any) -> Any:

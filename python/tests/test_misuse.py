@@ -251,15 +251,15 @@ def test_no_noise_warns(generated):
 
 
 def test_made_up_scales_refused(generated):
-    """privatize(..., scales=) clips only by the scales the runtime computed
-    last (clip_scales, or a privatize's), once: all-ones scales would let
-    every example past the norm C the accountant is told."""
+    """privatize(..., scales=) clips only by the scales clip_scales returned
+    last, at this step, once: all-ones scales would let every example past
+    the norm C the accountant is told."""
     m = model()
     opt = ft.Optimizer(m.parameters(), generated / "dp_adamw", seed=1)
     opt.set_dp(1.0, 1.0, 8)
     x, y = batch()
     rows = {p: 100 * g for p, g in ft.per_example_grads(m, F.cross_entropy, x, y).items()}
-    with pytest.raises(FibergenError, match="not the last the runtime computed"):
+    with pytest.raises(FibergenError, match=r"not those clip_scales\(\) returned last"):
         opt.privatize(rows, scales=torch.ones(8))
     norms = torch.cat([g.reshape(8, -1) for g in rows.values()], 1).norm(dim=1)
     scales = opt.clip_scales(norms)

@@ -267,3 +267,25 @@ def test_bad_arguments_named(generated, case, kind, want):
     with pytest.raises(kind) as e:
         case(generated)
     assert re.search(want, str(e.value)), str(e.value)
+
+
+def test_parameters_as_a_set_refused(generated):
+    """A param group's parameters in a set are refused, as torch refuses
+    them: their order lays out the flat buffers and changes between runs."""
+    p = torch.nn.Parameter(torch.zeros(3))
+    with pytest.raises(TypeError, match="ordered collections"):
+        ft.Optimizer([{"params": {p}}], generated / "dp_sgd")
+
+
+def test_clips_as_arrays_and_tensors(generated):
+    """One clip norm a group may come as a list, a 1-D tensor or a NumPy
+    array; one norm as a number, a 0-d tensor or array."""
+    import numpy as np
+    m = torch.nn.Linear(4, 3)
+    opt = ft.Optimizer([{"params": [m.weight]}, {"params": [m.bias]}], generated / "dp_sgd", seed=1)
+    for clips in ([1.0, 2.0], torch.tensor([1.0, 2.0]), np.array([1.0, 2.0])):
+        opt.set_dp(clips, 1.0, 8)
+        assert [g["clip_norm"] for g in opt._handle.info()["dp"]["clip_groups"]] == [1.0, 2.0]
+    for one in (1.5, torch.tensor(1.5), np.array(1.5), np.float32(1.5)):
+        opt.set_dp(one, 1.0, 8)
+        assert opt._handle.info()["dp"]["clip"] == 1.5

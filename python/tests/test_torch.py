@@ -352,14 +352,14 @@ def test_ghost_clipping_scales(generated):
     look = [torch.randn(4, *p.shape, generator=g) for p in params]
     flat = lambda rs: torch.cat([r.reshape(4, -1) for r in rs], 1).double()  # noqa: E731
     c, lk = flat(cur), flat(look)
-    ghost = opt.clip_scales(c.norm(dim=1), lk.norm(dim=1), (c * lk).sum(1))
     scales, clipped = opt.privatize(cur, look)
-    assert clipped == 4 and torch.allclose(ghost, scales, rtol=1e-6, atol=0)
     g1 = torch.cat([p.grad.reshape(-1) for p in params]).clone()
-    opt.privatize(cur, look, scales=scales)  # the scales the runtime computed last, once
-    assert torch.equal(torch.cat([p.grad.reshape(-1) for p in params]), g1)
-    for made_up in (scales, torch.ones(4)):  # taken already; never computed
-        with pytest.raises(ft.FibergenError, match="not the last the runtime computed"):
+    ghost = opt.clip_scales(c.norm(dim=1), lk.norm(dim=1), (c * lk).sum(1))
+    assert clipped == 4 and torch.allclose(ghost, scales, rtol=1e-6, atol=0)
+    opt.privatize(cur, look, scales=ghost)  # clip_scales' last, once
+    assert torch.allclose(torch.cat([p.grad.reshape(-1) for p in params]), g1, rtol=1e-5, atol=1e-7)
+    for made_up in (ghost, scales, torch.ones(4)):  # taken already; a privatize's own; never computed
+        with pytest.raises(ft.FibergenError, match=r"not those clip_scales\(\) returned last"):
             opt.privatize(cur, look, scales=made_up)
 
 
