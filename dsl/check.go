@@ -152,6 +152,9 @@ type checker struct {
 	info    *Info
 	errs    ErrorList
 	names   map[string]*Object // hypers, states and step locals
+	// suggested is the edit-distance work (nearNames' table cells) spent
+	// on suggestions so far, which suggestBudget bounds.
+	suggested int
 	cond    *BinaryExpr        // the comparison being checked as select's condition
 }
 

@@ -106,47 +106,63 @@ func (c *checker) lookup(id *Ident, s *scope) *Object {
 // built-in values (not functions: id is not called) it may be a
 // misspelling of.
 func (c *checker) undefined(id *Ident) {
-	var names []string
-	for name := range c.names {
-		names = append(names, name)
-	}
-	for name, obj := range universe {
-		if obj.Kind != FuncObj {
-			names = append(names, name)
-		}
-	}
-	if near := nearNames(id.Name, names); len(near) > 0 {
+	if near := c.nearNames(id.Name); len(near) > 0 {
 		c.errorf(id.NamePos, "undefined: %s (did you mean %s?)", id.Name, strings.Join(near, " or "))
 		return
 	}
 	c.errorf(id.NamePos, "undefined: %s", id.Name)
 }
 
-// nearNames returns the names within an edit distance of at most 2 of
-// name (1 for a name of five letters or fewer, none for one letter, which
-// every other letter is one edit from), the nearest ones only, sorted; at
-// most three.
-func nearNames(name string, names []string) []string {
+// suggestBudget bounds the work nearNames does for one file (names looked
+// at and edit-distance table cells), so that a file of many misspelt
+// names still checks in milliseconds; past it, undefined names get no
+// suggestion.
+const suggestBudget = 1 << 22
+
+// nearNames returns the declared names and built-in values within an edit
+// distance of at most 2 of name (1 for a name of five letters or fewer,
+// none for one letter, which every other letter is one edit from), the
+// nearest ones only, sorted; at most three.
+func (c *checker) nearNames(name string) []string {
 	limit := 2
 	switch {
-	case len(name) <= 1:
+	case len(name) <= 1 || c.suggested > suggestBudget:
 		return nil
 	case len(name) <= 5:
 		limit = 1
 	}
 	best, out := limit+1, []string(nil)
-	for _, n := range names {
+	consider := func(n string) {
+		c.suggested++
+		if n == name || abs(len(n)-len(name)) > limit || c.suggested > suggestBudget { // the same name: a local of another block
+			return
+		}
+		c.suggested += len(name) * len(n)
 		switch d := editDistance(name, n); {
-		case n == name || d > limit: // the same name: a local of another block
+		case d > limit:
 		case d < best:
 			best, out = d, []string{n}
 		case d == best:
 			out = append(out, n)
 		}
 	}
+	for n := range c.names {
+		consider(n)
+	}
+	for n, obj := range universe {
+		if obj.Kind != FuncObj {
+			consider(n)
+		}
+	}
+	if c.suggested > suggestBudget { // cut short: which names it saw depends on the maps' order
+		return nil
+	}
 	slices.Sort(out)
 	return out[:min(len(out), 3)]
 }
+
+// abs is |x|.
+func abs(x int) int { return max(x, -x) }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.
 func editDistance(a, b string) int {
