@@ -152,10 +152,11 @@ type checker struct {
 	info    *Info
 	errs    ErrorList
 	names   map[string]*Object // hypers, states and step locals
-	// suggested is the edit-distance work (nearNames' table cells) spent
-	// on suggestions so far, which suggestBudget bounds.
-	suggested int
 	cond    *BinaryExpr        // the comparison being checked as select's condition
+	// suggested is the work nearNames has done for undefined names so
+	// far (names looked at, edit-distance table cells), which
+	// suggestBudget bounds.
+	suggested int
 }
 
 func (c *checker) errorf(pos Pos, format string, args ...any) { c.errs.Addf(pos, format, args...) }
