@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -216,7 +217,25 @@ func (o *runOptions) executeGrads(opt *runtime.Optimizer, in runArrays, stderr i
 			return stepError(t, steps, err)
 		}
 	}
-	return o.writeOutputs(tn, nil)
+	return o.writeOutputs(opt, tn, nil)
+}
+
+// warnUnstarted says on stderr, a line each, which --state-out states of
+// a run of no steps start from another value at step 0 (`state x =
+// theta`): their buffers hold the declared init (0) until a step writes
+// them, which a researcher reading the file would not expect.
+func (o *runOptions) warnUnstarted(opt *runtime.Optimizer) {
+	if opt.Steps() > 0 {
+		return
+	}
+	for _, s := range o.stateOuts {
+		for _, b := range opt.Manifest().Buffers {
+			if b.Name == s.name && b.Start != "" {
+				fmt.Fprintf(o.stderr, "fibergen run: warning: --state-out %s: no step ran, and state %s starts at %s at step 0: "+
+					"the file holds its buffer before that, %s\n", s.name, s.name, b.Start, cmp.Or(b.Init, "0"))
+			}
+		}
+	}
 }
 
 // warnNoNoise says on stderr, in one line, that the run releases its
@@ -354,7 +373,8 @@ func (o *runOptions) checkOutputs() error {
 // each where its flag says. The clipped means come before the noise, so they are not private:
 // their file is made readable by its owner alone. Every output keeps the
 // mode of a file it replaces where that is narrower (fileout.Write).
-func (o *runOptions) writeOutputs(tn tensors, clipped *npy.Array) error {
+func (o *runOptions) writeOutputs(opt *runtime.Optimizer, tn tensors, clipped *npy.Array) error {
+	o.warnUnstarted(opt)
 	type output struct {
 		flag, path string
 		perm       fs.FileMode

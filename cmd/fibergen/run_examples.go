@@ -125,7 +125,7 @@ func (o *runOptions) executeExamples(opt *runtime.Optimizer, in runArrays, stder
 	if err != nil {
 		return err
 	}
-	return o.writeOutputs(tn, &clipped)
+	return o.writeOutputs(opt, tn, &clipped)
 }
 
 // checkLookahead says, in the command's terms, when --lookahead-grads is

@@ -48,6 +48,27 @@ func TestRunStateOut(t *testing.T) {
 	}
 }
 
+// TestRunStateOutNoSteps: --state-out of a run of no steps writes the
+// buffers as they are (0) and says, for each state that starts from
+// another value at step 0, that it has not started; a state that starts
+// from its buffer, or a run of steps, says nothing.
+func TestRunStateOutNoSteps(t *testing.T) {
+	th, g, out := runInputs(t, []float32{1, 2}, nil, 0)
+	m := filepath.Join(t.TempDir(), "m.npy")
+	r := runMain("run", startsDSL, "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--state-out", "m="+m)
+	want := "fibergen run: warning: --state-out m: no step ran, and state m starts at g at step 0: the file holds its buffer before that, 0\n"
+	if r.code != 0 || r.stderr != want {
+		t.Fatalf("exit %d, stderr %q; want 0 and %q", r.code, r.stderr, want)
+	}
+	if d := floatbits.Diff([]float32{0, 0}, readNPY(t, m).Data); d != "" {
+		t.Errorf("m: %s", d)
+	}
+	th, g, out = runInputs(t, []float32{1, 2}, []float32{0.5, 0.5}, 1)
+	if r := runMain("run", startsDSL, "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--state-out", "m="+m); r.code != 0 || r.stderr != "" {
+		t.Errorf("a step run: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+}
+
 // TestExplainStart checks that explain shows what a state starts from, in
 // text and in JSON.
 func TestExplainStart(t *testing.T) {
