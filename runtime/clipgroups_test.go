@@ -311,6 +311,11 @@ func TestClipGroupsClipScales(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("group-major scales (-want +got):\n%s", d)
 	}
+	_, err = o.ClipScales(nil, []float64{0.125, 1, 2, 0.5, 1, math.NaN(), 4, 1}, nil)
+	var ne *runtime.NonFiniteExampleError
+	if !errors.As(err, &ne) || ne.Example != 1 || !strings.Contains(err.Error(), "clip group 2: a norm given for example 1 is NaN") {
+		t.Errorf("a NaN norm of example 1 in group 2: %v, want it named with its group", err)
+	}
 }
 
 // TestClipGroupsCheckpoint: the groups and the noise's allocation travel

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/reduce"
@@ -354,11 +355,27 @@ func (o *Optimizer) clipScales(lookNorm, curNorm, dot []float64, a float64) ([]f
 	for g, grp := range groups {
 		at := func(v []float64) []float64 { return v[min(len(v), g*k):min(len(v), (g+1)*k)] }
 		if bad := reduce.ClipScales(scales[g*k:(g+1)*k], at(lookNorm), at(curNorm), at(dot), a, grp.ClipNorm); bad >= 0 {
-			return nil, &NonFiniteExampleError{Example: bad, Given: true}
+			err := &NonFiniteExampleError{Example: bad, Given: true}
+			if o.dp.Groups != nil {
+				return nil, &groupError{group: g, err: err}
+			}
+			return nil, err
 		}
 	}
 	return scales, nil
 }
+
+// groupError is err, about clip group group's values.
+type groupError struct {
+	group int
+	err   error
+}
+
+func (e *groupError) Error() string {
+	return fmt.Sprintf("runtime: clip group %d: %s", e.group, strings.TrimPrefix(e.err.Error(), "runtime: "))
+}
+
+func (e *groupError) Unwrap() error { return e.err }
 
 // privatize runs j on the host: through the shared object's privatize
 // functions, split over the cores, else through the Go reference.
