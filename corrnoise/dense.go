@@ -28,6 +28,16 @@ type Dense struct {
 	Iterations int     `json:"iterations"`
 }
 
+// denseParticipations is Participations(n, b) for the dense optima over
+// fixed epochs, which refuse the numbers of steps checkDenseSteps does.
+func denseParticipations(n, b int) (int, error) {
+	k, err := Participations(n, b)
+	if err == nil {
+		err = checkDenseSteps(n)
+	}
+	return k, err
+}
+
 // checkDenseSteps refuses a number of steps the dense optima do not take.
 func checkDenseSteps(n int) error {
 	if n < 1 || n > DenseSteps {

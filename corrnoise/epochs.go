@@ -24,11 +24,8 @@ import (
 // (lbfgs); the loss reported is that of the X reached, rescaled to unit
 // sensitivity.
 func OptimalDenseEpochs(n, b int) (Dense, error) {
-	k, err := Participations(n, b)
+	k, err := denseParticipations(n, b)
 	if err != nil {
-		return Dense{}, err
-	}
-	if err := checkDenseSteps(n); err != nil {
 		return Dense{}, err
 	}
 	s := solveEpochs(n, b)

@@ -23,11 +23,8 @@ import (
 // stages stop where they meet to maxLossGap relatively, or after
 // maxLossStages. MeanLoss is the mean loss of the X of MaxLoss.
 func OptimalDenseEpochsMax(n, b int) (Dense, error) {
-	k, err := Participations(n, b)
+	k, err := denseParticipations(n, b)
 	if err != nil {
-		return Dense{}, err
-	}
-	if err := checkDenseSteps(n); err != nil {
 		return Dense{}, err
 	}
 	s := solveEpochsMax(n, b)

@@ -100,17 +100,16 @@ type form struct {
 
 // noiseAnalyzer runs the analysis over one step block.
 type noiseAnalyzer struct {
-	states   []string // the declared states, then theta
-	describe func(v *ir.Value) string
-	symbols  []*ir.Value
-	symIndex map[string]int
-	noisy    map[string]bool // g and the states whose update reads the noise
-	forms    map[*ir.Value]form
-	updates  map[string]form      // the form of each state's new value
-	stores   map[string]*ir.Value // the store of each state's new value
-	// storeOrder is the stored names in the order of their stores.
-	storeOrder []string           // the store of each state's new value
-	first      map[*ir.Value]bool // the selects on the first step (ir.IsFirstStep), seen through
+	states     []string // the declared states, then theta
+	describe   func(v *ir.Value) string
+	symbols    []*ir.Value
+	symIndex   map[string]int
+	noisy      map[string]bool // g and the states whose update reads the noise
+	forms      map[*ir.Value]form
+	updates    map[string]form      // the form of each state's new value
+	stores     map[string]*ir.Value // the store of each state's new value
+	storeOrder []string             // the stored names, in the order of their stores
+	first      map[*ir.Value]bool   // the selects on the first step (ir.IsFirstStep), seen through
 }
 
 // Analyze runs the noise analysis over fn's step block. describe

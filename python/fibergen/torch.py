@@ -1592,9 +1592,9 @@ def _clips(clip: Any) -> Union[float, list[float]]:
     tensor or array)."""
     if isinstance(clip, numbers.Real) or getattr(clip, "ndim", None) == 0:
         return _real(clip if isinstance(clip, (numbers.Real, torch.Tensor)) else clip[()], "clip")  # a 0-d array's scalar
-    if isinstance(clip, (str, bytes)) or getattr(clip, "ndim", 1) != 1:
-        raise TypeError(f"fibergen: clip = {clip!r}: want a real number, or one per parameter group")
     try:
+        if isinstance(clip, (str, bytes)) or getattr(clip, "ndim", 1) != 1:
+            raise TypeError
         clips = list(clip)
     except TypeError:
         raise TypeError(f"fibergen: clip = {clip!r}: want a real number, or one per parameter group") from None
