@@ -1,6 +1,10 @@
 package dsl
 
-import "github.com/fibergen/fibergen/lang"
+import (
+	"strings"
+
+	"github.com/fibergen/fibergen/lang"
+)
 
 // File is a parsed .dsl file. Its declarations keep source order; the
 // convenience fields point at the first declaration of each singular kind.
@@ -67,11 +71,13 @@ type Range struct {
 	lang.Interval
 }
 
-// StateDecl is `state NAME = INIT`, or with a storage type
-// `state NAME: TYPE [ROUNDING] = INIT` (docs/dsl.md, "Storage types").
+// StateDecl is `state NAME = INIT`, or with an axis and a storage type
+// `state NAME: [AXIS] [TYPE [ROUNDING]] = INIT` (docs/dsl.md, "Rows and
+// columns", "Storage types").
 type StateDecl struct {
 	Keyword  Pos
 	Name     *Ident
+	Axis     *Ident // nil: per coordinate; else rows or cols (lang.AxisWords)
 	Type     *Ident // nil: float32
 	Rounding *Ident // nil: to nearest; else lang.Stochastic
 	Init     Expr
@@ -249,15 +255,17 @@ func Inspect(x Expr, f func(Expr) bool) {
 	}
 }
 
-// storage is the declaration's storage as written after the name: "",
-// ": bf16", ": bf16 stochastic".
+// storage is the declaration's axis and storage as written after the
+// name: "", ": bf16", ": bf16 stochastic", ": rows".
 func (d *StateDecl) storage() string {
-	if d.Type == nil {
+	var words []string
+	for _, w := range []*Ident{d.Axis, d.Type, d.Rounding} {
+		if w != nil {
+			words = append(words, w.Name)
+		}
+	}
+	if len(words) == 0 {
 		return ""
 	}
-	s := ": " + d.Type.Name
-	if d.Rounding != nil {
-		s += " " + d.Rounding.Name
-	}
-	return s
+	return ": " + strings.Join(words, " ")
 }

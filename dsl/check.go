@@ -27,11 +27,12 @@ const (
 type Object struct {
 	Kind    ObjKind
 	Name    string
-	Pos     Pos  // where it is declared or bound; invalid for built-ins
-	Varying bool // per-coordinate (true) or per-step uniform (false)
-	Host    bool // a local of the step's host block
-	Noise   bool // a buffer or a local of the noise block, which only the noise block reads
-	Arity   int  // for FuncObj
+	Pos     Pos       // where it is declared or bound; invalid for built-ins
+	Varying bool      // per-coordinate (true) or per-step uniform (false)
+	Axis    lang.Axis // with Varying: per coordinate, or per row or column of a 2-D tensor
+	Host    bool      // a local of the step's host block
+	Noise   bool      // a buffer or a local of the noise block, which only the noise block reads
+	Arity   int       // for FuncObj
 
 	uses int
 }
@@ -48,6 +49,9 @@ var universe = func() map[string]*Object {
 		"attenuation_t": {Kind: FuncObj, Name: "attenuation_t", Arity: 1},
 	}
 	for _, name := range Reductions {
+		u[name] = &Object{Kind: FuncObj, Name: name, Arity: 1}
+	}
+	for name := range lang.LineReductions {
 		u[name] = &Object{Kind: FuncObj, Name: name, Arity: 1}
 	}
 	for name, op := range lang.Calls {
@@ -360,10 +364,13 @@ func (c *checker) declareScalars() {
 func (c *checker) declareStates() {
 	for _, d := range c.f.States {
 		obj := &Object{Kind: StateObj, Name: d.Name.Name, Pos: d.Name.NamePos, Varying: true}
+		if d.Axis != nil {
+			obj.Axis = lang.AxisWords[d.Axis.Name]
+		}
 		if c.declare(d.Name, obj) {
 			c.info.States = append(c.info.States, obj)
 		}
-		c.expr(d.Init, &scope{where: "the initial value of state " + d.Name.Name, initOnly: true, coords: true})
+		c.expr(d.Init, &scope{where: "the initial value of state " + d.Name.Name, initOnly: true, coords: obj.Axis == lang.Coords, axis: obj.Axis})
 		c.checkStorage(d)
 	}
 }
@@ -374,6 +381,10 @@ func (c *checker) checkStorage(d *StateDecl) {
 	switch {
 	case d.Type == nil:
 		return
+	case d.Axis != nil && lang.AxisWords[d.Type.Name] != lang.Coords:
+		c.errorf(d.Type.NamePos, "state %s is declared %s and %s: a state holds one value per row or one per column, not both (a value per coordinate is a state without either)", d.Name.Name, d.Axis.Name, d.Type.Name)
+	case d.Axis != nil:
+		c.errorf(d.Type.NamePos, "state %s is %s and holds float32: it is one value a %s, too small for a narrower type to save memory; remove %s", d.Name.Name, lang.AxisWords[d.Axis.Name].Per(), strings.TrimPrefix(lang.AxisWords[d.Axis.Name].Per(), "per "), d.Type.Name)
 	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)):
 		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s", d.Type.Name, lang.DTypeList("and"))
 	case d.Rounding == nil:

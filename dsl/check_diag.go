@@ -3,6 +3,8 @@ package dsl
 import (
 	"sort"
 	"strings"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // DiagnosticKinds lists the diagnostics and the roles of their arguments.
@@ -74,6 +76,8 @@ func (c *checker) diagnosticArg(d *DiagnosticDecl, id *Ident, role string, live 
 		return
 	case obj.Kind == LocalObj && !obj.Varying:
 		c.errorf(id.NamePos, "diagnostic %s needs %s per-coordinate, but %s is per-step uniform", d.Kind.Name, role, id.Name)
+	case obj.Axis != lang.Coords:
+		c.errorf(id.NamePos, "diagnostic %s needs %s per-coordinate, but %s is %s", d.Kind.Name, role, id.Name, obj.Axis.Per())
 	case obj.Kind == LocalObj && !live[id.Name]:
 		c.errorf(id.NamePos, "diagnostic %s measures the update, but %s feeds neither theta nor any state", d.Kind.Name, id.Name)
 	}

@@ -11,12 +11,13 @@ import (
 
 // scope says where an expression appears, which decides what it may read.
 type scope struct {
-	where     string // "the initial value of state m", for messages
-	initOnly  bool   // literals and hypers only
-	coords    bool   // with initOnly: a state's initial value, which may also read theta and g
-	observe   bool   // the observation's weights
-	host      bool   // the step's host block
-	noise     bool   // the noise block
+	where     string    // "the initial value of state m", for messages
+	initOnly  bool      // literals and hypers only
+	coords    bool      // with initOnly: a state's initial value, which may also read theta and g
+	axis      lang.Axis // with initOnly: the axis of the state whose initial value this is
+	observe   bool      // the observation's weights
+	host      bool      // the step's host block
+	noise     bool      // the noise block
 	bound     map[string]bool
 	later     map[string]*AssignStmt // step locals not bound yet
 	usedEarly map[string]bool        // locals read before being bound
@@ -25,8 +26,22 @@ type scope struct {
 // value is what checking an expression yields.
 type value struct {
 	varying bool
+	axis    lang.Axis // with varying: per coordinate, per row or per column
 	isConst bool
 	c       float64
+}
+
+// with is the varying part of an operation of v and w: per-step uniform
+// if both are, else the axis the two join to (lang.Axis.Join).
+func (v value) with(w value) value {
+	switch {
+	case !w.varying:
+	case !v.varying:
+		v.varying, v.axis = true, w.axis
+	default:
+		v.axis = v.axis.Join(w.axis)
+	}
+	return v
 }
 
 // expr checks x in scope s and records its constant value, if any.
@@ -72,7 +87,7 @@ func (c *checker) ident(id *Ident, s *scope) value {
 		return value{}
 	}
 	c.checkReadable(id, obj, s)
-	return value{varying: obj.Varying}
+	return value{varying: obj.Varying, axis: obj.Axis}
 }
 
 // lookup resolves a name read in scope s, reporting undefined names and
@@ -196,6 +211,8 @@ func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 	case s.coords && IsCoordinate(obj):
 		// A state's initial value at step 0: theta before the step, and
 		// the privatized g of step 0.
+	case s.axis != lang.Coords && IsCoordinate(obj):
+		c.errorf(id.NamePos, "%s cannot read %s, which is per coordinate: the state holds one value %s; start it from numbers and hypers", s.where, id.Name, s.axis.Per())
 	case obj.Name == "g" && obj.Kind == BuiltinObj && (s.initOnly || s.observe):
 		c.errorf(id.NamePos, "privacy: %s cannot read g; gradient information enters only through g, the privatized gradient, and only inside step", s.where)
 	case s.coords && obj.Kind != HyperObj:
@@ -225,7 +242,8 @@ func IsCoordinate(obj *Object) bool {
 func (c *checker) binary(x *BinaryExpr, s *scope) value {
 	isCond := x == c.cond // before the operands, whose selects mark their own conditions
 	a, b := c.expr(x.X, s), c.expr(x.Y, s)
-	v := value{varying: a.varying || b.varying, isConst: a.isConst && b.isConst}
+	v := a.with(b)
+	v.isConst = a.isConst && b.isConst
 	switch x.Op {
 	case QUO:
 		if b.isConst && b.c == 0 {
@@ -295,6 +313,10 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		c.reduction(x, s)
 		return value{}
 	}
+	if axis, ok := lang.LineReductions[x.Fun.Name]; ok {
+		c.lineReduction(x, axis, s)
+		return value{varying: true, axis: axis}
+	}
 	if len(x.Args) != obj.Arity {
 		c.errorf(x.Fun.NamePos, "%s takes %d argument%s, got %d", obj.Name, obj.Arity, plural(obj.Arity), len(x.Args))
 	}
@@ -309,7 +331,7 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 	args := make([]float64, len(x.Args))
 	for i, a := range x.Args {
 		av := c.expr(a, s)
-		v.varying = v.varying || av.varying
+		v = v.with(av)
 		v.isConst = v.isConst && av.isConst
 		args[i] = av.c
 	}
@@ -344,7 +366,7 @@ func (c *checker) callee(id *Ident, s *scope) {
 // functionList names the built-in functions for an error message.
 var functionList = func() string {
 	names := slices.Sorted(maps.Keys(lang.Calls))
-	return strings.Join(names, ", ") + ", " + strings.Join(Reductions, ", ") + ", attenuation and attenuation_t"
+	return strings.Join(names, ", ") + ", " + strings.Join(Reductions, ", ") + ", " + strings.Join(slices.Sorted(maps.Keys(lang.LineReductions)), ", ") + ", attenuation and attenuation_t"
 }()
 
 // Reductions are the per-tensor reductions of step (docs/dsl.md,
@@ -364,23 +386,51 @@ func IsReductionCall(x *CallExpr) bool {
 }
 
 // reduction checks norm(x), sum(x), mean(x), max(x) and min(x): in step, outside its host
-// block, of a per-coordinate x, in a file without a noise block. The value
+// block, of a per-coordinate x (or one per row or per column, reduced over
+// the tensor's rows or columns), in a file without a noise block. The value
 // is per-step uniform (one per tensor). That x reads no other reduction is
 // checked when lowering, which sees through the states.
 func (c *checker) reduction(x *CallExpr, s *scope) {
-	if s.initOnly || s.observe || s.noise || s.host {
-		c.errorf(x.Fun.NamePos, "%s cannot use %s: a per-tensor reduction is computed between two passes over the coordinates, so only step (outside its host block) has it", s.where, x.Fun.Name)
-	}
-	if len(x.Args) != 1 {
-		c.errorf(x.Fun.NamePos, "%s takes 1 argument, got %d", x.Fun.Name, len(x.Args))
+	if !c.reductionPlaced(x, s) {
 		return
 	}
 	if a := c.expr(x.Args[0], s); !a.varying {
 		c.errorf(x.Args[0].Pos(), "%s reduces a per-coordinate value over each tensor, but %s is per-step uniform", x.Fun.Name, ExprString(x.Args[0]))
 	}
+}
+
+// lineReduction checks rowsum(x), rowmean(x), colsum(x) and colmean(x),
+// whose value is per row or per column (axis): placed as any reduction,
+// of a per-coordinate x.
+func (c *checker) lineReduction(x *CallExpr, axis lang.Axis, s *scope) {
+	if !c.reductionPlaced(x, s) {
+		return
+	}
+	a := c.expr(x.Args[0], s)
+	line := map[lang.Axis]string{lang.Rows: "row", lang.Cols: "column"}[axis]
+	switch {
+	case !a.varying:
+		c.errorf(x.Args[0].Pos(), "%s reduces a per-coordinate value along each %s of a 2-D tensor, but %s is per-step uniform", x.Fun.Name, line, ExprString(x.Args[0]))
+	case a.axis != lang.Coords:
+		c.errorf(x.Args[0].Pos(), "%s reduces a per-coordinate value along each %s of a 2-D tensor, but %s is %s: sum and mean reduce it over the tensor", x.Fun.Name, line, ExprString(x.Args[0]), a.axis.Per())
+	}
+}
+
+// reductionPlaced reports the rules every reduction x shares: in step,
+// outside its host block, in a file without a noise block, with one
+// argument; it reports whether x has the one argument to check.
+func (c *checker) reductionPlaced(x *CallExpr, s *scope) bool {
+	if s.initOnly || s.observe || s.noise || s.host {
+		c.errorf(x.Fun.NamePos, "%s cannot use %s: a reduction is computed between two passes over the coordinates, so only step (outside its host block) has it", s.where, x.Fun.Name)
+	}
 	if c.f.Noise != nil {
 		c.errorf(x.Fun.NamePos, "%s cannot be used with a noise block yet: the reduction pass would have to draw the correlated noise the step draws (docs/dsl.md, \"Per-tensor reductions\")", x.Fun.Name)
 	}
+	if len(x.Args) != 1 {
+		c.errorf(x.Fun.NamePos, "%s takes 1 argument, got %d", x.Fun.Name, len(x.Args))
+		return false
+	}
+	return true
 }
 
 // IsAttenuation reports whether name is attenuation or attenuation_t, the
@@ -403,6 +453,9 @@ func (c *checker) attenuation(x *CallExpr, s *scope) {
 	if !ok || c.names[id.Name] == nil || c.names[id.Name].Kind != StateObj {
 		c.errorf(x.Args[0].Pos(), "the argument of %s must be the name of a state", x.Fun.Name)
 		return
+	}
+	if obj := c.names[id.Name]; obj.Axis != lang.Coords {
+		c.errorf(x.Args[0].Pos(), "%s of state %s, which is %s: the noise gain is derived for the filters of states per coordinate; a state per row or column reads the noise through a sum along its lines", x.Fun.Name, id.Name, obj.Axis.Per())
 	}
 	c.info.Uses[id] = c.names[id.Name]
 }

@@ -51,8 +51,8 @@ func (c *checker) checkNoise() {
 		linear[b] = true
 	}
 	for _, a := range d.Body {
-		c.expr(a.RHS, s)
-		c.assign(a, s, assigned)
+		v := c.expr(a.RHS, s)
+		c.assign(a, v, s, assigned)
 		obj, reads := c.info.Defs[a], c.linearIn(a.RHS, linear)
 		switch {
 		case obj != nil && obj.Kind == LocalObj:

@@ -75,8 +75,9 @@ func (c *checker) checkStep() {
 	assigned := map[*Object]*AssignStmt{}
 	defs := map[string]*AssignStmt{}
 	for _, a := range d.Body {
-		c.expr(a.RHS, s)
-		c.assign(a, s, assigned)
+		v := c.expr(a.RHS, s)
+		c.assign(a, v, s, assigned)
+		c.checkAxis(a, v)
 		if defs[a.LHS.Name] == nil {
 			defs[a.LHS.Name] = a
 		}
@@ -97,12 +98,12 @@ func (c *checker) checkHost() {
 	s := &scope{where: "the host block", host: true, bound: map[string]bool{}, later: map[string]*AssignStmt{}, usedEarly: map[string]bool{}}
 	assigned := map[*Object]*AssignStmt{}
 	for _, a := range d.Host {
-		c.expr(a.RHS, s)
+		v := c.expr(a.RHS, s)
 		if obj := c.names[a.LHS.Name]; obj != nil && obj.Kind == StateObj {
-			c.errorf(a.LHS.NamePos, "the host block updates scalars and binds locals; state %s is per coordinate: update it in step", a.LHS.Name)
+			c.errorf(a.LHS.NamePos, "the host block updates scalars and binds locals; state %s is %s: update it in step", a.LHS.Name, obj.Axis.Per())
 			continue
 		}
-		c.assign(a, s, assigned)
+		c.assign(a, v, s, assigned)
 	}
 	if c.partial {
 		return
@@ -114,8 +115,9 @@ func (c *checker) checkHost() {
 	}
 }
 
-// assign checks the target of one statement and binds a new local.
-func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignStmt) {
+// assign checks the target of one statement, whose value is v, and binds
+// a new local.
+func (c *checker) assign(a *AssignStmt, v value, s *scope, assigned map[*Object]*AssignStmt) {
 	id := a.LHS
 	obj := noiseName(id.Name, s)
 	if obj == nil {
@@ -129,7 +131,7 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 		c.errorf(id.NamePos, "cannot assign to _: the blank name names nothing (bind a local and use it)")
 		return
 	case obj == nil:
-		obj = &Object{Kind: LocalObj, Name: id.Name, Pos: id.NamePos, Varying: c.isVarying(a.RHS), Host: s.host, Noise: s.noise}
+		obj = &Object{Kind: LocalObj, Name: id.Name, Pos: id.NamePos, Varying: v.varying, Axis: v.axis, Host: s.host, Noise: s.noise}
 		c.names[id.Name] = obj
 		if s.usedEarly[id.Name] {
 			obj.uses++
@@ -145,6 +147,17 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 	}
 	assigned[obj] = a
 	c.info.Defs[a] = obj
+}
+
+// checkAxis reports a statement of step that assigns a state per row or
+// per column a value that is not: one per coordinate, or one along the
+// other axis. A state per coordinate takes any value, broadcast.
+func (c *checker) checkAxis(a *AssignStmt, v value) {
+	obj := c.info.Defs[a]
+	if obj == nil || obj.Kind != StateObj || obj.Axis == lang.Coords || !v.varying || v.axis == obj.Axis {
+		return
+	}
+	c.errorf(a.RHS.Pos(), "state %s is %s, but `%s` is %s: a state per row takes values per row (rowsum, rowmean, states per row) and per-step uniform ones; per column likewise", obj.Name, obj.Axis.Per(), ExprString(a.RHS), v.axis.Per())
 }
 
 // blockName names the block of scope s in a message.

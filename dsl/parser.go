@@ -3,6 +3,8 @@ package dsl
 import (
 	"math"
 	"strconv"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // maxDepth bounds expression nesting so that no input can exhaust the stack.
@@ -194,6 +196,13 @@ func (p *parser) parseState() {
 		}
 		p.next()
 		d.Type = p.parseIdent()
+		if _, ok := lang.AxisWords[d.Type.Name]; ok {
+			d.Axis, d.Type = d.Type, nil
+			if p.tok != IDENT {
+				return
+			}
+			d.Type = p.parseIdent()
+		}
 		if p.tok == IDENT {
 			d.Rounding = p.parseIdent()
 		}

@@ -31,7 +31,12 @@ type Explanation struct {
 	Kernel      Kernel        `json:"kernel"`
 	// Reduce is the reduction pass that runs before the step of an
 	// optimizer with per-tensor reductions; nil without one.
-	Reduce      *Reduce                 `json:"reduce,omitempty"`
+	Reduce *Reduce `json:"reduce,omitempty"`
+	// LineStates are the states per row or per column, and HostLines the
+	// values per row or column the kernel reads (docs/dsl.md, "Rows and
+	// columns"); absent without them.
+	LineStates  []LineState             `json:"line_states,omitempty"`
+	HostLines   []HostLine              `json:"host_lines,omitempty"`
 	Attenuation map[string]*Attenuation `json:"attenuation"`
 	// NoiseFilter is the noise block's filter and the figures of its
 	// factorization; nil without a noise block.
@@ -175,6 +180,7 @@ func Describe(u *pipeline.Unit, settings []string, part Participation) (*Explana
 	x.HostScalars = describeScalars(u.Func, p, h)
 	x.Kernel = describeKernel(u.Func.Step)
 	x.Reduce = describeReduce(u.Func)
+	x.LineStates, x.HostLines = describeLines(p, h)
 	x.Attenuation, x.notLinear = describeAttenuation(u.Func, u.Noise, h)
 	if x.NoiseFilter, err = describeNoise(u.Func, h, part); err != nil {
 		return nil, err
@@ -284,11 +290,12 @@ func describeKernel(b *ir.Block) Kernel {
 	k := Kernel{Reads: []string{}, Writes: []string{}}
 	for _, v := range b.Values {
 		switch {
+		case v.OnHost(): // a line state's load and store among them
 		case v.Op == ir.OpLoad:
 			k.Reads = append(k.Reads, v.Name)
 		case v.Op == ir.OpStore:
 			k.Writes = append(k.Writes, v.Name)
-		case !v.Uniform:
+		default:
 			k.Operations++
 		}
 	}
@@ -364,6 +371,7 @@ func (x *Explanation) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  %-4s = %-40s %s\n", s.Name, s.Expr, val)
 		writeSteps(w, s.Steps)
 	}
+	writeLines(w, x)
 	printAttenuation(w, x)
 	printNoise(w, x.NoiseFilter)
 	fmt.Fprintf(w, "\nnoise (N(0, sigma_w2) per coordinate, drawn in the kernel in the run's mode; docs/noise.md):\n")

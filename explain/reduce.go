@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // Reduce is the reduction pass of an optimizer whose step reads per-tensor
@@ -39,6 +40,11 @@ func describeReduce(fn *ir.Func) *Reduce {
 	r := &Reduce{Reads: fn.ReduceReads(), Operations: describeKernel(fn.Reduce).Operations}
 	r.KeepsGradient = fn.ReduceReadsGradient()
 	combines := fn.ReduceCombineNames()
+	for i, axis := range fn.ReduceAxes() {
+		if axis != lang.Coords {
+			combines[i] = map[lang.Axis]string{lang.Rows: "rowsum", lang.Cols: "colsum"}[axis]
+		}
+	}
 	for i, st := range fn.Reduce.Stores() {
 		r.Terms = append(r.Terms, Term{Name: st.Name, Combine: combines[i], Expr: ir.ExprString(st.Args[0])})
 	}
@@ -62,4 +68,5 @@ func writeReduce(w io.Writer, r *Reduce) {
 }
 
 // combineText says what each combine does to a term, before the term.
-var combineText = map[string]string{"sum": "Σ", "max": "max over the tensor of", "min": "min over the tensor of"}
+var combineText = map[string]string{"sum": "Σ", "max": "max over the tensor of", "min": "min over the tensor of",
+	"rowsum": "Σ along each row of", "colsum": "Σ along each column of"}

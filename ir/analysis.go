@@ -6,7 +6,7 @@ package ir
 func HostScalars(b *Block) []*Value {
 	used := map[*Value]bool{}
 	for _, v := range b.Values {
-		if v.Uniform && v.Op != OpStore {
+		if v.OnHost() {
 			continue
 		}
 		for _, a := range v.Args {
@@ -31,7 +31,8 @@ func DependsOnStep(v *Value) bool { return dependsOnStep(v, map[*Value]bool{}) }
 // dependsOnStep visits each value once: seen holds the values already found
 // not to depend on the step, so shared operands cost nothing the second time.
 func dependsOnStep(v *Value, seen map[*Value]bool) bool {
-	if v.Op == OpStepIndex || v.Op == OpSigmaW2 || v.Op == OpScalar || v.Op.IsReduce() || v.Op == OpNumel {
+	if v.Op == OpStepIndex || v.Op == OpSigmaW2 || v.Op == OpScalar || v.Op.IsReduce() || v.Op == OpNumel ||
+		v.IsLine() || v.Op == OpRows || v.Op == OpCols {
 		return true
 	}
 	if seen[v] {

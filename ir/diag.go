@@ -49,7 +49,7 @@ func (f *Func) Diagnostic(kind string) *Diagnostic {
 func (f *Func) loadable(b *Block, name string) bool {
 	switch b.Kind {
 	case StepBlock, ReduceBlock:
-		return name == GradName || name == ThetaName || slices.Contains(f.States, name)
+		return name == GradName || name == ThetaName || slices.Contains(f.States, name) || f.LineState(name) != nil
 	case DiagBlock:
 		return slices.Contains(f.States, name)
 	}

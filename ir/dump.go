@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // String returns the canonical text dump of f: its hypers and states, then
@@ -24,6 +26,9 @@ func (f *Func) String() string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "states %s\n", strings.Join(f.States, " "))
+	for _, s := range f.LineStates {
+		fmt.Fprintf(&b, "state %s: %s\n", s.Name, s.Axis)
+	}
 	b.WriteString(dumpStorage(f))
 	if f.Noise != nil {
 		fmt.Fprintf(&b, "noise buffers %s\n", strings.Join(f.Noise.States, " "))
@@ -43,8 +48,9 @@ func (f *Func) String() string {
 	return b.String()
 }
 
-// String dumps one block. Each line is "u" (uniform) or "v" (varying), the
-// value, its type, the op and its operands.
+// String dumps one block. Each line is "u" (uniform), "v" (varying), or
+// "rows" or "cols" (a line value, the store of a line state), the value,
+// its type, the op and its operands.
 func (b *Block) String() string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%s:\n", b.Name)
@@ -58,7 +64,10 @@ func (b *Block) String() string {
 
 func formatValue(v *Value, num map[*Value]int) string {
 	class := "v"
-	if v.Uniform {
+	switch {
+	case v.Axis != lang.Coords:
+		class = v.Axis.String()
+	case v.Uniform:
 		class = "u"
 	}
 	var ops []string
@@ -69,7 +78,7 @@ func formatValue(v *Value, num map[*Value]int) string {
 	switch v.Op {
 	case OpConst:
 		operand = FormatConst(v.Const, v.Type)
-	case OpHyper, OpLoad, OpScalar, OpReduce, OpReduceMax, OpReduceMin:
+	case OpHyper, OpLoad, OpScalar, OpReduce, OpReduceMax, OpReduceMin, OpReduceRows, OpReduceCols:
 		operand = v.Name
 	case OpStore:
 		return fmt.Sprintf("%s store %s, %s", class, v.Name, operand)

@@ -46,7 +46,7 @@ func Eval32(op Op, a, b float32) float32 {
 // Arity returns the number of operands of an arithmetic op.
 func (o Op) Arity() int {
 	switch o {
-	case OpF32, OpAttenT, OpStore:
+	case OpF32, OpAttenT, OpStore, OpLinesSum, OpLinesMax, OpLinesMin:
 		return 1
 	case OpPrivatize:
 		return 2

@@ -60,24 +60,31 @@ const (
 
 // The IR's own operations, numbered after the language's.
 const (
-	OpConst     Op = Op(lang.LastOp) + 1 + iota // Const holds the value (rounded to float32 for F32)
-	OpHyper                                     // Name is the hyper
-	OpStepIndex                                 // t, the step index from 0
-	OpSigmaW2                                   // the DP noise variance per coordinate
-	OpLoad                                      // Name is g, theta or a state: its value before the step
-	OpF32                                       // float64 → float32: a host scalar when used by the kernel
-	OpAtten                                     // attenuation(Name) solved numerically on the host (Func.Filter(Name))
-	OpAttenT                                    // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
-	OpStore                                     // Name is theta, a state, a scalar, an observation output or a model entry; no result
-	OpScalar                                    // Name is a scalar: its value at this step (in the scalar step block: at the step before)
-	OpDraw                                      // z, the coordinate's fresh standard normal draw of the noise block (0 when the step draws no noise)
-	OpPrivatize                                 // the privatized gradient of a noise block: Args[0], the clipped mean, plus σ_w·Args[1], the noise w, in the step's noise scheme
-	OpReduce                                    // Name is a term of the reduce block (r0, r1, …): the float64 sum of its values over the coordinate's tensor (Func.Reduce)
-	OpNumel                                     // the number of coordinates of the coordinate's tensor
-	OpReduceMax                                 // as OpReduce, the maximum (lang.MaxOf) of the term's values over the tensor
-	OpReduceMin                                 // as OpReduce, the minimum (lang.MinOf)
+	OpConst      Op = Op(lang.LastOp) + 1 + iota // Const holds the value (rounded to float32 for F32)
+	OpHyper                                      // Name is the hyper
+	OpStepIndex                                  // t, the step index from 0
+	OpSigmaW2                                    // the DP noise variance per coordinate
+	OpLoad                                       // Name is g, theta or a state: its value before the step
+	OpF32                                        // float64 → float32: a host scalar when used by the kernel
+	OpAtten                                      // attenuation(Name) solved numerically on the host (Func.Filter(Name))
+	OpAttenT                                     // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
+	OpStore                                      // Name is theta, a state, a scalar, an observation output or a model entry; no result
+	OpScalar                                     // Name is a scalar: its value at this step (in the scalar step block: at the step before)
+	OpDraw                                       // z, the coordinate's fresh standard normal draw of the noise block (0 when the step draws no noise)
+	OpPrivatize                                  // the privatized gradient of a noise block: Args[0], the clipped mean, plus σ_w·Args[1], the noise w, in the step's noise scheme
+	OpReduce                                     // Name is a term of the reduce block (r0, r1, …): the float64 sum of its values over the coordinate's tensor (Func.Reduce)
+	OpNumel                                      // the number of coordinates of the coordinate's tensor
+	OpReduceMax                                  // as OpReduce, the maximum (lang.MaxOf) of the term's values over the tensor
+	OpReduceMin                                  // as OpReduce, the minimum (lang.MinOf)
+	OpReduceRows                                 // as OpReduce, the float64 sum of the term along each row of the tensor: a line value (lines.go)
+	OpReduceCols                                 // as OpReduceRows, along each column
+	OpRows                                       // the number of rows of the coordinate's tensor
+	OpCols                                       // the number of columns of the coordinate's tensor
+	OpLinesSum                                   // Args[0], a line value: the float64 sum of its values over the tensor's rows (columns), in order
+	OpLinesMax                                   // as OpLinesSum, the maximum (lang.MaxOf)
+	OpLinesMin                                   // as OpLinesSum, the minimum (lang.MinOf)
 
-	lastOp = OpReduceMin
+	lastOp = OpLinesMin
 )
 
 // ownOps are the IR's own operations, by name.
@@ -86,6 +93,8 @@ var ownOps = map[Op]string{
 	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpAtten: "attenuation",
 	OpAttenT: "attenuation_t", OpStore: "store", OpScalar: "scalar", OpDraw: "draw", OpPrivatize: "privatize",
 	OpReduce: "reduce", OpNumel: "numel", OpReduceMax: "reducemax", OpReduceMin: "reducemin",
+	OpReduceRows: "reducerows", OpReduceCols: "reducecols", OpRows: "rows", OpCols: "cols",
+	OpLinesSum: "linessum", OpLinesMax: "linesmax", OpLinesMin: "linesmin",
 }
 
 // String is the operation's name in dumps and in the JSON form.
@@ -112,6 +121,11 @@ type Value struct {
 	Args    []*Value
 	Const   float64 // for OpConst
 	Name    string  // for OpHyper, OpLoad, OpStore; for OpSelect, the state it starts (StartOf)
+	// Axis is lang.Rows or lang.Cols for a line value (an f64 value that
+	// is not uniform, one per row or column of the tensor, which the host
+	// computes: lines.go) and for the store of a line state; lang.Coords
+	// for every other value.
+	Axis lang.Axis
 }
 
 // IsConst reports whether v is a constant.
@@ -216,6 +230,9 @@ type Func struct {
 	Name   string
 	Hypers []Hyper
 	States []string
+	// LineStates are the states declared per row or per column (lines.go),
+	// which are not buffers of the kernels' ABI as States are.
+	LineStates []LineState
 	// Storage is the storage of the states declared narrower than float32
 	// (storage.go), by name; a state not in it, and theta and g, store
 	// float32.

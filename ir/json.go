@@ -18,6 +18,7 @@ type funcJSON struct {
 	Name          string             `json:"name"`
 	Hypers        []hyperJSON        `json:"hypers"`
 	States        []string           `json:"states"`
+	LineStates    []lineStateJSON    `json:"line_states,omitempty"`
 	Storage       map[string]Storage `json:"storage,omitempty"`
 	Observe       *Observation       `json:"observe,omitempty"`
 	Init          *blockJSON         `json:"init"`
@@ -32,6 +33,12 @@ type funcJSON struct {
 	HyperDefaults *blockJSON         `json:"hyper_defaults,omitempty"`
 	Noise         *filterJSON        `json:"noise,omitempty"`
 	Reduce        *blockJSON         `json:"reduce,omitempty"`
+}
+
+// lineStateJSON is a LineState, its axis as the DSL writes it.
+type lineStateJSON struct {
+	Name string `json:"name"`
+	Axis string `json:"axis"` // rows or cols
 }
 
 type diagJSON struct {
@@ -68,6 +75,7 @@ type valueJSON struct {
 	Args    []int      `json:"args,omitempty"`
 	Const   *jsonFloat `json:"const,omitempty"`
 	Name    string     `json:"name,omitempty"`
+	Axis    string     `json:"axis,omitempty"` // rows or cols: a line value, or the store of a line state
 }
 
 type filterJSON struct {
@@ -114,6 +122,9 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 	for _, h := range f.Hypers {
 		j.Hypers = append(j.Hypers, encodeHyper(h))
 	}
+	for _, s := range f.LineStates {
+		j.LineStates = append(j.LineStates, lineStateJSON{Name: s.Name, Axis: s.Axis.String()})
+	}
 	for _, fl := range f.Filters {
 		j.Filters = append(j.Filters, encodeFilter(fl))
 	}
@@ -158,6 +169,9 @@ func encodeBlock(b *Block) *blockJSON {
 	for i, v := range b.Values {
 		index[v] = i
 		vj := valueJSON{Op: v.Op.String(), Type: v.Type.String(), Uniform: v.Uniform, Name: v.Name}
+		if v.Axis != lang.Coords {
+			vj.Axis = v.Axis.String()
+		}
 		for _, a := range v.Args {
 			vj.Args = append(vj.Args, index[a])
 		}
@@ -183,6 +197,13 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 			return nil, err
 		}
 		f.Hypers = append(f.Hypers, hy)
+	}
+	for _, s := range j.LineStates {
+		axis, ok := lang.AxisWords[s.Axis]
+		if !ok {
+			return nil, fmt.Errorf("ir: line state %s: unknown axis %q (want rows or cols)", s.Name, s.Axis)
+		}
+		f.LineStates = append(f.LineStates, LineState{Name: s.Name, Axis: axis})
 	}
 	var err error
 	for _, b := range []struct {
@@ -299,6 +320,11 @@ func decodeBlock(j *blockJSON, kind BlockKind) (*Block, error) {
 		}
 		v := b.NewValue(op, typ, vj.Uniform, args...)
 		v.Name = vj.Name
+		if vj.Axis != "" {
+			if v.Axis, ok = lang.AxisWords[vj.Axis]; !ok {
+				return nil, fmt.Errorf("ir: block %s: value %d: unknown axis %q (want rows or cols)", j.Name, i, vj.Axis)
+			}
+		}
 		if vj.Const != nil {
 			v.Const = float64(*vj.Const)
 		}

@@ -127,19 +127,19 @@ func EliminateDeadCode(b *Block) {
 	b.Values = slices.DeleteFunc(b.Values, func(v *Value) bool { return !live[v] })
 }
 
-// HoistUniforms moves every uniform value ahead of all varying values and
-// stores, keeping relative order: the block becomes a host part followed by
-// a kernel part.
+// HoistUniforms moves every value the host computes (Value.OnHost: the
+// uniform values, the line values and the stores of line states) ahead of
+// all varying values and their stores, keeping relative order: the block
+// becomes a host part followed by a kernel part.
 func HoistUniforms(b *Block) {
-	host := func(v *Value) bool { return v.Uniform && v.Op != OpStore }
 	var out []*Value
 	for _, v := range b.Values {
-		if host(v) {
+		if v.OnHost() {
 			out = append(out, v)
 		}
 	}
 	for _, v := range b.Values {
-		if !host(v) {
+		if !v.OnHost() {
 			out = append(out, v)
 		}
 	}

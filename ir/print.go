@@ -53,7 +53,11 @@ func exprText(v *Value) lang.Text {
 		return lang.Atom(v.Name)
 	case OpReduce, OpReduceMax, OpReduceMin: // the tensor's sum (max, min) of the reduce block's term
 		return lang.Call(CombineName(reduceCombines[v.Op]), lang.Atom(v.Name))
-	case OpNumel:
+	case OpReduceRows, OpReduceCols: // the row (column) sums of the reduce block's term
+		return lang.Call(map[Op]string{OpReduceRows: "rowsum", OpReduceCols: "colsum"}[v.Op], lang.Atom(v.Name))
+	case OpLinesSum, OpLinesMax, OpLinesMin: // a line value's sum (max, min) over the tensor
+		return lang.Call(CombineName(linesCombines[v.Op]), exprText(v.Args[0]))
+	case OpNumel, OpRows, OpCols:
 		return lang.Atom(v.Op.String())
 	case OpStepIndex, OpSigmaW2:
 		return lang.Atom(v.Op.String())

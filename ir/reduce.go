@@ -125,8 +125,11 @@ func NonFiniteHostFormat(i int, expr string) string {
 		i, strings.ReplaceAll(expr, "%", "%%"))
 }
 
-// ReadsReduction reports whether the uniform value v reads a per-tensor
-// sum or size: a value of the tensor, not of the hypers and the step alone.
+// ReadsReduction reports whether v reads a reduction (over the tensor,
+// its rows or its columns), the tensor's size or shape, or a line value:
+// a value of the tensor, not of the hypers and the step alone.
 func ReadsReduction(v *Value) bool {
-	return reads(v, func(v *Value) bool { return v.Op.IsReduce() || v.Op == OpNumel }, map[*Value]bool{})
+	return reads(v, func(v *Value) bool {
+		return v.Op.IsReduce() || v.Op == OpNumel || v.IsLine() || v.Op == OpRows || v.Op == OpCols
+	}, map[*Value]bool{})
 }

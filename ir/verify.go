@@ -3,6 +3,8 @@ package ir
 import (
 	"fmt"
 	"slices"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // Verify checks the invariants every pass must keep: operands are defined
@@ -15,7 +17,7 @@ func Verify(f *Func) error {
 		return fmt.Errorf("ir: %s: %w", f.Name, err)
 	}
 	for _, b := range f.Blocks() {
-		if err := verifyBlock(b); err != nil {
+		if err := verifyBlock(f, b); err != nil {
 			return fmt.Errorf("ir: %s: block %s: %w", f.Name, b.Name, err)
 		}
 		if err := verifyNames(f, b); err != nil {
@@ -94,7 +96,7 @@ func verifyKinds(f *Func) error {
 	return nil
 }
 
-func verifyBlock(b *Block) error {
+func verifyBlock(f *Func, b *Block) error {
 	defined := map[*Value]bool{}
 	for _, v := range b.Values {
 		if v.Op == OpInvalid || v.Op > lastOp {
@@ -108,7 +110,7 @@ func verifyBlock(b *Block) error {
 				return fmt.Errorf("v%d: operand v%d is not defined before it", v.ID, a.ID)
 			}
 		}
-		if err := verifyValue(v); err != nil {
+		if err := verifyValue(f, v); err != nil {
 			return fmt.Errorf("v%d: %w", v.ID, err)
 		}
 		defined[v] = true
@@ -116,15 +118,15 @@ func verifyBlock(b *Block) error {
 	return nil
 }
 
-func verifyValue(v *Value) error {
-	want, uniform := expectedType(v), true
+func verifyValue(f *Func, v *Value) error {
+	want, uniform := expectedType(f, v), true
 	for _, a := range v.Args {
 		uniform = uniform && a.Uniform
 	}
 	switch {
-	case v.Op == OpLoad || v.Op == OpDraw:
+	case v.Op == OpLoad || v.Op == OpDraw || lineReduces[v.Op] != lang.Coords:
 		uniform = false
-	case v.Op.Arity() == 0:
+	case v.Op.Arity() == 0 || linesCombines[v.Op] != 0:
 		uniform = true
 	}
 	if v.Type != want {
@@ -133,17 +135,26 @@ func verifyValue(v *Value) error {
 	if v.Uniform != uniform {
 		return fmt.Errorf("%s is marked uniform=%v, its operands say %v", v.Op, v.Uniform, uniform)
 	}
+	if err := verifyAxis(f, v); err != nil {
+		return err
+	}
 	return argTypesMatch(v)
 }
 
 // expectedType is the type an op yields given its operands.
-func expectedType(v *Value) Type {
+func expectedType(f *Func, v *Value) Type {
 	switch v.Op {
 	case OpStore:
 		return None
-	case OpF32, OpLoad, OpDraw:
+	case OpLoad:
+		if f.LineState(v.Name) != nil {
+			return F64
+		}
 		return F32
-	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT, OpScalar, OpReduce, OpReduceMax, OpReduceMin, OpNumel:
+	case OpF32, OpDraw:
+		return F32
+	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT, OpScalar, OpReduce, OpReduceMax, OpReduceMin, OpNumel,
+		OpReduceRows, OpReduceCols, OpRows, OpCols, OpLinesSum, OpLinesMax, OpLinesMin:
 		return F64
 	case OpConst:
 		return v.Type
@@ -155,6 +166,8 @@ func argTypesMatch(v *Value) error {
 	switch {
 	case v.Op == OpF32 && v.Args[0].Type != F64:
 		return fmt.Errorf("f32 of a %s value", v.Args[0].Type)
+	case linesCombines[v.Op] != 0 && !v.Args[0].IsLine():
+		return fmt.Errorf("%s of a value that is not per line", v.Op)
 	case (v.Op == OpPow || v.Op.lang().HostOnly()) && v.Type != F64:
 		return fmt.Errorf("%s on %s (only uniform f64 values have %s)", v.Op, v.Type, v.Op)
 	case v.Op == OpConst && v.Type != F32 && v.Type != F64:
@@ -163,9 +176,40 @@ func argTypesMatch(v *Value) error {
 		return fmt.Errorf("store of a %s value", v.Args[0].Type)
 	}
 	for _, a := range v.Args {
-		if v.Op != OpF32 && v.Op != OpStore && a.Type != v.Type {
+		if v.Op != OpF32 && v.Op != OpStore && linesCombines[v.Op] == 0 && a.Type != v.Type {
 			return fmt.Errorf("%s mixes %s and %s", v.Op, v.Type, a.Type)
 		}
+	}
+	return nil
+}
+
+// verifyAxis checks a value's Axis: a line value's is that of its line
+// operands, which agree (a row value with a column value is per
+// coordinate, so f32), or the row or column its source says; every other
+// value's is lang.Coords but the store of a line state, which carries the
+// state's.
+func verifyAxis(f *Func, v *Value) error {
+	want := lang.Coords
+	switch {
+	case v.Op == OpLoad && f.LineState(v.Name) != nil:
+		want = f.LineState(v.Name).Axis
+	case lineReduces[v.Op] != lang.Coords:
+		want = lineReduces[v.Op]
+	case v.Op == OpStore && f.LineState(v.Name) != nil:
+		want = f.LineState(v.Name).Axis
+	case v.IsLine():
+		for _, a := range v.Args {
+			switch {
+			case !a.IsLine():
+			case want == lang.Coords:
+				want = a.Axis
+			case a.Axis != want:
+				return fmt.Errorf("%s of a value %s and a value %s", v.Op, want.Per(), a.Axis.Per())
+			}
+		}
+	}
+	if v.Axis != want || v.IsLine() && want == lang.Coords {
+		return fmt.Errorf("%s is marked %s, want %s", v.Op, v.Axis.Per(), want.Per())
 	}
 	return nil
 }
@@ -188,18 +232,20 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
 			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
-		case v.Op.IsReduce() && (b.Kind != StepBlock || !slices.Contains(f.ReduceTerms(), v.Name)):
+		case (v.Op.IsReduce() || lineReduces[v.Op] != lang.Coords) && (b.Kind != StepBlock || !slices.Contains(f.ReduceTerms(), v.Name)):
 			return fmt.Errorf("v%d: %s %s in block %s, which the reduce block does not store", v.ID, v.Op, v.Name, b.Name)
-		case v.Op == OpNumel && b.Kind != StepBlock:
-			return fmt.Errorf("v%d: numel in block %s", v.ID, b.Name)
+		case (v.Op == OpNumel || v.Op == OpRows || v.Op == OpCols || linesCombines[v.Op] != 0) && b.Kind != StepBlock:
+			return fmt.Errorf("v%d: %s in block %s", v.ID, v.Op, b.Name)
 		case (v.Op == OpDraw || v.Op == OpPrivatize) && (b.Kind != StepBlock || f.Noise == nil):
 			return fmt.Errorf("v%d: %s in block %s of an optimizer without a noise block", v.ID, v.Op, b.Name)
 		case v.Op != OpStore:
 			continue
 		case !slices.Contains(targets, v.Name) || stored[v.Name]:
 			return fmt.Errorf("v%d: unexpected store of %s", v.ID, v.Name)
-		case v.Args[0].Type != storeType(f, b):
-			return fmt.Errorf("v%d: store of %s takes %s, not %s", v.ID, v.Name, storeType(f, b), v.Args[0].Type)
+		case v.Args[0].Type != storeType(f, b, v.Name):
+			return fmt.Errorf("v%d: store of %s takes %s, not %s", v.ID, v.Name, storeType(f, b, v.Name), v.Args[0].Type)
+		case v.Args[0].IsLine() && v.Args[0].Axis != v.Axis:
+			return fmt.Errorf("v%d: store of %s, %s, takes a value %s", v.ID, v.Name, v.Axis.Per(), v.Args[0].Axis.Per())
 		}
 		stored[v.Name] = true
 	}
@@ -220,9 +266,9 @@ func blockTargets(f *Func, b *Block) []string {
 		}
 		return f.Observe.Args
 	case StepBlock:
-		return append([]string{ThetaName}, f.States...)
+		return slices.Concat([]string{ThetaName}, f.States, f.LineStateNames())
 	case InitBlock:
-		return f.States
+		return slices.Concat(f.States, f.LineStateNames())
 	case DiagBlock:
 		return DiagTerms
 	case ReduceBlock:
@@ -274,9 +320,15 @@ func scalarReader(k BlockKind) bool {
 	return k == ScalarStepBlock || k == StepBlock || k == DiagBlock || k == ReduceBlock
 }
 
-// storeType is the type of the values b stores: the states' initial and
-// new values are f32; the observation's weights and the models' entries f64.
-func storeType(f *Func, b *Block) Type {
+// storeType is the type of the value b stores in name: the states'
+// initial and new values are f32, but a line state's new value, which the
+// host computes, is f64; the observation's weights and the models'
+// entries are f64.
+func storeType(f *Func, b *Block, name string) Type {
+	switch {
+	case b.Kind == StepBlock && f.LineState(name) != nil:
+		return F64
+	}
 	switch b.Kind {
 	case InitBlock, StepBlock, DiagBlock, ReduceBlock:
 		return F32

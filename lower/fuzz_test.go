@@ -1,10 +1,12 @@
 package lower_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/irtest"
@@ -35,6 +37,7 @@ var fuzzSeeds = []string{
 	"optimizer a\nstate m = g\nnoise {\n\tw = 2 * z\n}\nstep {\n\tm = 0.5 * m + g\n\ttheta = theta - m * attenuation(m)\n}\n",
 	"optimizer a\nhyper b = 0.5 in [0, 1)\nhyper w = 10 in [0, inf)\nscalar c = 0\nstate m = 0\nstep {\n\thost {\n\t\tc = b * min((t + 1) / max(w, 1), 1)\n\t}\n\tm = c * m + (1 - c) * g\n\ttheta = theta - m / (1 + attenuation(m) + attenuation_t(m))\n}\n",
 	"optimizer a\nhyper b = 0.9 in [0, 1)\nstate m = 0\nstep {\n\tm = select(t < 3, 0.1, b ** (t + 1)) * m + exp(-t) * g / (t + 1)\n\ttheta = theta - m * attenuation(m)\n}\n",
+	"optimizer a\nhyper b = 0.9 in [0, 1)\nstate r: rows = 0\nstate c: cols = 1\nstep {\n\tq = c\n\tr = b * r + rowmean(g * g)\n\tc = select(t < 1, q, c + colsum(g)) / max(c)\n\ttheta = theta - g * q / sqrt(r * c + norm(r) + min(r)) + sum(c) * mean(c)\n}\n",
 }
 
 // fuzzValues are the coordinates the fuzz target runs a step on.
@@ -95,10 +98,25 @@ func runFuzzStep(t *testing.T, p *interp.Program) {
 			t.Fatalf("Observe returned %d values for %d arguments", len(got), len(obs.Args))
 		}
 	}
+	if p.Func.HasLines() {
+		runFuzzLines(t, p, theta, g)
+		return
+	}
 	for step := range 2 {
 		nz := &interp.Noise{Stream: fgrng.Stream{Mode: fgrng.Mode(1 + step), Seed: 3, Step: uint32(step)}, SigmaW: 0.5}
 		if err := p.Step(p.HostScalars(h, step, 0.25), nz, theta, g, states); err != nil {
 			t.Fatalf("Step %d: %v", step, err)
+		}
+	}
+}
+
+// runFuzzLines runs two steps of an optimizer with line values on theta
+// as one row and as one column, with g privatized by the engine.
+func runFuzzLines(t *testing.T, p *interp.Program, theta, g []float32) {
+	for _, shape := range []interp.Shape{{Rows: 1, Cols: len(theta)}, {Rows: len(theta), Cols: 1}} {
+		e := interp.Engine{P: p, Hypers: p.Func.DefaultHypers(), Noise: true, Seed: 3, Shape: shape}
+		if _, err := e.Run(append([]float32(nil), theta...), append(slices.Clone(g), g...), 0.25); err != nil && !errors.As(err, new(*interp.NonFiniteValueError)) {
+			t.Fatalf("Run as %d × %d: %v", shape.Rows, shape.Cols, err)
 		}
 	}
 }

@@ -20,10 +20,8 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 	l := &lowerer{info: info, src: map[*ir.Value]string{}, attens: map[*ir.Value]*dsl.CallExpr{}, covariances: map[string]string{}}
 	fn := &ir.Func{Name: f.Name()}
 	l.lowerHypers(fn, f.Hypers)
-	for _, s := range f.States {
-		fn.States = append(fn.States, s.Name.Name)
-		lowerStorage(fn, s)
-	}
+	lowerStates(fn, f)
+	l.lines = fn.LineState
 	if f.Noise != nil {
 		fn.Noise = &ir.Filter{State: dsl.NoiseOut, States: f.NoiseBufferNames(), Noise: true}
 		fn.States = append(fn.States, fn.Noise.States...)
@@ -91,7 +89,8 @@ type lowerer struct {
 	// time-varying filter's covariance scalars hold each filter's Σ_t
 	// (covarianceOf).
 	covariances map[string]string
-	terms       []*ir.Value // the step's reductions' terms, by OpReduce r<i> (reduction)
+	terms       []*ir.Value                     // the step's reductions' terms, by OpReduce r<i> (reduction)
+	lines       func(name string) *ir.LineState // the line state of a name, or nil (ir.Func.LineState)
 }
 
 func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *ir.Value {
@@ -138,7 +137,10 @@ func (l *lowerer) lowerInit(states []*dsl.StateDecl, buffers []string) *ir.Block
 			l.store(s.Name.Name, l.toF32(l.constant(0)))
 			continue
 		}
-		l.store(s.Name.Name, l.toF32(l.expr(s.Init)))
+		st := l.store(s.Name.Name, l.toF32(l.expr(s.Init)))
+		if s.Axis != nil { // each of its lines starts from the value
+			st.Axis = lang.AxisWords[s.Axis.Name]
+		}
 	}
 	for _, b := range buffers {
 		l.store(b, l.toF32(l.constant(0)))
@@ -218,7 +220,10 @@ func (l *lowerer) lowerStep(d *dsl.StepDecl, nd *dsl.NoiseDecl) *ir.Block {
 	for _, a := range d.Body {
 		v := l.expr(a.RHS)
 		obj := l.info.Defs[a]
-		if obj != nil && obj.Kind != dsl.LocalObj {
+		if s := l.lines(a.LHS.Name); s != nil && obj != nil && obj.Kind == dsl.StateObj {
+			st := l.storeLine(a, s, v)
+			l.src[st] = fmt.Sprintf("`%s = %s` (line %d)", a.LHS.Name, dsl.ExprString(a.RHS), a.LHS.NamePos.Line)
+		} else if obj != nil && obj.Kind != dsl.LocalObj {
 			v = l.toF32(v)
 			st := l.store(a.LHS.Name, v)
 			l.src[st] = fmt.Sprintf("`%s = %s` (line %d)", a.LHS.Name, dsl.ExprString(a.RHS), a.LHS.NamePos.Line)
@@ -234,12 +239,12 @@ func (l *lowerer) store(name string, v *ir.Value) *ir.Value {
 	return s
 }
 
-// toF32 converts a uniform value for use by the kernel.
+// toF32 converts a uniform value, or a line value, for use by the kernel.
 func (l *lowerer) toF32(v *ir.Value) *ir.Value {
 	if v.Type == ir.F32 {
 		return v
 	}
-	return l.b.NewValue(ir.OpF32, ir.F32, true, v)
+	return l.b.NewValue(ir.OpF32, ir.F32, v.Uniform, v)
 }
 
 func (l *lowerer) expr(x dsl.Expr) *ir.Value {
@@ -288,6 +293,9 @@ func (l *lowerer) ident(id *dsl.Ident) *ir.Value {
 		v = l.b.NewValue(ir.OpHyper, ir.F64, true)
 	case dsl.IsNoiseDraw(obj):
 		return l.b.NewValue(ir.OpDraw, ir.F32, false)
+	case obj.Kind == dsl.StateObj && l.lines(id.Name) != nil:
+		v = l.b.NewValue(ir.OpLoad, ir.F64, false)
+		v.Axis = l.lines(id.Name).Axis
 	case obj.Kind == dsl.StateObj, obj.Kind == dsl.BufferObj, obj.Name == "g", obj.Name == "theta":
 		v = l.b.NewValue(ir.OpLoad, ir.F32, false)
 	case obj.Kind == dsl.ScalarObj:
@@ -342,6 +350,9 @@ func (l *lowerer) call(x *dsl.CallExpr) *ir.Value {
 	if dsl.IsReductionCall(x) {
 		return l.reduction(x)
 	}
+	if axis, ok := lang.LineReductions[x.Fun.Name]; ok {
+		return l.lineReduction(x, axis)
+	}
 	l0, ok := lang.Calls[x.Fun.Name]
 	op := ir.OpOf(l0)
 	if !ok || len(x.Args) != op.Arity() {
@@ -354,17 +365,28 @@ func (l *lowerer) call(x *dsl.CallExpr) *ir.Value {
 	return l.op(op, args...)
 }
 
-// op emits an arithmetic value: f64 if every operand is f64 (then it is
-// uniform), otherwise f32 with f64 operands converted; it is uniform when
-// all its operands are (a state assigned a uniform value and read later).
+// op emits an arithmetic value: f64 if every operand is f64 and the line
+// values among them are along one axis (then it is uniform, or a line
+// value along it), otherwise f32 with f64 operands converted (a row value
+// with a column value is per coordinate); it is uniform when all its
+// operands are (a state assigned a uniform value and read later).
 func (l *lowerer) op(op ir.Op, args ...*ir.Value) *ir.Value {
-	uniform, f64 := true, true
+	uniform, f64, axis := true, true, lang.Coords
 	for _, a := range args {
 		uniform = uniform && a.Uniform
 		f64 = f64 && a.Type == ir.F64
+		switch {
+		case !a.IsLine():
+		case axis == lang.Coords:
+			axis = a.Axis
+		case axis != a.Axis:
+			f64 = false
+		}
 	}
 	if f64 {
-		return l.b.NewValue(op, ir.F64, true, args...)
+		v := l.b.NewValue(op, ir.F64, uniform, args...)
+		v.Axis = axis
+		return v
 	}
 	for i, a := range args {
 		args[i] = l.toF32(a)

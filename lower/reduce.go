@@ -20,9 +20,10 @@ func (l *lowerer) reduction(x *dsl.CallExpr) *ir.Value {
 		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which holds a per-step value here, the same at every coordinate: a reduction is of a per-coordinate value", x.Fun.Name, dsl.ExprString(x.Args[0]))
 		return arg
 	}
-	if ir.ReadsReduction(arg) {
-		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which reads a norm, sum, mean, max or min: fibergen runs one reduction pass before the step, so a reduction cannot read another", x.Fun.Name, dsl.ExprString(x.Args[0]))
+	if arg.IsLine() {
+		return l.linesReduction(x, arg)
 	}
+	l.checkOnePass(x, arg)
 	term := arg
 	if x.Fun.Name == "norm" {
 		term = l.op(ir.OpMul, arg, arg)

@@ -71,6 +71,9 @@ func CompileFor(path string, src []byte, params ir.Storage) (*Unit, dsl.ErrorLis
 	if u == nil {
 		return nil, errs, err
 	}
+	if errs := refuseLines(u.File); len(errs) > 0 {
+		return nil, errs, nil
+	}
 	if err := u.Func.SetParamStorage(params); err != nil {
 		return nil, nil, err
 	}

@@ -330,6 +330,9 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	if err := checkBuild(m, files); err != nil {
 		return nil, err
 	}
+	if fn.HasLines() {
+		return nil, fmt.Errorf("runtime: %s has states per row or per column, which the runtime does not run yet (docs/dsl.md, \"Rows and columns\")", fn.Name)
+	}
 	if opts.AllowUnstable {
 		fn.DropBoundedFilters()
 	}

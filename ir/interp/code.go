@@ -21,6 +21,7 @@ type instr struct {
 	konst float64
 	fl    *ir.Filter // OpAtten, OpAttenT
 	store ir.Storage // OpStore of a state: its storage, which the store narrows to
+	axis  lang.Axis  // a line value's, or a line state's store's (lines.go); its OpLoad and OpStore slot is the line state's index
 }
 
 // code is a block split into its host part and kernel part.
@@ -31,12 +32,15 @@ type code struct {
 	index      map[*ir.Value]int // register of each value
 	gains      *gains            // the host's attenuation values
 	scalars    *scalarTrack      // the scalars OpScalar reads, for the step; nil elsewhere
+	lines      bool              // the block has line values or line stores (lines.go)
+	noTensor   *Reduced          // with lines: a 1 × 1 tensor of NaN line sums and states, for a host part without one
 }
 
 // regs are the registers of one block evaluation.
 type regs struct {
-	f64 []float64
-	f32 []float32
+	f64   []float64
+	f32   []float32
+	lines *lineRegs // nil for a block without line values
 }
 
 func compile(fn *ir.Func, b *ir.Block) (*code, error) {
@@ -48,7 +52,8 @@ func compile(fn *ir.Func, b *ir.Block) (*code, error) {
 		if err != nil {
 			return nil, fmt.Errorf("interp: block %s: %w", b.Name, err)
 		}
-		if v.Uniform && v.Op != ir.OpStore {
+		c.lines = c.lines || in.axis != lang.Coords
+		if v.OnHost() {
 			if len(c.kernelPart) > 0 {
 				return nil, fmt.Errorf("interp: block %s is not hoisted (run ir.Optimize)", b.Name)
 			}
@@ -57,11 +62,14 @@ func compile(fn *ir.Func, b *ir.Block) (*code, error) {
 			c.kernelPart = append(c.kernelPart, in)
 		}
 	}
+	if c.lines {
+		c.noTensor = noTensor(fn)
+	}
 	return c, nil
 }
 
 func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr, error) {
-	in := instr{op: v.Op, typ: v.Type, dst: i, konst: v.Const}
+	in := instr{op: v.Op, typ: v.Type, dst: i, konst: v.Const, axis: v.Axis}
 	if len(v.Args) > 0 {
 		in.a = index[v.Args[0]]
 	}
@@ -79,7 +87,10 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 		}
 	case ir.OpLoad, ir.OpStore, ir.OpScalar:
 		in.slot, in.store = slot(fn, v.Name), fn.StorageOf(v.Name)
-	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin:
+		if k := slices.Index(fn.LineStateNames(), v.Name); k >= 0 {
+			in.slot = k
+		}
+	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpReduceRows, ir.OpReduceCols:
 		in.slot = slices.Index(fn.ReduceTerms(), v.Name)
 	case ir.OpAtten, ir.OpAttenT:
 		if in.fl = fn.Filter(v.Name); in.fl == nil {
@@ -123,7 +134,17 @@ func (c *code) host(h []float64, t int, sigmaW2 float64, red *Reduced) regs {
 // hostWith is host with the values OpScalar reads given.
 func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64, red *Reduced) regs {
 	r := regs{f64: make([]float64, c.n), f32: make([]float32, c.n)}
+	if c.lines {
+		if red == nil { // no tensor: every line value NaN (HostScalars, CheckValues)
+			red = c.noTensor
+		}
+		r.lines = c.newLineRegs(red)
+	}
 	for _, in := range c.hostPart {
+		if in.axis != lang.Coords {
+			c.hostLine(in, &r, red)
+			continue
+		}
 		switch in.op {
 		case ir.OpConst:
 			r.f64[in.dst], r.f32[in.dst] = in.konst, float32(in.konst)
@@ -137,6 +158,10 @@ func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64, red
 			r.f64[in.dst] = scal[in.slot]
 		case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel:
 			r.f64[in.dst] = red.value(in)
+		case ir.OpRows, ir.OpCols:
+			r.f64[in.dst] = float64(r.lines.shape.Len(map[ir.Op]lang.Axis{ir.OpRows: lang.Rows, ir.OpCols: lang.Cols}[in.op]))
+		case ir.OpLinesSum, ir.OpLinesMax, ir.OpLinesMin:
+			r.f64[in.dst] = foldLines(in.op, r.lines.vals[in.a])
 		case ir.OpF32:
 			r.f32[in.dst] = float32(r.f64[in.a])
 		case ir.OpAtten:
@@ -178,6 +203,8 @@ func (c *code) run(host regs, bufs [][]float32, nz *Noise) {
 			switch in.op {
 			case ir.OpLoad:
 				copy(r[in.dst], bufs[in.slot][lo:hi])
+			case ir.OpF32: // of a line value: the uniform ones are the host part's
+				host.lines.broadcast(r[in.dst][:m], in.a, lo)
 			case ir.OpStore:
 				store(in.store, bufs[in.slot][lo:hi], r[in.a][:m], nz, in.slot, lo)
 			case ir.OpSelect:

@@ -10,6 +10,7 @@ package interp
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
@@ -152,9 +153,16 @@ func (p *Program) CheckValues(h []float64) error {
 		return err
 	}
 	at := p.Func.Setting(h)
-	for i, s := range states {
+	lines := make([][]float32, len(p.Func.LineStates))
+	for i := range lines {
+		lines[i] = make([]float32, 1)
+	}
+	if err := p.InitLines(h, lines); err != nil {
+		return err
+	}
+	for i, s := range slices.Concat(states, lines) {
 		if x := float64(s[0]); math.IsNaN(x) || math.IsInf(x, 0) {
-			return &NonFiniteValueError{State: p.Func.States[i], Value: x, At: at}
+			return &NonFiniteValueError{State: slices.Concat(p.Func.States, p.Func.LineStateNames())[i], Value: x, At: at}
 		}
 	}
 	sc := p.HostScalars(h, 0, 0)
@@ -194,7 +202,13 @@ func (p *Program) Step(s Scalars, nz *Noise, theta, g []float32, states [][]floa
 	if nz == nil {
 		nz = noNoise
 	}
+	if ln := s.regs.lines; ln != nil && (ln.off < 0 || ln.off+len(theta) > ln.shape.Rows*ln.shape.Cols) {
+		return fmt.Errorf("%s: coordinates %d..%d are not in a tensor of %d × %d", p.Func.Name, ln.off, ln.off+len(theta), ln.shape.Rows, ln.shape.Cols)
+	}
 	p.step.run(s.regs, bufs, nz)
+	if s.regs.lines != nil {
+		s.regs.lines.commit()
+	}
 	return nil
 }
 
@@ -221,6 +235,20 @@ type Engine struct {
 	Hypers []float64
 	Noise  bool
 	Seed   uint64
+	// For an optimizer with line values (lines.go): Shape is the
+	// buffers' shape as one tensor (the zero Shape: one row of all the
+	// coordinates), and Lines its line states (Func.LineStates order),
+	// which Init fills and Step updates.
+	Shape Shape
+	Lines [][]float32
+}
+
+// shape is the engine's tensor shape for n coordinates.
+func (e Engine) shape(n int) Shape {
+	if e.Shape == (Shape{}) {
+		return Shape{1, n}
+	}
+	return e.Shape
 }
 
 // NumStates is the number of state buffers.
@@ -230,6 +258,9 @@ func (e Engine) NumStates() int { return e.P.NumStates() }
 // sets the states to their initial values.
 func (e Engine) Init(states [][]float32) error {
 	if err := e.P.Check(e.Hypers); err != nil {
+		return err
+	}
+	if err := e.P.InitLines(e.Hypers, e.Lines); err != nil {
 		return err
 	}
 	return e.P.Init(e.Hypers, states)
@@ -252,20 +283,38 @@ func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]floa
 		nz.Stream.Privatize(noisy, g, nz.SigmaW, 0)
 		g, nz.Stream.Mode = noisy, rng.Off
 	}
-	var red *Reduced
-	if e.P.reduce != nil { // the buffers are one tensor; g is privatized already
-		var err error
-		bufs := append([][]float32{ir.ThetaBuffer: theta, ir.GradBuffer: g}, states...)
-		if red, err = e.P.Reduce(e.P.ReduceScalars(e.Hypers, t, sigmaW2), nil, bufs); err != nil {
-			return err
-		}
+	red, err := e.reduced(t, sigmaW2, theta, g, states)
+	if err != nil {
+		return err
 	}
 	return e.P.Step(e.P.HostScalarsReduced(e.Hypers, t, sigmaW2, red), nz, theta, g, states)
 }
 
+// reduced is what the host part of step t reads of the buffers, one
+// tensor: its reductions (g privatized already), and its shape and line
+// states; nil for an optimizer without either.
+func (e Engine) reduced(t int, sigmaW2 float64, theta, g []float32, states [][]float32) (red *Reduced, err error) {
+	shape := e.shape(len(theta))
+	if e.P.reduce != nil {
+		bufs := append([][]float32{ir.ThetaBuffer: theta, ir.GradBuffer: g}, states...)
+		if red, err = e.P.ReduceShaped(e.P.ReduceScalars(e.Hypers, t, sigmaW2), nil, bufs, shape); err != nil {
+			return nil, err
+		}
+	}
+	if !e.P.Func.HasLines() {
+		return red, nil
+	}
+	if red == nil {
+		red = &Reduced{Numel: len(theta)}
+	}
+	red.Shape, red.LineStates = shape, e.Lines
+	return red, checkLines(e.P.Func, red, len(theta))
+}
+
 // Run applies len(grads)/len(theta) steps to theta from freshly initialized
 // states: grads holds the gradients of every step, step after step, each
-// len(theta) long. It returns the final states.
+// len(theta) long. It returns the final states, then the final line states
+// (Func.LineStates order) of the buffers as one tensor of e's Shape.
 func (e Engine) Run(theta, grads []float32, sigmaW2 float64) ([][]float32, error) {
 	n := len(theta)
 	if n == 0 && len(grads) != 0 || n != 0 && len(grads)%n != 0 {
@@ -275,6 +324,10 @@ func (e Engine) Run(theta, grads []float32, sigmaW2 float64) ([][]float32, error
 	for i := range states {
 		states[i] = make([]float32, n)
 	}
+	e.Lines = make([][]float32, len(e.P.Func.LineStates))
+	for i, s := range e.P.Func.LineStates {
+		e.Lines[i] = make([]float32, e.shape(n).Len(s.Axis))
+	}
 	if err := e.Init(states); err != nil {
 		return nil, err
 	}
@@ -283,7 +336,7 @@ func (e Engine) Run(theta, grads []float32, sigmaW2 float64) ([][]float32, error
 			return nil, fmt.Errorf("step %d: %w", t, err)
 		}
 	}
-	return states, nil
+	return append(states, e.Lines...), nil
 }
 
 // NumKernelScalars is the length of KernelScalars' result.

@@ -10,14 +10,22 @@ import (
 	"github.com/fibergen/fibergen/rng"
 )
 
-// Reduced is what the step reads of one tensor's reductions (ir.OpReduce,
-// ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel): the total of each term of
-// the reduce block over the tensor — its sum, max or min
-// (Func.ReduceCombines) — in Func.ReduceTerms order, and the tensor's
-// number of coordinates.
+// Reduced is what the step's host part reads of one tensor: its
+// reductions (ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel),
+// the total of each term of the reduce block over the tensor — its sum,
+// max or min (Func.ReduceCombines) — in Func.ReduceTerms order, and the
+// tensor's number of coordinates; and, for an optimizer with line values
+// (lines.go), the tensor's shape, the row or column sums of each line term
+// (Func.ReduceAxes; nil for the others), the line states' values before the
+// step (Func.LineStates order), which Step overwrites with the new ones,
+// and the tensor index of the buffers' first coordinate.
 type Reduced struct {
-	Totals []float64
-	Numel  int
+	Totals     []float64
+	Numel      int
+	Shape      Shape
+	Lines      [][]float64
+	LineStates [][]float32
+	Offset     int
 }
 
 // value is the reduction in reads; NaN without reductions, so that a
@@ -82,6 +90,12 @@ func (p *Program) ReduceScalars(h []float64, t int, sigmaW2 float64) []float32 {
 // is not nil (n floats) and nz draws, the privatized g is stored there.
 // scalars are ReduceScalars'.
 func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32, partials [][]float32, kept []float32) error {
+	return p.reducePartials(scalars, nz, bufs, partials, kept, nil)
+}
+
+// reducePartials is ReducePartials that also copies the values of each
+// term i whose vals[i] is not nil (n floats) there.
+func (p *Program) reducePartials(scalars []float32, nz *Noise, bufs [][]float32, partials [][]float32, kept []float32, vals [][]float32) error {
 	if p.reduce == nil {
 		return fmt.Errorf("%s has no reductions", p.Func.Name)
 	}
@@ -120,6 +134,9 @@ func (p *Program) ReducePartials(scalars []float32, nz *Noise, bufs [][]float32,
 		p.reduce.run(host, chunk, noNoise)
 		for i, t := range terms {
 			partials[i][c] = reduce.Chunk(p.combines[i], 0, hi-lo, func(j int) float32 { return t[j] })
+			if i < len(vals) && vals[i] != nil {
+				copy(vals[i][lo:hi], t)
+			}
 		}
 	}
 	return nil

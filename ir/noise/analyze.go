@@ -246,11 +246,14 @@ func (a *noiseAnalyzer) readsNoise(v *ir.Value, seen map[*ir.Value]bool) bool {
 
 // formOf derives v's form from its operands' forms.
 func (a *noiseAnalyzer) formOf(v *ir.Value) form {
-	if v.Uniform && v.Op != ir.OpStore && v.Op != ir.OpLoad {
+	if (v.Uniform || v.IsLine()) && v.Op != ir.OpStore && v.Op != ir.OpLoad {
 		return form{kind: uniformForm, c: a.coefOf(v)}
 	}
 	switch v.Op {
 	case ir.OpLoad:
+		if v.IsLine() { // a coefficient of the coordinates of its line
+			return form{kind: uniformForm, c: coef{moving: lineMoving}}
+		}
 		if !a.noisy[v.Name] {
 			return form{kind: cleanForm}
 		}
@@ -259,6 +262,8 @@ func (a *noiseAnalyzer) formOf(v *ir.Value) form {
 		return form{kind: linearForm, lin: map[string]coef{ir.GradName: constCoef(1)}}
 	case ir.OpPrivatize: // the clean clipped mean plus w: σ_w scales the input
 		return a.sum(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
+	case ir.OpF32: // a line value read along the coordinate's row or column
+		return a.forms[v.Args[0]]
 	case ir.OpStore:
 		return a.forms[v.Args[0]]
 	case ir.OpNeg:
@@ -523,6 +528,10 @@ func (a *noiseAnalyzer) coefOf(v *ir.Value) coef {
 	return c
 }
 
+// lineMoving is why a value per row or per column is no fixed
+// coefficient of a filter.
+const lineMoving = "reads a value per row or per column, which differs from line to line and depends on the gradient through the sums along them"
+
 // maxCoefDegree bounds the degree of a coefficient's fractions.
 const maxCoefDegree = 256
 
@@ -557,8 +566,10 @@ func (a *noiseAnalyzer) coefValue(v *ir.Value) coef {
 		return a.varyingSymbol(v, "changes from step to step (it reads scalar "+v.Name+")")
 	case ir.OpAtten, ir.OpAttenT:
 		return coef{moving: "reads " + v.Op.String() + "(" + v.Name + "), which fibergen derives from the filters themselves"}
-	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel:
+	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel, ir.OpLinesSum, ir.OpLinesMax, ir.OpLinesMin:
 		return coef{moving: "reads a norm, sum, mean, max or min over the tensor, which differs from tensor to tensor and (but for the size) depends on the gradient"}
+	case ir.OpReduceRows, ir.OpReduceCols, ir.OpRows, ir.OpCols:
+		return coef{moving: lineMoving}
 	case ir.OpF32:
 		return arg(0)
 	case ir.OpNeg:

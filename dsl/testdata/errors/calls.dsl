@@ -7,7 +7,7 @@ hyper lr = 0.1
 state m = sqrt // ERROR col=11 "^sqrt is a function; call it as sqrt\(...\)$"
 
 step {
-	a = cosh(g)         // ERROR col=6 "^undefined function cosh \(the functions are abs, cos, exp, log, max, min, select, sign, sin, sqrt, norm, sum, mean, attenuation and attenuation_t\)$"
+	a = cosh(g)         // ERROR col=6 "^undefined function cosh \(the functions are abs, cos, exp, log, max, min, select, sign, sin, sqrt, norm, sum, mean, colmean, colsum, rowmean, rowsum, attenuation and attenuation_t\)$"
 	b = sqrt(g, g)      // ERROR col=6 "^sqrt takes 1 argument, got 2$"
 	c = max(g, g, g)    // ERROR col=6 "^max takes 2 arguments, got 3$"
 	d = 1 + min()       // ERROR col=10 "^min takes 2 arguments, got 0$"

@@ -8,7 +8,7 @@ optimizer reductions
 hyper lr = 0.1
 scalar s = 0
 scalar s2 = 0
-state m = norm(theta)            // ERROR col=11 "^the initial value of state m cannot use norm: a per-tensor reduction is computed between two passes"
+state m = norm(theta)            // ERROR col=11 "^the initial value of state m cannot use norm: a reduction is computed between two passes"
 
 observe two_point(a = mean(lr), lookahead = 1) // ERROR col=23 "^observe argument a cannot use mean"
 

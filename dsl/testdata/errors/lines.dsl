@@ -1,0 +1,25 @@
+// States per row and per column of 2-D tensors, and the row and column
+// reductions (docs/dsl.md, "Rows and columns"): the checker's errors.
+optimizer lines
+hyper lr = 1e-3 in [0, inf)
+hyper beta2 = 0.9 in [0, 1)
+state r: rows = 0
+state c: cols = beta2
+state m = 0
+state r0: rows = 0
+state c0: cols = 0
+state rs: rows = 0
+scalar s = 0
+step {
+	host {
+		s = colsum(lr)            // ERROR col=7 "^the host block cannot use colsum"
+	}
+	r0 = r0 + rowsum(lr)          // ERROR col=19 "^rowsum reduces a per-coordinate value along each row of a 2-D tensor, but lr is per-step uniform$"
+	c0 = c0 + colmean(c)          // ERROR col=20 "^colmean reduces a per-coordinate value along each column of a 2-D tensor, but c is per column: sum and mean reduce it over the tensor$"
+	rs = rowmean(g, theta) + c0   // ERROR col=7 "^rowmean takes 1 argument, got 2$"
+	r = beta2 * r + rowmean(g * g)
+	c = c * g                     // ERROR col=6 "^state c is per column, but `c \* g` is per coordinate: a state per row takes values per row"
+	rc = r * c
+	m = rc + r + mean(r) + max(c) + attenuation(r) // ERROR col=46 "^attenuation of state r, which is per row: the noise gain is derived for the filters of states per coordinate"
+	theta = theta - lr * s * m * rs * c0 * r0
+}

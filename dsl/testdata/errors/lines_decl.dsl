@@ -1,0 +1,19 @@
+// States per row and per column: the declarations' errors (docs/dsl.md,
+// "Rows and columns").
+optimizer lines_decl
+hyper lr = 1e-3 in [0, inf)
+state rb: rows bf16 = 0           // ERROR col=16 "^state rb is per row and holds float32: it is one value a row, too small"
+state r0: rows = theta            // ERROR col=18 "^the initial value of state r0 cannot read theta, which is per coordinate: the state holds one value per row; start it from numbers and hypers$"
+state c0: cols = g                // ERROR col=18 "^the initial value of state c0 cannot read g, which is per coordinate"
+state rs: rows = rowmean(g)       // ERROR col=18 "^the initial value of state rs cannot use rowmean: a reduction is computed"
+state cs: cols f16 stochastic = 0 // ERROR col=16 "^state cs is per column and holds float32: it is one value a column"
+state rr: rows cols = 0           // ERROR col=16 "^state rr is declared rows and cols: a state holds one value per row or one per column, not both"
+step {
+	rb = rb
+	r0 = r0
+	c0 = c0
+	rs = rs
+	cs = cs
+	rr = rr
+	theta = theta - lr * rb * r0 * c0 * rs * cs * rr
+}

@@ -1,0 +1,68 @@
+package lower_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/internal/irtest"
+	"github.com/fibergen/fibergen/lower"
+)
+
+// TestLowerLines holds the IR of a row state's update and of a row value
+// read per coordinate, optimized: the host part computes the row values
+// in float64 and stores the state (class rows), the kernel reads the row
+// value through f32.
+func TestLowerLines(t *testing.T) {
+	b := irtest.OptimizedStep(t, "hyper beta = 0.9\nstate r: rows = 0", "r = beta * r + rowmean(g * g)\ntheta = theta - g / sqrt(r + mean(r))")
+	want := `
+step:
+  u %0:f64 = hyper beta
+  rows %1:f64 = load r
+  rows %2:f64 = mul %0, %1
+  rows %3:f64 = reducerows r0
+  u %4:f64 = cols
+  rows %5:f64 = div %3, %4
+  rows %6:f64 = add %2, %5
+  rows store r, %6
+  u %8:f64 = linessum %6
+  u %9:f64 = rows
+  u %10:f64 = div %8, %9
+  rows %11:f64 = add %6, %10
+  rows %12:f64 = sqrt %11
+  v %13:f32 = load g
+  v %14:f32 = load theta
+  v %15:f32 = f32 %12
+  v %16:f32 = div %13, %15
+  v %17:f32 = sub %14, %16
+  v store theta, %17
+`
+	if got := b.String(); !irtest.SameDump(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestLowerLinesRefused: what one reduction pass cannot compute is refused
+// at the reduction, with the reason.
+func TestLowerLinesRefused(t *testing.T) {
+	for _, tt := range []struct{ decls, body, want string }{
+		{"state r: rows = 0", "r = rowmean(g)\ntheta = theta - mean(g / r) * g",
+			"5:17: mean reduces g / r, which reads a rowsum, rowmean, colsum or colmean: fibergen runs one reduction pass"},
+		{"state c: cols = 1", "u = norm(g / c)\nc = c + colsum(g)\ntheta = theta - u * c",
+			"4:5: norm reduces g / c, which reads a value per row or column: the reduction pass does not read them yet"},
+		{"state c: cols = 1", "c = c + colsum(g / norm(g))\ntheta = theta - c",
+			"4:9: colsum reduces g / norm(g), which reads a norm, sum, mean, max or min: fibergen runs one reduction pass"},
+		{"state r: rows = 0\nstate m = 0", "m = 1\nr = r + rowsum(m)\ntheta = theta - r * m",
+			"6:9: rowsum reduces m, which holds a value per step here: a row or column reduction is of a per-coordinate value"},
+	} {
+		src := irtest.Program(tt.decls, tt.body)
+		f, info, errs := dsl.Parse("x.dsl", []byte(src))
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", src, errs)
+		}
+		_, _, err := lower.Build(f, info)
+		if err == nil || !strings.Contains(err.Error(), "x.dsl:"+tt.want) {
+			t.Errorf("%s:\nerr = %v\nwant %q", src, err, tt.want)
+		}
+	}
+}
