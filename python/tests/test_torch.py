@@ -471,7 +471,8 @@ def test_group_order_does_not_mix_gradients(generated):
     m = model()
     ps = list(m.parameters())
     opt = ft.Optimizer([{"params": ps[2:]}, {"params": ps[:2]}], generated / "dp_adamw", seed=1)
-    opt.set_dp(clip=1e6, noise_multiplier=0.0, expected_batch_size=6)  # no clipping: the mean gradient
+    with pytest.warns(RuntimeWarning, match="no DP noise"):
+        opt.set_dp(clip=1e6, noise_multiplier=0.0, expected_batch_size=6)  # no clipping: the mean gradient
     opt.privatize(ft.per_example_grads(m, F.cross_entropy, x, y))
     got = [p.grad.clone() for p in ps]
     m.zero_grad()
@@ -586,7 +587,8 @@ def test_state_by_name(tmp_path):
     params = list(m.parameters())
     with pytest.warns(UserWarning, match="state avg is updated but nothing else reads it"):
         opt = ft.Optimizer(params, tmp_path / "starts.dsl", seed=1)
-    opt.set_noise(0.0)
+    with pytest.warns(RuntimeWarning, match="no DP noise"):
+        opt.set_noise(0.0)
     assert [sorted(opt.state[p]) for p in params] == [["avg", "m"]] * 2
     assert all(opt.state[p]["avg"].shape == p.shape for p in params)
     theta = [p.detach().clone() for p in params]
