@@ -381,6 +381,8 @@ func (c *checker) checkStorage(d *StateDecl) {
 	switch {
 	case d.Type == nil:
 		return
+	case d.Axis != nil && d.Type.Name == d.Axis.Name:
+		c.errorf(d.Type.NamePos, "state %s is declared %s twice", d.Name.Name, d.Axis.Name)
 	case d.Axis != nil && lang.AxisWords[d.Type.Name] != lang.Coords:
 		c.errorf(d.Type.NamePos, "state %s is declared %s and %s: a state holds one value per row or one per column, not both (a value per coordinate is a state without either)", d.Name.Name, d.Axis.Name, d.Type.Name)
 	case d.Axis != nil:

@@ -223,6 +223,8 @@ func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 		c.errorf(id.NamePos, "%s must be per-step uniform, but %s is per-coordinate", s.where, id.Name)
 	case s.observe && obj.Kind == ScalarObj:
 		c.errorf(id.NamePos, "%s may use only numbers, hypers and t, not scalar %s", s.where, id.Name)
+	case s.host && obj.Varying && obj.Axis != lang.Coords:
+		c.errorf(id.NamePos, "the host block computes the scalars once per step, in float64, and reads no value of a tensor; %s is %s", id.Name, obj.Axis.Per())
 	case s.host && obj.Varying:
 		c.errorf(id.NamePos, "the host block computes the scalars once per step, in float64: it may read numbers, hypers, t, sigma_w2, scalars, the attenuations and its own locals, not per-coordinate %s", id.Name)
 	case !s.host && obj.Host:
@@ -283,9 +285,17 @@ func (c *checker) checkFinite(x Expr, pos Pos, v float64, operands ...float64) {
 
 // checkPow enforces that exponents are uniform and, for a per-coordinate
 // base, a small integer constant (expanded into multiplications so that
-// every target computes the same bits).
+// every target computes the same bits). A power of uniform values or of
+// values along one line axis is the host's, in float64 (math.Pow).
 func (c *checker) checkPow(x *BinaryExpr, base, exp value) {
+	onHost := base.with(exp)
+	onHost.varying = onHost.varying && onHost.axis == lang.Coords
 	switch {
+	case base.isConst && base.c == 0 && exp.isConst && exp.c < 0:
+		c.errorf(x.OpPos, "division by zero (0 to a negative power)")
+	case !onHost.varying:
+	case exp.varying && exp.axis != lang.Coords:
+		c.errorf(x.Y.Pos(), "exponent of ** must be per-step uniform, but it is %s", exp.axis.Per())
 	case exp.varying:
 		c.errorf(x.Y.Pos(), "exponent of ** must be per-step uniform, but it is per-coordinate")
 	case base.varying && !exp.isConst:
@@ -295,8 +305,6 @@ func (c *checker) checkPow(x *BinaryExpr, base, exp value) {
 		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be an integer, not %g: for a square root write %s, which every target rounds alike", exp.c, hint)
 	case base.varying && (exp.c != math.Trunc(exp.c) || math.Abs(exp.c) > lang.MaxPowExponent):
 		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be an integer between -%d and %d, not %g", lang.MaxPowExponent, lang.MaxPowExponent, exp.c)
-	case base.isConst && base.c == 0 && exp.isConst && exp.c < 0:
-		c.errorf(x.OpPos, "division by zero (0 to a negative power)")
 	}
 }
 
@@ -335,7 +343,7 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		v.isConst = v.isConst && av.isConst
 		args[i] = av.c
 	}
-	if op := lang.Calls[obj.Name]; op.HostOnly() && v.varying {
+	if op := lang.Calls[obj.Name]; op.HostOnly() && v.varying && v.axis == lang.Coords {
 		c.errorf(x.Fun.NamePos, "%s of a per-coordinate value: exp, log, sin and cos are computed on the host, in float64, once per step, and the kernels have none; apply %s to hypers, t and sigma_w2 only (a schedule)", obj.Name, obj.Name)
 	}
 	if v.isConst {

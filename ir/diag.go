@@ -48,8 +48,10 @@ func (f *Func) Diagnostic(kind string) *Diagnostic {
 // theta and the states; a diagnostic the states (after the step).
 func (f *Func) loadable(b *Block, name string) bool {
 	switch b.Kind {
-	case StepBlock, ReduceBlock:
+	case StepBlock:
 		return name == GradName || name == ThetaName || slices.Contains(f.States, name) || f.LineState(name) != nil
+	case ReduceBlock: // not yet a line state: the reduction pass has no line values
+		return name == GradName || name == ThetaName || slices.Contains(f.States, name)
 	case DiagBlock:
 		return slices.Contains(f.States, name)
 	}

@@ -110,7 +110,7 @@ func verifyBlock(f *Func, b *Block) error {
 				return fmt.Errorf("v%d: operand v%d is not defined before it", v.ID, a.ID)
 			}
 		}
-		if err := verifyValue(f, v); err != nil {
+		if err := verifyValue(f, b, v); err != nil {
 			return fmt.Errorf("v%d: %w", v.ID, err)
 		}
 		defined[v] = true
@@ -118,8 +118,8 @@ func verifyBlock(f *Func, b *Block) error {
 	return nil
 }
 
-func verifyValue(f *Func, v *Value) error {
-	want, uniform := expectedType(f, v), true
+func verifyValue(f *Func, b *Block, v *Value) error {
+	want, uniform := expectedType(f, b, v), true
 	for _, a := range v.Args {
 		uniform = uniform && a.Uniform
 	}
@@ -135,19 +135,19 @@ func verifyValue(f *Func, v *Value) error {
 	if v.Uniform != uniform {
 		return fmt.Errorf("%s is marked uniform=%v, its operands say %v", v.Op, v.Uniform, uniform)
 	}
-	if err := verifyAxis(f, v); err != nil {
+	if err := verifyAxis(f, b, v); err != nil {
 		return err
 	}
 	return argTypesMatch(v)
 }
 
 // expectedType is the type an op yields given its operands.
-func expectedType(f *Func, v *Value) Type {
+func expectedType(f *Func, b *Block, v *Value) Type {
 	switch v.Op {
 	case OpStore:
 		return None
 	case OpLoad:
-		if f.LineState(v.Name) != nil {
+		if f.LineState(v.Name) != nil && b.Kind == StepBlock {
 			return F64
 		}
 		return F32
@@ -186,16 +186,17 @@ func argTypesMatch(v *Value) error {
 // verifyAxis checks a value's Axis: a line value's is that of its line
 // operands, which agree (a row value with a column value is per
 // coordinate, so f32), or the row or column its source says; every other
-// value's is lang.Coords but the store of a line state, which carries the
-// state's.
-func verifyAxis(f *Func, v *Value) error {
+// value's is lang.Coords but the store of a line state (in the step or
+// init block, where b stores states), which carries the state's.
+func verifyAxis(f *Func, b *Block, v *Value) error {
 	want := lang.Coords
+	states := b.Kind == StepBlock || b.Kind == InitBlock // the blocks whose loads and stores name states
 	switch {
-	case v.Op == OpLoad && f.LineState(v.Name) != nil:
+	case v.Op == OpLoad && f.LineState(v.Name) != nil && b.Kind == StepBlock:
 		want = f.LineState(v.Name).Axis
 	case lineReduces[v.Op] != lang.Coords:
 		want = lineReduces[v.Op]
-	case v.Op == OpStore && f.LineState(v.Name) != nil:
+	case v.Op == OpStore && f.LineState(v.Name) != nil && states:
 		want = f.LineState(v.Name).Axis
 	case v.IsLine():
 		for _, a := range v.Args {

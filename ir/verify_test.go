@@ -208,3 +208,51 @@ func TestVerifyRejects(t *testing.T) {
 		})
 	}
 }
+
+// withLine adds to h a row state r, which the step loads and stores back
+// (a valid function), and returns the step's load of r.
+func withLine(h *handFunc) *Value {
+	h.fn.LineStates = []LineState{{Name: "r", Axis: lang.Rows}}
+	store(h.fn.Init, "r", h.fn.Init.Values[0]).Axis = lang.Rows
+	r := h.fn.Step.NewValue(OpLoad, F64, false)
+	r.Name, r.Axis = "r", lang.Rows
+	store(h.fn.Step, "r", r).Axis = lang.Rows
+	return r
+}
+
+func TestVerifyLines(t *testing.T) {
+	if err := Verify(func() *Func { h := newHandFunc(); withLine(h); return h.fn }()); err != nil {
+		t.Fatalf("Verify of a valid function with a row state: %v", err)
+	}
+	tests := []struct {
+		name   string
+		break_ func(h *handFunc, r *Value)
+		want   string
+	}{
+		{"line load without its axis", func(h *handFunc, r *Value) { r.Axis = lang.Coords }, "load is marked per coordinate, want per row"},
+		{"line store without its axis", func(h *handFunc, r *Value) { h.fn.Step.Stores()[2].Axis = lang.Coords }, "store is marked per coordinate, want per row"},
+		{"line load in f32", func(h *handFunc, r *Value) { r.Type = F32 }, "load has type f32, want f64"},
+		{"row value with a column value", func(h *handFunc, r *Value) {
+			c := h.fn.Step.NewValue(OpReduceCols, F64, false)
+			c.Name, c.Axis = "r0", lang.Cols
+			h.fn.Step.NewValue(OpAdd, F64, false, r, c).Axis = lang.Rows
+		}, "add of a value per row and a value per column"},
+		{"reduction over lines of a uniform value", func(h *handFunc, r *Value) {
+			h.fn.Step.NewValue(OpLinesSum, F64, true, h.lr)
+		}, "linessum of a value that is not per line"},
+		{"line load in the init block", func(h *handFunc, r *Value) {
+			v := h.fn.Init.NewValue(OpLoad, F64, false)
+			v.Name, v.Axis = "r", lang.Rows
+		}, "block init: v3: load has type f64, want f32"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHandFunc()
+			tt.break_(h, withLine(h))
+			err := Verify(h.fn)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Verify: %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package lower
 import (
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // lowerDiagnostics lowers the file's diagnostic declarations, once the step
@@ -69,7 +70,7 @@ func newDiagCopier(fn *ir.Func, name string) *diagCopier {
 	c := &diagCopier{b: &ir.Block{Name: name, Kind: ir.DiagBlock}, stored: map[*ir.Value]string{}, memo: map[*ir.Value]*ir.Value{}}
 	for _, st := range fn.Step.Stores() {
 		x := st.Args[0]
-		if st.Name != "theta" && !x.Uniform && c.stored[x] == "" {
+		if st.Name != "theta" && !x.Uniform && !x.IsLine() && c.stored[x] == "" {
 			c.stored[x] = st.Name
 		}
 	}
@@ -90,7 +91,7 @@ func (c *diagCopier) copy(v *ir.Value) *ir.Value {
 	case state != "":
 		nv = c.b.NewValue(ir.OpLoad, ir.F32, false)
 		nv.Name = state
-	case v.Op == ir.OpLoad:
+	case v.Op == ir.OpLoad || v.IsLine():
 		c.missing(v)
 		nv = c.b.NewValue(ir.OpConst, ir.F32, true)
 	default:
@@ -111,6 +112,11 @@ func (c *diagCopier) missing(v *ir.Value) {
 		return
 	}
 	c.blame = c.root
+	switch {
+	case v.IsLine():
+		c.needs = "a value per " + map[lang.Axis]string{lang.Rows: "row", lang.Cols: "column"}[v.Axis] + ", which the diagnostic's kernel does not read"
+		return
+	}
 	switch v.Name {
 	case "g":
 		c.needs = "g, the step's privatized gradient"

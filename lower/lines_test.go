@@ -66,3 +66,21 @@ func TestLowerLinesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerLinesNames: line states may take the names the reduce block
+// and clamp_mass give their stores (r0, num), and a clamp_mass that reads
+// a value per row is refused at the argument.
+func TestLowerLinesNames(t *testing.T) {
+	irtest.Build(t, irtest.Program("hyper eps_v = 1e-8\nstate r0: rows = 0\nstate num: cols = 0\nstate m = 0\ndiagnostic clamp_mass(m, vbar)",
+		"r0 = 0.5 * r0 + rowmean(g * g)\nnum = num + colsum(g) + sum(g)\nm = 0.9 * m + g\nvbar = max(m * m, eps_v)\ntheta = theta - g / sqrt(r0 + 1) - m / sqrt(vbar) + num"))
+	src := irtest.Program("hyper eps_v = 1e-8\nstate r: rows = 1\nstate m = 0\ndiagnostic clamp_mass(m, vbar)",
+		"r = 0.9 * r + rowmean(g * g)\nm = 0.9 * m + g\nvbar = max(m * r, eps_v)\ntheta = theta - m / sqrt(vbar)")
+	f, info, errs := dsl.Parse("x.dsl", []byte(src))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := "x.dsl:5:26: clamp_mass needs m and vbar computable from the updated states and the step's scalars, but vbar reads a value per row, which the diagnostic's kernel does not read"
+	if _, _, err := lower.Build(f, info); err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}

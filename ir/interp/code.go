@@ -87,8 +87,8 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 		}
 	case ir.OpLoad, ir.OpStore, ir.OpScalar:
 		in.slot, in.store = slot(fn, v.Name), fn.StorageOf(v.Name)
-		if k := slices.Index(fn.LineStateNames(), v.Name); k >= 0 {
-			in.slot = k
+		if v.Axis != lang.Coords { // a line state's load or store
+			in.slot = slices.Index(fn.LineStateNames(), v.Name)
 		}
 	case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpReduceRows, ir.OpReduceCols:
 		in.slot = slices.Index(fn.ReduceTerms(), v.Name)

@@ -60,13 +60,15 @@ func (c *code) hostLine(in instr, r *regs, red *Reduced) {
 	}
 	out := make([]float64, n)
 	for i := range out {
-		switch in.op {
-		case ir.OpLoad:
+		switch {
+		case in.op == ir.OpLoad:
 			out[i] = float64(red.LineStates[in.slot][i])
-		case ir.OpReduceRows, ir.OpReduceCols:
+		case in.op == ir.OpReduceRows || in.op == ir.OpReduceCols:
 			out[i] = red.Lines[in.slot][i]
-		case ir.OpSelect:
+		case in.op == ir.OpSelect:
 			out[i] = lang.SelectOf(r.lineArg(in.a, i), r.lineArg(in.b, i), r.lineArg(in.c, i))
+		case in.op.Arity() == 1: // in.b is register 0, which may be a line of another length
+			out[i] = ir.Eval64(in.op, r.lineArg(in.a, i), 0)
 		default:
 			out[i] = ir.Eval64(in.op, r.lineArg(in.a, i), r.lineArg(in.b, i))
 		}
@@ -167,7 +169,7 @@ func lineSums(axes []lang.Axis, vals [][]float32, s Shape) [][]float64 {
 	return out
 }
 
-// noTensor is a 1 × 1 tensor whose line sums and line states are NaN, for
+// noTensor is a 1 × 1 tensor whose reductions and line states are NaN, for
 // a host part computed without a tensor: every line value, and every
 // value that reads one (ir.ReadsReduction), is NaN.
 func noTensor(fn *ir.Func) *Reduced {
@@ -176,6 +178,7 @@ func noTensor(fn *ir.Func) *Reduced {
 		red.LineStates = append(red.LineStates, []float32{float32(math.NaN())})
 	}
 	for range fn.NumReductions() {
+		red.Totals = append(red.Totals, math.NaN())
 		red.Lines = append(red.Lines, []float64{math.NaN()})
 	}
 	return red

@@ -166,3 +166,55 @@ func TestLinesErrors(t *testing.T) {
 		}
 	}
 }
+
+// hostMathSrc applies the one-operand functions and powers to line values
+// of two lengths: each is computed on the host, in float64, per line.
+const hostMathSrc = `optimizer hostmath
+state r: rows = 1
+state c: cols = 0
+step {
+	r = sqrt(r) + abs(-rowmean(g)) + r ** 0.5
+	c = exp(-c) - sign(colsum(g)) + 2 ** c
+	theta = theta - 0.1 * r * c
+}
+`
+
+// TestLinesHostMath holds hostMathSrc to the same computation written out,
+// at shapes whose rows and columns differ in number either way (a
+// one-operand function once read a second operand of another length).
+func TestLinesHostMath(t *testing.T) {
+	p := checked(t, hostMathSrc)
+	for _, sh := range []interp.Shape{{2, 5}, {5, 2}, {1, 3}} {
+		n := sh.Rows * sh.Cols
+		rnd := rand.New(rand.NewPCG(3, uint64(n)))
+		theta, g := make([]float32, n), make([]float32, n)
+		for i := range theta {
+			theta[i], g[i] = float32(rnd.NormFloat64()), float32(rnd.NormFloat64())
+		}
+		want := append([]float32(nil), theta...)
+		rs, cs := make([]float64, sh.Rows), make([]float64, sh.Cols)
+		for i := range rs {
+			row := func(j int) float32 { return g[i*sh.Cols+j] }
+			sum := float64(reduce.SumChunk(0, sh.Cols, row)) / float64(sh.Cols)
+			rs[i] = math.Sqrt(1) + math.Abs(-sum) + math.Pow(1, 0.5)
+		}
+		for j := range cs {
+			var acc float32
+			for i := range sh.Rows {
+				acc += g[i*sh.Cols+j]
+			}
+			cs[j] = lang.HostExp(-0) - lang.SignOf(float64(acc)) + math.Pow(2, 0)
+		}
+		for i := range want {
+			want[i] -= float32(0.1*rs[i/sh.Cols]) * float32(cs[i%sh.Cols])
+		}
+		if _, err := (interp.Engine{P: p, Hypers: p.Func.DefaultHypers(), Shape: sh}).Run(theta, g, 0); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Float32bits(theta[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d × %d: theta[%d] = %v, want %v", sh.Rows, sh.Cols, i, theta[i], want[i])
+			}
+		}
+	}
+}

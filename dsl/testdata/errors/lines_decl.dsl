@@ -8,6 +8,7 @@ state c0: cols = g                // ERROR col=18 "^the initial value of state c
 state rs: rows = rowmean(g)       // ERROR col=18 "^the initial value of state rs cannot use rowmean: a reduction is computed"
 state cs: cols f16 stochastic = 0 // ERROR col=16 "^state cs is per column and holds float32: it is one value a column"
 state rr: rows cols = 0           // ERROR col=16 "^state rr is declared rows and cols: a state holds one value per row or one per column, not both"
+state r2: rows rows = 0           // ERROR col=16 "^state r2 is declared rows twice$"
 step {
 	rb = rb
 	r0 = r0
@@ -15,5 +16,6 @@ step {
 	rs = rs
 	cs = cs
 	rr = rr
-	theta = theta - lr * rb * r0 * c0 * rs * cs * rr
+	r2 = r2
+	theta = theta - lr * rb * r0 * c0 * rs * cs * rr * r2
 }
