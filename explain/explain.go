@@ -331,6 +331,9 @@ func (x *Explanation) WriteText(w io.Writer) {
 		head = "float32 unless stored narrower"
 	}
 	fmt.Fprintf(w, "\nstates (per coordinate, %s):\n", head)
+	if len(x.States) == 0 {
+		fmt.Fprintf(w, "  (none)\n")
+	}
 	for _, s := range x.States {
 		if s.Storage != "" {
 			fmt.Fprintf(w, "  %-10s stored as %s (computed in float32, rounded at each store), initial %g\n", s.Name, s.Storage, s.Init)

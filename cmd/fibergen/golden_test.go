@@ -22,6 +22,7 @@ func TestGolden(t *testing.T) {
 		{"explain_coupled_wd0.golden", []string{"explain", "--set", "wd=0", filepath.Join("testdata", "coupled.dsl")}, 0, false},
 		{"explain_extremes.golden", []string{"explain", filepath.Join("..", "..", "runtime", "testdata", "extremes.dsl")}, 0, false},
 		{"explain_storage.golden", []string{"explain", filepath.Join("..", "..", "runtime", "testdata", "storage.dsl")}, 0, false},
+		{"explain_lines.golden", []string{"explain", filepath.Join("..", "..", "dsl", "testdata", "parse", "lines.dsl")}, 0, false},
 		{"check_broken.golden", []string{"check", brokenDSL}, 1, true},
 	} {
 		t.Run(c.golden, func(t *testing.T) {

@@ -97,3 +97,26 @@ func TestRunTensors(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildRefusesLines: build and run refuse states per row or column,
+// which no target compiles yet, at each state and reduction, writing
+// nothing; check takes the file.
+func TestBuildRefusesLines(t *testing.T) {
+	src := filepath.Join("..", "..", "dsl", "testdata", "parse", "lines.dsl")
+	if r := runMain("check", src); r.code != 0 {
+		t.Fatalf("check: exit %d, stderr %q", r.code, r.stderr)
+	}
+	dir := t.TempDir()
+	th, g, out := runInputs(t, []float32{1, 2, 3}, []float32{0.1, 0.2, 0.3}, 1)
+	for _, args := range [][]string{{"build", src, "-o", filepath.Join(dir, "out")}, {"run", src, "--theta", th, "--grads", g, "--out", out, "--backend", "go", "--noise", "off"}} {
+		r := runMain(args...)
+		for _, want := range []string{"lines.dsl:8:9: state r is per row: fibergen checks and explains it, but no target compiles states per row or per column yet", "lines.dsl:12:32: rowmean:"} {
+			if r.code != 1 || !strings.Contains(r.stderr, want) {
+				t.Errorf("%s: exit %d, stderr %q; want %q", args[0], r.code, r.stderr, want)
+			}
+		}
+	}
+	if exists(filepath.Join(dir, "out")) || exists(out) {
+		t.Error("a refused build or run wrote output")
+	}
+}
