@@ -386,13 +386,25 @@ func (c *checker) checkStorage(d *StateDecl) {
 	case d.Axis != nil && lang.AxisWords[d.Type.Name] != lang.Coords:
 		c.errorf(d.Type.NamePos, "state %s is declared %s and %s: a state holds one value per row or one per column, not both (a value per coordinate is a state without either)", d.Name.Name, d.Axis.Name, d.Type.Name)
 	case d.Axis != nil:
-		c.errorf(d.Type.NamePos, "state %s is %s and holds float32: it is one value a %s, too small for a narrower type to save memory; remove %s", d.Name.Name, lang.AxisWords[d.Axis.Name].Per(), strings.TrimPrefix(lang.AxisWords[d.Axis.Name].Per(), "per "), d.Type.Name)
+		c.errorf(d.Type.NamePos, "state %s is %s and holds float32: it is one value a %s, where a storage type saves nothing; remove %s", d.Name.Name, lang.AxisWords[d.Axis.Name].Per(), strings.TrimPrefix(lang.AxisWords[d.Axis.Name].Per(), "per "), d.Type.Name)
+	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)) && d.Axis == nil && (editDistance(d.Type.Name, "rows") == 1 || editDistance(d.Type.Name, "cols") == 1):
+		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s (did you mean %s, a state per %s?)", d.Type.Name, lang.DTypeList("and"), nearAxis(d.Type.Name), map[bool]string{true: "row", false: "column"}[nearAxis(d.Type.Name) == "rows"])
 	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)):
 		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s", d.Type.Name, lang.DTypeList("and"))
 	case d.Rounding == nil:
+	case lang.AxisWords[d.Rounding.Name] != lang.Coords:
+		c.errorf(d.Rounding.NamePos, "%s after the storage type %s: a state per row or per column holds float32: declare it as state %s: %s = …", d.Rounding.Name, d.Type.Name, d.Name.Name, d.Rounding.Name)
 	case d.Rounding.Name != lang.Stochastic:
 		c.errorf(d.Rounding.NamePos, "unknown rounding %s after %s: write %s, or nothing to round to nearest", d.Rounding.Name, d.Type.Name, lang.Stochastic)
 	case lang.DType(d.Type.Name) == lang.Float32:
 		c.errorf(d.Rounding.NamePos, "stochastic rounding of an f32 state: f32 keeps every value the step computes, so nothing rounds; remove %s", lang.Stochastic)
 	}
+}
+
+// nearAxis is the axis word, rows or cols, one edit from word.
+func nearAxis(word string) string {
+	if editDistance(word, "rows") == 1 {
+		return "rows"
+	}
+	return "cols"
 }

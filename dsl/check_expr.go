@@ -295,7 +295,7 @@ func (c *checker) checkPow(x *BinaryExpr, base, exp value) {
 		c.errorf(x.OpPos, "division by zero (0 to a negative power)")
 	case !onHost.varying:
 	case exp.varying && exp.axis != lang.Coords:
-		c.errorf(x.Y.Pos(), "exponent of ** must be per-step uniform, but it is %s", exp.axis.Per())
+		c.errorf(x.Y.Pos(), "exponent of ** is %s and the base %s: the power is per coordinate, where the kernel raises only to constant integers", exp.axis.Per(), map[bool]string{true: base.axis.Per(), false: "per-step uniform"}[base.varying])
 	case exp.varying:
 		c.errorf(x.Y.Pos(), "exponent of ** must be per-step uniform, but it is per-coordinate")
 	case base.varying && !exp.isConst:
@@ -344,7 +344,7 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		args[i] = av.c
 	}
 	if op := lang.Calls[obj.Name]; op.HostOnly() && v.varying && v.axis == lang.Coords {
-		c.errorf(x.Fun.NamePos, "%s of a per-coordinate value: exp, log, sin and cos are computed on the host, in float64, once per step, and the kernels have none; apply %s to hypers, t and sigma_w2 only (a schedule)", obj.Name, obj.Name)
+		c.errorf(x.Fun.NamePos, "%s of a per-coordinate value: exp, log, sin and cos are computed on the host, in float64, once per step, and the kernels have none; apply %s to hypers, t and sigma_w2 (a schedule) or to values per row or per column, which the host computes too", obj.Name, obj.Name)
 	}
 	if v.isConst {
 		v.c = fold(lang.Calls[obj.Name], args...)

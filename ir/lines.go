@@ -41,14 +41,17 @@ func (f *Func) HasLines() bool {
 	return len(f.LineStates) > 0 || f.Reduce != nil && slices.ContainsFunc(f.ReduceAxes(), func(a lang.Axis) bool { return a != lang.Coords })
 }
 
-// ReadsLineReduction reports whether v reads a row or column sum or a
-// tensor's rows or columns, which the reduction pass computes or needs.
+// ReadsLineReduction reports whether v reads a row or column sum, which
+// the reduction pass computes.
 func ReadsLineReduction(v *Value) bool {
-	return reads(v, func(v *Value) bool { return lineReduces[v.Op] != lang.Coords || v.Op == OpRows || v.Op == OpCols }, map[*Value]bool{})
+	return reads(v, func(v *Value) bool { return lineReduces[v.Op] != lang.Coords }, map[*Value]bool{})
 }
 
-// ReadsLine reports whether v reads a line value.
-func ReadsLine(v *Value) bool { return reads(v, (*Value).IsLine, map[*Value]bool{}) }
+// ReadsLine reports whether v reads a line value or a tensor's number of
+// rows or columns.
+func ReadsLine(v *Value) bool {
+	return reads(v, func(v *Value) bool { return v.IsLine() || v.Op == OpRows || v.Op == OpCols }, map[*Value]bool{})
+}
 
 // LineState returns the line state of the name, or nil.
 func (f *Func) LineState(name string) *LineState {

@@ -34,7 +34,7 @@ func (l *lowerer) attenuation(x *dsl.CallExpr) *ir.Value {
 // form where there is one. A state without a linear noise model, or whose
 // filter is unstable at the defaults, is an error at the call.
 func (l *lowerer) resolveAttenuation(fn *ir.Func) {
-	l.noise, l.solved = noise.Analyze(fn, l.describe), map[string]solved{}
+	l.noise, l.solved = noise.Analyze(fn, l.describe, l.terms), map[string]solved{}
 	var hostReads []*ir.Value // attenuation_t of time-varying filters in the host block
 	for _, b := range []*ir.Block{fn.ScalarStep, fn.Step} {
 		if b == nil {

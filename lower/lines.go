@@ -92,11 +92,11 @@ func (l *lowerer) checkOnePass(x *dsl.CallExpr, arg *ir.Value) {
 	switch {
 	case ir.ReadsLineReduction(arg):
 		what = "a rowsum, rowmean, colsum or colmean"
-	case ir.ReadsReduction(arg) && !ir.ReadsLine(arg):
-		what = "a norm, sum, mean, max or min"
 	case ir.ReadsLine(arg):
 		l.errs.Addf(x.Fun.NamePos, "%s reduces %s, which reads a value per row or column: the reduction pass does not read them yet (docs/dsl.md, \"Rows and columns\")", x.Fun.Name, dsl.ExprString(x.Args[0]))
 		return
+	case ir.ReadsReduction(arg):
+		what = "a norm, sum, mean, max or min"
 	default:
 		return
 	}

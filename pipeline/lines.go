@@ -21,7 +21,7 @@ func refuseLines(f *dsl.File) dsl.ErrorList {
 		dsl.Inspect(a.RHS, func(x dsl.Expr) bool {
 			if call, ok := x.(*dsl.CallExpr); ok {
 				if _, line := lang.LineReductions[call.Fun.Name]; line {
-					errs.Addf(call.Fun.NamePos, "%s: %s", call.Fun.Name, why)
+					errs.Addf(call.Fun.NamePos, "%s: fibergen checks and explains it, but no target compiles row or column reductions yet (docs/dsl.md, \"Rows and columns\")", call.Fun.Name)
 				}
 			}
 			return true

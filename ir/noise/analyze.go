@@ -96,6 +96,10 @@ type form struct {
 	lin  map[string]coef // linearForm: coefficient of g and of each noisy state's previous value
 	why  string          // nonlinearForm
 	at   *ir.Value       // nonlinearForm: the value the reason is about
+	// noisy is, for a uniformForm (or a line value's), the value through
+	// which it reads the noise: a reduction of a noisy term, a sum over
+	// coordinates (nil: none).
+	noisy *ir.Value
 }
 
 // noiseAnalyzer runs the analysis over one step block.
@@ -104,7 +108,10 @@ type noiseAnalyzer struct {
 	describe   func(v *ir.Value) string
 	symbols    []*ir.Value
 	symIndex   map[string]int
-	noisy      map[string]bool // g and the states whose update reads the noise
+	noisy      map[string]bool      // g and the states whose update reads the noise
+	terms      map[string]*ir.Value // the term of each reduction the step reads (r<i>), a value of the step
+	noisyTerms map[string]bool      // the reductions whose term reads the noise
+	carries    map[*ir.Value]bool   // the values that read the noise (formOf's, in block order)
 	forms      map[*ir.Value]form
 	updates    map[string]form      // the form of each state's new value
 	stores     map[string]*ir.Value // the store of each state's new value
@@ -114,8 +121,11 @@ type noiseAnalyzer struct {
 
 // Analyze runs the noise analysis over fn's step block. describe
 // names a value in a message (nil: its expression); Lower passes one that
-// quotes the source.
-func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
+// quotes the source. terms are the step's values whose reductions the
+// step reads (OpReduce … r<i> reduces terms[i]; nil for none): a
+// reduction of a term that reads the noise carries the noise, through a
+// sum over coordinates.
+func Analyze(fn *ir.Func, describe func(*ir.Value) string, terms []*ir.Value) *Analysis {
 	if describe == nil {
 		describe = func(v *ir.Value) string { return "`" + ir.ExprString(v) + "`" }
 	}
@@ -127,12 +137,16 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 		updates:  map[string]form{},
 		stores:   map[string]*ir.Value{},
 		first:    map[*ir.Value]bool{},
+		terms:    map[string]*ir.Value{}, noisyTerms: map[string]bool{}, carries: map[*ir.Value]bool{},
+	}
+	for i, t := range terms {
+		a.terms[ir.ReduceTerm(i)] = t
 	}
 	a.findNoisy(fn.Step)
 	for _, v := range fn.Step.Values {
 		a.forms[v] = a.formOf(v)
 		if v.Op == ir.OpStore {
-			a.updates[v.Name], a.stores[v.Name] = a.forms[v.Args[0]], v
+			a.updates[v.Name], a.stores[v.Name] = a.forms[v], v // the value's form, or where a reduction carries the noise to it, not linear
 			a.storeOrder = append(a.storeOrder, v.Name)
 		}
 	}
@@ -222,7 +236,20 @@ func (a *noiseAnalyzer) findNoisy(b *ir.Block) {
 				a.noisy[s.Name], changed = true, true
 			}
 		}
+		for name, t := range a.terms {
+			if !a.noisyTerms[name] && a.readsNoise(t, map[*ir.Value]bool{}) {
+				a.noisyTerms[name], changed = true, true
+			}
+		}
 	}
+}
+
+// readsReduction is the reduction v reads, by its term's name, or "".
+func readsReduction(v *ir.Value) string {
+	if v.Op.IsReduce() || v.Op == ir.OpReduceRows || v.Op == ir.OpReduceCols {
+		return v.Name
+	}
+	return ""
 }
 
 func (a *noiseAnalyzer) readsNoise(v *ir.Value, seen map[*ir.Value]bool) bool {
@@ -231,6 +258,9 @@ func (a *noiseAnalyzer) readsNoise(v *ir.Value, seen map[*ir.Value]bool) bool {
 	}
 	if v.Op == ir.OpLoad {
 		return a.noisy[v.Name]
+	}
+	if r := readsReduction(v); r != "" {
+		return a.noisyTerms[r]
 	}
 	if seen[v] {
 		return false
@@ -246,6 +276,33 @@ func (a *noiseAnalyzer) readsNoise(v *ir.Value, seen map[*ir.Value]bool) bool {
 
 // formOf derives v's form from its operands' forms.
 func (a *noiseAnalyzer) formOf(v *ir.Value) form {
+	a.carries[v] = a.carriesNoise(v)
+	f := a.formOfOp(v)
+	switch {
+	case f.kind == cleanForm && a.carries[v], v.Op == ir.OpStore && f.noisy != nil: // through an operand that a reduction made noisy
+		return a.throughReduction(v.Args...)
+	case f.kind == uniformForm && a.carries[v] && v.Op == ir.OpF32:
+		f.noisy = a.forms[v.Args[0]].noisy
+	case f.kind == uniformForm && a.carries[v]:
+		f.noisy = v
+	}
+	return f
+}
+
+// throughReduction is the form of a value that reads the noise through
+// the first of args that carries it through a reduction, a sum over
+// coordinates: not linear coordinate by coordinate.
+func (a *noiseAnalyzer) throughReduction(args ...*ir.Value) form {
+	for _, x := range args {
+		if n := a.forms[x].noisy; n != nil {
+			return a.notLinearAt(n, "carries the noise through a reduction over the coordinates of a tensor, a row or a column (a sum, max or min), not coordinate by coordinate")
+		}
+	}
+	return form{kind: cleanForm}
+}
+
+// formOfOp derives v's form from its operation and its operands' forms.
+func (a *noiseAnalyzer) formOfOp(v *ir.Value) form {
 	if (v.Uniform || v.IsLine()) && v.Op != ir.OpStore && v.Op != ir.OpLoad {
 		return form{kind: uniformForm, c: a.coefOf(v)}
 	}
@@ -283,6 +340,20 @@ func (a *noiseAnalyzer) formOf(v *ir.Value) form {
 	return a.nonlinear(v, nonlinearVerb(v.Op), v.Args...)
 }
 
+// carriesNoise reports whether v reads the noise, from its operands'
+// (formOf's order): the draw, a noisy load, a reduction of a noisy term.
+func (a *noiseAnalyzer) carriesNoise(v *ir.Value) bool {
+	switch {
+	case v.Op == ir.OpDraw:
+		return true
+	case v.Op == ir.OpLoad:
+		return a.noisy[v.Name]
+	case readsReduction(v) != "":
+		return a.noisyTerms[v.Name]
+	}
+	return slices.ContainsFunc(v.Args, func(x *ir.Value) bool { return a.carries[x] })
+}
+
 // nonlinearVerb says what a non-linear operation does to a noisy operand.
 func nonlinearVerb(op ir.Op) string {
 	switch l := op.Lang(); {
@@ -307,6 +378,9 @@ func (a *noiseAnalyzer) nonlinear(v *ir.Value, verb string, args ...*ir.Value) f
 		case linearForm:
 			return a.notLinearAt(v, verb+" a noisy value")
 		}
+		if f.noisy != nil {
+			return a.throughReduction(x)
+		}
 	}
 	return form{kind: cleanForm}
 }
@@ -320,6 +394,8 @@ func (a *noiseAnalyzer) sum(v *ir.Value, x, y form) form {
 		return x
 	case y.kind == nonlinearForm:
 		return y
+	case x.noisy != nil || y.noisy != nil: // the noise added through a reduction
+		return a.throughReduction(v.Args...)
 	case x.kind != linearForm && y.kind != linearForm:
 		return form{kind: cleanForm}
 	}

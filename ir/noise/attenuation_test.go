@@ -1419,3 +1419,41 @@ step {
 		}
 	}
 }
+
+// TestNoiseThroughReductions: a state fed a reduction of a noisy value —
+// per tensor, per row or per column, added or folded — is reached by the
+// noise, though not coordinate by coordinate: no model, and the reason
+// says so (it once said that the noise never reached it). A reduction of
+// values the noise never reaches carries none.
+func TestNoiseThroughReductions(t *testing.T) {
+	fn := attCompile(t, `optimizer thru
+hyper rho = 0.9
+state a = 0
+state b = 0
+state c = 0
+state q: rows = 0
+state d = 0
+state e = 0
+step {
+	a = rho * a + 0.1 * mean(g)
+	b = max(abs(theta))
+	q = 0.5 * q + rowmean(g)
+	c = 0.5 * c + q
+	d = rho * d + g * norm(g)
+	e = rho * e + sum(e * 0 + 1)
+	theta = theta - a - b - c - d - e
+}
+`)
+	want := map[string]string{
+		"a": "`0.1 * mean(g)` carries the noise through a reduction",
+		"b": "`max(abs(theta))` carries the noise through a reduction",
+		"c": "carries the noise through a reduction",
+		"d": "the coefficient of g reads a norm, sum, mean, max or min",
+		"e": "the noise never reaches e",
+	}
+	for _, sn := range fn.Noise.States {
+		if w, ok := want[sn.State]; ok && (sn.Model != nil || !strings.Contains(sn.Why, w)) {
+			t.Errorf("%s: model %v, why %q; want none, with %q", sn.State, sn.Model, sn.Why, w)
+		}
+	}
+}

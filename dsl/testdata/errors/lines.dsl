@@ -21,7 +21,7 @@ step {
 	rs = rowmean(g, theta) + c0   // ERROR col=7 "^rowmean takes 1 argument, got 2$"
 	r = beta2 * r + rowmean(g * g)
 	c = c * g                     // ERROR col=6 "^state c is per column, but `c \* g` is per coordinate: a state per row takes values per row"
-	rc = r * c + g ** c + r ** 0.5 + exp(-c) // ERROR col=20 "^exponent of \*\* must be per-step uniform, but it is per column$"
+	rc = r * c + g ** c + r ** 0.5 + exp(-c) // ERROR col=20 "^exponent of \*\* is per column and the base per coordinate: the power is per coordinate, where the kernel raises only to constant integers$"
 	m = rc + r + mean(r) + max(c) + attenuation(r) // ERROR col=46 "^attenuation of state r, which is per row: the noise gain is derived for the filters of states per coordinate"
 	theta = theta - lr * s * s2 * m * rs * c0 * r0
 }
