@@ -157,7 +157,27 @@ func (c *checker) checkAxis(a *AssignStmt, v value) {
 	if obj == nil || obj.Kind != StateObj || obj.Axis == lang.Coords || !v.varying || v.axis == obj.Axis {
 		return
 	}
-	c.errorf(a.RHS.Pos(), "state %s is %s, but `%s` is %s: a state per row takes values per row (rowsum, rowmean, states per row) and per-step uniform ones; per column likewise", obj.Name, obj.Axis.Per(), ExprString(a.RHS), v.axis.Per())
+	hint := ""
+	if v.axis == lang.Coords && c.readsAxis(a.RHS, lang.Rows) && c.readsAxis(a.RHS, lang.Cols) {
+		hint = " (a value per row with one per column is per coordinate)"
+	}
+	c.errorf(a.RHS.Pos(), "state %s is %s, but `%s` is %s%s: a state per row takes values per row (rowsum, rowmean, states per row) and per-step uniform ones; per column likewise", obj.Name, obj.Axis.Per(), ExprString(a.RHS), v.axis.Per(), hint)
+}
+
+// readsAxis reports whether the checked expression x reads a name or a
+// row or column reduction along axis.
+func (c *checker) readsAxis(x Expr, axis lang.Axis) bool {
+	found := false
+	Inspect(x, func(e Expr) bool {
+		switch e := e.(type) {
+		case *Ident:
+			found = found || c.info.Uses[e] != nil && c.info.Uses[e].Varying && c.info.Uses[e].Axis == axis
+		case *CallExpr:
+			found = found || lang.LineReductions[e.Fun.Name] == axis && axis != lang.Coords
+		}
+		return !found
+	})
+	return found
 }
 
 // blockName names the block of scope s in a message.

@@ -18,10 +18,11 @@ step {
 	}
 	r0 = r0 + rowsum(lr)          // ERROR col=19 "^rowsum reduces a per-coordinate value along each row of a 2-D tensor, but lr is per-step uniform$"
 	c0 = c0 + colmean(c)          // ERROR col=20 "^colmean reduces a per-coordinate value along each column of a 2-D tensor, but c is per column: sum and mean reduce it over the tensor$"
-	rs = rowmean(g, theta) + c0   // ERROR col=7 "^rowmean takes 1 argument, got 2$"
+	rs0 = rowmean(g, theta) + c0  // ERROR col=8 "^rowmean takes 1 argument, got 2$"
 	r = beta2 * r + rowmean(g * g)
+	rs = beta2 * rs + colmean(g)    // ERROR col=7 "^state rs is per row, but `beta2 \* rs \+ colmean\(g\)` is per coordinate \(a value per row with one per column is per coordinate\): a state per row"
 	c = c * g                     // ERROR col=6 "^state c is per column, but `c \* g` is per coordinate: a state per row takes values per row"
 	rc = r * c + g ** c + r ** 0.5 + exp(-c) // ERROR col=20 "^exponent of \*\* is per column and the base per coordinate: the power is per coordinate, where the kernel raises only to constant integers$"
 	m = rc + r + mean(r) + max(c) + attenuation(r) // ERROR col=46 "^attenuation of state r, which is per row: the noise gain is derived for the filters of states per coordinate"
-	theta = theta - lr * s * s2 * m * rs * c0 * r0
+	theta = theta - lr * s * s2 * m * rs * c0 * r0 * rs0
 }
