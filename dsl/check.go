@@ -386,9 +386,9 @@ func (c *checker) checkStorage(d *StateDecl) {
 	case d.Axis != nil && lang.AxisWords[d.Type.Name] != lang.Coords:
 		c.errorf(d.Type.NamePos, "state %s is declared %s and %s: a state holds one value per row or one per column, not both (a value per coordinate is a state without either)", d.Name.Name, d.Axis.Name, d.Type.Name)
 	case d.Axis != nil:
-		c.errorf(d.Type.NamePos, "state %s is %s and holds float32: it is one value a %s, where a storage type saves nothing; remove %s", d.Name.Name, lang.AxisWords[d.Axis.Name].Per(), strings.TrimPrefix(lang.AxisWords[d.Axis.Name].Per(), "per "), d.Type.Name)
+		c.errorf(d.Type.NamePos, "state %s is %s and holds float32: it is one value a %s, where a storage type saves nothing; remove %s", d.Name.Name, lang.AxisWords[d.Axis.Name].Per(), lang.AxisWords[d.Axis.Name].Line(), d.Type.Name)
 	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)) && d.Axis == nil && (editDistance(d.Type.Name, "rows") == 1 || editDistance(d.Type.Name, "cols") == 1):
-		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s (did you mean %s, a state per %s?)", d.Type.Name, lang.DTypeList("and"), nearAxis(d.Type.Name), map[bool]string{true: "row", false: "column"}[nearAxis(d.Type.Name) == "rows"])
+		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s (did you mean %s, a state per %s?)", d.Type.Name, lang.DTypeList("and"), nearAxis(d.Type.Name), lang.AxisWords[nearAxis(d.Type.Name)].Line())
 	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)):
 		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s", d.Type.Name, lang.DTypeList("and"))
 	case d.Rounding == nil:

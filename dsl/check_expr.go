@@ -415,7 +415,7 @@ func (c *checker) lineReduction(x *CallExpr, axis lang.Axis, s *scope) {
 		return
 	}
 	a := c.expr(x.Args[0], s)
-	line := map[lang.Axis]string{lang.Rows: "row", lang.Cols: "column"}[axis]
+	line := axis.Line()
 	switch {
 	case !a.varying:
 		c.errorf(x.Args[0].Pos(), "%s reduces a per-coordinate value along each %s of a 2-D tensor, but %s is per-step uniform", x.Fun.Name, line, ExprString(x.Args[0]))

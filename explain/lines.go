@@ -6,6 +6,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // LineState is a state per row (Axis "rows") or per column ("cols"),
@@ -48,13 +49,13 @@ func writeLines(w io.Writer, x *Explanation) {
 	if len(x.LineStates) > 0 {
 		fmt.Fprintf(w, "\nstates per row or column (host, float64, stored as float32):\n")
 		for _, s := range x.LineStates {
-			fmt.Fprintf(w, "  %-10s per %s, initial %g\n", s.Name, map[string]string{"rows": "row", "cols": "column"}[s.Axis], s.Init)
+			fmt.Fprintf(w, "  %-10s %s, initial %g\n", s.Name, lang.AxisWords[s.Axis].Per(), s.Init)
 		}
 	}
 	if len(x.HostLines) > 0 {
 		fmt.Fprintf(w, "\nhost lines (per row or column of each tensor: computed in float64, read by the kernel as float32):\n")
 		for _, l := range x.HostLines {
-			fmt.Fprintf(w, "  %-4s = %-40s per %s\n", l.Name, l.Expr, map[string]string{"rows": "row", "cols": "column"}[l.Axis])
+			fmt.Fprintf(w, "  %-4s = %-40s %s\n", l.Name, l.Expr, lang.AxisWords[l.Axis].Per())
 		}
 	}
 }

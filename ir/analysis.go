@@ -1,5 +1,7 @@
 package ir
 
+import "github.com/fibergen/fibergen/lang"
+
 // HostScalars returns the uniform values the kernel part of b reads: the
 // per-step scalars the host computes and passes as kernel parameters.
 // Constants are not among them; the kernel holds them as immediates.
@@ -32,7 +34,7 @@ func DependsOnStep(v *Value) bool { return dependsOnStep(v, map[*Value]bool{}) }
 // not to depend on the step, so shared operands cost nothing the second time.
 func dependsOnStep(v *Value, seen map[*Value]bool) bool {
 	if v.Op == OpStepIndex || v.Op == OpSigmaW2 || v.Op == OpScalar || v.Op.IsReduce() || v.Op == OpNumel ||
-		v.IsLine() || v.Op == OpRows || v.Op == OpCols {
+		v.IsLine() || v.Op.CountAxis() != lang.Coords {
 		return true
 	}
 	if seen[v] {

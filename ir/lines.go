@@ -50,7 +50,7 @@ func ReadsLineReduction(v *Value) bool {
 // ReadsLine reports whether v reads a line value or a tensor's number of
 // rows or columns.
 func ReadsLine(v *Value) bool {
-	return reads(v, func(v *Value) bool { return v.IsLine() || v.Op == OpRows || v.Op == OpCols }, map[*Value]bool{})
+	return reads(v, func(v *Value) bool { return v.IsLine() || v.Op.CountAxis() != lang.Coords }, map[*Value]bool{})
 }
 
 // LineState returns the line state of the name, or nil.
@@ -72,8 +72,33 @@ func (f *Func) LineStateNames() []string {
 }
 
 // lineReduces are the step's reads of a reduce-block term summed along
-// lines, with their axis.
-var lineReduces = map[Op]lang.Axis{OpReduceRows: lang.Rows, OpReduceCols: lang.Cols}
+// lines, with their axis; lineCounts the numbers of lines along an axis.
+var (
+	lineReduces = map[Op]lang.Axis{OpReduceRows: lang.Rows, OpReduceCols: lang.Cols}
+	lineCounts  = map[Op]lang.Axis{OpRows: lang.Rows, OpCols: lang.Cols}
+)
+
+// LineReduceOf is the step's read of a term's sums along axis
+// (OpReduceRows, OpReduceCols); LineCountOf the number of lines along it
+// (OpRows, OpCols).
+func LineReduceOf(axis lang.Axis) Op { return keyOf(lineReduces, axis) }
+
+// LineCountOf: see LineReduceOf.
+func LineCountOf(axis lang.Axis) Op { return keyOf(lineCounts, axis) }
+
+// CountAxis is the axis whose lines OpRows or OpCols counts; lang.Coords
+// for any other op.
+func (o Op) CountAxis() lang.Axis { return lineCounts[o] }
+
+// keyOf is the op that m maps to axis, OpInvalid for none.
+func keyOf(m map[Op]lang.Axis, axis lang.Axis) Op {
+	for op, a := range m {
+		if a == axis {
+			return op
+		}
+	}
+	return OpInvalid
+}
 
 // linesCombines are the reductions of a line value over the tensor, with
 // their combine.

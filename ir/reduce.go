@@ -130,6 +130,6 @@ func NonFiniteHostFormat(i int, expr string) string {
 // a value of the tensor, not of the hypers and the step alone.
 func ReadsReduction(v *Value) bool {
 	return reads(v, func(v *Value) bool {
-		return v.Op.IsReduce() || v.Op == OpNumel || v.IsLine() || v.Op == OpRows || v.Op == OpCols
+		return v.Op.IsReduce() || v.Op == OpNumel || v.IsLine() || v.Op.CountAxis() != lang.Coords
 	}, map[*Value]bool{})
 }

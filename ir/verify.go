@@ -235,7 +235,7 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
 		case (v.Op.IsReduce() || lineReduces[v.Op] != lang.Coords) && (b.Kind != StepBlock || !slices.Contains(f.ReduceTerms(), v.Name)):
 			return fmt.Errorf("v%d: %s %s in block %s, which the reduce block does not store", v.ID, v.Op, v.Name, b.Name)
-		case (v.Op == OpNumel || v.Op == OpRows || v.Op == OpCols || linesCombines[v.Op] != 0) && b.Kind != StepBlock:
+		case (v.Op == OpNumel || v.Op.CountAxis() != lang.Coords || linesCombines[v.Op] != 0) && b.Kind != StepBlock:
 			return fmt.Errorf("v%d: %s in block %s", v.ID, v.Op, b.Name)
 		case (v.Op == OpDraw || v.Op == OpPrivatize) && (b.Kind != StepBlock || f.Noise == nil):
 			return fmt.Errorf("v%d: %s in block %s of an optimizer without a noise block", v.ID, v.Op, b.Name)

@@ -30,14 +30,18 @@ func (a Axis) String() string {
 
 // Per names the axis in a message: "per coordinate", "per row", "per
 // column".
-func (a Axis) Per() string {
+func (a Axis) Per() string { return "per " + a.Line() }
+
+// Line is what the axis holds one value of: "coordinate", "row" or
+// "column".
+func (a Axis) Line() string {
 	switch a {
 	case Rows:
-		return "per row"
+		return "row"
 	case Cols:
-		return "per column"
+		return "column"
 	}
-	return "per coordinate"
+	return "coordinate"
 }
 
 // Join is the axis of an operation of operands of axes a and b: a row

@@ -3,7 +3,6 @@ package lower
 import (
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
-	"github.com/fibergen/fibergen/lang"
 )
 
 // lowerDiagnostics lowers the file's diagnostic declarations, once the step
@@ -114,7 +113,7 @@ func (c *diagCopier) missing(v *ir.Value) {
 	c.blame = c.root
 	switch {
 	case v.IsLine():
-		c.needs = "a value per " + map[lang.Axis]string{lang.Rows: "row", lang.Cols: "column"}[v.Axis] + ", which the diagnostic's kernel does not read"
+		c.needs = "a value " + v.Axis.Per() + ", which the diagnostic's kernel does not read"
 		return
 	}
 	switch v.Name {

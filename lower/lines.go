@@ -52,10 +52,7 @@ func (l *lowerer) linesReduction(x *dsl.CallExpr, arg *ir.Value) *ir.Value {
 // lineCount is the number of lines along axis: the tensor's rows for
 // lang.Rows, its columns for lang.Cols.
 func (l *lowerer) lineCount(axis lang.Axis) *ir.Value {
-	if axis == lang.Rows {
-		return l.b.NewValue(ir.OpRows, ir.F64, true)
-	}
-	return l.b.NewValue(ir.OpCols, ir.F64, true)
+	return l.b.NewValue(ir.LineCountOf(axis), ir.F64, true)
 }
 
 // lineReduction lowers rowsum(x), rowmean(x), colsum(x) and colmean(x): the
@@ -73,8 +70,7 @@ func (l *lowerer) lineReduction(x *dsl.CallExpr, axis lang.Axis) *ir.Value {
 		return l.constant(0)
 	}
 	l.checkOnePass(x, arg)
-	op := map[lang.Axis]ir.Op{lang.Rows: ir.OpReduceRows, lang.Cols: ir.OpReduceCols}[axis]
-	r := l.b.NewValue(op, ir.F64, false)
+	r := l.b.NewValue(ir.LineReduceOf(axis), ir.F64, false)
 	r.Name, r.Axis = ir.ReduceTerm(len(l.terms)), axis
 	l.terms = append(l.terms, arg)
 	if x.Fun.Name == "rowmean" || x.Fun.Name == "colmean" {

@@ -159,7 +159,7 @@ func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64, red
 		case ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel:
 			r.f64[in.dst] = red.value(in)
 		case ir.OpRows, ir.OpCols:
-			r.f64[in.dst] = float64(r.lines.shape.Len(map[ir.Op]lang.Axis{ir.OpRows: lang.Rows, ir.OpCols: lang.Cols}[in.op]))
+			r.f64[in.dst] = float64(r.lines.shape.Len(in.op.CountAxis()))
 		case ir.OpLinesSum, ir.OpLinesMax, ir.OpLinesMin:
 			r.f64[in.dst] = foldLines(in.op, r.lines.vals[in.a])
 		case ir.OpF32:
