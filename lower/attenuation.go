@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -224,19 +225,22 @@ func (l *lowerer) modelFilter(m *noise.Model, prefix string, symbols []*ir.Value
 
 // boundFilters gives every other state that the noise reaches linearly a
 // Bounded filter, checked at the defaults: a state such as c = rho*c + g
-// grows without bound at rho > 1, whether or not attenuation names it. A
+// grows without bound at rho > 1, whether or not attenuation names it;
+// so does c = rho*c + mean(g), whose noise comes through a reduction
+// (noise.StateNoise.Growth). A
 // state whose model has the states of a filter already made (FiBeR's r
 // shares gt's) has its M, and so its radius, and needs none. The
 // stability region comes from solving the model where that is cheap.
 func (l *lowerer) boundFilters(fn *ir.Func, f *dsl.File) {
 	for _, sn := range l.noise.States {
-		if sn.Model == nil || slices.Contains(fn.NoiseBuffers(), sn.State) ||
-			slices.ContainsFunc(fn.Filters, func(fl *ir.Filter) bool { return slices.Equal(fl.States, sn.Model.States) }) {
+		m := cmp.Or(sn.Model, sn.Growth) // a recursion a reduction adds noise to grows as a model would
+		if m == nil || slices.Contains(fn.NoiseBuffers(), sn.State) ||
+			slices.ContainsFunc(fn.Filters, func(fl *ir.Filter) bool { return slices.Equal(fl.States, m.States) }) {
 			continue
 		}
-		fl := l.addFilter(fn, sn.Model, l.noise.Symbols)
+		fl := l.addFilter(fn, m, l.noise.Symbols)
 		fl.Bounded = true
-		if len(sn.Model.States) <= maxRegionStates {
+		if len(m.States) <= maxRegionStates && sn.Model != nil {
 			if g, err := l.gain(fn, sn.State); err == nil {
 				fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
 				if x := ClosedForm(g); x != nil {

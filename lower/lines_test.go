@@ -84,3 +84,23 @@ func TestLowerLinesNames(t *testing.T) {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
 }
+
+// TestBuildUnstableThroughReduction: a recursion that a reduction adds
+// noise to is checked for growth as a linear filter is (it once passed at
+// rho = 1.5, where v grows without bound).
+func TestBuildUnstableThroughReduction(t *testing.T) {
+	for _, tt := range []struct{ rho, want string }{
+		{"1.5", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=1.5"},
+		{"0.9", ""},
+	} {
+		src := irtest.Program("hyper rho = "+tt.rho+"\nstate v = 0", "v = rho * v + 0.1 * mean(g)\ntheta = theta - v")
+		f, info, errs := dsl.Parse("x.dsl", []byte(src))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		_, _, err := lower.Build(f, info)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("rho = %s: err = %v, want %q", tt.rho, err, tt.want)
+		}
+	}
+}

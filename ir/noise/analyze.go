@@ -56,6 +56,11 @@ type StateNoise struct {
 	// is the model with those coefficients as symbols of their own: the
 	// host follows its covariance step by step for attenuation_t.
 	Varying *Model
+	// Growth, set only where Model is nil because a reduction adds noise
+	// to a recursion that is otherwise linear (v = rho * v + mean(g)), is
+	// that recursion: it has no attenuation, but its growth is checked as
+	// a model's is.
+	Growth *Model
 }
 
 // Model is the linear model by which the noise w reaches State:
@@ -98,7 +103,8 @@ type form struct {
 	at   *ir.Value       // nonlinearForm: the value the reason is about
 	// noisy is, for a uniformForm (or a line value's), the value through
 	// which it reads the noise: a reduction of a noisy term, a sum over
-	// coordinates (nil: none).
+	// coordinates (nil: none); for a linearForm, such a value added to it,
+	// an input besides g, which the model does not carry.
 	noisy *ir.Value
 }
 
@@ -156,14 +162,17 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string, terms []*ir.Value) *A
 	}
 	n.Symbols = a.symbols
 	for _, s := range fn.States {
-		m, why, varying := a.model(s)
+		m, why, kind := a.model(s)
 		sn := StateNoise{State: s, Why: why}
 		if m != nil {
 			sn.Start = a.start(m.States)
 		}
-		if varying {
+		switch kind {
+		case varyingModel:
 			sn.Varying = m
-		} else {
+		case growthModel:
+			sn.Growth = m
+		default:
 			sn.Model = m
 		}
 		n.States = append(n.States, sn)
@@ -279,7 +288,7 @@ func (a *noiseAnalyzer) formOf(v *ir.Value) form {
 	a.carries[v] = a.carriesNoise(v)
 	f := a.formOfOp(v)
 	switch {
-	case f.kind == cleanForm && a.carries[v], v.Op == ir.OpStore && f.noisy != nil: // through an operand that a reduction made noisy
+	case f.kind == cleanForm && a.carries[v], v.Op == ir.OpStore && f.kind == uniformForm && f.noisy != nil: // through an operand that a reduction made noisy
 		return a.throughReduction(v.Args...)
 	case f.kind == uniformForm && a.carries[v] && v.Op == ir.OpF32:
 		f.noisy = a.forms[v.Args[0]].noisy
@@ -289,13 +298,17 @@ func (a *noiseAnalyzer) formOf(v *ir.Value) form {
 	return f
 }
 
+// throughReduction says how a value per tensor, row or column that reads
+// the noise reaches a per-coordinate one.
+const throughReduction = "carries the noise through a reduction over the coordinates of a tensor, a row or a column (a sum, max or min), not coordinate by coordinate"
+
 // throughReduction is the form of a value that reads the noise through
 // the first of args that carries it through a reduction, a sum over
 // coordinates: not linear coordinate by coordinate.
 func (a *noiseAnalyzer) throughReduction(args ...*ir.Value) form {
 	for _, x := range args {
 		if n := a.forms[x].noisy; n != nil {
-			return a.notLinearAt(n, "carries the noise through a reduction over the coordinates of a tensor, a row or a column (a sum, max or min), not coordinate by coordinate")
+			return a.notLinearAt(n, throughReduction)
 		}
 	}
 	return form{kind: cleanForm}
@@ -394,8 +407,8 @@ func (a *noiseAnalyzer) sum(v *ir.Value, x, y form) form {
 		return x
 	case y.kind == nonlinearForm:
 		return y
-	case x.noisy != nil || y.noisy != nil: // the noise added through a reduction
-		return a.throughReduction(v.Args...)
+	case x.noisy != nil || y.noisy != nil: // the noise added through a reduction: an input of its own
+		return a.addedInput(x, y)
 	case x.kind != linearForm && y.kind != linearForm:
 		return form{kind: cleanForm}
 	}
@@ -446,18 +459,43 @@ func (a *noiseAnalyzer) scale(f form, c coef) form {
 		for k, x := range f.lin {
 			lin[k] = mulCoef(x, c)
 		}
-		return form{kind: linearForm, lin: lin}
+		return form{kind: linearForm, lin: lin, noisy: f.noisy}
 	}
 	return f
 }
 
+// addedInput is the form of x + y where one of them adds the noise through
+// a reduction (form.noisy): the linear part of the two, that value kept as
+// an input of its own.
+func (a *noiseAnalyzer) addedInput(x, y form) form {
+	out := form{kind: linearForm, lin: map[string]coef{}, noisy: cmp.Or(x.noisy, y.noisy)}
+	for _, f := range []form{x, y} {
+		if f.kind == linearForm {
+			for k, c := range f.lin {
+				out.lin[k] = addCoef(coefAt(out.lin, k), c)
+			}
+		}
+	}
+	return out
+}
+
+// modelKind says what model returned: the model, one whose coefficients
+// change from step to step, or the recursion of a state that a reduction
+// adds noise to (StateNoise.Growth).
+type modelKind int
+
+const (
+	exactModel modelKind = iota
+	varyingModel
+	growthModel
+)
+
 // model builds the state-space model of state s, or says why there is
-// none; varying reports a model whose coefficients change from step to
-// step, which why names.
-func (a *noiseAnalyzer) model(s string) (m *Model, why string, varying bool) {
-	z, why, varying := a.closure(s)
-	if why != "" && !varying {
-		return nil, why, false
+// none; kind says which model it is, where why names what it lacks.
+func (a *noiseAnalyzer) model(s string) (m *Model, why string, kind modelKind) {
+	z, why, kind := a.closure(s)
+	if why != "" && kind == exactModel {
+		return nil, why, exactModel
 	}
 	m = &Model{State: s, States: z, Target: slices.Index(z, s)}
 	for _, zi := range z {
@@ -465,7 +503,7 @@ func (a *noiseAnalyzer) model(s string) (m *Model, why string, varying bool) {
 		m.M = append(m.M, row(u, z))
 		m.B = append(m.B, coefAt(u.lin, ir.GradName).f)
 	}
-	return m, why, varying
+	return m, why, kind
 }
 
 // MaxVaryingStates bounds the states of a time-varying filter that
@@ -494,23 +532,28 @@ func row(u form, z []string) []poly.Frac {
 
 // closure lists the states whose noise reaches s through its update (s
 // included) in declaration order, or says why the model does not exist;
-// varying reports that the only reason is coefficients that change from
-// step to step (the first one quoted in why), which the time-varying
-// model gives exactly.
-func (a *noiseAnalyzer) closure(s string) (z []string, why string, varying bool) {
+// kind reports that the only reason is coefficients that change from step
+// to step (varyingModel, the first one quoted in why), which the
+// time-varying model gives exactly, or noise that a reduction adds to a
+// recursion with fixed coefficients (growthModel), whose growth is checked.
+func (a *noiseAnalyzer) closure(s string) (z []string, why string, kind modelKind) {
 	if !a.noisy[s] {
-		return nil, "the noise never reaches " + s, false
+		return nil, "the noise never reaches " + s, exactModel
 	}
 	in := map[string]bool{s: true}
+	steps, added := false, false
 	for work := []string{s}; len(work) > 0; {
 		x := work[len(work)-1]
 		work = work[:len(work)-1]
 		u := a.updates[x]
-		if w, steps := a.notLinear(x, u); w != "" {
-			if !steps {
-				return nil, w, false
+		if w, moving := a.notLinear(x, u); w != "" {
+			if !moving {
+				return nil, w, exactModel
 			}
-			why = cmp.Or(why, w)
+			why, steps = cmp.Or(why, w), true
+		}
+		if u.kind == linearForm && u.noisy != nil {
+			why, added = cmp.Or(why, fmt.Sprintf("in %s, %s %s", a.describe(a.stores[x]), a.describe(u.noisy), throughReduction)), true
 		}
 		for k, c := range u.lin {
 			if k != ir.GradName && !in[k] && (c.moving != "" || !c.f.IsZero()) {
@@ -524,7 +567,15 @@ func (a *noiseAnalyzer) closure(s string) (z []string, why string, varying bool)
 			z = append(z, x)
 		}
 	}
-	return z, why, why != ""
+	switch {
+	case steps && added:
+		return nil, why, exactModel
+	case steps:
+		kind = varyingModel
+	case added:
+		kind = growthModel
+	}
+	return z, why, kind
 }
 
 // notLinearAt is the form of v, not linear in the noise because v does

@@ -1451,9 +1451,20 @@ step {
 		"d": "the coefficient of g reads a norm, sum, mean, max or min",
 		"e": "the noise never reaches e",
 	}
+	growth := map[string]string{"a": "x0", "c": "1/2"} // a recursion a reduction adds noise to: M is checked for growth (x0 is rho)
+	if s := fn.Noise.Symbols; len(s) == 0 || s[0].Name != "rho" {
+		t.Fatalf("symbol x0 is %v, not hyper rho", s)
+	}
 	for _, sn := range fn.Noise.States {
 		if w, ok := want[sn.State]; ok && (sn.Model != nil || !strings.Contains(sn.Why, w)) {
 			t.Errorf("%s: model %v, why %q; want none, with %q", sn.State, sn.Model, sn.Why, w)
+		}
+		m, ok := growth[sn.State]
+		switch {
+		case ok && (sn.Growth == nil || len(sn.Growth.M) != 1 || sn.Growth.M[0][0].String() != m):
+			t.Errorf("%s: growth model %+v, want M = [[%s]]", sn.State, sn.Growth, m)
+		case !ok && sn.Growth != nil:
+			t.Errorf("%s: growth model %+v, want none", sn.State, sn.Growth)
 		}
 	}
 }
