@@ -453,7 +453,7 @@ func (a *noiseAnalyzer) quotient(v *ir.Value, x, y form) form {
 func (a *noiseAnalyzer) scale(f form, c coef) form {
 	switch f.kind {
 	case uniformForm:
-		return form{kind: uniformForm, c: mulCoef(f.c, c)}
+		return form{kind: uniformForm, c: mulCoef(f.c, c), noisy: f.noisy}
 	case linearForm:
 		lin := map[string]coef{}
 		for k, x := range f.lin {
@@ -570,12 +570,44 @@ func (a *noiseAnalyzer) closure(s string) (z []string, why string, kind modelKin
 	switch {
 	case steps && added:
 		return nil, why, exactModel
+	case added && a.feedsBack(z):
+		return nil, why + "; a reduction reads the recursion's own states, so its growth is not checked either", exactModel
 	case steps:
 		kind = varyingModel
 	case added:
 		kind = growthModel
 	}
 	return z, why, kind
+}
+
+// feedsBack reports whether an update of a state of z reads a reduction
+// whose term reads a state of z: the recursion then runs through the sum
+// over the tensor too (v = rho*v + mean(v)), which the growth model,
+// coordinate by coordinate, does not see.
+func (a *noiseAnalyzer) feedsBack(z []string) bool {
+	loadsZ := func(v *ir.Value) bool { return v.Op == ir.OpLoad && slices.Contains(z, v.Name) }
+	viaReduction := func(v *ir.Value) bool {
+		t := a.terms[readsReduction(v)]
+		return t != nil && readsAny(t, loadsZ)
+	}
+	return slices.ContainsFunc(z, func(x string) bool { return readsAny(a.stores[x].Args[0], viaReduction) })
+}
+
+// readsAny reports whether v or a value it reads is one of which.
+func readsAny(v *ir.Value, which func(*ir.Value) bool) bool {
+	seen := map[*ir.Value]bool{}
+	var visit func(v *ir.Value) bool
+	visit = func(v *ir.Value) bool {
+		if which(v) {
+			return true
+		}
+		if seen[v] {
+			return false
+		}
+		seen[v] = true
+		return slices.ContainsFunc(v.Args, visit)
+	}
+	return visit(v)
 }
 
 // notLinearAt is the form of v, not linear in the noise because v does

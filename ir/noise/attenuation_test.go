@@ -1468,3 +1468,22 @@ step {
 		}
 	}
 }
+
+// TestNoiseThroughReductionEdges: a subtracted reduction carries the noise
+// as an added one does (it once gave a model with no reason), and a
+// recursion that a reduction of its own state feeds back into has no
+// growth model, which would check the wrong M, and says so.
+func TestNoiseThroughReductionEdges(t *testing.T) {
+	for _, tt := range []struct{ body, why string }{
+		{"v = rho * v - mean(g)", "`mean(g)` carries the noise through a reduction"},
+		{"v = rho * v + g - 0.1 * mean(g)", "`0.1 * mean(g)` carries the noise through a reduction"},
+		{"v = 0.5 * v + 0.6 * mean(v) + 0.1 * mean(g)", "so its growth is not checked either"},
+	} {
+		fn := attCompile(t, "optimizer e\nhyper rho = 0.9\nstate v = 0\nstep {\n\t"+tt.body+"\n\ttheta = theta - v\n}\n")
+		sn := fn.Noise.States[0]
+		feedback := strings.Contains(tt.why, "growth")
+		if sn.Model != nil || !strings.Contains(sn.Why, tt.why) || (sn.Growth == nil) != feedback {
+			t.Errorf("%s: model %v, growth %v, why %q; want no model, growth %v, %q", tt.body, sn.Model, sn.Growth, sn.Why, !feedback, tt.why)
+		}
+	}
+}
