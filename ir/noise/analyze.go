@@ -298,9 +298,9 @@ func (a *noiseAnalyzer) formOf(v *ir.Value) form {
 	return f
 }
 
-// throughReduction says how a value per tensor, row or column that reads
-// the noise reaches a per-coordinate one.
-const throughReduction = "carries the noise through a reduction over the coordinates of a tensor, a row or a column (a sum, max or min), not coordinate by coordinate"
+// throughReductionWhy says how a value per tensor, row or column that
+// reads the noise reaches a per-coordinate one.
+const throughReductionWhy = "carries the noise through a reduction over the coordinates of a tensor, a row or a column (a sum, max or min), not coordinate by coordinate"
 
 // throughReduction is the form of a value that reads the noise through
 // the first of args that carries it through a reduction, a sum over
@@ -308,7 +308,7 @@ const throughReduction = "carries the noise through a reduction over the coordin
 func (a *noiseAnalyzer) throughReduction(args ...*ir.Value) form {
 	for _, x := range args {
 		if n := a.forms[x].noisy; n != nil {
-			return a.notLinearAt(n, throughReduction)
+			return a.notLinearAt(n, throughReductionWhy)
 		}
 	}
 	return form{kind: cleanForm}
@@ -553,7 +553,7 @@ func (a *noiseAnalyzer) closure(s string) (z []string, why string, kind modelKin
 			why, steps = cmp.Or(why, w), true
 		}
 		if u.kind == linearForm && u.noisy != nil {
-			why, added = cmp.Or(why, fmt.Sprintf("in %s, %s %s", a.describe(a.stores[x]), a.describe(u.noisy), throughReduction)), true
+			why, added = cmp.Or(why, fmt.Sprintf("in %s, %s %s", a.describe(a.stores[x]), a.describe(u.noisy), throughReductionWhy)), true
 		}
 		for k, c := range u.lin {
 			if k != ir.GradName && !in[k] && (c.moving != "" || !c.f.IsZero()) {
