@@ -232,13 +232,21 @@ func (l *lowerer) modelFilter(m *noise.Model, prefix string, symbols []*ir.Value
 // shares gt's) has its M, and so its radius, and needs none. The
 // stability region comes from solving the model where that is cheap.
 func (l *lowerer) boundFilters(fn *ir.Func, f *dsl.File) {
+	var recursions map[string]*noise.Model
+	var recSymbols []*ir.Value
 	for _, sn := range l.noise.States {
-		m := cmp.Or(sn.Model, sn.Growth) // a recursion a reduction adds noise to grows as a model would
+		m, symbols := cmp.Or(sn.Model, sn.Growth), l.noise.Symbols // a recursion a reduction adds noise to grows as a model would
+		if m == nil {                                              // the noise reaches it otherwise, or not at all: its own recursion, if it has one
+			if recursions == nil {
+				recursions, recSymbols = noise.Recursions(fn, l.terms)
+			}
+			m, symbols = recursions[sn.State], recSymbols
+		}
 		if m == nil || slices.Contains(fn.NoiseBuffers(), sn.State) ||
 			slices.ContainsFunc(fn.Filters, func(fl *ir.Filter) bool { return slices.Equal(fl.States, m.States) }) {
 			continue
 		}
-		fl := l.addFilter(fn, m, l.noise.Symbols)
+		fl := l.addFilter(fn, m, symbols)
 		fl.Bounded = true
 		if len(m.States) <= maxRegionStates && sn.Model != nil {
 			if g, err := l.gain(fn, sn.State); err == nil {

@@ -86,14 +86,17 @@ func TestLowerLinesNames(t *testing.T) {
 }
 
 // TestBuildUnstableThroughReduction: a recursion that a reduction adds
-// noise to is checked for growth as a linear filter is (it once passed at
-// rho = 1.5, where v grows without bound).
+// noise to, or that the noise reaches otherwise than linearly, is checked
+// for growth as a linear filter is (each once passed at rho = 1.5, where
+// v grows without bound).
 func TestBuildUnstableThroughReduction(t *testing.T) {
-	for _, tt := range []struct{ rho, want string }{
-		{"1.5", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=1.5"},
-		{"0.9", ""},
+	for _, tt := range []struct{ rho, update, want string }{
+		{"1.5", "0.1 * mean(g)", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=1.5"},
+		{"0.9", "0.1 * mean(g)", ""},
+		{"1.5", "(1 - rho) * g * g", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=1.5"}, // Adam's v: noise not linear, recursion checked
+		{"1.5", "mean(g) * theta", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=1.5"},
 	} {
-		src := irtest.Program("hyper rho = "+tt.rho+"\nstate v = 0", "v = rho * v + 0.1 * mean(g)\ntheta = theta - v")
+		src := irtest.Program("hyper rho = "+tt.rho+"\nstate v = 0", "v = rho * v + "+tt.update+"\ntheta = theta - v")
 		f, info, errs := dsl.Parse("x.dsl", []byte(src))
 		if len(errs) > 0 {
 			t.Fatal(errs)

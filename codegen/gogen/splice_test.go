@@ -47,7 +47,8 @@ func TestSplicedDeclarationsMatchSources(t *testing.T) {
 		code func(t *testing.T) []byte
 		gain []string // gain's declarations the code must carry, as it names them; nil: all
 	}{
-		{"no filter", fileCode("testdata/ops.dsl"), []string{}},
+		{"no filter", dslCode("sgd.dsl", "optimizer sgd\nhyper lr = 0.1\nstep {\n\ttheta = theta - lr * g\n}\n"), []string{}},
+		{"bounded filters only (the states' recursions)", fileCode("testdata/ops.dsl"), []string{"feedingRadius", "feeding", "restrict", "spectralRadius", "squareMatrix"}},
 		{"closed-form attenuation", dslCode("ema.dsl", emaDSL), []string{"feedingRadius", "feeding", "restrict", "spectralRadius", "squareMatrix"}},
 		{"numeric and finite-time attenuation", fileCode("testdata/gains.dsl"), nil},
 	} {

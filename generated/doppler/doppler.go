@@ -1287,6 +1287,20 @@ func filterG1(h Hypers) (m, b []float64, target int) {
 	return []float64{0.0}, []float64{1.0}, 0
 }
 
+// filterM returns the noise model of state m at hypers h: z_t = M z_{t-1} + b w_t
+// with z = (m), M 1×1 row major, and the index of m in z.
+func filterM(h Hypers) (m, b []float64, target int) {
+	u0 := h.Beta1
+	return []float64{u0}, []float64{0.0}, 0
+}
+
+// filterV returns the noise model of state v at hypers h: z_t = M z_{t-1} + b w_t
+// with z = (v), M 1×1 row major, and the index of v in z.
+func filterV(h Hypers) (m, b []float64, target int) {
+	u0 := h.Beta2
+	return []float64{u0}, []float64{0.0}, 0
+}
+
 // checkFilters reports a filter that is not stable at hypers h.
 func (h Hypers) checkFilters() error {
 	mY, _, _ := filterY(h)
@@ -1296,6 +1310,14 @@ func (h Hypers) checkFilters() error {
 	mG1, _, _ := filterG1(h)
 	if rho := feedingRadius(mG1, 1, 0); !(rho <= 1.000000001) {
 		return fmt.Errorf("the filter of state g1 is unstable at every hyper setting: its spectral radius is %.6g, above 1, so g1 grows without bound", rho)
+	}
+	mM, _, _ := filterM(h)
+	if rho := feedingRadius(mM, 1, 0); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state m is unstable at beta1=%v: its spectral radius is %.6g, above 1, so m grows without bound", h.Beta1, rho)
+	}
+	mV, _, _ := filterV(h)
+	if rho := feedingRadius(mV, 1, 0); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state v is unstable at beta2=%v: its spectral radius is %.6g, above 1, so v grows without bound", h.Beta2, rho)
 	}
 	return nil
 }

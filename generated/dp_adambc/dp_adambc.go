@@ -1130,11 +1130,22 @@ func filterM(h Hypers) (m, b []float64, target int) {
 	return []float64{u0}, []float64{u4}, 0
 }
 
+// filterV returns the noise model of state v at hypers h: z_t = M z_{t-1} + b w_t
+// with z = (v), M 1×1 row major, and the index of v in z.
+func filterV(h Hypers) (m, b []float64, target int) {
+	u0 := h.Beta2
+	return []float64{u0}, []float64{0.0}, 0
+}
+
 // checkFilters reports a filter that is not stable at hypers h.
 func (h Hypers) checkFilters() error {
 	mM, _, _ := filterM(h)
 	if rho := feedingRadius(mM, 1, 0); !(rho <= 1.000000001) {
 		return fmt.Errorf("the filter of state m is unstable at beta1=%v: its spectral radius is %.6g, above 1, so m grows without bound (it is stable where 1 - beta1 > 0 and 1 + beta1 > 0)", h.Beta1, rho)
+	}
+	mV, _, _ := filterV(h)
+	if rho := feedingRadius(mV, 1, 0); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state v is unstable at beta2=%v: its spectral radius is %.6g, above 1, so v grows without bound", h.Beta2, rho)
 	}
 	return nil
 }

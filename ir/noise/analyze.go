@@ -125,13 +125,9 @@ type noiseAnalyzer struct {
 	first      map[*ir.Value]bool   // the selects on the first step (ir.IsFirstStep), seen through
 }
 
-// Analyze runs the noise analysis over fn's step block. describe
-// names a value in a message (nil: its expression); Lower passes one that
-// quotes the source. terms are the step's values whose reductions the
-// step reads (OpReduce … r<i> reduces terms[i]; nil for none): a
-// reduction of a term that reads the noise carries the noise, through a
-// sum over coordinates.
-func Analyze(fn *ir.Func, describe func(*ir.Value) string, terms []*ir.Value) *Analysis {
+// newAnalyzer prepares the analysis of fn's step block; describe and terms
+// are Analyze's.
+func newAnalyzer(fn *ir.Func, describe func(*ir.Value) string, terms []*ir.Value) *noiseAnalyzer {
 	if describe == nil {
 		describe = func(v *ir.Value) string { return "`" + ir.ExprString(v) + "`" }
 	}
@@ -148,14 +144,137 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string, terms []*ir.Value) *A
 	for i, t := range terms {
 		a.terms[ir.ReduceTerm(i)] = t
 	}
-	a.findNoisy(fn.Step)
-	for _, v := range fn.Step.Values {
+	return a
+}
+
+// formsOf derives the form of every value of b, and each state's update.
+func (a *noiseAnalyzer) formsOf(b *ir.Block) {
+	for _, v := range b.Values {
 		a.forms[v] = a.formOf(v)
 		if v.Op == ir.OpStore {
 			a.updates[v.Name], a.stores[v.Name] = a.forms[v], v // the value's form, or where a reduction carries the noise to it, not linear
 			a.storeOrder = append(a.storeOrder, v.Name)
 		}
 	}
+}
+
+// Recursions runs the analysis once more for each group of states that
+// read one another's previous values (a cycle of the step's dependences),
+// with those states as the variables and everything else — g, a noise
+// block's draw, other states — as inputs: the recursion of each state
+// whose update is linear, with fixed coefficients, in its group's previous
+// values, whatever the rest of it reads (Adam's v = b2 * v + (1 - b2) *
+// g * g: M = [[b2]]; FiBeR's v reads gt * gt, an input from a group of its
+// own). The growth check of the states the noise does not reach linearly
+// takes them (lower's boundFilters); symbols are the models' variables.
+func Recursions(fn *ir.Func, terms []*ir.Value) (models map[string]*Model, symbols []*ir.Value) {
+	models = map[string]*Model{}
+	groups := stateGroups(fn, terms)
+	var all []*ir.Value
+	index := map[string]int{} // the symbols' keys, shared so that every model's fractions index all
+	for _, s := range fn.States {
+		if models[s] != nil || groups[s] == nil {
+			continue
+		}
+		a := newAnalyzer(fn, nil, terms)
+		a.symbols, a.symIndex = all, index
+		a.noisy = map[string]bool{}
+		for _, x := range groups[s] {
+			a.noisy[x] = true
+		}
+		a.markTerms() // the other states, theta among them, stay inputs: the group's recursion alone
+		a.formsOf(fn.Step)
+		for _, x := range groups[s] {
+			if m, _, kind := a.model(x); m != nil && kind != varyingModel && slices.Equal(m.States, groups[s]) {
+				models[x] = m
+			}
+		}
+		all = a.symbols
+	}
+	return models, all
+}
+
+// stateGroups maps each state that reads its own previous value, through
+// the step's values and the reductions' terms, to the states of its cycle
+// of dependences in declaration order (itself among them): x and y are in
+// one group when each one's update reads the other's previous value.
+func stateGroups(fn *ir.Func, terms []*ir.Value) map[string][]string {
+	reads := map[string]map[string]bool{}
+	for _, st := range fn.Step.Stores() {
+		reads[st.Name] = loadsOf(st.Args[0], terms)
+	}
+	reach := func(x string) map[string]bool { // the states x reads, directly or through other states
+		seen := map[string]bool{}
+		for work := []string{x}; len(work) > 0; {
+			y := work[len(work)-1]
+			work = work[:len(work)-1]
+			for z := range reads[y] {
+				if !seen[z] {
+					seen[z] = true
+					work = append(work, z)
+				}
+			}
+		}
+		return seen
+	}
+	out := map[string][]string{}
+	from := map[string]map[string]bool{}
+	for _, s := range fn.States {
+		from[s] = reach(s)
+	}
+	for _, s := range fn.States {
+		for _, x := range fn.States {
+			if from[s][x] && from[x][s] { // s itself only where it reads itself: a recursion
+				out[s] = append(out[s], x)
+			}
+		}
+	}
+	return out
+}
+
+// loadsOf is the states (and theta, g) whose previous values v reads,
+// through the terms of the reductions it reads too.
+func loadsOf(v *ir.Value, terms []*ir.Value) map[string]bool {
+	out, seen := map[string]bool{}, map[*ir.Value]bool{}
+	var visit func(v *ir.Value)
+	visit = func(v *ir.Value) {
+		if seen[v] {
+			return
+		}
+		seen[v] = true
+		if v.Op == ir.OpLoad {
+			out[v.Name] = true
+		}
+		if i := slices.Index(reduceTermNames(len(terms)), readsReduction(v)); i >= 0 {
+			visit(terms[i])
+		}
+		for _, a := range v.Args {
+			visit(a)
+		}
+	}
+	visit(v)
+	return out
+}
+
+// reduceTermNames are the names of n reduction terms: r0, r1, ….
+func reduceTermNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = ir.ReduceTerm(i)
+	}
+	return out
+}
+
+// Analyze runs the noise analysis over fn's step block. describe
+// names a value in a message (nil: its expression); Lower passes one that
+// quotes the source. terms are the step's values whose reductions the
+// step reads (OpReduce … r<i> reduces terms[i]; nil for none): a
+// reduction of a term that reads the noise carries the noise, through a
+// sum over coordinates.
+func Analyze(fn *ir.Func, describe func(*ir.Value) string, terms []*ir.Value) *Analysis {
+	a := newAnalyzer(fn, describe, terms)
+	a.findNoisy(fn.Step)
+	a.formsOf(fn.Step)
 	n := &Analysis{}
 	if p := privatizeOf(fn.Step); p != nil {
 		n.Noise = a.noiseModel(fn.NoiseBuffers(), a.forms[p.Args[1]])
@@ -238,6 +357,12 @@ func (a *noiseAnalyzer) noiseModel(buffers []string, w form) *NoiseModel {
 // state, to a fixed point.
 func (a *noiseAnalyzer) findNoisy(b *ir.Block) {
 	a.noisy = map[string]bool{ir.GradName: privatizeOf(b) == nil}
+	a.spread(b)
+}
+
+// spread marks noisy every state whose update reads a noisy state, g
+// where it is noisy, or a reduction of a noisy term, to a fixed point.
+func (a *noiseAnalyzer) spread(b *ir.Block) {
 	for changed := true; changed; {
 		changed = false
 		for _, s := range b.Stores() {
@@ -245,12 +370,20 @@ func (a *noiseAnalyzer) findNoisy(b *ir.Block) {
 				a.noisy[s.Name], changed = true, true
 			}
 		}
-		for name, t := range a.terms {
-			if !a.noisyTerms[name] && a.readsNoise(t, map[*ir.Value]bool{}) {
-				a.noisyTerms[name], changed = true, true
-			}
+		changed = a.markTerms() || changed
+	}
+}
+
+// markTerms marks noisy every reduction whose term reads the noise;
+// it reports whether it marked one.
+func (a *noiseAnalyzer) markTerms() bool {
+	changed := false
+	for name, t := range a.terms {
+		if !a.noisyTerms[name] && a.readsNoise(t, map[*ir.Value]bool{}) {
+			a.noisyTerms[name], changed = true, true
 		}
 	}
+	return changed
 }
 
 // readsReduction is the reduction v reads, by its term's name, or "".
