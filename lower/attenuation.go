@@ -235,8 +235,11 @@ func (l *lowerer) boundFilters(fn *ir.Func, f *dsl.File) {
 	var recursions map[string]*noise.Model
 	var recSymbols []*ir.Value
 	for _, sn := range l.noise.States {
-		m, symbols := cmp.Or(sn.Model, sn.Growth), l.noise.Symbols // a recursion a reduction adds noise to grows as a model would
-		if m == nil {                                              // the noise reaches it otherwise, or not at all: its own recursion, if it has one
+		// A recursion that a reduction adds noise to grows as a model
+		// would; a state the noise reaches otherwise, or not at all, has
+		// its own recursion, if it has one.
+		m, symbols := cmp.Or(sn.Model, sn.Growth), l.noise.Symbols
+		if m == nil {
 			if recursions == nil {
 				recursions, recSymbols = noise.Recursions(fn, l.terms)
 			}
