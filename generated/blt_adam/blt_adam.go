@@ -118,13 +118,15 @@ func (h *Hypers) Set(name string, value float64) error {
 }
 
 // Validate checks every hyper against its range.
+// It also checks that the filter of every state that attenuation or
+// attenuation_t names is stable: spectral radius below 1.
 func (h Hypers) Validate() error {
 	for _, f := range h.fields() {
 		if err := f.check(*f.ptr); err != nil {
 			return err
 		}
 	}
-	return nil
+	return h.checkFilters()
 }
 
 // check reports a value that is not finite or lies outside the hyper's range.
@@ -1186,4 +1188,131 @@ func PrivatizeSegments(out []float32, segs []Segment, rows int, divisor float32,
 	}
 	SegmentSum(out, segs, scales, a32, b32, divisor, 0, n)
 	return -1
+}
+
+// filterM returns the noise model of state m at hypers h: z_t = M z_{t-1} + b w_t
+// with z = (m), M 1×1 row major, and the index of m in z.
+func filterM(h Hypers) (m, b []float64, target int) {
+	u0 := h.Beta1
+	u4 := float64(1.0 - u0)
+	return []float64{u0}, []float64{u4}, 0
+}
+
+// checkFilters reports a filter that is not stable at hypers h.
+func (h Hypers) checkFilters() error {
+	mM, _, _ := filterM(h)
+	if rho := feedingRadius(mM, 1, 0); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state m is unstable at beta1=%v: its spectral radius is %.6g, above 1, so m grows without bound", h.Beta1, rho)
+	}
+	return nil
+}
+
+// spectralRadius returns the spectral radius of the k×k matrix m (row
+// major) by Gelfand's formula ρ = lim ‖M^n‖^(1/n) along n = 2^j, squaring
+// a copy scaled to max-norm 1 and keeping the logarithm of the scale. After
+// 64 squarings the estimate is within a few ulps for a diagonalizable M.
+// A repeated eigenvalue in a Jordan block of size s is split by rounding,
+// which limits the accuracy to about the s-th root of the rounding error
+// (2e-6 relative for a double pole of a companion matrix, 2e-3 for a triple
+// one); the split eigenvalues surround the true one, so the estimate errs
+// upward, toward instability. Where rounding makes a power of such a matrix
+// vanish exactly (a double pole at a power of two in companion form), later
+// than any nilpotent k×k matrix could, the estimate of the last nonzero
+// power stands. NaN or infinite entries give NaN or +Inf.
+func spectralRadius(m []float64, k int) float64 {
+	a := append([]float64(nil), m...)
+	logScale, est := 0.0, 0.0
+	for j := 0; j < 64; j++ {
+		n := 0.0
+		for _, x := range a {
+			n = math.Max(n, math.Abs(x))
+		}
+		if n == 0 && j > 0 && 1<<(j-1) >= k {
+			return est // rounding cancelled a Jordan block: M^k ≠ 0 was seen
+		}
+		if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
+			return n
+		}
+		for i := range a {
+			a[i] = a[i] / n
+		}
+		logScale = logScale + math.Log(n)
+		est = math.Exp(math.Ldexp(logScale, -j))
+		a = squareMatrix(a, k)
+		logScale = 2 * logScale
+	}
+	return est
+}
+
+// squareMatrix returns a·a for a k×k row-major matrix, summing in index order.
+func squareMatrix(a []float64, k int) []float64 {
+	out := make([]float64, k*k)
+	for i := 0; i < k; i++ {
+		for j := 0; j < k; j++ {
+			s := 0.0
+			for l := 0; l < k; l++ {
+				s = s + float64(a[i*k+l]*a[l*k+j])
+			}
+			out[i*k+j] = s
+		}
+	}
+	return out
+}
+
+// feeding returns the indexes of the states that feed state target of the
+// k×k filter m (row major), target included, in increasing order: those
+// from which target is reached through nonzero entries (M[i][j] != 0: j
+// feeds i). Only they shape target's variance, and M restricted to them is
+// a diagonal block of M up to the order of the states, so its eigenvalues
+// are some of M's: a state that the hypers cut off (a coupling coefficient
+// of 0, as weight decay's wd·θ at wd = 0) cannot make target unstable.
+func feeding(m []float64, k, target int) []int {
+	in := make([]bool, k)
+	in[target] = true
+	for grew := true; grew; {
+		grew = false
+		for i := 0; i < k; i++ {
+			for j := 0; j < k && in[i]; j++ {
+				if !in[j] && m[i*k+j] != 0 {
+					in[j], grew = true, true
+				}
+			}
+		}
+	}
+	var idx []int
+	for i, ok := range in {
+		if ok {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// restrict returns m (k×k, row major) and b (nil: none) restricted to the
+// states idx, and the position of target among them.
+func restrict(m, b []float64, k int, idx []int, target int) (rm, rb []float64, t int) {
+	for p, i := range idx {
+		if i == target {
+			t = p
+		}
+		if b != nil {
+			rb = append(rb, b[i])
+		}
+		for _, j := range idx {
+			rm = append(rm, m[i*k+j])
+		}
+	}
+	return rm, rb, t
+}
+
+// feedingRadius is the spectral radius of m (k×k, row major) restricted to
+// the states that feed state target (feeding): the stability that target's
+// variance needs.
+func feedingRadius(m []float64, k, target int) float64 {
+	idx := feeding(m, k, target)
+	if len(idx) == k {
+		return spectralRadius(m, k)
+	}
+	rm, _, _ := restrict(m, nil, k, idx, target)
+	return spectralRadius(rm, len(idx))
 }

@@ -1164,6 +1164,12 @@ func PrivatizeSegments(out []float32, segs []Segment, rows int, divisor float32,
 	return -1
 }
 
+// filterZ returns the noise model of state z at hypers h: z_t = M z_{t-1} + b w_t
+// with z = (z), M 1×1 row major, and the index of z in z.
+func filterZ(h Hypers) (m, b []float64, target int) {
+	return []float64{1.0}, []float64{0.0}, 0
+}
+
 // filterV returns the noise model of state v at hypers h: z_t = M z_{t-1} + b w_t
 // with z = (v), M 1×1 row major, and the index of v in z.
 func filterV(h Hypers) (m, b []float64, target int) {
@@ -1173,6 +1179,10 @@ func filterV(h Hypers) (m, b []float64, target int) {
 
 // checkFilters reports a filter that is not stable at hypers h.
 func (h Hypers) checkFilters() error {
+	mZ, _, _ := filterZ(h)
+	if rho := feedingRadius(mZ, 1, 0); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state z is unstable at every hyper setting: its spectral radius is %.6g, above 1, so z grows without bound", rho)
+	}
 	mV, _, _ := filterV(h)
 	if rho := feedingRadius(mV, 1, 0); !(rho <= 1.000000001) {
 		return fmt.Errorf("the filter of state v is unstable at beta2=%v: its spectral radius is %.6g, above 1, so v grows without bound", h.Beta2, rho)

@@ -199,9 +199,15 @@ func Recursions(fn *ir.Func, terms []*ir.Value) (models map[string]*Model, symbo
 // of dependences in declaration order (itself among them): x and y are in
 // one group when each one's update reads the other's previous value.
 func stateGroups(fn *ir.Func, terms []*ir.Value) map[string][]string {
-	reads := map[string]map[string]bool{}
+	byName := map[string]*ir.Value{}
+	for i, t := range terms {
+		byName[ir.ReduceTerm(i)] = t
+	}
+	reads := map[string]map[string]bool{} // theta's, an input, left out: a cycle through it is none
 	for _, st := range fn.Step.Stores() {
-		reads[st.Name] = loadsOf(st.Args[0], terms)
+		if slices.Contains(fn.States, st.Name) {
+			reads[st.Name] = loadsOf(st.Args[0], byName)
+		}
 	}
 	reach := func(x string) map[string]bool { // the states x reads, directly or through other states
 		seen := map[string]bool{}
@@ -233,8 +239,8 @@ func stateGroups(fn *ir.Func, terms []*ir.Value) map[string][]string {
 }
 
 // loadsOf is the states (and theta, g) whose previous values v reads,
-// through the terms of the reductions it reads too.
-func loadsOf(v *ir.Value, terms []*ir.Value) map[string]bool {
+// through the terms (by name) of the reductions it reads too.
+func loadsOf(v *ir.Value, terms map[string]*ir.Value) map[string]bool {
 	out, seen := map[string]bool{}, map[*ir.Value]bool{}
 	var visit func(v *ir.Value)
 	visit = func(v *ir.Value) {
@@ -245,23 +251,14 @@ func loadsOf(v *ir.Value, terms []*ir.Value) map[string]bool {
 		if v.Op == ir.OpLoad {
 			out[v.Name] = true
 		}
-		if i := slices.Index(reduceTermNames(len(terms)), readsReduction(v)); i >= 0 {
-			visit(terms[i])
+		if t := terms[readsReduction(v)]; t != nil {
+			visit(t)
 		}
 		for _, a := range v.Args {
 			visit(a)
 		}
 	}
 	visit(v)
-	return out
-}
-
-// reduceTermNames are the names of n reduction terms: r0, r1, ….
-func reduceTermNames(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = ir.ReduceTerm(i)
-	}
 	return out
 }
 
