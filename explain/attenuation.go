@@ -2,13 +2,13 @@ package explain
 
 import (
 	"fmt"
-	"github.com/fibergen/fibergen/gain"
 	"io"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/gain"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/noise"
 	"github.com/fibergen/fibergen/ir/poly"
@@ -63,7 +63,7 @@ func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[stri
 			out[sn.State].Limit = sn.Why + noise.VaryingNote(sn) + varyingCheck(fn, sn)
 			continue
 		case sn.Model == nil:
-			notLinear[sn.State] = "no attenuation: " + sn.Why + noise.VaryingNote(sn) + varyingCheck(fn, sn)
+			notLinear[sn.State] = "no attenuation: " + sn.Why + noise.VaryingNote(sn) + varyingCheck(fn, sn) + growthNote(fn, sn.State, h)
 			continue
 		}
 		g, err := noise.Solve(sn.Model, an.Symbols)
@@ -191,6 +191,18 @@ func matrixString(m [][]string) string {
 func named(fn *ir.Func, s string) bool {
 	fl := fn.Filter(s)
 	return fl != nil && !fl.Bounded
+}
+
+// growthNote says that the own recursion of state s, which has no
+// attenuation, is checked for growth (a Bounded filter: lower's
+// boundFilters), with its spectral radius at hypers h; "" where it is not.
+func growthNote(fn *ir.Func, s string, h []float64) string {
+	fl := fn.Filter(s)
+	if fl == nil || !fl.Bounded {
+		return ""
+	}
+	m, _ := fn.FilterValues(fl, h)
+	return fmt.Sprintf("; its own recursion is checked for growth: spectral radius %.6g here, at most 1 allowed", gain.FeedingRadius(m, len(fl.States), fl.Target))
 }
 
 // varyingCheck says how the host checks the time-varying filter of sn at
