@@ -202,8 +202,10 @@ func (p *Program) Step(s Scalars, nz *Noise, theta, g []float32, states [][]floa
 	if nz == nil {
 		nz = noNoise
 	}
-	if ln := s.regs.lines; ln != nil && (ln.off < 0 || ln.off+len(theta) > ln.shape.Rows*ln.shape.Cols) {
-		return fmt.Errorf("%s: coordinates %d..%d are not in a tensor of %d × %d", p.Func.Name, ln.off, ln.off+len(theta), ln.shape.Rows, ln.shape.Cols)
+	if ln := s.regs.lines; ln != nil {
+		if err := ln.shape.holds(p.Func.Name, ln.off, len(theta)); err != nil {
+			return err
+		}
 	}
 	p.step.run(s.regs, bufs, nz)
 	if s.regs.lines != nil {

@@ -28,6 +28,15 @@ func (s Shape) Len(axis lang.Axis) int {
 	return s.Cols
 }
 
+// holds reports coordinates off..off+n that a tensor of shape s does not
+// hold, for optimizer name.
+func (s Shape) holds(name string, off, n int) error {
+	if s.Rows < 1 || s.Cols < 1 || off < 0 || off+n > s.Rows*s.Cols {
+		return fmt.Errorf("%s: coordinates %d..%d are not in a tensor of %d × %d", name, off, off+n, s.Rows, s.Cols)
+	}
+	return nil
+}
+
 // line is the line along axis of coordinate i.
 func (s Shape) line(axis lang.Axis, i int) int {
 	if axis == lang.Rows {
@@ -134,8 +143,8 @@ func checkLines(fn *ir.Func, red *Reduced, n int) error {
 	if red == nil {
 		return fmt.Errorf("%s: a step of line states needs the tensor's shape and line states", fn.Name)
 	}
-	if s := red.Shape; s.Rows < 1 || s.Cols < 1 || red.Offset < 0 || red.Offset+n > s.Rows*s.Cols {
-		return fmt.Errorf("%s: coordinates %d..%d are not in a tensor of %d × %d", fn.Name, red.Offset, red.Offset+n, s.Rows, s.Cols)
+	if err := red.Shape.holds(fn.Name, red.Offset, n); err != nil {
+		return err
 	}
 	if len(red.LineStates) != len(fn.LineStates) {
 		return fmt.Errorf("%s: %d line states, got %d", fn.Name, len(fn.LineStates), len(red.LineStates))

@@ -13,7 +13,8 @@ import (
 // Reduced is what the step's host part reads of one tensor: its
 // reductions (ir.OpReduce, ir.OpReduceMax, ir.OpReduceMin, ir.OpNumel),
 // the total of each term of the reduce block over the tensor — its sum,
-// max or min (Func.ReduceCombines) — in Func.ReduceTerms order, and the
+// max or min (Func.ReduceCombines; 0 for a line term, whose sums are in
+// Lines) — in Func.ReduceTerms order, and the
 // tensor's number of coordinates; and, for an optimizer with line values
 // (lines.go), the tensor's shape, the row or column sums of each line term
 // (Func.ReduceAxes; nil for the others), the line states' values before the
@@ -133,10 +134,11 @@ func (p *Program) reducePartials(scalars []float32, nz *Noise, bufs [][]float32,
 		}
 		p.reduce.run(host, chunk, noNoise)
 		for i, t := range terms {
-			partials[i][c] = reduce.Chunk(p.combines[i], 0, hi-lo, func(j int) float32 { return t[j] })
-			if i < len(vals) && vals[i] != nil {
+			if i < len(vals) && vals[i] != nil { // a line term: summed along its lines (lineSums), not per tensor
 				copy(vals[i][lo:hi], t)
+				continue
 			}
+			partials[i][c] = reduce.Chunk(p.combines[i], 0, hi-lo, func(j int) float32 { return t[j] })
 		}
 	}
 	return nil

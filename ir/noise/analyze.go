@@ -755,23 +755,11 @@ func (a *noiseAnalyzer) origin(x string, u form) string {
 		return ""
 	}
 	for _, y := range a.storeOrder {
-		if f := a.updates[y]; y != x && f.kind == nonlinearForm && f.at == u.at && reads(a.stores[x].Args[0], a.stores[y].Args[0], map[*ir.Value]bool{}) {
+		if f := a.updates[y]; y != x && f.kind == nonlinearForm && f.at == u.at && readsAny(a.stores[x].Args[0], func(v *ir.Value) bool { return v == a.stores[y].Args[0] }) {
 			return y
 		}
 	}
 	return ""
-}
-
-// reads reports whether the value v is w or reads it.
-func reads(v, w *ir.Value, seen map[*ir.Value]bool) bool {
-	if v == w {
-		return true
-	}
-	if seen[v] {
-		return false
-	}
-	seen[v] = true
-	return slices.ContainsFunc(v.Args, func(arg *ir.Value) bool { return reads(arg, w, seen) })
 }
 
 // notLinear says why the update of state x does not fit the model, and
