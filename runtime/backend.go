@@ -265,6 +265,7 @@ func (b *cpuBackend) stepRange(bufs []backend.Host, s backend.Step, seg segment,
 		b.goStep(vals, seg.Scalars, 0, hi-lo, uint64(s.Offset)+uint64(lo), uint32(nz.Mode), nz.Seed, nz.Key, nz.Step)
 		return nil
 	}
+	seg.Host = seg.Host.Piece(lo - seg.Lo) // the line values at the piece's rows and columns
 	return b.stepReference(vals, nz, uint64(s.Offset)+uint64(lo), seg)
 }
 

@@ -14,11 +14,12 @@ package runtime
 //	0           20    magic "fibergen-checkpoint\n"
 //	20          4     format version, uint32: 1
 //	24          4     H, the header's length in bytes, uint32
-//	28          8     D, the data's length in bytes, uint64: 4·n·len(buffers)
+//	28          8     D, the data's length in bytes, uint64: 4·(n·len(buffers) + L)
 //	36          4     CRC-32C (Castagnoli) of bytes [0, 36), uint32
 //	40          H     header: one JSON object (checkpointHeader), UTF-8
 //	40+H        D     data: each buffer of the header's "buffers" in order,
-//	                  n float32 values each (IEEE 754 bits, little-endian)
+//	                  n float32 values each (IEEE 754 bits, little-endian),
+//	                  then the L float32 values of the line states of "lines"
 //	40+H+D      32    SHA-256 of bytes [0, 40+H+D)
 //
 // and nothing after. The preamble's CRC makes the lengths trustworthy before
@@ -42,13 +43,19 @@ package runtime
 //	                   where SetBudget set one, or absent: the resumed run keeps its
 //	                   accounting ("accounting" absent: rdp, as before PLD)
 //	"n"                coordinates per buffer
-//	"tensors"          [{"name", "offset", "len"}, ...] in registration order
+//	"tensors"          [{"name", "offset", "len"}, ...] in registration order, with
+//	                   "shape" (RegisterShaped's, or [len]) for an optimizer with line states
 //	"buffers"          the buffers of the data in order: "theta", then the
 //	                   states in the manifest's order
 //	"states"           {"n", "sha256"} where the trainer owns the buffers and
 //	                   saved its states beside the checkpoint (SaveTo with
 //	                   states): their length and the SHA-256 of their float32
 //	                   bytes, little-endian, in the manifest's order; or absent
+//	"line_states"      [{"name", "axis"}, ...]: an optimizer's states per row ("rows") or
+//	                   per column ("cols"), in the manifest's order; absent without any
+//	"lines"            [{"offset", "len", "rows", "cols"}, ...]: the tensors whose line
+//	                   states the data holds (those that have stepped), by offset; each
+//	                   entry's line states follow one another, rows or cols values each
 //
 // Save writes to a temporary file in the target's directory (mode 0600: a
 // checkpoint holds the seed; a secure one holds neither seed nor key, and
@@ -141,6 +148,11 @@ type checkpointHeader struct {
 	// States is the digest of the trainer's states saved beside the
 	// checkpoint (SaveTo with states).
 	States *checkpointStates `json:"states,omitempty"`
+	// LineStates and Lines are an optimizer's with line states
+	// (checkpoint_lines.go): their names and axes, and the tensors whose
+	// line states the data holds after the buffers.
+	LineStates []checkpointLineState `json:"line_states,omitempty"`
+	Lines      []checkpointLines     `json:"lines,omitempty"`
 }
 
 // checkpointStates is the digest of the states of an optimizer on the
@@ -268,10 +280,21 @@ type checkpointTensor struct {
 	Name   string `json:"name"`
 	Offset int64  `json:"offset"`
 	Len    int64  `json:"len"`
+	// Shape is the tensor's (RegisterShaped), recorded for an optimizer
+	// with line states only, whose steps it changes.
+	Shape []int `json:"shape,omitempty"`
 }
 
 func (t checkpointTensor) String() string {
+	if t.Shape != nil {
+		return fmt.Sprintf("%s[%d:%d) of shape %v", t.Name, t.Offset, t.Offset+t.Len, t.Shape)
+	}
 	return fmt.Sprintf("%s[%d:%d)", t.Name, t.Offset, t.Offset+t.Len)
+}
+
+// equal reports whether t and u are the same tensor.
+func (t checkpointTensor) equal(u checkpointTensor) bool {
+	return t.Name == u.Name && t.Offset == u.Offset && t.Len == u.Len && slices.Equal(t.Shape, u.Shape)
 }
 
 // checkpointBuffers names the saved buffers: theta, then the states.
@@ -301,7 +324,10 @@ func (o *Optimizer) savedN() int {
 func (o *Optimizer) layout() []checkpointTensor {
 	out := make([]checkpointTensor, len(o.tensors))
 	for i, t := range o.tensors {
-		out[i] = checkpointTensor{t.Name, int64(t.Offset), int64(t.Len)}
+		out[i] = checkpointTensor{Name: t.Name, Offset: int64(t.Offset), Len: int64(t.Len)}
+		if o.prog.Func.HasLines() {
+			out[i].Shape = t.dims()
+		}
 	}
 	return out
 }
@@ -364,6 +390,13 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 		Tensors:        o.layout(),
 		Buffers:        o.checkpointBuffers(),
 		States:         digest,
+		LineStates:     o.lineStatesHeader(),
+	}
+	var lines [][][]float32
+	h.Lines, lines = o.linesHeader()
+	nLines, err := linesValues(&h)
+	if err != nil {
+		return err
 	}
 	if o.mode == rng.Secure {
 		h.NoiseMode = rng.Secure.String() // and no key: a resumed run derives its own
@@ -388,7 +421,7 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 	copy(pre, checkpointMagic)
 	binary.LittleEndian.PutUint32(pre[20:], checkpointVersion)
 	binary.LittleEndian.PutUint32(pre[24:], uint32(len(header)))
-	binary.LittleEndian.PutUint64(pre[28:], 4*uint64(h.N)*uint64(len(h.Buffers)))
+	binary.LittleEndian.PutUint64(pre[28:], 4*(uint64(h.N)*uint64(len(h.Buffers))+uint64(nLines)))
 	binary.LittleEndian.PutUint32(pre[36:], crc32.Checksum(pre[:36], castagnoli))
 
 	sum := sha256.New()
@@ -405,6 +438,9 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 		if err := writeFloats(out, bufs[bufIndex(k)][:h.N], raw); err != nil {
 			return err
 		}
+	}
+	if err := writeLines(out, lines, raw); err != nil {
+		return err
 	}
 	if _, err := bw.Write(sum.Sum(nil)); err != nil {
 		return err
@@ -534,11 +570,15 @@ func (o *Optimizer) maxCheckpointLen() int64 {
 	for _, h := range o.prog.Func.Hypers {
 		perTensor += entryJSON + jsonEscape*int64(len(h.Name))
 	}
+	if o.prog.Func.HasLines() {
+		perTensor += 2 * entryJSON // its shape, and its entry in "lines"
+	}
 	header := int64(headerBase)
 	for _, t := range o.tensors {
 		header += perTensor + jsonEscape*int64(len(t.Name))
 	}
-	return preambleLen + header + 4*int64(o.savedN())*int64(len(o.checkpointBuffers())) + sumLen
+	lines := int64(len(o.prog.Func.LineStates)) * int64(o.savedN()) // a line state holds no more values than its tensor
+	return preambleLen + header + 4*int64(o.savedN())*int64(len(o.checkpointBuffers())) + 4*lines + sumLen
 }
 
 // LoadFrom restores the optimizer from a checkpoint read from r, as Load
@@ -690,8 +730,9 @@ func (e *loadError) Unwrap() error { return e.kind }
 // checkpoint is a decoded, checked checkpoint.
 type checkpoint struct {
 	h      checkpointHeader
-	bufs   [][]float32 // in h.Buffers order
-	budget *Budget     // h.Budget, calibrated by match
+	bufs   [][]float32   // in h.Buffers order
+	lines  [][][]float32 // the line states of h.Lines' entries
+	budget *Budget       // h.Budget, calibrated by match
 }
 
 // preambleTotal checks the preamble and returns the file's total length.
@@ -754,8 +795,12 @@ func decode(data []byte) (*checkpoint, *loadError) {
 		return nil, corrupted("malformed header: data after the JSON object")
 	}
 	h := &c.h
-	if h.N < 0 || h.N > int64(len(raw)) || uint64(len(raw)) != 4*uint64(h.N)*uint64(len(h.Buffers)) {
-		return nil, corrupted("the header's %d buffers of %d values do not make the %d bytes of data", len(h.Buffers), h.N, len(raw))
+	nLines, lerr := linesValues(h)
+	if lerr != nil {
+		return nil, corrupted("%v", lerr)
+	}
+	if h.N < 0 || h.N > int64(len(raw)) || uint64(len(raw)) != 4*(uint64(h.N)*uint64(len(h.Buffers))+uint64(nLines)) {
+		return nil, corrupted("the header's %d buffers of %d values and %d values of line states do not make the %d bytes of data", len(h.Buffers), h.N, nLines, len(raw))
 	}
 	if h.Step < 0 || h.Step > maxCheckpointStep {
 		return nil, corrupted("step %d is out of the range 0 to 2^32", h.Step)
@@ -772,6 +817,7 @@ func decode(data []byte) (*checkpoint, *loadError) {
 		raw = raw[4*h.N:]
 		c.bufs[k] = b
 	}
+	c.lines = decodeLines(h, raw)
 	return &c, nil
 }
 
@@ -802,6 +848,7 @@ func (o *Optimizer) load(path string, data []byte, states [][]float32) (err erro
 			return fmt.Errorf("runtime: load %s: %w", path, err)
 		}
 	}
+	o.restoreLines(h, c.lines)
 	o.t, o.fault = int(h.Step), nil
 	if o.watch != nil {
 		o.watch.samples = nil // the samples were of another run's steps
@@ -944,6 +991,9 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 	if err := o.matchLayout(h); err != nil {
 		return mismatch("%v", err)
 	}
+	if err := o.matchLines(h); err != nil {
+		return err
+	}
 	hypers := make([]float64, len(o.prog.Func.Hypers))
 	for i, hy := range o.prog.Func.Hypers {
 		v, ok := h.Hypers[hy.Name]
@@ -1051,7 +1101,7 @@ func (o *Optimizer) keepBudget(c *checkpoint) *loadError {
 
 func (o *Optimizer) matchLayout(h *checkpointHeader) error {
 	have := o.layout()
-	if h.N == int64(o.savedN()) && slices.Equal(h.Tensors, have) {
+	if h.N == int64(o.savedN()) && slices.EqualFunc(h.Tensors, have, checkpointTensor.equal) {
 		return nil
 	}
 	msg := fmt.Sprintf("tensor layout differs: checkpoint has %d tensors over %d coordinates, this optimizer %d over %d",

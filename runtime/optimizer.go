@@ -219,14 +219,15 @@ type Optimizer struct {
 	consumed map[uint64]uint64
 	id       uint64
 	back     backend.Backend
-	budget   *Budget      // SetBudget: the accountant and the planned steps
-	diag     *diagState   // EnableDiagnostics: nil while they are off
-	watch    *clampWatch  // the clamp warning's samples; nil: no fixed floor, or Options.NoClampWarning
-	warnings []string     // the warnings not yet taken (Warnings)
-	segs     []Segment    // PrivatizeSegmentsTo's segments as its job reads them, kept between calls
-	ghost    *ghostScales // ClipScales' last, not yet taken (takeGhost)
-	red      reduceState  // the reduction pass's (reduce.go)
-	mu       sync.Mutex   // held by every method but the immutable Name, Manifest, ManifestHash (lock)
+	budget   *Budget                   // SetBudget: the accountant and the planned steps
+	diag     *diagState                // EnableDiagnostics: nil while they are off
+	watch    *clampWatch               // the clamp warning's samples; nil: no fixed floor, or Options.NoClampWarning
+	warnings []string                  // the warnings not yet taken (Warnings)
+	segs     []Segment                 // PrivatizeSegmentsTo's segments as its job reads them, kept between calls
+	ghost    *ghostScales              // ClipScales' last, not yet taken (takeGhost)
+	red      reduceState               // the reduction pass's (reduce.go)
+	lines    map[linesKey]*tensorLines // each tensor's line states, Func.LineStates order (lines.go)
+	mu       sync.Mutex                // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
 
 // lock serialises the optimizer's methods: an Optimizer is safe for use by
@@ -330,9 +331,6 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	if err := checkBuild(m, files); err != nil {
 		return nil, err
 	}
-	if fn.HasLines() {
-		return nil, fmt.Errorf("runtime: %s has states per row or per column, which the runtime does not run yet (docs/dsl.md, \"Rows and columns\")", fn.Name)
-	}
 	if opts.AllowUnstable {
 		fn.DropBoundedFilters()
 	}
@@ -345,6 +343,9 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	}
 	if !slices.Contains([]Backend{CPU, Go, CUDA, PTXSim}, opts.Backend) {
 		return nil, fmt.Errorf("runtime: unknown backend %q (want cpu, go, cuda or ptxsim)", opts.Backend)
+	}
+	if err := checkLinesBackend(fn, opts.Backend); err != nil {
+		return nil, err
 	}
 	if opts.Backend == CPU && files.so == "" && files.goStep == nil && !opts.GoFallback {
 		return nil, fmt.Errorf("runtime: %s has no host kernel %s to run on the CPU: build it with fibergen build (it needs LLVM 14), "+
@@ -807,8 +808,8 @@ func (o *Optimizer) args() backend.Step {
 // first at global index offset, cut at the tensors ts.
 func (o *Optimizer) argsOver(n int, offset int64, ts []*Tensor) backend.Step {
 	noise := o.stepNoise()
-	segs := []segment{{Hi: n}} // reduced cuts a step with reductions at its tensors, with their scalars
-	if o.prog.Func.Reduce == nil {
+	segs := []segment{{Hi: n}} // reduced cuts a step with reductions or lines at its tensors, with their scalars
+	if !o.stepsPerTensor() {
 		segs = o.segments(n, o.noiseRanges(n, offset), ts)
 	}
 	return backend.Step{Segments: segs, Offset: offset,
@@ -842,6 +843,7 @@ func (o *Optimizer) Step() error {
 	if err := o.stepOn(backend.Memory{}, a); err != nil {
 		return err
 	}
+	commitLines(a)
 	o.t++
 	o.released()
 	if err := o.runDiagnostics(backend.Memory{}, a); err != nil {

@@ -28,6 +28,9 @@ import (
 // without reductions. A host scalar that is not finite for some tensor
 // (a norm of 0 divided by) refuses the step with nothing changed.
 func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, error) {
+	if o.prog.Func.HasLines() {
+		return o.linesReduced(a)
+	}
 	if o.prog.Func.Reduce == nil {
 		return a, nil
 	}
@@ -72,6 +75,7 @@ type reduceTensor struct {
 	lo, hi  int
 	hypers  []float64
 	sigmaW2 float64
+	shape   []int // Tensor.Shape; nil: one row
 }
 
 // reduceTensors lists the tensors the segments of a cover, in order: the
@@ -97,7 +101,7 @@ func (o *Optimizer) reduceTensors(a backend.Step, noise []noiseRange) []reduceTe
 		if t.hypers != nil {
 			h = t.hypers
 		}
-		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: h, sigmaW2: sigmaW2At(noise, t.Offset)})
+		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: h, sigmaW2: sigmaW2At(noise, t.Offset), shape: t.Shape})
 		lo = t.Offset + t.Len
 	}
 	gap(hi)

@@ -15,10 +15,12 @@ import (
 type Tensor struct {
 	Name        string
 	Offset, Len int
-	o           *Optimizer
-	init        []float32 // the values given to Register, until the buffers exist
-	bad         int       // the first non-finite entry of the last SetGrad, or -1
-	badValue    float32
+	// Shape is the dimensions given to RegisterShaped; nil: one row.
+	Shape    []int
+	o        *Optimizer
+	init     []float32 // the values given to Register, until the buffers exist
+	bad      int       // the first non-finite entry of the last SetGrad, or -1
+	badValue float32
 	// grad says where the gradient came from since the last step
 	// (release.go): Step refuses to step on a gradient it has stepped on.
 	grad gradSource
@@ -138,9 +140,13 @@ func (t *Tensor) State(name string) ([]float32, error) {
 }
 
 func (t *Tensor) state(name string) ([]float32, error) {
-	i := slices.Index(t.o.prog.Func.States, name)
+	fn := t.o.prog.Func
+	if k := slices.Index(fn.LineStateNames(), name); k >= 0 {
+		return t.lineState(k)
+	}
+	i := slices.Index(fn.States, name)
 	if i < 0 {
-		return nil, fmt.Errorf("runtime: %s has no state %s (its states: %v)", t.o.Name(), name, t.o.prog.Func.States)
+		return nil, fmt.Errorf("runtime: %s has no state %s (its states: %v)", t.o.Name(), name, slices.Concat(fn.States, fn.LineStateNames()))
 	}
 	if err := t.o.ready(); err != nil {
 		return nil, err

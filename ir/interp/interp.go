@@ -188,7 +188,8 @@ func (p *Program) HostScalars(h []float64, t int, sigmaW2 float64) Scalars {
 // Step runs the kernel over every coordinate: theta, g and each state
 // (in Func.States order) must have the same length. g is privatized
 // already, or, for a noise block, the clipped mean, which the step
-// privatizes with the noise nz (nil: none, z = 0).
+// privatizes with the noise nz (nil: none, z = 0). It writes no line
+// state: s.CommitLines does, once every piece of the tensor has stepped.
 func (p *Program) Step(s Scalars, nz *Noise, theta, g []float32, states [][]float32) error {
 	bufs := append([][]float32{ir.ThetaBuffer: theta, ir.GradBuffer: g}, states...)
 	if len(states) != p.NumStates() {
@@ -208,9 +209,6 @@ func (p *Program) Step(s Scalars, nz *Noise, theta, g []float32, states [][]floa
 		}
 	}
 	p.step.run(s.regs, bufs, nz)
-	if s.regs.lines != nil {
-		s.regs.lines.commit()
-	}
 	return nil
 }
 
@@ -289,7 +287,12 @@ func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]floa
 	if err != nil {
 		return err
 	}
-	return e.P.Step(e.P.HostScalarsReduced(e.Hypers, t, sigmaW2, red), nz, theta, g, states)
+	s := e.P.HostScalarsReduced(e.Hypers, t, sigmaW2, red)
+	if err := e.P.Step(s, nz, theta, g, states); err != nil {
+		return err
+	}
+	s.CommitLines()
+	return nil
 }
 
 // reduced is what the host part of step t reads of the buffers, one

@@ -127,11 +127,30 @@ func (ln *lineRegs) broadcast(dst []float32, k, lo int) {
 	}
 }
 
-// commit writes the line states' new values, after the kernel has run.
-func (ln *lineRegs) commit() {
-	for k, v := range ln.news {
+// Piece is s for the step of a piece of its tensor, whose buffers start
+// at coordinate off of the tensor's range (Reduced.Offset is the range's
+// first): the line values are read at the piece's rows and columns. s is
+// not changed, so that pieces may step at once.
+func (s Scalars) Piece(off int) Scalars {
+	if s.lines != nil {
+		ln := *s.lines
+		ln.off += off
+		s.lines = &ln
+	}
+	return s
+}
+
+// CommitLines writes the line states' new values, which the host part
+// computed, into the tensor's line states (Reduced.LineStates): after its
+// pieces have stepped, so that a step that fails changes none. It does
+// nothing for an optimizer without line states.
+func (s Scalars) CommitLines() {
+	if s.lines == nil {
+		return
+	}
+	for k, v := range s.lines.news {
 		if v != nil {
-			copy(ln.dst[k], v)
+			copy(s.lines.dst[k], v)
 		}
 	}
 }

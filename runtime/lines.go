@@ -1,0 +1,197 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime/backend"
+)
+
+// Rows and columns (docs/dsl.md, "Rows and columns"; decision 136): an
+// optimizer with states per row or per column, or with row and column sums,
+// steps each tensor with its shape. A tensor registered with a shape
+// (RegisterShaped) has all but its last dimension as rows; a tensor
+// registered without one, and the coordinates between tensors, are one
+// row. The runtime keeps each tensor's line states in host memory; a
+// tensor's start at their initial values at its first step, with the hypers
+// it steps with. Backend Go runs them (the interpreter computes the row and
+// column sums, the host part and the step); the host kernel and the PTX do
+// not compute them yet, and Open refuses the other backends.
+
+// linesKey is a tensor's range [lo, hi) of the buffers: the key of its line
+// states, a registered tensor's or a gap's.
+type linesKey struct{ lo, hi int }
+
+// tensorLines are a tensor's line states (Func.LineStates order) and the
+// shape they are of.
+type tensorLines struct {
+	shape  interp.Shape
+	states [][]float32
+}
+
+// RegisterShaped is Register for a tensor of the given shape (its
+// dimensions, row-major, as PyTorch's size()): all dimensions but the last
+// are its rows, the last its columns, which states per row or per column
+// and row and column sums read (an optimizer without them steps it as
+// Register's). A shape of one dimension is one row.
+func (o *Optimizer) RegisterShaped(name string, params []float32, shape ...int) (*Tensor, error) {
+	rows, cols, err := rowsCols(shape)
+	if err == nil && rows*cols != len(params) {
+		err = fmt.Errorf("a tensor of shape %v holds %d values, got %d", shape, rows*cols, len(params))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime: register %s: %w", name, err)
+	}
+	t, err := o.Register(name, params)
+	if err == nil {
+		t.Shape = append([]int(nil), shape...)
+	}
+	return t, err
+}
+
+// dims is the tensor's shape: RegisterShaped's, or Register's one
+// dimension.
+func (t *Tensor) dims() []int {
+	if t.Shape == nil {
+		return []int{t.Len}
+	}
+	return t.Shape
+}
+
+// rowsCols are the rows and columns of a tensor of shape: the product of
+// all dimensions but the last, and the last.
+func rowsCols(shape []int) (rows, cols int, err error) {
+	if len(shape) == 0 {
+		return 0, 0, fmt.Errorf("a shape needs a dimension at least")
+	}
+	rows = 1
+	for i, d := range shape {
+		if d < 0 {
+			return 0, 0, fmt.Errorf("dimension %d of shape %v is negative", i, shape)
+		}
+		if i < len(shape)-1 {
+			rows *= d
+		}
+	}
+	return rows, shape[len(shape)-1], nil
+}
+
+// lineShape is the shape of n coordinates registered with shape: n of one
+// row without one.
+func lineShape(shape []int, n int) interp.Shape {
+	if rows, cols, err := rowsCols(shape); err == nil && rows*cols == n {
+		return interp.Shape{Rows: rows, Cols: cols}
+	}
+	return interp.Shape{Rows: 1, Cols: n}
+}
+
+// stepsPerTensor reports whether the host part of a step reads each
+// tensor's own values: its reductions, its shape or its line states.
+func (o *Optimizer) stepsPerTensor() bool {
+	return o.prog.Func.Reduce != nil || o.prog.Func.HasLines()
+}
+
+// checkLinesBackend refuses a backend that cannot step line states.
+func checkLinesBackend(fn *ir.Func, b Backend) error {
+	if !fn.HasLines() || b == Go {
+		return nil
+	}
+	return fmt.Errorf("runtime: %s has states per row or per column, which only Backend go (the reference) runs yet: "+
+		"the host kernel and the PTX do not compute them (docs/dsl.md, \"Rows and columns\")", fn.Name)
+}
+
+// linesReduced is reduced for an optimizer with line values: each tensor's
+// reductions, row and column sums computed on the host from its buffers
+// (g privatized as the step privatizes it), with its shape and line states
+// given to its host part.
+func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
+	noise := o.noiseRanges(a.Segments[len(a.Segments)-1].Hi, a.Offset)
+	var segs []backend.Segment
+	for _, t := range o.reduceTensors(a, noise) {
+		red, err := o.reduceLines(a, t)
+		if err != nil {
+			return a, fmt.Errorf("runtime: tensor %s: %w", t.name, err)
+		}
+		host := o.prog.HostScalarsReduced(t.hypers, o.t, t.sigmaW2, red)
+		seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, t.sigmaW2)}
+		if err := o.checkReduced(t, seg); err != nil {
+			return a, err
+		}
+		segs = append(segs, seg)
+	}
+	a.Segments = segs
+	return a, nil
+}
+
+// reduceLines is what the host part of step a reads of tensor t.
+func (o *Optimizer) reduceLines(a backend.Step, t reduceTensor) (*interp.Reduced, error) {
+	n := t.hi - t.lo
+	shape := lineShape(t.shape, n)
+	red := &interp.Reduced{Numel: n}
+	if o.prog.Func.Reduce != nil {
+		bufs := widenRange(o.bufs, t.lo, t.hi)
+		nz := &interp.Noise{Stream: a.Noise, SigmaW: rng.SigmaW(t.sigmaW2), Offset: uint64(a.Offset) + uint64(t.lo)}
+		var err error
+		if red, err = o.prog.ReduceShaped(o.prog.ReduceScalars(t.hypers, o.t, t.sigmaW2), nz, bufs, shape); err != nil {
+			return nil, err
+		}
+	}
+	ls, err := o.linesOf(t, shape)
+	red.Shape, red.LineStates = shape, ls
+	return red, err
+}
+
+// linesOf returns tensor t's line states, made at their initial values at
+// its first step.
+func (o *Optimizer) linesOf(t reduceTensor, shape interp.Shape) ([][]float32, error) {
+	key := linesKey{t.lo, t.hi}
+	if tl, ok := o.lines[key]; ok {
+		return tl.states, nil
+	}
+	ls, err := o.newLines(shape, t.hypers)
+	if err != nil {
+		return nil, err
+	}
+	if o.lines == nil {
+		o.lines = map[linesKey]*tensorLines{}
+	}
+	o.lines[key] = &tensorLines{shape, ls}
+	return ls, nil
+}
+
+// newLines are the line states of a tensor of shape at their initial
+// values for hypers h.
+func (o *Optimizer) newLines(shape interp.Shape, h []float64) ([][]float32, error) {
+	ls := make([][]float32, len(o.prog.Func.LineStates))
+	for i, s := range o.prog.Func.LineStates {
+		ls[i] = make([]float32, shape.Len(s.Axis))
+	}
+	return ls, o.prog.InitLines(h, ls)
+}
+
+// commitLines writes the line states' new values of step a, which ran.
+func commitLines(a backend.Step) {
+	for _, s := range a.Segments {
+		s.Host.CommitLines()
+	}
+}
+
+// lineState is a copy of the tensor's line state k: one value per row or
+// column, its initial values before its first step.
+func (t *Tensor) lineState(k int) ([]float32, error) {
+	if tl, ok := t.o.lines[linesKey{t.Offset, t.Offset + t.Len}]; ok {
+		return slices.Clone(tl.states[k]), nil
+	}
+	h := t.o.hypers
+	if t.hypers != nil {
+		h = t.hypers
+	}
+	ls, err := t.o.newLines(lineShape(t.Shape, t.Len), h)
+	if err != nil {
+		return nil, err
+	}
+	return ls[k], nil
+}

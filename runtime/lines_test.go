@@ -1,0 +1,287 @@
+package runtime_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// linesSrc is Adafactor's factored second moment with a per-tensor norm
+// beside it (docs/dsl.md, "Rows and columns").
+const linesSrc = `optimizer lines
+hyper lr = 1e-2 in [0, inf)
+hyper beta2 = 0.9 in [0, 1)
+hyper eps1 = 1e-30 in (0, inf)
+state r: rows = 0
+state c: cols = eps1
+state m = 0
+step {
+	r = beta2 * r + (1 - beta2) * rowmean(g * g + eps1)
+	c = beta2 * c + (1 - beta2) * colmean(g * g + eps1)
+	m = 0.5 * m + g / sqrt(r * c / mean(r))
+	theta = theta - lr * m / max(1, norm(theta) + norm(g))
+}
+`
+
+// linesManifest is the manifest of linesSrc, which fibergen build does not
+// compile yet: Backend Go needs no kernel.
+func linesManifest(t *testing.T) []byte {
+	t.Helper()
+	u, errs, err := pipeline.Check("lines.dsl", []byte(linesSrc))
+	if err != nil || len(errs) > 0 {
+		t.Fatal(err, errs)
+	}
+	m, err := manifest.New(u.Func, "lines.dsl", []byte(linesSrc), manifest.Kernels{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// linesTensor is a tensor of the test: its name, shape (nil: Register) and
+// rows and columns.
+type linesTensor struct {
+	name  string
+	shape []int
+	rows  int
+	cols  int
+}
+
+var linesTensors = []linesTensor{
+	{"w", []int{3, 5}, 3, 5},
+	{"bias", nil, 1, 7},
+	{"conv", []int{2, 3, 4}, 6, 4},
+	{"tall", []int{130, 3}, 130, 3}, // three chunks of 64 rows in the column sums
+	{"row", []int{1, 9}, 1, 9},
+	{"big", []int{70, 200}, 70, 200},  // three pieces on 3 threads, cut inside rows
+	{"wide", []int{2, 4101}, 2, 4101}, // two chunks of 4096 in each row sum
+}
+
+// TestLinesGoBackend steps an optimizer with states per row and per
+// column on Backend Go, tensors of several shapes with noise drawn in the
+// step, on 1 and 3 threads, and holds every tensor's parameters and line
+// states to the interpreter's Engine stepping that tensor alone on the
+// gradient privatized with the same noise: bit for bit.
+func TestLinesGoBackend(t *testing.T) {
+	data := linesManifest(t)
+	p := linesProgram(t, data)
+	const steps, sigmaW2, seed = 3, 1e-4, 2026
+	theta, grads := linesInputs(steps)
+	for _, threads := range []int{1, 3} {
+		o, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go, Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		ts := registerLines(t, o, theta)
+		if err := o.SetNoise(runtime.Noise{SigmaW2: sigmaW2, Draw: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.SetSeed(seed); err != nil {
+			t.Fatal(err)
+		}
+		got := stepLines(t, o, ts, grads)
+		for i, lt := range linesTensors {
+			tn := ts[i]
+			want, lines := engineLines(t, p, theta[tn.Offset:tn.Offset+tn.Len], grads, interp.Shape{Rows: lt.rows, Cols: lt.cols}, tn.Offset, sigmaW2, seed)
+			if d := floatbits.Diff(want, got[i]); d != "" {
+				t.Errorf("%d threads, tensor %s: theta against the Engine: %s", threads, lt.name, d)
+			}
+			for k, name := range p.Func.LineStateNames() {
+				ls, err := tn.State(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := floatbits.Diff(lines[k], ls); d != "" {
+					t.Errorf("%d threads, tensor %s: line state %s against the Engine: %s", threads, lt.name, name, d)
+				}
+			}
+		}
+	}
+}
+
+// linesProgram is the interpreter of the manifest data.
+func linesProgram(t *testing.T, data []byte) *interp.Program {
+	t.Helper()
+	m, err := manifest.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := m.Func()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := interp.New(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// linesInputs are the parameters of linesTensors, one after another, and
+// the gradients of steps steps.
+func linesInputs(steps int) (theta []float32, grads [][]float32) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, lt := range linesTensors {
+		for range lt.rows * lt.cols {
+			theta = append(theta, float32(r.NormFloat64()))
+		}
+	}
+	grads = make([][]float32, steps)
+	for s := range grads {
+		for range theta {
+			grads[s] = append(grads[s], float32(0.1*r.NormFloat64()))
+		}
+	}
+	return theta, grads
+}
+
+// registerLines registers linesTensors over theta: with RegisterShaped
+// where the tensor has a shape, else with Register.
+func registerLines(t *testing.T, o *runtime.Optimizer, theta []float32) []*runtime.Tensor {
+	t.Helper()
+	var ts []*runtime.Tensor
+	off := 0
+	for _, lt := range linesTensors {
+		vals := theta[off : off+lt.rows*lt.cols]
+		off += len(vals)
+		var tn *runtime.Tensor
+		var err error
+		if lt.shape == nil {
+			tn, err = o.Register(lt.name, vals)
+		} else {
+			tn, err = o.RegisterShaped(lt.name, vals, lt.shape...)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tn)
+	}
+	return ts
+}
+
+// stepLines steps o on grads and returns its tensors' parameters.
+func stepLines(t *testing.T, o *runtime.Optimizer, ts []*runtime.Tensor, grads [][]float32) [][]float32 {
+	t.Helper()
+	for _, g := range grads {
+		for _, tn := range ts {
+			if err := tn.SetGrad(g[tn.Offset : tn.Offset+tn.Len]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := o.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out [][]float32
+	for _, tn := range ts {
+		p, err := tn.Params()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// engineLines is the Engine's run of one tensor of shape s at global
+// offset off: its parameters and line states after the steps, each
+// gradient privatized with the noise the runtime draws there.
+func engineLines(t *testing.T, p *interp.Program, theta []float32, grads [][]float32, s interp.Shape, off int, sigmaW2 float64, seed uint64) ([]float32, [][]float32) {
+	t.Helper()
+	e := interp.Engine{P: p, Hypers: p.Func.DefaultHypers(), Shape: s}
+	theta = slices.Clone(theta)
+	n := len(theta)
+	var all []float32
+	for step, g := range grads {
+		noisy := make([]float32, n)
+		rng.Stream{Mode: rng.Philox, Seed: seed, Step: uint32(step)}.Privatize(noisy, g[off:off+n], rng.SigmaW(sigmaW2), uint64(off))
+		all = append(all, noisy...)
+	}
+	states, err := e.Run(theta, all, sigmaW2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return theta, states[p.NumStates():]
+}
+
+// TestLinesCheckpoint saves an optimizer with line states after two steps
+// and resumes it in a fresh one: a third step gives both the same bits,
+// parameters and line states. A checkpoint of one shape does not load
+// into a tensor of another, and says which.
+func TestLinesCheckpoint(t *testing.T) {
+	data := linesManifest(t)
+	theta, grads := linesInputs(3)
+	open := func() (*runtime.Optimizer, []*runtime.Tensor) {
+		o, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go, StateDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		ts := registerLines(t, o, theta)
+		if err := o.SetNoise(runtime.Noise{SigmaW2: 1e-4, Draw: true}); err != nil {
+			t.Fatal(err)
+		}
+		return o, ts
+	}
+	a, ats := open()
+	if err := a.SetSeed(7); err != nil {
+		t.Fatal(err)
+	}
+	stepLines(t, a, ats, grads[:2])
+	path := t.TempDir() + "/lines.ckpt"
+	if err := a.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, bts := open()
+	if err := b.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	want, got := stepLines(t, a, ats, grads[2:]), stepLines(t, b, bts, grads[2:])
+	for i := range want {
+		if d := floatbits.Diff(want[i], got[i]); d != "" {
+			t.Errorf("tensor %s resumed: %s", ats[i].Name, d)
+		}
+		for _, name := range []string{"r", "c"} {
+			wl, _ := ats[i].State(name)
+			gl, err := bts[i].State(name)
+			if d := floatbits.Diff(wl, gl); err != nil || d != "" {
+				t.Errorf("tensor %s resumed: line state %s: %v %s", ats[i].Name, name, err, d)
+			}
+		}
+	}
+	c, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, lt := range linesTensors {
+		shape := lt.shape
+		switch {
+		case lt.name == "w":
+			shape = []int{5, 3}
+		case shape == nil:
+			shape = []int{ats[i].Len}
+		}
+		if _, err := c.RegisterShaped(lt.name, theta[ats[i].Offset:ats[i].Offset+ats[i].Len], shape...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = c.Load(path)
+	if !errors.Is(err, runtime.ErrCheckpointMismatch) || !strings.Contains(err.Error(), "tensor 0 is w[0:15) of shape [3 5] there, w[0:15) of shape [5 3] here") {
+		t.Errorf("a checkpoint of w as 3 × 5 loaded into w of 5 × 3: %v", err)
+	}
+}
