@@ -285,3 +285,32 @@ func TestLinesCheckpoint(t *testing.T) {
 		t.Errorf("a checkpoint of w as 3 × 5 loaded into w of 5 × 3: %v", err)
 	}
 }
+
+// TestRegisterShapedRefuses: a shape that does not hold the values, has no
+// dimension or a negative one is refused, naming the tensor, and registers
+// nothing.
+func TestRegisterShapedRefuses(t *testing.T) {
+	o, err := runtime.OpenCompiled(runtime.Compiled{Manifest: linesManifest(t)}, runtime.Options{Backend: runtime.Go})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	for _, c := range []struct {
+		shape []int
+		want  string
+	}{
+		{[]int{2, 4}, "runtime: register w: a tensor of shape [2 4] holds 8 values, got 6"},
+		{nil, "runtime: register w: a shape needs a dimension at least"},
+		{[]int{-2, -3}, "runtime: register w: dimension 0 of shape [-2 -3] is negative"},
+	} {
+		if _, err := o.RegisterShaped("w", make([]float32, 6), c.shape...); err == nil || err.Error() != c.want {
+			t.Errorf("shape %v: %v, want %q", c.shape, err, c.want)
+		}
+	}
+	if len(o.Tensors()) != 0 {
+		t.Errorf("refused shapes registered %d tensors", len(o.Tensors()))
+	}
+	if _, err := o.RegisterShaped("w", make([]float32, 6), 1, 2, 3); err != nil {
+		t.Error(err)
+	}
+}

@@ -93,7 +93,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.n, "n", "coordinates of the benchmarked tensor (K, M, G: times 2^10, 2^20, 2^30)")
 	fs.Var(&o.steps, "steps", "timed steps")
 	fs.Var(&o.threads, "threads", "cpu and go: goroutines per step and per copy (default GOMAXPROCS)")
-	fs.Var(&o.tensors, "tensors", "the parameters as tensors of these sizes, N[,N...], laid end to end as the PyTorch binding lays out a model's (default: one of n-1 and one of 1); they set --n")
+	fs.Var(&o.tensors, "tensors", "the parameters as tensors of these sizes or shapes, N[,RxC...], laid end to end as the PyTorch binding lays out a model's (default: one of n-1 and one of 1); they set --n")
 	fs.StringVar(&o.backend, "backend", "cpu", "cpu (the host kernel, built with LLVM), go (the reference) or cuda (the PTX kernel)")
 	o.noiseMode = philoxMode
 	fs.Var(&o.noiseMode, "noise-mode", "the noise's scheme: philox or secure (run bench once in each mode to compare them)")
@@ -124,7 +124,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, "bench", "--params applies to a source: the kernels of %s store the parameters as they were built", files[0])
 		}
 		r, err = o.runDir(files[0])
-	} else if u := params.compiler()(files[0], stderr); u == nil {
+	} else if u := params.compiler(false)(files[0], stderr); u == nil {
 		return 1
 	} else {
 		r, err = o.run(u)
@@ -151,8 +151,8 @@ func (o *benchOptions) sizeTensors(nSet bool) string {
 		return ""
 	}
 	sum := int64(0)
-	for _, s := range o.tensors {
-		sum += int64(s)
+	for _, dims := range o.tensors {
+		sum += int64(size(dims))
 	}
 	switch {
 	case nSet && sum != o.n.v:
@@ -270,7 +270,9 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 	if o.backend != "cuda" {
 		r.Threads = opts.Threads
 	}
-	r.Tensors = o.tensors
+	for _, dims := range o.tensors {
+		r.Tensors = append(r.Tensors, size(dims))
+	}
 	last, err := setUpBench(opt, r.N, o.tensors)
 	if err != nil {
 		return nil, err
@@ -344,10 +346,10 @@ func newBenchResult(opt *runtime.Optimizer, n, steps int) (*benchResult, error) 
 
 // setUpBench registers n random parameters, sets the DP settings, the seed
 // and random gradients, and takes one untimed step, which also touches
-// every buffer. The parameters are tensors of sizes laid end to end, by
+// every buffer. The parameters are tensors of shapes laid end to end, by
 // default two, the last coordinate on its own; the last tensor is returned:
 // reading its last value back waits for the steps on a device.
-func setUpBench(opt *runtime.Optimizer, n int, sizes []int) (last *runtime.Tensor, err error) {
+func setUpBench(opt *runtime.Optimizer, n int, shapes [][]int) (last *runtime.Tensor, err error) {
 	if err := opt.SetDP(benchDP); err != nil {
 		return nil, err
 	}
@@ -362,21 +364,22 @@ func setUpBench(opt *runtime.Optimizer, n int, sizes []int) (last *runtime.Tenso
 		vals[i] = float32(r.NormFloat64())
 	}
 	names := []string{"w", "last"}
-	if sizes == nil {
-		sizes = []int{n - 1, 1}
+	if shapes == nil {
+		shapes = [][]int{{n - 1}, {1}}
 	} else {
 		names = nil
-		for i := range sizes {
+		for i := range shapes {
 			names = append(names, fmt.Sprintf("t%d", i))
 		}
 	}
 	var ts []*runtime.Tensor
 	off := 0
-	for i, size := range sizes {
+	for i, dims := range shapes {
+		size := size(dims)
 		if size == 0 {
 			continue
 		}
-		t, err := opt.Register(names[i], vals[off:off+size])
+		t, err := opt.RegisterShaped(names[i], vals[off:off+size], dims...)
 		if err != nil {
 			return nil, err
 		}

@@ -30,7 +30,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	case *out == "":
 		return usageError(stderr, "build", "-o needs a directory")
 	}
-	units, ok := compileAll(files, stderr, params.compiler())
+	units, ok := compileAll(files, stderr, params.compiler(true))
 	if !ok {
 		return 1
 	}

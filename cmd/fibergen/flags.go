@@ -76,11 +76,16 @@ func (p *paramsFlag) Set(s string) error {
 // storage is the flag's storage, float32 when not given.
 func (p paramsFlag) storage() ir.Storage { return ir.Storage(p).Defaulted() }
 
-// compiler compiles a file for the parameters' storage (compileFile).
-func (p paramsFlag) compiler() func(string, io.Writer) *pipeline.Unit {
+// compiler compiles a file for the parameters' storage (compileFile):
+// with pipeline.CompileKernels where kernels must come of it (build).
+func (p paramsFlag) compiler(kernels bool) func(string, io.Writer) *pipeline.Unit {
+	compile := pipeline.CompileFor
+	if kernels {
+		compile = pipeline.CompileKernels
+	}
 	return func(path string, stderr io.Writer) *pipeline.Unit {
 		return diagnose(path, stderr, func(path string, src []byte) (*pipeline.Unit, dsl.ErrorList, error) {
-			return pipeline.CompileFor(path, src, p.storage())
+			return compile(path, src, p.storage())
 		})
 	}
 }

@@ -16,14 +16,15 @@ import (
 func openUnit(u *pipeline.Unit, opts runtime.Options) (*runtime.Optimizer, error) {
 	c := runtime.Compiled{Manifest: u.Manifest}
 	var err error
-	switch opts.Backend {
-	case runtime.CPU:
+	switch {
+	case u.NoKernels(): // the runtime refuses every backend but go, and says why
+	case opts.Backend == runtime.CPU:
 		c.SharedObject, err = u.CachedSharedObject()
-	case runtime.PTXSim:
+	case opts.Backend == runtime.PTXSim:
 		if _, opts.Driver, err = cudasim.New(cudasim.Config{}); err == nil {
 			c.PTX, err = unitPTX(u)
 		}
-	case runtime.CUDA:
+	case opts.Backend == runtime.CUDA:
 		c.PTX, err = unitPTX(u)
 	}
 	if err != nil {

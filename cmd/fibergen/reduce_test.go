@@ -98,25 +98,43 @@ func TestRunTensors(t *testing.T) {
 	}
 }
 
-// TestBuildRefusesLines: build and run refuse states per row or column,
-// which no target compiles yet, at each state and reduction, writing
-// nothing; check takes the file.
-func TestBuildRefusesLines(t *testing.T) {
+// TestLinesBuildAndRun: build refuses states per row or column, which no
+// target compiles yet, at each state and reduction, writing nothing, and
+// so does run on the cpu backend; run on the go backend runs them, a
+// --tensors shape giving the rows and columns, and writes the line states
+// --state-out asks for; check takes the file.
+func TestLinesBuildAndRun(t *testing.T) {
 	src := filepath.Join("..", "..", "dsl", "testdata", "parse", "lines.dsl")
 	if r := runMain("check", src); r.code != 0 {
 		t.Fatalf("check: exit %d, stderr %q", r.code, r.stderr)
 	}
 	dir := t.TempDir()
-	th, g, out := runInputs(t, []float32{1, 2, 3}, []float32{0.1, 0.2, 0.3}, 1)
-	for _, args := range [][]string{{"build", src, "-o", filepath.Join(dir, "out")}, {"run", src, "--theta", th, "--grads", g, "--out", out, "--backend", "go", "--noise", "off"}} {
-		r := runMain(args...)
-		for _, want := range []string{"lines.dsl:8:9: state r is per row: fibergen checks and explains it, but no target compiles states per row or per column yet", "lines.dsl:12:32: rowmean:"} {
+	th, g, out := runInputs(t, []float32{1, 2, 3, 4, 5, 6}, []float32{0.1, 0.2, 0.3, -0.1, 0.5, 0.4}, 1)
+	run := []string{"run", src, "--theta", th, "--grads", g, "--out", out, "--noise", "off", "--tensors", "2x3"}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"build", src, "-o", filepath.Join(dir, "out")}, []string{"lines.dsl:8:9: state r is per row: no target compiles states per row or per column yet: run it on the reference (fibergen run --backend go", "lines.dsl:12:32: rowmean:"}},
+		{append(run, "--backend", "cpu"), []string{"fibergen run: runtime: lines has states per row or per column, which only Backend go (the reference) runs yet"}},
+	} {
+		r := runMain(c.args...)
+		for _, want := range c.want {
 			if r.code != 1 || !strings.Contains(r.stderr, want) {
-				t.Errorf("%s: exit %d, stderr %q; want %q", args[0], r.code, r.stderr, want)
+				t.Errorf("%s: exit %d, stderr %q; want %q", c.args[0], r.code, r.stderr, want)
 			}
 		}
 	}
 	if exists(filepath.Join(dir, "out")) || exists(out) {
 		t.Error("a refused build or run wrote output")
+	}
+	rOut, cOut := filepath.Join(dir, "r.npy"), filepath.Join(dir, "c.npy")
+	if r := runMain(append(run, "--state-out", "r="+rOut, "--state-out", "c="+cOut)...); r.code != 0 {
+		t.Fatalf("run --backend go: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for path, n := range map[string]int{out: 6, rOut: 2, cOut: 3} {
+		if a := readNPY(t, path); len(a.Data) != n {
+			t.Errorf("%s holds %d values, want %d", path, len(a.Data), n)
+		}
 	}
 }

@@ -51,7 +51,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "out", "", "where to write the final parameters, float32 [n] .npy")
 	fs.Var(&o.sets, "set", "override a hyper: name=value (repeatable)")
 	fs.Var(&o.groups, "group", "hypers of the coordinates [LO, HI) of theta only, e.g. weight decay off for a bias: LO:HI:name=value[,name=value...] (repeatable; clipping and noise stay joint)")
-	fs.Var(&o.tensorSizes, "tensors", "theta's tensors by their sizes, N[,N...] summing to theta's: each steps as its own (a per-tensor norm, sum, mean, max or min is its own; default: one tensor, split where a --group starts or ends)")
+	fs.Var(&o.tensorSizes, "tensors", "theta's tensors by their sizes or shapes, N[,RxC...] summing to theta's: each steps as its own (a per-tensor norm, sum, mean, max or min is its own; a shape's last dimension is its columns, the others its rows, as states per row and column read them; default: one tensor of one row, split where a --group starts or ends)")
 	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate (with --grads and --noise on: required)")
 	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized; with --example-grads: no noise, not private)")
 	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed); philox mode only")
@@ -71,7 +71,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ex.clippedOut, "clipped-out", "", "with --example-grads: write the clipped means of every step, float32 [T, n] .npy")
 	fs.StringVar(&o.ex.lookaheadOut, "lookahead-out", "", "two_point: write the look-ahead point after the last step, float32 [n] .npy")
 	fs.Var(&o.params, "params", paramsUsage+"; --theta's values round to it, --out is their float32 values")
-	fs.Var(&o.stateOuts, "state-out", "write a state after the last step: NAME=FILE.npy, float32 [n] (repeatable)")
+	fs.Var(&o.stateOuts, "state-out", "write a state after the last step: NAME=FILE.npy, float32 [n]; a state per row or column holds each tensor's rows or columns, tensor after tensor (repeatable)")
 	o.stdout, o.stderr = stdout, stderr
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
@@ -83,7 +83,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if msg := o.validate(files, given); msg != "" {
 		return usageError(stderr, "run", "%s", msg)
 	}
-	u := o.params.compiler()(files[0], stderr)
+	u := o.params.compiler(false)(files[0], stderr)
 	if u == nil {
 		return 1
 	}

@@ -63,27 +63,44 @@ func (l *groupsFlag) Set(s string) error {
 // sizesFlag is --tensors N[,N...]: theta's tensors, by their sizes in
 // order, each registered as its own (per-tensor reductions: lamb's trust
 // ratio is each tensor's).
-type sizesFlag []int
+type sizesFlag [][]int // each tensor's shape; one dimension: its size
 
 func (l *sizesFlag) String() string {
 	parts := make([]string, len(*l))
-	for i, n := range *l {
-		parts[i] = strconv.Itoa(n)
+	for i, dims := range *l {
+		ds := make([]string, len(dims))
+		for k, d := range dims {
+			ds[k] = strconv.Itoa(d)
+		}
+		parts[i] = strings.Join(ds, "x")
 	}
 	return strings.Join(parts, ",")
 }
 
 func (l *sizesFlag) Set(s string) error {
-	var sizes []int
+	var shapes [][]int
 	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 {
-			return errors.New("want sizes N[,N...], each a whole number > 0")
+		var dims []int
+		for _, d := range strings.Split(f, "x") {
+			n, err := strconv.Atoi(d)
+			if err != nil || n <= 0 {
+				return errors.New("want sizes or shapes N[,RxC...], each dimension a whole number > 0")
+			}
+			dims = append(dims, n)
 		}
-		sizes = append(sizes, n)
+		shapes = append(shapes, dims)
 	}
-	*l = sizes
+	*l = shapes
 	return nil
+}
+
+// size is the number of coordinates of a tensor of shape dims.
+func size(dims []int) int {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	return n
 }
 
 // tensors are theta's tensors, registered in order: --tensors' sizes, or
@@ -105,7 +122,11 @@ func (o *runOptions) register(opt *runtime.Optimizer, theta []float32) (tensors,
 		if len(cuts) > 2 {
 			name = fmt.Sprintf("theta[%d:%d]", cuts[i-1], cuts[i])
 		}
-		t, err := opt.Register(name, theta[cuts[i-1]:cuts[i]])
+		shape := []int{cuts[i] - cuts[i-1]}
+		if len(o.tensorSizes) > 0 { // the cuts are theirs: a group holds whole tensors
+			shape = o.tensorSizes[i-1]
+		}
+		t, err := opt.RegisterShaped(name, theta[cuts[i-1]:cuts[i]], shape...)
 		if err != nil {
 			return nil, err
 		}
@@ -123,8 +144,8 @@ func (o *runOptions) register(opt *runtime.Optimizer, theta []float32) (tensors,
 // included, sorted.
 func (o *runOptions) cuts(n int) ([]int, error) {
 	cuts, sized := []int{0}, len(o.tensorSizes) > 0
-	for _, s := range o.tensorSizes {
-		cuts = append(cuts, cuts[len(cuts)-1]+s)
+	for _, dims := range o.tensorSizes {
+		cuts = append(cuts, cuts[len(cuts)-1]+size(dims))
 	}
 	if end := cuts[len(cuts)-1]; sized && end != n {
 		return nil, fmt.Errorf("--tensors %s: the sizes sum to %d, theta has %d coordinates", o.tensorSizes.String(), end, n)

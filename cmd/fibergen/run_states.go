@@ -41,12 +41,13 @@ func (l stateOutsFlag) checkNames(fn *ir.Func) error {
 		if slices.Contains(fn.NoiseBuffers(), s.name) {
 			return fmt.Errorf("--state-out %s=%s: %s is a noise buffer of %s: it holds past noise, which with the outputs would reveal the gradients, so fibergen never writes it out", s.name, s.path, s.name, fn.Name)
 		}
-		if slices.Contains(fn.States, s.name) {
+		all := slices.Concat(fn.States, fn.LineStateNames())
+		if slices.Contains(all, s.name) {
 			continue
 		}
 		states := "it has no states"
-		if len(fn.States) > 0 {
-			states = "its states: " + strings.Join(fn.States, ", ")
+		if len(all) > 0 {
+			states = "its states: " + strings.Join(all, ", ")
 		}
 		return fmt.Errorf("--state-out %s=%s: %s has no state %s (%s)", s.name, s.path, fn.Name, s.name, states)
 	}
@@ -62,7 +63,8 @@ func (l stateOutsFlag) files() []file {
 	return out
 }
 
-// State concatenates the tensors' parts of the named state.
+// State concatenates the tensors' parts of the named state: for a state
+// per row or per column, each tensor's values per row or column.
 func (ts tensors) State(name string) ([]float32, error) {
 	return ts.concat(func(t *runtime.Tensor) ([]float32, error) { return t.State(name) })
 }
