@@ -40,7 +40,7 @@ package main
 // version is a second literal in internal/version (CABI, which fibergen
 // --version prints and which cannot import this package main): change
 // both, capi/version_test.go keeps them equal.
-#define FG_ABI_VERSION 13
+#define FG_ABI_VERSION 14
 #define FG_OK 0
 #define FG_ERROR 1
 #define FG_NONFINITE 2
@@ -84,7 +84,9 @@ const (
 // theta those calls then take as 16-bit values too; 13 added per-group
 // clipping (fg_set_dp_groups, fg_privatize_device_groups, fg_set_budget's
 // clip_groups, fg_info's dp.clip_groups) and the scales' length nscales to
-// every privatize call, which the library checks.
+// every privatize call, which the library checks; 14 added states per row
+// and per column (fg_set_tensor_shape, fg_tensor_state, fg_info's lines
+// and line_states).
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

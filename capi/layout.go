@@ -27,6 +27,50 @@ func fg_register_range(h C.int64_t, name *C.char, n C.int64_t, err *C.char, errl
 	})
 }
 
+// fg_set_tensor_shape gives the tensor name the shape of the JSON array of
+// its dimensions, [rows..., cols], before the first step
+// (runtime.Tensor.SetShape): an optimizer that reads each tensor's rows
+// and columns (fg_info's lines) steps it with that shape.
+//
+//export fg_set_tensor_shape
+func fg_set_tensor_shape(h C.int64_t, name, shapeJSON *C.char, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		var shape []int
+		if e := decodeJSON("tensor shape", C.GoString(shapeJSON), &shape); e != nil {
+			return e
+		}
+		t, e := tensorNamed(o, C.GoString(name))
+		if e != nil {
+			return e
+		}
+		return t.SetShape(shape...)
+	})
+}
+
+// fg_tensor_state copies the tensor name's part of the state state into
+// out, which holds n floats, exactly as many as that part: the tensor's
+// coordinates, or for a state per row or per column its rows or columns
+// (runtime.Tensor.State).
+//
+//export fg_tensor_state
+func fg_tensor_state(h C.int64_t, name, state *C.char, out *C.float, n C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		t, e := tensorNamed(o, C.GoString(name))
+		if e != nil {
+			return e
+		}
+		vals, e := t.State(C.GoString(state))
+		if e != nil {
+			return e
+		}
+		if int64(n) != int64(len(vals)) || (out == nil && n > 0) {
+			return fmt.Errorf("fibergen: state %s of tensor %s holds %d values, the buffer given %d", C.GoString(state), t.Name, len(vals), n)
+		}
+		copy(floats(out, int(n)), vals)
+		return nil
+	})
+}
+
 // fg_set_tensor_hypers sets the hypers of the JSON object {"name": value,
 // ...} for the tensor name's coordinates, replacing its earlier ones ({}:
 // none, the optimizer's hypers), checked as fg_set_hypers checks them; a

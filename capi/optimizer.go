@@ -148,6 +148,8 @@ type info struct {
 	NoiseMode       string                `json:"noise_mode"`      // "philox" or "secure" (runtime.Optimizer.NoiseMode)
 	NoiseScheme     string                `json:"noise_scheme"`    // the mode's scheme and its version: rng.Version or rng.SecureVersion
 	Reductions      int                   `json:"reductions"`      // the per-tensor reductions (sums, maxima, minima) the step reads (docs/runtime.md, "Reductions"): each tensor is a range of its own
+	Lines           bool                  `json:"lines"`           // the step reads each tensor's rows and columns (runtime.Optimizer.ReadsLines): each tensor is a range of its own with its shape (fg_set_tensor_shape), on backend go
+	LineStates      []runtime.LineState   `json:"line_states"`     // the states per row or per column (fg_tensor_state reads them)
 }
 
 // observation is runtime.Observation: kind "two_point" or "" (one point).
@@ -256,6 +258,7 @@ func infoOf(o *runtime.Optimizer) info {
 	if r := o.Manifest().Kernels.Reduce; r != nil {
 		x.Reductions = len(r.Terms)
 	}
+	x.Lines, x.LineStates = o.ReadsLines(), append([]runtime.LineState{}, o.LineStates()...)
 	x.Starts, x.NoiseBuffers = map[string]string{}, []string{}
 	for _, b := range o.Manifest().Buffers {
 		x.Buffers, x.DTypes = append(x.Buffers, b.Name), append(x.DTypes, b.DType)

@@ -151,8 +151,8 @@ type checkpointHeader struct {
 	// LineStates and Lines are an optimizer's with line states
 	// (checkpoint_lines.go): their names and axes, and the tensors whose
 	// line states the data holds after the buffers.
-	LineStates []checkpointLineState `json:"line_states,omitempty"`
-	Lines      []checkpointLines     `json:"lines,omitempty"`
+	LineStates []LineState       `json:"line_states,omitempty"`
+	Lines      []checkpointLines `json:"lines,omitempty"`
 }
 
 // checkpointStates is the digest of the states of an optimizer on the
@@ -390,7 +390,7 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 		Tensors:        o.layout(),
 		Buffers:        o.checkpointBuffers(),
 		States:         digest,
-		LineStates:     o.lineStatesHeader(),
+		LineStates:     o.LineStates(),
 	}
 	var lines [][][]float32
 	h.Lines, lines = o.linesHeader()
@@ -577,7 +577,7 @@ func (o *Optimizer) maxCheckpointLen() int64 {
 	for _, t := range o.tensors {
 		header += perTensor + jsonEscape*int64(len(t.Name))
 	}
-	lines := int64(len(o.prog.Func.LineStates)) * int64(o.savedN()) // a line state holds no more values than its tensor
+	lines := int64(len(o.prog.Func.LineStates)) * int64(o.n) // a line state holds no more values than its tensor, saved on the trainer's buffers too
 	return preambleLen + header + 4*int64(o.savedN())*int64(len(o.checkpointBuffers())) + 4*lines + sumLen
 }
 

@@ -15,12 +15,6 @@ import (
 // Checkpoints of line states (lines.go): the header's "line_states" and
 // "lines", and the data after the buffers (checkpoint.go has the format).
 
-// checkpointLineState is a line state as a checkpoint names it.
-type checkpointLineState struct {
-	Name string `json:"name"`
-	Axis string `json:"axis"` // "rows" or "cols"
-}
-
 // checkpointLines is a tensor whose line states a checkpoint holds: a
 // registered tensor's range, or a gap's.
 type checkpointLines struct {
@@ -28,15 +22,6 @@ type checkpointLines struct {
 	Len    int64 `json:"len"`
 	Rows   int64 `json:"rows"`
 	Cols   int64 `json:"cols"`
-}
-
-// lineStatesHeader names the optimizer's line states for a checkpoint.
-func (o *Optimizer) lineStatesHeader() []checkpointLineState {
-	var out []checkpointLineState
-	for _, s := range o.prog.Func.LineStates {
-		out = append(out, checkpointLineState{s.Name, s.Axis.String()})
-	}
-	return out
 }
 
 // linesHeader lists the tensors whose line states exist, by offset, and
@@ -73,10 +58,13 @@ func linesValues(h *checkpointHeader) (int64, error) {
 			return 0, fmt.Errorf("line state %s along %q, not rows or cols", s.Name, s.Axis)
 		}
 	}
-	end := int64(0)
+	end, extent := int64(0), h.N // the trainer's buffers are not saved (N = 0), the line states are
+	for _, t := range h.Tensors {
+		extent = max(extent, t.Offset+t.Len)
+	}
 	for _, e := range h.Lines {
-		if e.Offset < end || e.Len < 1 || e.Offset > h.N-e.Len || e.Rows < 1 || e.Cols < 1 || e.Rows > e.Len || e.Rows*e.Cols != e.Len {
-			return 0, fmt.Errorf("line states of %d × %d over [%d, %d) in buffers of %d after %d", e.Rows, e.Cols, e.Offset, e.Offset+e.Len, h.N, end)
+		if e.Offset < end || e.Len < 1 || e.Offset > extent-e.Len || e.Rows < 1 || e.Cols < 1 || e.Rows > e.Len || e.Rows*e.Cols != e.Len {
+			return 0, fmt.Errorf("line states of %d × %d over [%d, %d) in buffers of %d after %d", e.Rows, e.Cols, e.Offset, e.Offset+e.Len, extent, end)
 		}
 		end = e.Offset + e.Len
 		total += perRows*e.Rows + perCols*e.Cols
@@ -122,7 +110,7 @@ func decodeLines(h *checkpointHeader, raw []byte) [][][]float32 {
 // same line states, and each entry a registered tensor of that shape or
 // the coordinates between them, one row.
 func (o *Optimizer) matchLines(h *checkpointHeader) *loadError {
-	if want := o.lineStatesHeader(); !slices.Equal(h.LineStates, want) {
+	if want := o.LineStates(); !slices.Equal(h.LineStates, want) {
 		return mismatch("checkpoint holds the line states %v, this optimizer %v", h.LineStates, want)
 	}
 	for _, e := range h.Lines {

@@ -38,18 +38,38 @@ type tensorLines struct {
 // and row and column sums read (an optimizer without them steps it as
 // Register's). A shape of one dimension is one row.
 func (o *Optimizer) RegisterShaped(name string, params []float32, shape ...int) (*Tensor, error) {
-	rows, cols, err := rowsCols(shape)
-	if err == nil && rows*cols != len(params) {
-		err = fmt.Errorf("a tensor of shape %v holds %d values, got %d", shape, rows*cols, len(params))
-	}
-	if err != nil {
+	if err := checkShape(shape, len(params)); err != nil {
 		return nil, fmt.Errorf("runtime: register %s: %w", name, err)
 	}
 	t, err := o.Register(name, params)
 	if err == nil {
-		t.Shape = append([]int(nil), shape...)
+		t.Shape = slices.Clone(shape)
 	}
 	return t, err
+}
+
+// SetShape gives the tensor a shape, as RegisterShaped does: a range of
+// the trainer's buffers (RegisterRange) takes its shape so, before the
+// first step.
+func (t *Tensor) SetShape(shape ...int) error {
+	defer t.o.lock()()
+	if t.o.back != nil {
+		return fmt.Errorf("runtime: tensor %s: a shape is given before the first step", t.Name)
+	}
+	if err := checkShape(shape, t.Len); err != nil {
+		return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
+	}
+	t.Shape = slices.Clone(shape)
+	return nil
+}
+
+// checkShape refuses a shape that does not hold n values.
+func checkShape(shape []int, n int) error {
+	rows, cols, err := rowsCols(shape)
+	if err == nil && rows*cols != n {
+		err = fmt.Errorf("a tensor of shape %v holds %d values, got %d", shape, rows*cols, n)
+	}
+	return err
 }
 
 // dims is the tensor's shape: RegisterShaped's, or Register's one
@@ -195,3 +215,25 @@ func (t *Tensor) lineState(k int) ([]float32, error) {
 	}
 	return ls[k], nil
 }
+
+// LineState is a state per row or per column: its name, and its axis,
+// "rows" or "cols".
+type LineState struct {
+	Name string `json:"name"`
+	Axis string `json:"axis"`
+}
+
+// LineStates are the optimizer's states per row or per column, in the
+// manifest's order; none without any.
+func (o *Optimizer) LineStates() []LineState {
+	var out []LineState
+	for _, s := range o.prog.Func.LineStates {
+		out = append(out, LineState{s.Name, s.Axis.String()})
+	}
+	return out
+}
+
+// ReadsLines reports whether a step reads each tensor's rows and columns
+// (states per row or per column, row or column sums): each tensor then
+// steps with its shape (RegisterShaped, SetShape), on Backend go.
+func (o *Optimizer) ReadsLines() bool { return o.prog.Func.HasLines() }

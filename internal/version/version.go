@@ -19,7 +19,7 @@ import (
 // second literal of the #define in capi/capi.go's cgo preamble, which this
 // package cannot import (capi is a cgo package main). Change both;
 // TestABIVersionIsVersionCABI (capi/version_test.go) keeps them equal.
-const CABI = 13
+const CABI = 14
 
 // Identity is a build's identity.
 type Identity struct {

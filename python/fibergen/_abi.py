@@ -7,7 +7,7 @@ python/tests/test_abi.py compares it with libfibergen.h."""
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint64, c_void_p
 
 # The #defines of libfibergen.h (FG_*): the ABI version and the statuses.
-ABI_VERSION = 13
+ABI_VERSION = 14
 OK = 0
 ERROR = 1
 NONFINITE = 2
@@ -58,6 +58,7 @@ SIGNATURES = {
     "fg_set_noise": (c_int, (c_int64, c_double, c_int, c_char_p, c_size_t)),
     "fg_set_seed": (c_int, (c_int64, c_uint64, c_char_p, c_size_t)),
     "fg_set_tensor_hypers": (c_int, (c_int64, c_char_p, c_char_p, c_char_p, c_size_t)),
+    "fg_set_tensor_shape": (c_int, (c_int64, c_char_p, c_char_p, c_char_p, c_size_t)),
     "fg_set_tensors_hypers": (c_int, (c_int64, c_char_p, c_char_p, c_char_p, c_size_t)),
     "fg_shard": (c_int, (c_char_p, POINTER(c_void_p), c_char_p, c_size_t)),
     "fg_share_key": (c_int, (c_int64, POINTER(c_uint64), c_char_p, c_size_t)),
@@ -65,6 +66,7 @@ SIGNATURES = {
     "fg_step": (c_int, (c_int64, POINTER(c_int64), POINTER(c_float), c_char_p, c_size_t)),
     "fg_step_device": (c_int, (c_int64, POINTER(c_uint64), c_int, c_int64, c_uint64, POINTER(c_int64), POINTER(c_float), c_char_p, c_size_t)),
     "fg_tensor_hypers": (c_int, (c_int64, c_char_p, POINTER(c_void_p), c_char_p, c_size_t)),
+    "fg_tensor_state": (c_int, (c_int64, c_char_p, c_char_p, POINTER(c_float), c_int64, c_char_p, c_size_t)),
     "fg_trust_clipped_gradient": (c_int, (c_int64, c_char_p, c_size_t)),
     "fg_use_buffers": (c_int, (c_int64, POINTER(POINTER(c_float)), c_int, c_int64, c_char_p, c_size_t)),
     "fg_warnings": (c_int, (c_int64, c_char_p, c_size_t, POINTER(c_int64), c_char_p, c_size_t)),

@@ -253,6 +253,16 @@ class Handle:
     def register_range(self, name: str, n: int) -> None:
         call("register_range", self.h, name.encode(), n)
 
+    def set_tensor_shape(self, name: str, shape: list[int]) -> None:
+        """Gives a tensor its shape, [rows..., cols], before the first step."""
+        call("set_tensor_shape", self.h, name.encode(), json.dumps(shape).encode())
+
+    def tensor_state(self, name: str, state: str, out: int, n: int) -> None:
+        """Copies the tensor's part of a state into the n float32s at address
+        out: its coordinates', or, for a state per row or per column, its
+        rows' or columns'."""
+        call("tensor_state", self.h, name.encode(), state.encode(), ctypes.cast(out, c_float_p), n)
+
     def set_tensor_hypers(self, name: str, values: dict[str, float]) -> None:
         call("set_tensor_hypers", self.h, name.encode(), encode(values, "hypers"))
 

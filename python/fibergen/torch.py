@@ -331,7 +331,8 @@ class Optimizer(torch.optim.Optimizer):
                       "no_clamp_warning": not clamp_warning, "noise_mode": "secure" if secure else "philox"}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
-        self._per_tensor = bool(self._info.get("reductions"))  # each parameter a range of its own
+        # each parameter a range of its own: per-tensor reductions, or rows and columns (its shape)
+        self._per_tensor = bool(self._info.get("reductions")) or self._info["lines"]
         self._states = self._info["buffers"][_abi.FIRST_STATE:]
         self._clamp_watch = bool(self._info["clamp_warning"])  # the runtime may warn after a step
         self._names = _Names(self._info["hypers"])
@@ -464,8 +465,12 @@ class Optimizer(torch.optim.Optimizer):
         several (one group is the optimizer itself, as before ABI 5)."""
         self._lo = self._shard["lo"]  # the global index of the shard's first coordinate: the noise's offset
         cuda = self._device.type == "cuda"
+        if cuda and self._info["lines"]:
+            raise FibergenError(f"fibergen: {self._info['name']} has states per row or per column, which no kernel "
+                                "computes yet: it runs on the CPU only, on the reference (docs/dsl.md, \"Rows and columns\")")
+        # states per row or per column run on the reference (backend go): no kernel computes them yet
         opts = dict(self._opts, backend="cuda", device=self._device.index or 0, offset=self._lo) if cuda \
-            else dict(self._opts, backend="cpu", offset=self._lo)
+            else dict(self._opts, backend="go" if self._info["lines"] else "cpu", offset=self._lo)
         self._handle = _lib.Handle(self._path, **opts)
         self._groups: list[_Group] = []
         off = 0
@@ -474,8 +479,10 @@ class Optimizer(torch.optim.Optimizer):
             if self._per_tensor:
                 parts = self._param_parts(i)
                 g.ranges = [f'param_groups[{i}]["params"][{j}]' for j in range(len(parts))]  # what a refusal names
-                for name, (a, b) in zip(g.ranges, parts):
+                for name, (a, b), p in zip(g.ranges, parts, self.param_groups[i]["params"]):
                     self._handle.register_range(name, b - a)
+                    if self._info["lines"] and b > a:  # its rows and columns: all dimensions but the last, and the last
+                        self._handle.set_tensor_shape(name, list(p.shape) or [1])
             elif len(self._shard["parts"]) > 1:
                 g.ranges = [g.name]
                 self._handle.register_range(g.name, g.n)
@@ -525,6 +532,21 @@ class Optimizer(torch.optim.Optimizer):
             if 0 <= lo and lo + p.numel() <= self._n:
                 self.state[p] = {name: buf[lo:lo + p.numel()].view_as(p) for name, buf in zip(self._states, self._state_bufs)
                                  if name not in self._info["noise_buffers"]}
+        self._line_views: list[tuple[str, str, torch.Tensor]] = []  # (range, state, its copy in state[p])
+        for i, pg in enumerate(self.param_groups):
+            for name, p in zip(self._groups[i].ranges if self._info["line_states"] else [], pg["params"]):
+                if p in self.state:
+                    for s in self._info["line_states"]:
+                        n = p.shape[:-1].numel() if s["axis"] == "rows" and p.dim() > 0 else (p.shape[-1] if p.dim() > 0 else 1)
+                        self._line_views.append((name, s["name"], self.state[p].setdefault(s["name"], torch.empty(n))))
+        self._read_lines()
+
+    def _read_lines(self) -> None:
+        """Copies the states per row or per column into their tensors in
+        ``state[p]`` (the runtime keeps them: they are copies, refreshed
+        after every step and load)."""
+        for rng, name, t in self._line_views:
+            self._handle.tensor_state(rng, name, t.data_ptr(), t.numel())
 
     def _ptrs(self) -> list[int]:
         """The shard's buffers, theta, g, states, as addresses."""
@@ -1212,6 +1234,7 @@ class Optimizer(torch.optim.Optimizer):
             self._handle.step_device(self._bound, self._n, self._lo)  # _sync refused moved parameters
         else:
             self._handle.step()
+            self._read_lines()
 
     def _skip(self, loss: Any) -> Any:
         """Reports a step skipped for a non-finite gradient."""
@@ -1346,6 +1369,7 @@ class Optimizer(torch.optim.Optimizer):
             for dst, src in zip(self._state_bufs, flat):
                 dst.copy_(src)
         self._restore_hypers(state_dict["param_groups"], state_dict["fibergen"].get("given"))
+        self._read_lines()
 
     def _restore_hypers(self, saved: list[dict], given: Optional[list[list[str]]]) -> None:
         """Sets the param groups from a loaded state_dict's and the hypers

@@ -1,0 +1,90 @@
+"""States per row and per column (docs/dsl.md, "Rows and columns") in the
+PyTorch binding: each parameter a tensor of its own with its shape, stepped
+on the reference (no kernel computes them yet), bit for bit as `fibergen
+run --tensors RxC --backend go` steps it; the line states in ``state[p]``;
+resumed from a state_dict bit for bit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import fibergen.torch as ft
+from test_exact import SEED, SHAPES, SIGMA_W2, data, fibergen_run, make_params, step_on
+
+# A factored second moment (Adafactor's, Shazeer & Stern 2018) on the
+# privatized gradient.
+FACTORED = """optimizer factored
+hyper lr = 1e-2 in [0, inf)
+hyper beta1 = 0.9 in [0, 1)
+hyper beta2 = 0.999 in [0, 1)
+hyper eps1 = 1e-30 in (0, inf)
+state r: rows = 0
+state c: cols = 0
+state m = 0
+step {
+	r = beta2 * r + (1 - beta2) * rowmean(g * g + eps1)
+	c = beta2 * c + (1 - beta2) * colmean(g * g + eps1)
+	m = beta1 * m + (1 - beta1) * g
+	theta = theta - lr * m / sqrt(r * c / mean(r))
+}
+"""
+# fibergen run's --tensors: each parameter's shape, all but the last dimension its rows
+SHAPED = ",".join("x".join(str(d) for d in s) for s in SHAPES)
+
+
+@pytest.fixture
+def factored(tmp_path: Path) -> Path:
+    path = tmp_path / "factored.dsl"
+    path.write_text(FACTORED)
+    return path
+
+
+def test_lines_match_fibergen_run(factored, fibergen_bin, tmp_path):
+    """Parameters of 2, 1 and 3 dimensions step as fibergen run steps them
+    with their shapes, bit for bit, and state[p] holds each one's row and
+    column states as --state-out writes them; not as one row each."""
+    n, steps = sum(int(np.prod(s)) for s in SHAPES), 5
+    theta, grads = data(n, steps, rng_seed=5)
+    np.save(tmp_path / "theta.npy", theta)
+    np.save(tmp_path / "grads.npy", grads)
+    args = ["--grads", str(tmp_path / "grads.npy"), "--sigma-w2", repr(SIGMA_W2)]
+    want = fibergen_run(fibergen_bin, factored, tmp_path, "go", *args, "--tensors", SHAPED,
+                        "--state-out", f"r={tmp_path / 'r.npy'}", "--state-out", f"c={tmp_path / 'c.npy'}")
+    flat = fibergen_run(fibergen_bin, factored, tmp_path, "go", *args,
+                        "--tensors", ",".join(str(int(np.prod(s))) for s in SHAPES))
+    assert want.tobytes() != flat.tobytes(), "the test cannot tell rows and columns from one row a tensor"
+
+    params = make_params(theta)
+    opt = ft.Optimizer(params, factored, seed=SEED)
+    opt.set_noise(SIGMA_W2)
+    got = step_on(opt, params, grads)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    for name, path in (("r", "r.npy"), ("c", "c.npy")):
+        lines = torch.cat([opt.state[p][name] for p in params]).numpy()
+        np.testing.assert_array_equal(lines.view(np.uint32), np.load(tmp_path / path).view(np.uint32))
+    assert opt.state[params[0]]["r"].shape == (7,) and opt.state[params[0]]["c"].shape == (13,)
+    assert opt.state[params[2]]["r"].shape == (15,) and opt.state[params[2]]["c"].shape == (11,)
+
+
+def test_lines_resume(factored):
+    """A state_dict saved after 3 steps, loaded into a fresh optimizer,
+    steps on as the run that saved it, line states included."""
+    n, steps = sum(int(np.prod(s)) for s in SHAPES), 5
+    theta, grads = data(n, steps, rng_seed=6)
+    params = make_params(theta)
+    opt = ft.Optimizer(params, factored, seed=SEED)
+    opt.set_noise(SIGMA_W2)
+    step_on(opt, params, grads[:3])
+    saved = opt.state_dict()
+    resumed_params = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    resumed = ft.Optimizer(resumed_params, factored, allow_resume_again=True)
+    resumed.load_state_dict(saved)
+    assert torch.equal(resumed.state[resumed_params[0]]["r"], opt.state[params[0]]["r"])
+    want, got = step_on(opt, params, grads[3:]), step_on(resumed, resumed_params, grads[3:])
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    for p, q in zip(params, resumed_params):
+        assert torch.equal(opt.state[p]["c"], resumed.state[q]["c"])
