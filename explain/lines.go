@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
@@ -15,6 +16,9 @@ type LineState struct {
 	Name string  `json:"name"`
 	Axis string  `json:"axis"`
 	Init float32 `json:"init"`
+	// Growth says that its own recursion is checked for growth, with its
+	// spectral radius at the setting; "" where it is not.
+	Growth string `json:"growth,omitempty"`
 }
 
 // HostLine is a value per row or column that the kernel reads: the host
@@ -35,7 +39,7 @@ func describeLines(p *interp.Program, h []float64) ([]LineState, []HostLine) {
 	}
 	p.InitLines(h, bufs) // h comes from ApplySettings, bufs from LineStates: cannot fail
 	for i, s := range p.Func.LineStates {
-		states = append(states, LineState{Name: s.Name, Axis: s.Axis.String(), Init: bufs[i][0]})
+		states = append(states, LineState{Name: s.Name, Axis: s.Axis.String(), Init: bufs[i][0], Growth: strings.TrimPrefix(growthNote(p.Func, s.Name, h), "; ")})
 	}
 	var lines []HostLine
 	for i, v := range ir.HostLines(p.Func.Step) {
@@ -49,7 +53,11 @@ func writeLines(w io.Writer, x *Explanation) {
 	if len(x.LineStates) > 0 {
 		fmt.Fprintf(w, "\nstates per row or column (host, float64, stored as float32):\n")
 		for _, s := range x.LineStates {
-			fmt.Fprintf(w, "  %-10s %s, initial %g\n", s.Name, lang.AxisWords[s.Axis].Per(), s.Init)
+			growth := ""
+			if s.Growth != "" {
+				growth = "; " + s.Growth
+			}
+			fmt.Fprintf(w, "  %-10s %s, initial %g%s\n", s.Name, lang.AxisWords[s.Axis].Per(), s.Init, growth)
 		}
 	}
 	if len(x.HostLines) > 0 {

@@ -234,36 +234,51 @@ func (l *lowerer) modelFilter(m *noise.Model, prefix string, symbols []*ir.Value
 func (l *lowerer) boundFilters(fn *ir.Func, f *dsl.File) {
 	var recursions map[string]*noise.Model
 	var recSymbols []*ir.Value
+	own := func(state string) (*noise.Model, []*ir.Value) { // the state's own recursion, if it has one
+		if recursions == nil {
+			recursions, recSymbols = noise.Recursions(fn, l.terms)
+		}
+		return recursions[state], recSymbols
+	}
 	for _, sn := range l.noise.States {
 		// A recursion that a reduction adds noise to grows as a model
 		// would; a state the noise reaches otherwise, or not at all, has
 		// its own recursion, if it has one.
 		m, symbols := cmp.Or(sn.Model, sn.Growth), l.noise.Symbols
 		if m == nil {
-			if recursions == nil {
-				recursions, recSymbols = noise.Recursions(fn, l.terms)
+			m, symbols = own(sn.State)
+		}
+		l.boundFilter(fn, f, sn.State, m, symbols, sn.Model != nil)
+	}
+	for _, s := range fn.LineStateNames() { // a state per row or column grows as its own recursion does
+		m, symbols := own(s)
+		l.boundFilter(fn, f, s, m, symbols, false)
+	}
+}
+
+// boundFilter gives state, whose recursion is m (nil: none), a Bounded
+// filter where no filter has its states, with its stability region where
+// the noise reaches it linearly (solved) and m is small, and reports a
+// default at which it is unstable.
+func (l *lowerer) boundFilter(fn *ir.Func, f *dsl.File, state string, m *noise.Model, symbols []*ir.Value, solved bool) {
+	if m == nil || slices.Contains(fn.NoiseBuffers(), state) ||
+		slices.ContainsFunc(fn.Filters, func(fl *ir.Filter) bool { return slices.Equal(fl.States, m.States) }) {
+		return
+	}
+	fl := l.addFilter(fn, m, symbols)
+	fl.Bounded = true
+	if len(m.States) <= maxRegionStates && solved {
+		if g, err := l.gain(fn, state); err == nil {
+			fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
+			if x := ClosedForm(g); x != nil {
+				fl.Expr = dsl.ExprString(x)
 			}
-			m, symbols = recursions[sn.State], recSymbols
 		}
-		if m == nil || slices.Contains(fn.NoiseBuffers(), sn.State) ||
-			slices.ContainsFunc(fn.Filters, func(fl *ir.Filter) bool { return slices.Equal(fl.States, m.States) }) {
-			continue
-		}
-		fl := l.addFilter(fn, m, symbols)
-		fl.Bounded = true
-		if len(m.States) <= maxRegionStates && sn.Model != nil {
-			if g, err := l.gain(fn, sn.State); err == nil {
-				fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
-				if x := ClosedForm(g); x != nil {
-					fl.Expr = dsl.ExprString(x)
-				}
-			}
-		}
-		// An unstable attenuation filter reported already says it.
-		if err := fn.CheckFilter(fl, fn.DefaultHypers()); err != nil && len(l.errs) == 0 {
-			l.errs.Addf(stateDecl(f, sn.State), "state %s at the defaults: %v; the defaults must be stable (--allow-unstable "+
-				"admits unstable settings given with --set, not defaults)", sn.State, err)
-		}
+	}
+	// An unstable attenuation filter reported already says it.
+	if err := fn.CheckFilter(fl, fn.DefaultHypers()); err != nil && len(l.errs) == 0 {
+		l.errs.Addf(stateDecl(f, state), "state %s at the defaults: %v; the defaults must be stable (--allow-unstable "+
+			"admits unstable settings given with --set, not defaults)", state, err)
 	}
 }
 

@@ -95,8 +95,18 @@ func TestBuildUnstableThroughReduction(t *testing.T) {
 		{"0.9", "0.1 * mean(g)", ""},
 		{"1.5", "(1 - rho) * g * g", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=1.5"}, // Adam's v: noise not linear, recursion checked
 		{"1.5", "mean(g) * theta", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=1.5"},
+		// a state per row or column: its own recursion, its input a row or column sum
+		{"1.5", "rowmean(g * g)", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=1.5"},
+		{"-1.5", "0.1 * colsum(g)", "x.dsl:3:7: state v at the defaults: the filter of state v is unstable at rho=-1.5"},
+		{"0.9", "rowmean(g * g)", ""},
+		{"1.5", "rowmean(g * g) * mean(v)", ""}, // feedback through a sum of its own values: not a fixed recursion, unchecked
 	} {
-		src := irtest.Program("hyper rho = "+tt.rho+"\nstate v = 0", "v = rho * v + "+tt.update+"\ntheta = theta - v")
+		decl, use := "state v = 0", "theta = theta - v"
+		if strings.Contains(tt.update, "row") || strings.Contains(tt.update, "col") {
+			axis := map[bool]string{true: "rows", false: "cols"}[strings.Contains(tt.update, "row")]
+			decl, use = "state v: "+axis+" = 0", "theta = theta - g * v"
+		}
+		src := irtest.Program("hyper rho = "+tt.rho+"\n"+decl, "v = rho * v + "+tt.update+"\n"+use)
 		f, info, errs := dsl.Parse("x.dsl", []byte(src))
 		if len(errs) > 0 {
 			t.Fatal(errs)

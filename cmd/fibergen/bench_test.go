@@ -230,7 +230,7 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{fiber, "--backend", "cuda", "--threads", "2"}, "--threads applies to the cpu and go backends, not cuda"},
 		{[]string{fiber, "--nope"}, "unknown flag --nope"},
 		{[]string{fiber, "--tensors", "1,1000", "--n", "5"}, "--tensors: the sizes sum to 1001, --n is 5 (give one of them)"},
-		{[]string{fiber, "--tensors", "1,0"}, `--tensors "1,0": want sizes N[,N...], each a whole number > 0`},
+		{[]string{fiber, "--tensors", "1,0"}, `--tensors "1,0": want sizes or shapes N[,RxC...], each dimension a whole number > 0`},
 		{[]string{fiber, "--tensors", "2147483647,2"}, "--tensors: the sizes sum to 2147483649, more than 2^31"},
 	} {
 		r := runBench(c.args...)

@@ -86,6 +86,9 @@ func (l *sizesFlag) Set(s string) error {
 			if err != nil || n <= 0 {
 				return errors.New("want sizes or shapes N[,RxC...], each dimension a whole number > 0")
 			}
+			if n > maxTensor/size(dims) {
+				return fmt.Errorf("%s: a tensor of more than 2^40 coordinates", f)
+			}
 			dims = append(dims, n)
 		}
 		shapes = append(shapes, dims)
@@ -93,6 +96,10 @@ func (l *sizesFlag) Set(s string) error {
 	*l = shapes
 	return nil
 }
+
+// maxTensor bounds a tensor's size, far above any buffer's, so that no
+// product of dimensions wraps.
+const maxTensor = 1 << 40
 
 // size is the number of coordinates of a tensor of shape dims.
 func size(dims []int) int {

@@ -123,6 +123,9 @@ type noiseAnalyzer struct {
 	stores     map[string]*ir.Value // the store of each state's new value
 	storeOrder []string             // the stored names, in the order of their stores
 	first      map[*ir.Value]bool   // the selects on the first step (ir.IsFirstStep), seen through
+	// lineVars: the states per row or column are variables too
+	// (Recursions), not coefficients that move.
+	lineVars bool
 }
 
 // newAnalyzer prepares the analysis of fn's step block; describe and terms
@@ -172,11 +175,12 @@ func Recursions(fn *ir.Func, terms []*ir.Value) (models map[string]*Model, symbo
 	groups := stateGroups(fn, terms)
 	var all []*ir.Value
 	index := map[string]int{} // the symbols' keys, shared so that every model's fractions index all
-	for _, s := range fn.States {
+	for _, s := range recurrent(fn) {
 		if models[s] != nil || groups[s] == nil {
 			continue
 		}
 		a := newAnalyzer(fn, nil, terms)
+		a.states, a.lineVars = append(recurrent(fn), ir.ThetaName), true // a state per row or column is a variable here too
 		a.symbols, a.symIndex = all, index
 		a.noisy = map[string]bool{}
 		for _, x := range groups[s] {
@@ -204,8 +208,9 @@ func stateGroups(fn *ir.Func, terms []*ir.Value) map[string][]string {
 		byName[ir.ReduceTerm(i)] = t
 	}
 	reads := map[string]map[string]bool{} // theta's, an input, left out: a cycle through it is none
+	states := recurrent(fn)
 	for _, st := range fn.Step.Stores() {
-		if slices.Contains(fn.States, st.Name) {
+		if slices.Contains(states, st.Name) {
 			reads[st.Name] = loadsOf(st.Args[0], byName)
 		}
 	}
@@ -225,11 +230,11 @@ func stateGroups(fn *ir.Func, terms []*ir.Value) map[string][]string {
 	}
 	out := map[string][]string{}
 	from := map[string]map[string]bool{}
-	for _, s := range fn.States {
+	for _, s := range states {
 		from[s] = reach(s)
 	}
-	for _, s := range fn.States {
-		for _, x := range fn.States {
+	for _, s := range states {
+		for _, x := range states {
 			if from[s][x] && from[x][s] { // s itself only where it reads itself: a recursion
 				out[s] = append(out[s], x)
 			}
@@ -237,6 +242,10 @@ func stateGroups(fn *ir.Func, terms []*ir.Value) map[string][]string {
 	}
 	return out
 }
+
+// recurrent are the states whose recursions Recursions models: those per
+// coordinate, then those per row or per column.
+func recurrent(fn *ir.Func) []string { return slices.Concat(fn.States, fn.LineStateNames()) }
 
 // loadsOf is the states (and theta, g) whose previous values v reads,
 // through the terms (by name) of the reductions it reads too.
@@ -446,12 +455,12 @@ func (a *noiseAnalyzer) throughReduction(args ...*ir.Value) form {
 
 // formOfOp derives v's form from its operation and its operands' forms.
 func (a *noiseAnalyzer) formOfOp(v *ir.Value) form {
-	if (v.Uniform || v.IsLine()) && v.Op != ir.OpStore && v.Op != ir.OpLoad {
+	if (v.Uniform || v.IsLine()) && !a.readsVariables(v.Args) && v.Op != ir.OpStore && v.Op != ir.OpLoad {
 		return form{kind: uniformForm, c: a.coefOf(v)}
 	}
 	switch v.Op {
 	case ir.OpLoad:
-		if v.IsLine() { // a coefficient of the coordinates of its line
+		if v.IsLine() && !(a.lineVars && a.noisy[v.Name]) { // a coefficient of the coordinates of its line
 			return form{kind: uniformForm, c: coef{moving: lineMoving}}
 		}
 		if !a.noisy[v.Name] {
@@ -481,6 +490,14 @@ func (a *noiseAnalyzer) formOfOp(v *ir.Value) form {
 		}
 	}
 	return a.nonlinear(v, nonlinearVerb(v.Op), v.Args...)
+}
+
+// readsVariables reports whether a value of args reads the variables,
+// linearly or not: a line value does where Recursions takes a state per
+// row or column for one, and it is then no coefficient, nor is a value
+// that reads it (a sum of it over the lines).
+func (a *noiseAnalyzer) readsVariables(args []*ir.Value) bool {
+	return a.lineVars && slices.ContainsFunc(args, func(x *ir.Value) bool { k := a.forms[x].kind; return k == linearForm || k == nonlinearForm })
 }
 
 // carriesNoise reports whether v reads the noise, from its operands'
