@@ -387,7 +387,7 @@ func (c *checker) checkStorage(d *StateDecl) {
 		c.errorf(d.Type.NamePos, "state %s is declared %s and %s: a state holds one value per row or one per column, not both (a value per coordinate is a state without either)", d.Name.Name, d.Axis.Name, d.Type.Name)
 	case d.Axis != nil:
 		c.errorf(d.Type.NamePos, "state %s is %s and holds float32: it is one value a %s, where a storage type saves nothing; remove %s", d.Name.Name, lang.AxisWords[d.Axis.Name].Per(), lang.AxisWords[d.Axis.Name].Line(), d.Type.Name)
-	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)) && d.Axis == nil && (editDistance(d.Type.Name, "rows") == 1 || editDistance(d.Type.Name, "cols") == 1):
+	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)) && d.Axis == nil && nearAxis(d.Type.Name) != "":
 		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s (did you mean %s, a state per %s?)", d.Type.Name, lang.DTypeList("and"), nearAxis(d.Type.Name), lang.AxisWords[nearAxis(d.Type.Name)].Line())
 	case !slices.Contains(lang.DTypes, lang.DType(d.Type.Name)):
 		c.errorf(d.Type.NamePos, "unknown storage type %s: fibergen stores %s", d.Type.Name, lang.DTypeList("and"))
@@ -401,10 +401,14 @@ func (c *checker) checkStorage(d *StateDecl) {
 	}
 }
 
-// nearAxis is the axis word, rows or cols, one edit from word.
+// nearAxis is the axis word that word misspells or says otherwise (row,
+// column, columns), or "".
 func nearAxis(word string) string {
-	if editDistance(word, "rows") == 1 {
+	switch {
+	case editDistance(word, "rows") == 1:
 		return "rows"
+	case editDistance(word, "cols") == 1 || word == "column" || word == "columns":
+		return "cols"
 	}
-	return "cols"
+	return ""
 }

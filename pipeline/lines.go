@@ -43,7 +43,7 @@ func CompileKernels(path string, src []byte, params ir.Storage) (*Unit, dsl.Erro
 // column reduction of f.
 func refuseLines(f *dsl.File) dsl.ErrorList {
 	var errs dsl.ErrorList
-	const why = "no target compiles states per row or per column yet: run it on the reference (fibergen run --backend go; backend=\"go\" in PyTorch; docs/dsl.md, \"Rows and columns\")"
+	const why = "no target compiles states per row or per column yet: the reference runs it (fibergen run --backend go --tensors RxC; the PyTorch binding on the CPU; docs/dsl.md, \"Rows and columns\")"
 	for _, s := range f.States {
 		if s.Axis != nil {
 			errs.Addf(s.Axis.NamePos, "state %s is %s: %s", s.Name.Name, lang.AxisWords[s.Axis.Name].Per(), why)
@@ -53,7 +53,7 @@ func refuseLines(f *dsl.File) dsl.ErrorList {
 		dsl.Inspect(a.RHS, func(x dsl.Expr) bool {
 			if call, ok := x.(*dsl.CallExpr); ok {
 				if _, line := lang.LineReductions[call.Fun.Name]; line {
-					errs.Addf(call.Fun.NamePos, "%s: no target compiles row or column reductions yet: run it on the reference (fibergen run --backend go)", call.Fun.Name)
+					errs.Addf(call.Fun.NamePos, "%s: no target compiles row or column reductions yet: the reference runs them (fibergen run --backend go)", call.Fun.Name)
 				}
 			}
 			return true

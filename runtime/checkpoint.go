@@ -394,7 +394,7 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 	}
 	var lines [][][]float32
 	h.Lines, lines = o.linesHeader()
-	nLines, err := linesValues(&h)
+	nLines, err := linesValues(&h, math.MaxInt64/4)
 	if err != nil {
 		return err
 	}
@@ -795,11 +795,14 @@ func decode(data []byte) (*checkpoint, *loadError) {
 		return nil, corrupted("malformed header: data after the JSON object")
 	}
 	h := &c.h
-	nLines, lerr := linesValues(h)
+	if h.N < 0 || h.N > int64(len(raw)) {
+		return nil, corrupted("the header's %d buffers of %d values do not make the %d bytes of data", len(h.Buffers), h.N, len(raw))
+	}
+	nLines, lerr := linesValues(h, max(int64(len(raw))/4-h.N*int64(len(h.Buffers)), 0))
 	if lerr != nil {
 		return nil, corrupted("%v", lerr)
 	}
-	if h.N < 0 || h.N > int64(len(raw)) || uint64(len(raw)) != 4*(uint64(h.N)*uint64(len(h.Buffers))+uint64(nLines)) {
+	if uint64(len(raw)) != 4*(uint64(h.N)*uint64(len(h.Buffers))+uint64(nLines)) {
 		return nil, corrupted("the header's %d buffers of %d values and %d values of line states do not make the %d bytes of data", len(h.Buffers), h.N, nLines, len(raw))
 	}
 	if h.Step < 0 || h.Step > maxCheckpointStep {

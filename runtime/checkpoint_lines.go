@@ -43,10 +43,13 @@ func (o *Optimizer) linesHeader() ([]checkpointLines, [][][]float32) {
 }
 
 // linesValues is the number of floats the line states of the header's
-// entries hold, or an error where the entries are not a checkpoint's: out
-// of the buffers, overlapping, out of order, of a shape that does not
-// hold their coordinates, or of an unknown axis.
-func linesValues(h *checkpointHeader) (int64, error) {
+// entries hold, at most limit, or an error where the entries are not a
+// checkpoint's: overlapping, out of order, of a shape that does not hold
+// their coordinates, of an unknown axis, or of more values than limit —
+// each checked before it is used, so that no count wraps and decodeLines
+// allocates no more than the data holds. Whether they fit the optimizer's
+// buffers is matchLines's.
+func linesValues(h *checkpointHeader, limit int64) (int64, error) {
 	var perRows, perCols, total int64
 	for _, s := range h.LineStates {
 		switch s.Axis {
@@ -58,18 +61,29 @@ func linesValues(h *checkpointHeader) (int64, error) {
 			return 0, fmt.Errorf("line state %s along %q, not rows or cols", s.Name, s.Axis)
 		}
 	}
-	end, extent := int64(0), h.N // the trainer's buffers are not saved (N = 0), the line states are
-	for _, t := range h.Tensors {
-		extent = max(extent, t.Offset+t.Len)
-	}
+	end := int64(0)
 	for _, e := range h.Lines {
-		if e.Offset < end || e.Len < 1 || e.Offset > extent-e.Len || e.Rows < 1 || e.Cols < 1 || e.Rows > e.Len || e.Rows*e.Cols != e.Len {
-			return 0, fmt.Errorf("line states of %d × %d over [%d, %d) in buffers of %d after %d", e.Rows, e.Cols, e.Offset, e.Offset+e.Len, extent, end)
+		if e.Offset < end || e.Len < 1 || e.Offset > math.MaxInt64-e.Len || e.Rows < 1 || e.Cols < 1 || e.Len%e.Cols != 0 || e.Rows != e.Len/e.Cols {
+			return 0, fmt.Errorf("line states of %d × %d over [%d, %d) after %d", e.Rows, e.Cols, e.Offset, e.Offset+e.Len, end)
 		}
 		end = e.Offset + e.Len
-		total += perRows*e.Rows + perCols*e.Cols
+		var ok bool
+		if total, ok = addBounded(total, perRows, e.Rows, limit); ok {
+			total, ok = addBounded(total, perCols, e.Cols, limit)
+		}
+		if !ok {
+			return 0, fmt.Errorf("line states of more values than the %d the data holds", limit)
+		}
 	}
 	return total, nil
+}
+
+// addBounded is total + k·n where that is at most limit (all >= 0).
+func addBounded(total, k, n, limit int64) (int64, bool) {
+	if k != 0 && n > (limit-total)/k {
+		return 0, false
+	}
+	return total + k*n, true
 }
 
 // writeLines writes the line states vals of the header's entries.
@@ -114,11 +128,14 @@ func (o *Optimizer) matchLines(h *checkpointHeader) *loadError {
 		return mismatch("checkpoint holds the line states %v, this optimizer %v", h.LineStates, want)
 	}
 	for _, e := range h.Lines {
+		if e.Offset+e.Len > int64(o.n) {
+			return mismatch("checkpoint holds line states of coordinates [%d, %d), past this optimizer's %d", e.Offset, e.Offset+e.Len, o.n)
+		}
 		lo, hi := int(e.Offset), int(e.Offset+e.Len)
 		for _, t := range o.tensors {
 			switch {
 			case t.Offset == lo && t.Offset+t.Len == hi:
-				if s := lineShape(t.Shape, t.Len); s != (interp.Shape{Rows: int(e.Rows), Cols: int(e.Cols)}) {
+				if s := lineShape(t.shape, t.Len); s != (interp.Shape{Rows: int(e.Rows), Cols: int(e.Cols)}) {
 					return mismatch("checkpoint holds line states of tensor %s as %d × %d, this optimizer steps it as %d × %d", t.Name, e.Rows, e.Cols, s.Rows, s.Cols)
 				}
 			case t.Offset < hi && lo < t.Offset+t.Len:

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
@@ -43,25 +45,36 @@ func (o *Optimizer) RegisterShaped(name string, params []float32, shape ...int) 
 	}
 	t, err := o.Register(name, params)
 	if err == nil {
-		t.Shape = slices.Clone(shape)
+		t.shape = slices.Clone(shape)
 	}
 	return t, err
 }
 
 // SetShape gives the tensor a shape, as RegisterShaped does: a range of
-// the trainer's buffers (RegisterRange) takes its shape so, before the
-// first step.
+// the trainer's buffers (RegisterRange) takes its shape so. A tensor's
+// shape is fixed once it has line states — from its first step, or from a
+// checkpoint loaded — and by any step.
 func (t *Tensor) SetShape(shape ...int) error {
 	defer t.o.lock()()
-	if t.o.back != nil {
-		return fmt.Errorf("runtime: tensor %s: a shape is given before the first step", t.Name)
+	if _, ok := t.o.lines[t.key()]; ok || t.o.t > 0 {
+		return fmt.Errorf("runtime: tensor %s: a shape is given before the optimizer steps (or loads a checkpoint of line states)", t.Name)
 	}
 	if err := checkShape(shape, t.Len); err != nil {
 		return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
 	}
-	t.Shape = slices.Clone(shape)
+	t.shape = slices.Clone(shape)
 	return nil
 }
+
+// Shape is the tensor's dimensions: RegisterShaped's or SetShape's, or
+// Register's one dimension.
+func (t *Tensor) Shape() []int {
+	defer t.o.lock()()
+	return slices.Clone(t.dims())
+}
+
+// key is the key of the tensor's line states.
+func (t *Tensor) key() linesKey { return linesKey{t.Offset, t.Offset + t.Len} }
 
 // checkShape refuses a shape that does not hold n values.
 func checkShape(shape []int, n int) error {
@@ -75,10 +88,10 @@ func checkShape(shape []int, n int) error {
 // dims is the tensor's shape: RegisterShaped's, or Register's one
 // dimension.
 func (t *Tensor) dims() []int {
-	if t.Shape == nil {
+	if t.shape == nil {
 		return []int{t.Len}
 	}
-	return t.Shape
+	return t.shape
 }
 
 // rowsCols are the rows and columns of a tensor of shape: the product of
@@ -87,13 +100,16 @@ func rowsCols(shape []int) (rows, cols int, err error) {
 	if len(shape) == 0 {
 		return 0, 0, fmt.Errorf("a shape needs a dimension at least")
 	}
-	rows = 1
+	rows, n := 1, 1 // n: the product so far, checked not to wrap
 	for i, d := range shape {
-		if d < 0 {
+		switch {
+		case d < 0:
 			return 0, 0, fmt.Errorf("dimension %d of shape %v is negative", i, shape)
+		case d != 0 && n > math.MaxInt/d:
+			return 0, 0, fmt.Errorf("shape %v holds more values than an int counts", shape)
 		}
-		if i < len(shape)-1 {
-			rows *= d
+		if n *= d; i < len(shape)-1 {
+			rows = n
 		}
 	}
 	return rows, shape[len(shape)-1], nil
@@ -128,6 +144,7 @@ func checkLinesBackend(fn *ir.Func, b Backend) error {
 // (g privatized as the step privatizes it), with its shape and line states
 // given to its host part.
 func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
+	o.linesMade = nil // a refused step's
 	noise := o.noiseRanges(a.Segments[len(a.Segments)-1].Hi, a.Offset)
 	var segs []backend.Segment
 	for _, t := range o.reduceTensors(a, noise) {
@@ -169,16 +186,19 @@ func (o *Optimizer) reduceLines(a backend.Step, t reduceTensor) (*interp.Reduced
 func (o *Optimizer) linesOf(t reduceTensor, shape interp.Shape) ([][]float32, error) {
 	key := linesKey{t.lo, t.hi}
 	if tl, ok := o.lines[key]; ok {
+		if tl.shape != shape { // SetShape refuses it: a guard
+			return nil, fmt.Errorf("its line states are of %d × %d, its shape %d × %d", tl.shape.Rows, tl.shape.Cols, shape.Rows, shape.Cols)
+		}
 		return tl.states, nil
 	}
 	ls, err := o.newLines(shape, t.hypers)
 	if err != nil {
 		return nil, err
 	}
-	if o.lines == nil {
-		o.lines = map[linesKey]*tensorLines{}
+	if o.linesMade == nil {
+		o.linesMade = map[linesKey]*tensorLines{}
 	}
-	o.lines[key] = &tensorLines{shape, ls}
+	o.linesMade[key] = &tensorLines{shape, ls} // the optimizer's once the step runs (commitLines)
 	return ls, nil
 }
 
@@ -192,24 +212,30 @@ func (o *Optimizer) newLines(shape interp.Shape, h []float64) ([][]float32, erro
 	return ls, o.prog.InitLines(h, ls)
 }
 
-// commitLines writes the line states' new values of step a, which ran.
-func commitLines(a backend.Step) {
+// commitLines writes the line states' new values of step a, which ran,
+// and keeps the line states it made.
+func (o *Optimizer) commitLines(a backend.Step) {
 	for _, s := range a.Segments {
 		s.Host.CommitLines()
 	}
+	if o.lines == nil && o.linesMade != nil {
+		o.lines = map[linesKey]*tensorLines{}
+	}
+	maps.Copy(o.lines, o.linesMade)
+	o.linesMade = nil
 }
 
 // lineState is a copy of the tensor's line state k: one value per row or
 // column, its initial values before its first step.
 func (t *Tensor) lineState(k int) ([]float32, error) {
-	if tl, ok := t.o.lines[linesKey{t.Offset, t.Offset + t.Len}]; ok {
+	if tl, ok := t.o.lines[t.key()]; ok {
 		return slices.Clone(tl.states[k]), nil
 	}
 	h := t.o.hypers
 	if t.hypers != nil {
 		h = t.hypers
 	}
-	ls, err := t.o.newLines(lineShape(t.Shape, t.Len), h)
+	ls, err := t.o.newLines(lineShape(t.shape, t.Len), h)
 	if err != nil {
 		return nil, err
 	}

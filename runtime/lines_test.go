@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -312,5 +313,94 @@ func TestRegisterShapedRefuses(t *testing.T) {
 	}
 	if _, err := o.RegisterShaped("w", make([]float32, 6), 1, 2, 3); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestLinesCheckpointHostile: a checkpoint whose line entries do not hold
+// their coordinates, or announce more values than its data holds, is
+// refused as corrupted before anything is allocated for them, without a
+// panic.
+func TestLinesCheckpointHostile(t *testing.T) {
+	data := linesManifest(t)
+	theta, grads := linesInputs(1)
+	o, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ts := registerLines(t, o, theta)
+	if err := o.SetNoise(runtime.Noise{SigmaW2: 1e-4, Draw: true}); err != nil {
+		t.Fatal(err)
+	}
+	stepLines(t, o, ts, grads)
+	good := saveBytes(t, o)
+	for name, entry := range map[string]map[string]any{
+		"cols past the tensor": {"offset": 0, "len": 4, "rows": 4, "cols": int64(1)<<62 + 1},
+		"counts that wrap":     {"offset": 0, "len": int64(1) << 62, "rows": int64(1) << 31, "cols": int64(1) << 31},
+		"end that wraps":       {"offset": int64(1) << 62, "len": int64(1)<<62 + int64(1)<<61, "rows": 1, "cols": int64(1)<<62 + int64(1)<<61},
+		"no rows":              {"offset": 0, "len": 15, "rows": 0, "cols": 15},
+	} {
+		bad := rewrite(t, good, func(h map[string]any) { h["lines"].([]any)[0] = entry })
+		fresh, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go, StateDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		registerLines(t, fresh, theta)
+		if err := fresh.LoadFrom(bytes.NewReader(bad)); !errors.Is(err, runtime.ErrCheckpointCorrupted) {
+			t.Errorf("%s: %v, want a corrupted checkpoint", name, err)
+		}
+		fresh.Close()
+	}
+}
+
+// TestLinesShapeFixed: a tensor's shape is fixed from its first step on;
+// a step that is refused makes no line states, which then start at the
+// hypers the tensor next steps with.
+func TestLinesShapeFixed(t *testing.T) {
+	src := "optimizer fixed\nhyper a = 1 in [0, inf)\nstate r: rows = a\nstep {\n\tr = 0.5 * r + 0.5 * a\n\ttheta = theta - (1 / sum(r - a)) * g\n}\n"
+	u, errs, err := pipeline.Check("fixed.dsl", []byte(src))
+	if err != nil || len(errs) > 0 {
+		t.Fatal(err, errs)
+	}
+	m, err := manifest.New(u.Func, "fixed.dsl", []byte(src), manifest.Kernels{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	tn, err := o.RegisterShaped("w", make([]float32, 6), 2, 3)
+	if err == nil {
+		err = o.SetNoise(runtime.Noise{SigmaW2: 0.01, Draw: true})
+	}
+	if err == nil {
+		err = tn.SetGrad(make([]float32, 6))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Step(); err == nil || !strings.Contains(err.Error(), "+Inf") {
+		t.Fatalf("a step dividing by sum(r - a) = 0: %v, want it refused", err)
+	}
+	if err := o.SetHyper("a", 2); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := tn.State("r"); err != nil || !slices.Equal(r, []float32{2, 2}) {
+		t.Errorf("r after a refused step and a = 2: %v %v, want [2 2]", r, err)
+	}
+	if err := tn.SetShape(3, 2); err != nil {
+		t.Errorf("SetShape before any step ran: %v", err)
+	}
+	if got := tn.Shape(); !slices.Equal(got, []int{3, 2}) {
+		t.Errorf("Shape() = %v, want [3 2]", got)
+	}
+	if err := tn.SetShape(6, 1, 1<<62); err == nil || !strings.Contains(err.Error(), "holds more values than an int counts") {
+		t.Errorf("a shape whose product wraps: %v", err)
 	}
 }

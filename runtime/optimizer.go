@@ -227,7 +227,10 @@ type Optimizer struct {
 	ghost    *ghostScales              // ClipScales' last, not yet taken (takeGhost)
 	red      reduceState               // the reduction pass's (reduce.go)
 	lines    map[linesKey]*tensorLines // each tensor's line states, Func.LineStates order (lines.go)
-	mu       sync.Mutex                // held by every method but the immutable Name, Manifest, ManifestHash (lock)
+	// linesMade are the line states the step being made made, the
+	// optimizer's once it runs (commitLines).
+	linesMade map[linesKey]*tensorLines
+	mu        sync.Mutex // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
 
 // lock serialises the optimizer's methods: an Optimizer is safe for use by
@@ -843,7 +846,7 @@ func (o *Optimizer) Step() error {
 	if err := o.stepOn(backend.Memory{}, a); err != nil {
 		return err
 	}
-	commitLines(a)
+	o.commitLines(a)
 	o.t++
 	o.released()
 	if err := o.runDiagnostics(backend.Memory{}, a); err != nil {

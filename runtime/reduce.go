@@ -101,7 +101,7 @@ func (o *Optimizer) reduceTensors(a backend.Step, noise []noiseRange) []reduceTe
 		if t.hypers != nil {
 			h = t.hypers
 		}
-		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: h, sigmaW2: sigmaW2At(noise, t.Offset), shape: t.Shape})
+		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: h, sigmaW2: sigmaW2At(noise, t.Offset), shape: t.shape})
 		lo = t.Offset + t.Len
 	}
 	gap(hi)

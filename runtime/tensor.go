@@ -15,8 +15,9 @@ import (
 type Tensor struct {
 	Name        string
 	Offset, Len int
-	// Shape is the dimensions given to RegisterShaped; nil: one row.
-	Shape    []int
+	// shape is the dimensions given to RegisterShaped or SetShape; nil:
+	// one row (Shape).
+	shape    []int
 	o        *Optimizer
 	init     []float32 // the values given to Register, until the buffers exist
 	bad      int       // the first non-finite entry of the last SetGrad, or -1

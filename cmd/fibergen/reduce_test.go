@@ -3,6 +3,7 @@ package main
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestLinesBuildAndRun(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"build", src, "-o", filepath.Join(dir, "out")}, []string{"lines.dsl:8:9: state r is per row: no target compiles states per row or per column yet: run it on the reference (fibergen run --backend go", "lines.dsl:12:32: rowmean:"}},
+		{[]string{"build", src, "-o", filepath.Join(dir, "out")}, []string{"lines.dsl:8:9: state r is per row: no target compiles states per row or per column yet: the reference runs it (fibergen run --backend go --tensors RxC; the PyTorch binding on the CPU", "lines.dsl:12:32: rowmean:"}},
 		{append(run, "--backend", "cpu"), []string{"fibergen run: runtime: lines has states per row or per column, which only Backend go (the reference) runs yet"}},
 	} {
 		r := runMain(c.args...)
@@ -129,8 +130,12 @@ func TestLinesBuildAndRun(t *testing.T) {
 		t.Error("a refused build or run wrote output")
 	}
 	rOut, cOut := filepath.Join(dir, "r.npy"), filepath.Join(dir, "c.npy")
-	if r := runMain(append(run, "--state-out", "r="+rOut, "--state-out", "c="+cOut)...); r.code != 0 {
+	if r := runMain(append(run, "--state-out", "r="+rOut, "--state-out", "c="+cOut)...); r.code != 0 || strings.Contains(r.stderr, "warning") {
 		t.Fatalf("run --backend go: exit %d, stderr %q", r.code, r.stderr)
+	}
+	flat := append(slices.Clone(run[:len(run)-1]), "6")
+	if r := runMain(flat...); r.code != 0 || !strings.Contains(r.stderr, "fibergen run: warning: lines has states per row or per column (or row and column sums), and no tensor has a shape: each is one row") {
+		t.Errorf("run --tensors 6: exit %d, stderr %q; want a warning that each tensor is one row", r.code, r.stderr)
 	}
 	for path, n := range map[string]int{out: 6, rOut: 2, cOut: 3} {
 		if a := readNPY(t, path); len(a.Data) != n {

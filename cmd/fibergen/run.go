@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/fibergen/fibergen/internal/fileout"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/npy"
@@ -177,8 +178,19 @@ func (o *runOptions) check(u *pipeline.Unit, stderr io.Writer) (in runArrays, er
 	if err := o.checkOutputs(); err != nil {
 		return in, err
 	}
-	warn(stderr, "run", warnings)
+	warn(stderr, "run", append(warnings, o.shapesWarning(u.Func)...))
 	return in, nil
+}
+
+// shapesWarning warns where fn reads each tensor's rows and columns and
+// --tensors gives no tensor two dimensions: each is then one row, and a
+// factored state is no factoring.
+func (o *runOptions) shapesWarning(fn *ir.Func) []string {
+	if !fn.HasLines() || slices.ContainsFunc(o.tensorSizes, func(dims []int) bool { return len(dims) > 1 }) {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s has states per row or per column (or row and column sums), and no tensor has a shape: "+
+		"each is one row; give theta's tensors' shapes with --tensors RxC[,...]", fn.Name)}
 }
 
 // read reads the run's inputs and returns them with the number of steps.

@@ -481,7 +481,7 @@ class Optimizer(torch.optim.Optimizer):
                 g.ranges = [f'param_groups[{i}]["params"][{j}]' for j in range(len(parts))]  # what a refusal names
                 for name, (a, b), p in zip(g.ranges, parts, self.param_groups[i]["params"]):
                     self._handle.register_range(name, b - a)
-                    if self._info["lines"] and b > a:  # its rows and columns: all dimensions but the last, and the last
+                    if self._info["lines"] and b - a == p.numel():  # this rank's (or empty): its rows and columns
                         self._handle.set_tensor_shape(name, list(p.shape) or [1])
             elif len(self._shard["parts"]) > 1:
                 g.ranges = [g.name]
@@ -536,9 +536,10 @@ class Optimizer(torch.optim.Optimizer):
         for i, pg in enumerate(self.param_groups):
             for name, p in zip(self._groups[i].ranges if self._info["line_states"] else [], pg["params"]):
                 if p in self.state:
+                    rows, cols = (p.shape[:-1].numel(), p.shape[-1]) if p.dim() else (1, 1)  # the runtime's rows and columns
                     for s in self._info["line_states"]:
-                        n = p.shape[:-1].numel() if s["axis"] == "rows" and p.dim() > 0 else (p.shape[-1] if p.dim() > 0 else 1)
-                        self._line_views.append((name, s["name"], self.state[p].setdefault(s["name"], torch.empty(n))))
+                        n = rows if s["axis"] == "rows" else cols
+                        self._line_views.append((name, s["name"], self.state[p].setdefault(s["name"], torch.empty(n, dtype=torch.float32))))
         self._read_lines()
 
     def _read_lines(self) -> None:
@@ -546,7 +547,8 @@ class Optimizer(torch.optim.Optimizer):
         ``state[p]`` (the runtime keeps them: they are copies, refreshed
         after every step and load)."""
         for rng, name, t in self._line_views:
-            self._handle.tensor_state(rng, name, t.data_ptr(), t.numel())
+            if t.numel():
+                self._handle.tensor_state(rng, name, t.data_ptr(), t.numel())
 
     def _ptrs(self) -> list[int]:
         """The shard's buffers, theta, g, states, as addresses."""
@@ -663,7 +665,7 @@ class Optimizer(torch.optim.Optimizer):
                                 "the optimizer was created: add every parameter group when constructing it")
         theta, size = self._bases[0], self._theta.element_size()
         for i, (p, off) in enumerate(zip(params, self._offs)):
-            if p.data_ptr() != theta + size * off or p.device != self._device:
+            if p.numel() and p.data_ptr() != theta + size * off or p.device != self._device:  # an empty one has no address
                 raise FibergenError(
                     f"fibergen: parameter {i} is no longer a view of the optimizer's flat buffer (p.data replaced, "
                     "the model moved with .to()/.cuda(), or another optimizer took it over): create the optimizer "
@@ -1081,6 +1083,9 @@ class Optimizer(torch.optim.Optimizer):
         another value (g) has none the binding can give until then. With a
         ``process_group`` every rank enters the block, as for ``lookahead``:
         the parameters are gathered."""
+        if name in [s["name"] for s in self._info["line_states"]]:
+            raise ValueError(f"fibergen: {name} is a state per row or per column of {self._info['name']}, not a point the "
+                             "parameters can be put at: at_state takes a state per coordinate")
         if name not in self._states:
             raise ValueError(f"fibergen: {self._info['name']} has no state {name!r} (its states: {', '.join(self._states)})")
         if name in self._info["noise_buffers"]:

@@ -88,3 +88,42 @@ def test_lines_resume(factored):
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     for p, q in zip(params, resumed_params):
         assert torch.equal(opt.state[p]["c"], resumed.state[q]["c"])
+
+
+def test_lines_odd_parameters(factored):
+    """Parameters of no dimension, one, four, and empty ones step; each
+    one's row and column states have the runtime's lengths, in float32
+    whatever torch's default dtype; at_state refuses a state per row."""
+    torch.manual_seed(0)
+    ps = [torch.nn.Parameter(torch.randn(3, 4)), torch.nn.Parameter(torch.randn(3)), torch.nn.Parameter(torch.tensor(0.5)),
+          torch.nn.Parameter(torch.randn(2, 1, 3, 2)), torch.nn.Parameter(torch.zeros(0, 5)), torch.nn.Parameter(torch.zeros(0))]
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        opt = ft.Optimizer(ps, factored, seed=SEED)
+    finally:
+        torch.set_default_dtype(default)
+    opt.set_noise(SIGMA_W2)
+    for _ in range(3):
+        for p in ps:
+            p.grad.copy_(torch.full_like(p, 0.01))
+        opt.step()
+    want = {0: (3, 4), 1: (1, 3), 2: (1, 1), 3: (6, 2), 4: (0, 5), 5: (1, 0)}
+    for i, (rows, cols) in want.items():
+        r, c = opt.state[ps[i]]["r"], opt.state[ps[i]]["c"]
+        assert (r.shape, c.shape, r.dtype) == ((rows,), (cols,), torch.float32), i
+    assert torch.all(opt.state[ps[0]]["r"] > 0) and torch.all(opt.state[ps[3]]["c"] > 0)
+    with pytest.raises(ValueError, match="r is a state per row or per column of factored"):
+        with opt.at_state("r"):
+            pass
+
+
+def test_empty_parameter_steps(generated):
+    """A parameter of no coordinates, whose storage has no address, steps
+    with the others (any optimizer)."""
+    ps = [torch.nn.Parameter(torch.ones(4)), torch.nn.Parameter(torch.zeros(0))]
+    opt = ft.Optimizer(ps, generated / "dp_adamw", seed=SEED)
+    opt.set_noise(SIGMA_W2)
+    ps[0].grad.fill_(0.1)
+    opt.step()
+    assert opt.steps == 1 and not torch.equal(ps[0].detach(), torch.ones(4))
