@@ -44,7 +44,7 @@ package runtime
 //	                   accounting ("accounting" absent: rdp, as before PLD)
 //	"n"                coordinates per buffer
 //	"tensors"          [{"name", "offset", "len"}, ...] in registration order, with
-//	                   "shape" (RegisterShaped's, or [len]) for an optimizer with line states
+//	                   "shape" (Tensor.Shape) for an optimizer that reads rows and columns
 //	"buffers"          the buffers of the data in order: "theta", then the
 //	                   states in the manifest's order
 //	"states"           {"n", "sha256"} where the trainer owns the buffers and
@@ -280,8 +280,8 @@ type checkpointTensor struct {
 	Name   string `json:"name"`
 	Offset int64  `json:"offset"`
 	Len    int64  `json:"len"`
-	// Shape is the tensor's (RegisterShaped), recorded for an optimizer
-	// with line states only, whose steps it changes.
+	// Shape is the tensor's (Tensor.Shape), recorded for an optimizer that
+	// reads rows and columns only, whose steps it changes.
 	Shape []int `json:"shape,omitempty"`
 }
 

@@ -1423,7 +1423,7 @@ class Optimizer(torch.optim.Optimizer):
             raise bad(f"a state of a run in {mode!r} noise mode, this optimizer draws in {self.noise_mode!r} mode: a run "
                       f"resumes in the noise mode it drew in (pass secure={mode == 'secure'} to the Optimizer)")
         if meta.get("shapes") != self._shapes():
-            raise bad("the parameter groups differ in number or shape from the state_dict's")
+            raise bad(f"the parameter groups differ from the state_dict's: {_shapes_differ(meta.get('shapes'), self._shapes())}")
         if (meta.get("world_size"), meta.get("rank")) != (self._world, self._rank):
             raise bad(f"state of rank {meta.get('rank')} of {meta.get('world_size')}, "
                       f"this is rank {self._rank} of {self._world}")
@@ -1498,6 +1498,20 @@ def _param_storage(params: list[Any], rounding: str) -> str:
                              "nothing: it applies to bfloat16 and float16 ones")
         storage += " stochastic"
     return storage
+
+
+def _shapes_differ(saved: Any, mine: list[list[list[int]]]) -> str:
+    """The first difference between a state_dict's parameter shapes (per
+    group) and the optimizer's: a group's count or a parameter's shape."""
+    if not isinstance(saved, list) or len(saved) != len(mine):
+        return f"{len(mine)} parameter groups here, the state_dict's {_short(saved)}"
+    for i, (theirs, ours) in enumerate(zip(saved, mine)):
+        if not isinstance(theirs, list) or len(theirs) != len(ours):
+            return f"param_groups[{i}] holds {len(ours)} parameters here, the state_dict's {_short(theirs)}"
+        for j, (a, b) in enumerate(zip(theirs, ours)):
+            if a != b:
+                return f'param_groups[{i}]["params"][{j}] has shape {b} here, {a} in the state_dict'
+    return "they differ"
 
 
 def _group_params(group: dict) -> list[Any]:

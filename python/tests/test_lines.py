@@ -127,3 +127,14 @@ def test_empty_parameter_steps(generated):
     ps[0].grad.fill_(0.1)
     opt.step()
     assert opt.steps == 1 and not torch.equal(ps[0].detach(), torch.ones(4))
+
+
+def test_lines_resume_into_another_shape(factored):
+    """A state_dict of a 3 × 5 weight does not load into a 5 × 3 one: the
+    refusal names the parameter and both shapes."""
+    a = [torch.nn.Parameter(torch.ones(3, 5))]
+    opt = ft.Optimizer(a, factored, seed=SEED)
+    saved = opt.state_dict()
+    other = ft.Optimizer([torch.nn.Parameter(torch.ones(5, 3))], factored, seed=SEED)
+    with pytest.raises(ft.FibergenError, match=r'param_groups\[0\]\["params"\]\[0\] has shape \[5, 3\] here, \[3, 5\] in the state_dict'):
+        other.load_state_dict(saved)
