@@ -18,8 +18,8 @@ import (
 // (RegisterShaped) has all but its last dimension as rows; a tensor
 // registered without one, and the coordinates between tensors, are one
 // row. The runtime keeps each tensor's line states in host memory; a
-// tensor's start at their initial values at its first step, with the hypers
-// it steps with. Backend Go runs them (the interpreter computes the row and
+// tensor's start at their initial values at its first step that runs, with
+// the hypers it steps with. Backend Go runs them (the interpreter computes the row and
 // column sums, the host part and the step); the host kernel and the PTX do
 // not compute them yet, and Open refuses the other backends.
 
@@ -231,11 +231,7 @@ func (t *Tensor) lineState(k int) ([]float32, error) {
 	if tl, ok := t.o.lines[t.key()]; ok {
 		return slices.Clone(tl.states[k]), nil
 	}
-	h := t.o.hypers
-	if t.hypers != nil {
-		h = t.hypers
-	}
-	ls, err := t.o.newLines(lineShape(t.shape, t.Len), h)
+	ls, err := t.o.newLines(lineShape(t.shape, t.Len), t.setting())
 	if err != nil {
 		return nil, err
 	}

@@ -116,16 +116,22 @@ func (o *Optimizer) initialValues(h []float64) ([]float32, error) {
 	return out, nil
 }
 
+// setting is the hypers the tensor steps with: its own, else the
+// optimizer's.
+func (t *Tensor) setting() []float64 {
+	if t.hypers != nil {
+		return t.hypers
+	}
+	return t.o.hypers
+}
+
 // HyperValues returns every hyper's name and the value the tensor steps
 // with: its own where SetHypers set one (or derived from them), else the
 // optimizer's.
 func (t *Tensor) HyperValues() []Hyper {
 	o := t.o
 	defer o.lock()()
-	h := o.hypers
-	if t.hypers != nil {
-		h = t.hypers
-	}
+	h := t.setting()
 	out := make([]Hyper, len(h))
 	for i, hy := range o.prog.Func.Hypers {
 		out[i] = Hyper{Name: hy.Name, Value: h[i]}

@@ -97,11 +97,7 @@ func (o *Optimizer) reduceTensors(a backend.Step, noise []noiseRange) []reduceTe
 			continue
 		}
 		gap(t.Offset)
-		h := o.hypers
-		if t.hypers != nil {
-			h = t.hypers
-		}
-		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: h, sigmaW2: sigmaW2At(noise, t.Offset), shape: t.shape})
+		out = append(out, reduceTensor{name: t.Name, lo: t.Offset, hi: t.Offset + t.Len, hypers: t.setting(), sigmaW2: sigmaW2At(noise, t.Offset), shape: t.shape})
 		lo = t.Offset + t.Len
 	}
 	gap(hi)
