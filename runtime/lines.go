@@ -147,8 +147,10 @@ func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
 	o.linesMade = nil // a refused step's
 	noise := o.noiseRanges(a.Segments[len(a.Segments)-1].Hi, a.Offset)
 	var segs []backend.Segment
-	for _, t := range o.reduceTensors(a, noise) {
-		red, err := o.reduceLines(a, t)
+	ts := o.reduceTensors(a, noise)
+	g := o.keepPrivatized(&a, ts)
+	for _, t := range ts {
+		red, err := o.reduceLines(a, t, g)
 		if err != nil {
 			return a, fmt.Errorf("runtime: tensor %s: %w", t.name, err)
 		}
@@ -163,13 +165,47 @@ func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
 	return a, nil
 }
 
-// reduceLines is what the host part of step a reads of tensor t.
-func (o *Optimizer) reduceLines(a backend.Step, t reduceTensor) (*interp.Reduced, error) {
+// keepPrivatized draws the noise of step a into the gradient once, on
+// every thread, into the Go backend's kept gradient, which the reductions
+// and then the step read (a.Kept: the step draws none; decision 127), and
+// returns that gradient; the gradient buffer where a draws none, where a
+// noise block draws it in the step, or where no reduction reads it.
+func (o *Optimizer) keepPrivatized(a *backend.Step, ts []reduceTensor) []float32 {
+	g := o.bufs[ir.GradBuffer].F32
+	b, ok := o.back.(*cpuBackend)
+	if !ok || a.Noise.Mode == rng.Off || o.prog.Func.Noise != nil || o.prog.Func.Reduce == nil {
+		return g
+	}
+	b.kept.Passing()
+	if len(b.kept.Buf) != len(g) {
+		b.kept.Buf = make([]float32, len(g))
+	}
+	nz, kept := a.Noise, b.kept.Buf
+	var work []func() error
+	for _, t := range ts {
+		sigma := rng.SigmaW(t.sigmaW2)
+		for _, c := range segmentChunks(t.lo, t.hi, b.threads, goPiece) {
+			work = append(work, func() error {
+				nz.Privatize(kept[c[0]:c[1]], g[c[0]:c[1]], sigma, uint64(a.Offset)+uint64(c[0]))
+				return nil
+			})
+		}
+	}
+	runLimited(work, max(b.threads, 1)) // the work returns no error
+	b.kept.Passed(true)
+	a.Kept, a.Noise.Mode = true, rng.Off
+	return kept
+}
+
+// reduceLines is what the host part of step a reads of tensor t, whose
+// gradient is g's (keepPrivatized).
+func (o *Optimizer) reduceLines(a backend.Step, t reduceTensor, g []float32) (*interp.Reduced, error) {
 	n := t.hi - t.lo
 	shape := lineShape(t.shape, n)
 	red := &interp.Reduced{Numel: n}
 	if o.prog.Func.Reduce != nil {
 		bufs := widenRange(o.bufs, t.lo, t.hi)
+		bufs[ir.GradBuffer] = g[t.lo:t.hi]
 		nz := &interp.Noise{Stream: a.Noise, SigmaW: rng.SigmaW(t.sigmaW2), Offset: uint64(a.Offset) + uint64(t.lo)}
 		var err error
 		if red, err = o.prog.ReduceShaped(o.prog.ReduceScalars(t.hypers, o.t, t.sigmaW2), nz, bufs, shape); err != nil {
