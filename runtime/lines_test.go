@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/tests/oracle"
 )
 
 // linesSrc is Adafactor's factored second moment with a per-tensor norm
@@ -35,13 +37,16 @@ step {
 
 // linesManifest is the manifest of linesSrc, which fibergen build does not
 // compile yet: Backend Go needs no kernel.
-func linesManifest(t *testing.T) []byte {
+func linesManifest(t *testing.T) []byte { return linesManifestOf(t, "lines.dsl", linesSrc) }
+
+// linesManifestOf is the manifest, without kernels, of src read from path.
+func linesManifestOf(t *testing.T, path, src string) []byte {
 	t.Helper()
-	u, errs, err := pipeline.Check("lines.dsl", []byte(linesSrc))
+	u, errs, err := pipeline.Check(path, []byte(src))
 	if err != nil || len(errs) > 0 {
 		t.Fatal(err, errs)
 	}
-	m, err := manifest.New(u.Func, "lines.dsl", []byte(linesSrc), manifest.Kernels{})
+	m, err := manifest.New(u.Func, path, []byte(src), manifest.Kernels{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,4 +408,91 @@ func TestLinesShapeFixed(t *testing.T) {
 	if err := tn.SetShape(6, 1, 1<<62); err == nil || !strings.Contains(err.Error(), "holds more values than an int counts") {
 		t.Errorf("a shape whose product wraps: %v", err)
 	}
+}
+
+// factoredAdam is docs/dsl.md's factored Adam ("Rows and columns").
+const factoredAdam = `optimizer factored_adam
+hyper lr = 1e-3 in [0, inf)
+hyper beta1 = 0.9 in [0, 1)
+hyper beta2 = 0.999 in [0, 1)
+hyper eps1 = 1e-30 in (0, inf)
+hyper wd = 0.01 in [0, inf)
+state m = 0
+state r: rows = 0
+state c: cols = 0
+step {
+	m = beta1 * m + (1 - beta1) * g
+	r = beta2 * r + (1 - beta2) * rowmean(g * g + eps1)
+	c = beta2 * c + (1 - beta2) * colmean(g * g + eps1)
+	v = r * c / mean(r) / (1 - beta2 ** (t + 1))
+	theta = theta - lr * (m / (1 - beta1 ** (t + 1)) / sqrt(v) + wd * theta)
+}
+`
+
+// TestLinesOracle holds the factored Adam of docs/dsl.md, without noise,
+// on Backend go, to the float64 FactoredAdam of tests/oracle over each
+// tensor of linesTensors, each with its own rows and columns. The bound
+// is float32's, as TestReduceOracles's: each step rounds θ (half an ulp
+// of |θ| < 4) and computes an update whose relative error is some dozens
+// of roundings (sums over up to 4101 terms, chunked as the docs say); the
+// same tensors stepped as one row each, which the bound must tell apart,
+// move θ by orders more.
+func TestLinesOracle(t *testing.T) {
+	const steps = 3
+	data := linesManifestOf(t, "factored_adam.dsl", factoredAdam)
+	theta, grads := linesInputs(steps)
+	o, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ts := registerLines(t, o, theta)
+	if err := o.SetNoise(runtime.Noise{SigmaW2: 0}); err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Concat(stepLines(t, o, ts, grads)...)
+	h := oracle.AdamW{Lr: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-30, Wd: 0.01}
+	want, moved := factoredOracle(h, theta, grads, false)
+	oneRow, _ := factoredOracle(h, theta, grads, true)
+	bound := steps * (0x1p-23*2 + 0x1p-17*moved)
+	apart := 0.0
+	for i := range got {
+		if d := math.Abs(float64(got[i]) - want[i]); d > bound {
+			t.Fatalf("theta[%d] = %v, the float64 oracle's %v (off by %.3g > %.3g)", i, got[i], want[i], d, bound)
+		}
+		apart = max(apart, math.Abs(oneRow[i]-want[i]))
+	}
+	if apart < 100*bound {
+		t.Errorf("the oracle over one row a tensor is within %.3g of the factored one: the bound %.3g cannot tell them apart", apart, bound)
+	}
+}
+
+// factoredOracle runs FactoredAdam over each tensor of linesTensors, each
+// one row where oneRow; it returns θ and the most any coordinate moved.
+func factoredOracle(h oracle.AdamW, theta32 []float32, grads [][]float32, oneRow bool) (theta []float64, moved float64) {
+	theta = make([]float64, len(theta32))
+	for i, x := range theta32 {
+		theta[i] = float64(x)
+	}
+	off := 0
+	for _, lt := range linesTensors {
+		n := lt.rows * lt.cols
+		rows, cols := lt.rows, lt.cols
+		if oneRow {
+			rows, cols = 1, n
+		}
+		o := oracle.NewFactoredAdam(h, rows, cols)
+		for _, g := range grads {
+			g64 := make([]float64, n)
+			for i := range g64 {
+				g64[i] = float64(g[off+i])
+			}
+			o.Step(theta[off:off+n], g64)
+		}
+		off += n
+	}
+	for i, x := range theta {
+		moved = max(moved, math.Abs(x-float64(theta32[i])))
+	}
+	return theta, moved
 }

@@ -10,7 +10,9 @@
 // AdEMAMix (Pagliardini et al. 2025; ademamix.go),
 // BLT DP-SGD and BLT DP-Adam, whose gradient carries correlated noise
 // from a buffered linear Toeplitz filter (Dvijotham et al. 2024; blt.go),
-// and LAMB and LARS, which step each tensor by its own norms (reduce.go).
+// LAMB and LARS, which step each tensor by its own norms (reduce.go), and
+// Adam with Adafactor's factored second moment, states per row and per
+// column of each tensor (Shazeer & Stern 2018; factored.go).
 //
 // The code is transcribed from the paper's equations and never from
 // fibergen's DSL, IR or generated code, so that a bug shared by every
