@@ -54,6 +54,8 @@ def sharded_step(rank: int, out: Path, gen: Path, name: str) -> None:
     same_params = bool((flat(ps).view(np.uint32) == flat(rps).view(np.uint32)).all())
     same_states = all(torch.equal(s, rg.states[k][g.lo - rg.lo:g.hi - rg.lo])
                       for g, rg in zip(opt._groups, ref._groups) for k, s in enumerate(g.states))
+    same_states &= all(torch.equal(opt.state[p][s["name"]], ref.state[q][s["name"]])  # states per row or column
+                       for p, q in zip(ps, rps) if p in opt.state for s in opt._info["line_states"])
     own = sum(g.n for g in opt._groups)
     np.save(out / f"sharded-{rank}.npy", np.array([same_params, same_states, own, opt.steps], dtype=np.int64))
 

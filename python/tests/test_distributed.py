@@ -34,6 +34,20 @@ def ranks(tmp: Path, scenario: str, generated: Path, name: str, world: int = 2) 
 OWN = {"fiber": (560, 560), "dp_adamw": (560, 560), "lamb": (30, 1090), "lars": (30, 1090)}
 
 
+def test_lines_sharded_match_one_process(tmp_path):
+    """States per row and per column under ZeRO: each rank steps its whole
+    parameters on the reference, and its parameters, states and line states
+    agree bit for bit with one process's."""
+    from test_lines import FACTORED_ADAM
+    dsl = tmp_path / "factored_adam.dsl"
+    dsl.write_text(FACTORED_ADAM)
+    ranks(tmp_path, "sharded", tmp_path, str(dsl))
+    for r in range(2):
+        same_params, same_states, own, steps = np.load(tmp_path / f"sharded-{r}.npy")
+        assert same_params and same_states and steps == 20, f"rank {r} differs from the unsharded step"
+        assert own == (30, 1090)[r]
+
+
 @pytest.mark.parametrize("name", list(OWN))
 def test_sharded_step_matches_one_process(name, generated, tmp_path):
     ranks(tmp_path, "sharded", generated, name)
