@@ -146,12 +146,15 @@ func checkLinesBackend(fn *ir.Func, b Backend) error {
 func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
 	o.linesMade = nil // a refused step's
 	noise := o.noiseRanges(a.Segments[len(a.Segments)-1].Hi, a.Offset)
-	var segs []backend.Segment
 	ts := o.reduceTensors(a, noise)
-	g := o.keepPrivatized(&a, ts)
-	for _, t := range ts {
-		red, err := o.reduceLines(a, t, g)
-		if err != nil {
+	reds, err := o.reduceAll(a, ts, o.keepPrivatized(&a, ts))
+	if err != nil {
+		return a, err
+	}
+	var segs []backend.Segment
+	for i, t := range ts {
+		red := reds[i]
+		if red.LineStates, err = o.linesOf(t, red.Shape); err != nil {
 			return a, fmt.Errorf("runtime: tensor %s: %w", t.name, err)
 		}
 		host := o.prog.HostScalarsReduced(t.hypers, o.t, t.sigmaW2, red)
@@ -163,6 +166,35 @@ func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
 	}
 	a.Segments = segs
 	return a, nil
+}
+
+// reduceAll computes each tensor's reductions and row and column sums over
+// its buffers, with g for the gradient (keepPrivatized), the tensors on
+// every thread: each one's Reduced, with its shape (and only that where
+// the step reads no reduction).
+func (o *Optimizer) reduceAll(a backend.Step, ts []reduceTensor, g []float32) ([]*interp.Reduced, error) {
+	reds := make([]*interp.Reduced, len(ts))
+	var work []func() error
+	for i, t := range ts {
+		n := t.hi - t.lo
+		reds[i] = &interp.Reduced{Numel: n, Shape: lineShape(t.shape, n)}
+		if o.prog.Func.Reduce == nil {
+			continue
+		}
+		scalars := o.prog.ReduceScalars(t.hypers, o.t, t.sigmaW2)
+		work = append(work, func() error {
+			bufs := widenRange(o.bufs, t.lo, t.hi)
+			bufs[ir.GradBuffer] = g[t.lo:t.hi]
+			nz := &interp.Noise{Stream: a.Noise, SigmaW: rng.SigmaW(t.sigmaW2), Offset: uint64(a.Offset) + uint64(t.lo)}
+			red, err := o.prog.ReduceShaped(scalars, nz, bufs, reds[i].Shape)
+			if err != nil {
+				return fmt.Errorf("runtime: tensor %s: %w", t.name, err)
+			}
+			reds[i] = red
+			return nil
+		})
+	}
+	return reds, runLimited(work, o.opts.threads())
 }
 
 // keepPrivatized draws the noise of step a into the gradient once, on
@@ -195,26 +227,6 @@ func (o *Optimizer) keepPrivatized(a *backend.Step, ts []reduceTensor) []float32
 	b.kept.Passed(true)
 	a.Kept, a.Noise.Mode = true, rng.Off
 	return kept
-}
-
-// reduceLines is what the host part of step a reads of tensor t, whose
-// gradient is g's (keepPrivatized).
-func (o *Optimizer) reduceLines(a backend.Step, t reduceTensor, g []float32) (*interp.Reduced, error) {
-	n := t.hi - t.lo
-	shape := lineShape(t.shape, n)
-	red := &interp.Reduced{Numel: n}
-	if o.prog.Func.Reduce != nil {
-		bufs := widenRange(o.bufs, t.lo, t.hi)
-		bufs[ir.GradBuffer] = g[t.lo:t.hi]
-		nz := &interp.Noise{Stream: a.Noise, SigmaW: rng.SigmaW(t.sigmaW2), Offset: uint64(a.Offset) + uint64(t.lo)}
-		var err error
-		if red, err = o.prog.ReduceShaped(o.prog.ReduceScalars(t.hypers, o.t, t.sigmaW2), nz, bufs, shape); err != nil {
-			return nil, err
-		}
-	}
-	ls, err := o.linesOf(t, shape)
-	red.Shape, red.LineStates = shape, ls
-	return red, err
 }
 
 // linesOf returns tensor t's line states, made at their initial values at
