@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/ir/interp"
-	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -111,21 +110,10 @@ func TestNoSilentFallback(t *testing.T) {
 func TestSetNoise(t *testing.T) {
 	const sigmaW2 = 0.04
 	theta, grads := inputs(6)
-	m, err := manifest.Decode(compiledFiber(t).Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := m.Func()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := interp.New(fn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := programOf(t, compiledFiber(t).Manifest)
 	for _, draw := range []bool{true, false} {
 		want := slices.Clone(theta)
-		ref := interp.Engine{P: p, Hypers: fn.DefaultHypers(), Noise: draw, Seed: 2026}
+		ref := interp.Engine{P: p, Hypers: p.Func.DefaultHypers(), Noise: draw, Seed: 2026}
 		if _, err := ref.Run(want, slices.Concat(grads...), sigmaW2); err != nil {
 			t.Fatal(err)
 		}

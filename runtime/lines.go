@@ -157,9 +157,8 @@ func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
 		if red.LineStates, err = o.linesOf(t, red.Shape); err != nil {
 			return a, fmt.Errorf("runtime: tensor %s: %w", t.name, err)
 		}
-		host := o.prog.HostScalarsReduced(t.hypers, o.t, t.sigmaW2, red)
-		seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, t.sigmaW2)}
-		if err := o.checkReduced(t, seg); err != nil {
+		seg, err := o.tensorSegment(t, red)
+		if err != nil {
 			return a, err
 		}
 		segs = append(segs, seg)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -83,7 +85,7 @@ var linesTensors = []linesTensor{
 // gradient privatized with the same noise: bit for bit.
 func TestLinesGoBackend(t *testing.T) {
 	data := linesManifest(t)
-	p := linesProgram(t, data)
+	p := programOf(t, data)
 	const steps, sigmaW2, seed = 3, 1e-4, 2026
 	theta, grads := linesInputs(steps)
 	for _, threads := range []int{1, 3} {
@@ -119,8 +121,8 @@ func TestLinesGoBackend(t *testing.T) {
 	}
 }
 
-// linesProgram is the interpreter of the manifest data.
-func linesProgram(t *testing.T, data []byte) *interp.Program {
+// programOf is the interpreter of the manifest data.
+func programOf(t *testing.T, data []byte) *interp.Program {
 	t.Helper()
 	m, err := manifest.Decode(data)
 	if err != nil {
@@ -410,24 +412,24 @@ func TestLinesShapeFixed(t *testing.T) {
 	}
 }
 
-// factoredAdam is docs/dsl.md's factored Adam ("Rows and columns").
-const factoredAdam = `optimizer factored_adam
-hyper lr = 1e-3 in [0, inf)
-hyper beta1 = 0.9 in [0, 1)
-hyper beta2 = 0.999 in [0, 1)
-hyper eps1 = 1e-30 in (0, inf)
-hyper wd = 0.01 in [0, inf)
-state m = 0
-state r: rows = 0
-state c: cols = 0
-step {
-	m = beta1 * m + (1 - beta1) * g
-	r = beta2 * r + (1 - beta2) * rowmean(g * g + eps1)
-	c = beta2 * c + (1 - beta2) * colmean(g * g + eps1)
-	v = r * c / mean(r) / (1 - beta2 ** (t + 1))
-	theta = theta - lr * (m / (1 - beta1 ** (t + 1)) / sqrt(v) + wd * theta)
+// factoredAdam reads docs/dsl.md's factored Adam ("Rows and columns"),
+// checking that the docs show it as it is.
+func factoredAdam(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "tests", "testdata", "lines", "factored_adam.dsl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "dsl.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src[strings.Index(string(src), "optimizer "):])
+	if !strings.Contains(string(doc), body) {
+		t.Error("docs/dsl.md does not show tests/testdata/lines/factored_adam.dsl as it is")
+	}
+	return string(src)
 }
-`
 
 // TestLinesOracle holds the factored Adam of docs/dsl.md, without noise,
 // on Backend go, to the float64 FactoredAdam of tests/oracle over each
@@ -439,7 +441,7 @@ step {
 // move θ by orders more.
 func TestLinesOracle(t *testing.T) {
 	const steps = 3
-	data := linesManifestOf(t, "factored_adam.dsl", factoredAdam)
+	data := linesManifestOf(t, "factored_adam.dsl", factoredAdam(t))
 	theta, grads := linesInputs(steps)
 	o, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go})
 	if err != nil {
@@ -448,6 +450,9 @@ func TestLinesOracle(t *testing.T) {
 	defer o.Close()
 	ts := registerLines(t, o, theta)
 	if err := o.SetNoise(runtime.Noise{SigmaW2: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetHyper("wd", 0.01); err != nil {
 		t.Fatal(err)
 	}
 	got := slices.Concat(stepLines(t, o, ts, grads)...)

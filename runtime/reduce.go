@@ -47,10 +47,8 @@ func (o *Optimizer) reduced(m backend.Memory, a backend.Step) (backend.Step, err
 	var segs []backend.Segment
 	for i, part := range r.Split(partials) {
 		t, n := ts[i], ts[i].hi-ts[i].lo
-		red := o.prog.Finish(termRows(part, reduce.ReduceChunks(n)), n)
-		host := o.prog.HostScalarsReduced(t.hypers, o.t, t.sigmaW2, red)
-		seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, t.sigmaW2)}
-		if err := o.checkReduced(t, seg); err != nil {
+		seg, err := o.tensorSegment(t, o.prog.Finish(termRows(part, reduce.ReduceChunks(n)), n))
+		if err != nil {
 			return a, err
 		}
 		segs = append(segs, seg)
@@ -133,6 +131,15 @@ func termRows(partials []float32, chunks int) [][]float32 {
 		out = append(out, partials[i:i+chunks])
 	}
 	return out
+}
+
+// tensorSegment is the step's segment over tensor t, with the host
+// scalars of its reductions red (and, with lines, its shape and line
+// states), or the error of one that is not finite (checkReduced).
+func (o *Optimizer) tensorSegment(t reduceTensor, red *interp.Reduced) (backend.Segment, error) {
+	host := o.prog.HostScalarsReduced(t.hypers, o.t, t.sigmaW2, red)
+	seg := backend.Segment{Lo: t.lo, Hi: t.hi, Host: host, Scalars: o.prog.KernelScalars(host, t.sigmaW2)}
+	return seg, o.checkReduced(t, seg)
 }
 
 // checkReduced refuses a segment whose host scalars are not all finite;

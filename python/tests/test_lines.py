@@ -15,6 +15,8 @@ import torch
 import fibergen.torch as ft
 from test_exact import SEED, SHAPES, SIGMA_W2, data, fibergen_run, make_params, step_on
 
+ROOT = Path(__file__).resolve().parents[2]
+
 # A factored second moment (Adafactor's, Shazeer & Stern 2018) on the
 # privatized gradient.
 FACTORED = """optimizer factored
@@ -34,23 +36,7 @@ step {
 """
 # docs/dsl.md's factored Adam, with decoupled weight decay (test_distributed
 # steps it sharded, a group with a weight decay of its own).
-FACTORED_ADAM = """optimizer factored_adam
-hyper lr = 1e-3 in [0, inf)
-hyper beta1 = 0.9 in [0, 1)
-hyper beta2 = 0.999 in [0, 1)
-hyper eps1 = 1e-30 in (0, inf)
-hyper wd = 0 in [0, inf)
-state m = 0
-state r: rows = 0
-state c: cols = 0
-step {
-	m = beta1 * m + (1 - beta1) * g
-	r = beta2 * r + (1 - beta2) * rowmean(g * g + eps1)
-	c = beta2 * c + (1 - beta2) * colmean(g * g + eps1)
-	v = r * c / mean(r) / (1 - beta2 ** (t + 1))
-	theta = theta - lr * (m / (1 - beta1 ** (t + 1)) / sqrt(v) + wd * theta)
-}
-"""
+FACTORED_ADAM = (ROOT / "tests" / "testdata" / "lines" / "factored_adam.dsl").read_text()
 # fibergen run's --tensors: each parameter's shape, all but the last dimension its rows
 SHAPED = ",".join("x".join(str(d) for d in s) for s in SHAPES)
 
