@@ -117,3 +117,19 @@ func TestBuildUnstableThroughReduction(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildUnstableBesideLines: a state per coordinate that reads a state
+// per row fed by its own row sums is checked on its own recursion, the row
+// value an input (it is the same along the row), as before states per row
+// were variables of the growth check.
+func TestBuildUnstableBesideLines(t *testing.T) {
+	src := "optimizer x\nstate r: rows = 0\nstate v = 0\nstep {\n\tq = r\n\tr = 0.9 * r + rowmean(v)\n\tv = 1.5 * v + q + g * g\n\ttheta = theta - 0.001 * g / sqrt(v + 1)\n}\n"
+	f, info, errs := dsl.Parse("x.dsl", []byte(src))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	_, _, err := lower.Build(f, info)
+	if want := "x.dsl:3:7: state v at the defaults: the filter of state v is unstable"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}

@@ -147,7 +147,8 @@ func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
 	o.linesMade = nil // a refused step's
 	noise := o.noiseRanges(a.Segments[len(a.Segments)-1].Hi, a.Offset)
 	ts := o.reduceTensors(a, noise)
-	reds, err := o.reduceAll(a, ts, o.keepPrivatized(&a, ts))
+	g := o.keepPrivatized(&a, ts) // before a is read again: it sets a.Kept and turns the step's draw off
+	reds, err := o.reduceAll(a, ts, g)
 	if err != nil {
 		return a, err
 	}

@@ -170,45 +170,55 @@ func (a *noiseAnalyzer) formsOf(b *ir.Block) {
 // g * g: M = [[b2]]; FiBeR's v reads gt * gt, an input from a group of its
 // own). The growth check of the states the noise does not reach linearly
 // takes them (lower's boundFilters); symbols are the models' variables.
+// The states per coordinate are modelled among themselves, a value per row
+// or column an input (along a row it is the same at every coordinate, so
+// the coordinates' differences grow by the state's own recursion); the
+// states per row or column then among all states, as variables too.
 func Recursions(fn *ir.Func, terms []*ir.Value) (models map[string]*Model, symbols []*ir.Value) {
 	models = map[string]*Model{}
-	groups := stateGroups(fn, terms)
 	var all []*ir.Value
 	index := map[string]int{} // the symbols' keys, shared so that every model's fractions index all
-	for _, s := range recurrent(fn) {
-		if models[s] != nil || groups[s] == nil {
-			continue
+	for _, lines := range []bool{false, true} {
+		states, modelled := fn.States, fn.States
+		if lines {
+			states, modelled = recurrent(fn), fn.LineStateNames()
 		}
-		a := newAnalyzer(fn, nil, terms)
-		a.states, a.lineVars = append(recurrent(fn), ir.ThetaName), true // a state per row or column is a variable here too
-		a.symbols, a.symIndex = all, index
-		a.noisy = map[string]bool{}
-		for _, x := range groups[s] {
-			a.noisy[x] = true
-		}
-		a.markTerms() // the other states, theta among them, stay inputs: the group's recursion alone
-		a.formsOf(fn.Step)
-		for _, x := range groups[s] {
-			if m, _, kind := a.model(x); m != nil && kind != varyingModel && slices.Equal(m.States, groups[s]) {
-				models[x] = m
+		groups := stateGroups(fn, terms, states)
+		for _, s := range modelled {
+			if models[s] != nil || groups[s] == nil {
+				continue
 			}
+			a := newAnalyzer(fn, nil, terms)
+			a.states, a.lineVars = append(slices.Clone(states), ir.ThetaName), lines
+			a.symbols, a.symIndex = all, index
+			a.noisy = map[string]bool{}
+			for _, x := range groups[s] {
+				a.noisy[x] = true
+			}
+			a.markTerms() // the other states, theta among them, stay inputs: the group's recursion alone
+			a.formsOf(fn.Step)
+			for _, x := range groups[s] {
+				if m, _, kind := a.model(x); m != nil && kind != varyingModel && slices.Equal(m.States, groups[s]) && slices.Contains(modelled, x) {
+					models[x] = m
+				}
+			}
+			all = a.symbols
 		}
-		all = a.symbols
 	}
 	return models, all
 }
 
 // stateGroups maps each state that reads its own previous value, through
 // the step's values and the reductions' terms, to the states of its cycle
-// of dependences in declaration order (itself among them): x and y are in
-// one group when each one's update reads the other's previous value.
-func stateGroups(fn *ir.Func, terms []*ir.Value) map[string][]string {
+// of dependences in declaration order (itself among them), among states:
+// x and y are in one group when each one's update reads the other's
+// previous value.
+func stateGroups(fn *ir.Func, terms []*ir.Value, states []string) map[string][]string {
 	byName := map[string]*ir.Value{}
 	for i, t := range terms {
 		byName[ir.ReduceTerm(i)] = t
 	}
 	reads := map[string]map[string]bool{} // theta's, an input, left out: a cycle through it is none
-	states := recurrent(fn)
 	for _, st := range fn.Step.Stores() {
 		if slices.Contains(states, st.Name) {
 			reads[st.Name] = loadsOf(st.Args[0], byName)

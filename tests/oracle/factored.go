@@ -4,11 +4,14 @@ import "math"
 
 // FactoredAdam is Adam with Adafactor's factored second moment (Shazeer &
 // Stern 2018, "Adafactor: Adaptive Learning Rates with Sublinear Memory
-// Cost", Algorithm 4 with β1 > 0 and without update clipping) on one
-// tensor of Rows × Cols: R and C are the running means of G² + ε1 along
-// each row and each column, V̂ = R Cᵀ / mean(R) — the paper's R Cᵀ / 1ᵀR
-// with sums, written with means — and both moments are bias-corrected:
-// θ −= η (m̂ / √V̂ + λ θ). H.Eps is the paper's ε1, added under the square.
+// Cost"): the paper's Adam (its Algorithm 2, β1 > 0, both moments
+// bias-corrected, a constant β2) with Algorithm 4's factored estimate, on
+// one tensor of Rows × Cols — R and C the running means of G² + ε1 along
+// each row and each column, V̂ = R Cᵀ / mean(R), the paper's R Cᵀ / 1ᵀR
+// with sums written with means — and an absolute step with decoupled
+// weight decay, θ −= η (m̂ / √V̂ + λ θ): not Algorithm 4's increasing β̂2t,
+// relative step or update clipping. H.Eps is the paper's ε1, under the
+// square.
 type FactoredAdam struct {
 	H          AdamW
 	Rows, Cols int
