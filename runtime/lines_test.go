@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/pipeline"
@@ -500,4 +501,78 @@ func factoredOracle(h oracle.AdamW, theta32 []float32, grads [][]float32, oneRow
 		moved = max(moved, math.Abs(x-float64(theta32[i])))
 	}
 	return theta, moved
+}
+
+// TestLinesTrainerBuffers: on the trainer's buffers, with no tensor
+// registered (one row of all the coordinates), the runtime keeps the line
+// states, saves them in its checkpoint (which holds none of the buffers)
+// and a fresh optimizer on the same buffers resumes them: its next step
+// is the first one's next step, bit for bit.
+func TestLinesTrainerBuffers(t *testing.T) {
+	data := linesManifest(t)
+	open := func(bufs [][]float32) *runtime.Optimizer {
+		o, err := runtime.OpenCompiled(runtime.Compiled{Manifest: data}, runtime.Options{Backend: runtime.Go, StateDir: t.TempDir()})
+		if err == nil {
+			err = o.UseBuffers(bufs)
+		}
+		if err == nil {
+			err = o.SetNoise(runtime.Noise{SigmaW2: 1e-4, Draw: true})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+	step := func(o *runtime.Optimizer) {
+		if err := o.GradientWritten(); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bufs := make([][]float32, len(linesManifestBuffers(t, data)))
+	for i := range bufs {
+		bufs[i] = make([]float32, 6)
+	}
+	for i := range bufs[ir.GradBuffer] {
+		bufs[ir.GradBuffer][i] = 0.1 * float32(i+1)
+	}
+	a := open(bufs)
+	step(a)
+	var saved bytes.Buffer
+	if err := a.SaveTo(&saved, bufs[ir.FirstState:]...); err != nil {
+		t.Fatal(err)
+	}
+	copies := make([][]float32, len(bufs)) // the trainer's copy of its buffers, saved beside the checkpoint
+	for i := range bufs {
+		copies[i] = slices.Clone(bufs[i])
+	}
+	states := slices.Clone(copies[ir.FirstState:])
+	for i := range states {
+		states[i] = slices.Clone(states[i])
+	}
+	b := open(copies) // which starts its states
+	if err := b.LoadFrom(bytes.NewReader(saved.Bytes()), states...); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range states { // the trainer restores its states
+		copy(copies[ir.FirstState+i], s)
+	}
+	step(a)
+	step(b)
+	if d := floatbits.Diff(bufs[ir.ThetaBuffer], copies[ir.ThetaBuffer]); d != "" {
+		t.Errorf("the resumed step: %s", d)
+	}
+}
+
+// linesManifestBuffers are the buffers the manifest data lists.
+func linesManifestBuffers(t *testing.T, data []byte) []manifest.Buffer {
+	t.Helper()
+	m, err := manifest.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Buffers
 }
