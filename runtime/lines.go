@@ -8,6 +8,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/backend"
 )
@@ -169,32 +170,56 @@ func (o *Optimizer) linesReduced(a backend.Step) (backend.Step, error) {
 }
 
 // reduceAll computes each tensor's reductions and row and column sums over
-// its buffers, with g for the gradient (keepPrivatized), the tensors on
-// every thread: each one's Reduced, with its shape (and only that where
-// the step reads no reduction).
+// its buffers, with g for the gradient (keepPrivatized), every tensor's
+// pieces of whole chunks on every thread, as the reduction pass runs them:
+// each one's Reduced, with its shape (and only that where the step reads
+// no reduction).
 func (o *Optimizer) reduceAll(a backend.Step, ts []reduceTensor, g []float32) ([]*interp.Reduced, error) {
 	reds := make([]*interp.Reduced, len(ts))
+	if o.prog.Func.Reduce == nil {
+		for i, t := range ts {
+			reds[i] = &interp.Reduced{Numel: t.hi - t.lo, Shape: lineShape(t.shape, t.hi-t.lo)}
+		}
+		return reds, nil
+	}
+	parts, vals := make([][][]float32, len(ts)), make([][][]float32, len(ts))
 	var work []func() error
 	for i, t := range ts {
-		n := t.hi - t.lo
-		reds[i] = &interp.Reduced{Numel: n, Shape: lineShape(t.shape, n)}
-		if o.prog.Func.Reduce == nil {
-			continue
-		}
-		scalars := o.prog.ReduceScalars(t.hypers, o.t, t.sigmaW2)
-		work = append(work, func() error {
-			bufs := widenRange(o.bufs, t.lo, t.hi)
-			bufs[ir.GradBuffer] = g[t.lo:t.hi]
-			nz := &interp.Noise{Stream: a.Noise, SigmaW: rng.SigmaW(t.sigmaW2), Offset: uint64(a.Offset) + uint64(t.lo)}
-			red, err := o.prog.ReduceShaped(scalars, nz, bufs, reds[i].Shape)
-			if err != nil {
-				return fmt.Errorf("runtime: tensor %s: %w", t.name, err)
-			}
-			reds[i] = red
-			return nil
-		})
+		parts[i], vals[i] = o.prog.ShapedPartials(t.hi - t.lo)
+		work = append(work, o.reducePieces(a, t, g, parts[i], vals[i])...)
 	}
-	return reds, runLimited(work, o.opts.threads())
+	if err := runLimited(work, o.opts.threads()); err != nil {
+		return nil, err
+	}
+	for i, t := range ts {
+		reds[i] = o.prog.FinishShaped(parts[i], vals[i], lineShape(t.shape, t.hi-t.lo))
+	}
+	return reds, nil
+}
+
+// reducePieces is the work of tensor t's reductions into its partials and
+// line terms' values, in pieces of whole chunks, one per thread.
+func (o *Optimizer) reducePieces(a backend.Step, t reduceTensor, g []float32, parts, vals [][]float32) []func() error {
+	n := t.hi - t.lo
+	chunks, threads := reduce.ReduceChunks(n), o.opts.threads()
+	scalars := o.prog.ReduceScalars(t.hypers, o.t, t.sigmaW2)
+	return chunkWork(chunks, max((chunks+threads-1)/threads, 1), func(lo, hi int) error {
+		start, end := t.lo+lo*reduce.ReduceChunk, t.lo+min(hi*reduce.ReduceChunk, n)
+		bufs := widenRange(o.bufs, start, end)
+		bufs[ir.GradBuffer] = g[start:end]
+		part, val := make([][]float32, len(parts)), make([][]float32, len(vals))
+		for k := range parts {
+			part[k] = parts[k][lo:hi]
+			if vals[k] != nil {
+				val[k] = vals[k][start-t.lo : end-t.lo]
+			}
+		}
+		nz := &interp.Noise{Stream: a.Noise, SigmaW: rng.SigmaW(t.sigmaW2), Offset: uint64(a.Offset) + uint64(start)}
+		if err := o.prog.ReduceValues(scalars, nz, bufs, part, val); err != nil {
+			return fmt.Errorf("runtime: tensor %s: %w", t.name, err)
+		}
+		return nil
+	})
 }
 
 // keepPrivatized draws the noise of step a into the gradient once, on

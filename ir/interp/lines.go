@@ -237,18 +237,47 @@ func (p *Program) ReduceShaped(scalars []float32, nz *Noise, bufs [][]float32, s
 	if shape.Rows*shape.Cols != n {
 		return nil, fmt.Errorf("%s: a tensor of %d × %d has %d coordinates, not %d", p.Func.Name, shape.Rows, shape.Cols, shape.Rows*shape.Cols, n)
 	}
+	partials, vals := p.ShapedPartials(n)
+	if err := p.ReduceValues(scalars, nz, bufs, partials, vals); err != nil {
+		return nil, err
+	}
+	return p.FinishShaped(partials, vals, shape), nil
+}
+
+// ShapedPartials are the arrays ReduceValues fills over a tensor of n
+// coordinates: each term's chunk partials, and each line term's values
+// (Func.ReduceAxes; nil for the others).
+func (p *Program) ShapedPartials(n int) (partials, vals [][]float32) {
 	axes := p.Func.ReduceAxes()
-	partials, vals := make([][]float32, len(axes)), make([][]float32, len(axes))
+	partials, vals = make([][]float32, len(axes)), make([][]float32, len(axes))
 	for i, axis := range axes {
 		partials[i] = make([]float32, reduce.ReduceChunks(n))
 		if axis != lang.Coords {
 			vals[i] = make([]float32, n)
 		}
 	}
-	if err := p.reducePartials(scalars, nz, bufs, partials, nil, vals); err != nil {
-		return nil, err
+	return partials, vals
+}
+
+// ReduceValues is ReducePartials that also copies each line term's values
+// into vals[i] (as many as the buffers' coordinates; nil for the other
+// terms), over a piece of whole chunks of a tensor as ReducePartials's:
+// pieces may run at once, and FinishShaped then sums the values along the
+// whole tensor's rows or columns.
+func (p *Program) ReduceValues(scalars []float32, nz *Noise, bufs [][]float32, partials, vals [][]float32) error {
+	for i, v := range vals {
+		if v != nil && len(v) != len(bufs[0]) {
+			return fmt.Errorf("%s: term %d's values: %d coordinates, the buffers %d", p.Func.Name, i, len(v), len(bufs[0]))
+		}
 	}
-	red := p.Finish(partials, n)
-	red.Shape, red.Lines = shape, lineSums(axes, vals, shape)
-	return red, nil
+	return p.reducePartials(scalars, nz, bufs, partials, nil, vals)
+}
+
+// FinishShaped is Finish for a tensor of the given shape: with each line
+// term's sums along its rows or columns, from its values vals over the
+// whole tensor (ShapedPartials, ReduceValues).
+func (p *Program) FinishShaped(partials, vals [][]float32, shape Shape) *Reduced {
+	red := p.Finish(partials, shape.Rows*shape.Cols)
+	red.Shape, red.Lines = shape, lineSums(p.Func.ReduceAxes(), vals, shape)
+	return red
 }
