@@ -142,12 +142,18 @@ func newAnalyzer(fn *ir.Func, describe func(*ir.Value) string, terms []*ir.Value
 		updates:  map[string]form{},
 		stores:   map[string]*ir.Value{},
 		first:    map[*ir.Value]bool{},
-		terms:    map[string]*ir.Value{}, noisyTerms: map[string]bool{}, carries: map[*ir.Value]bool{},
-	}
-	for i, t := range terms {
-		a.terms[ir.ReduceTerm(i)] = t
+		terms:    termsByName(terms), noisyTerms: map[string]bool{}, carries: map[*ir.Value]bool{},
 	}
 	return a
+}
+
+// termsByName maps each reduction's name (r<i>) to its term, terms[i].
+func termsByName(terms []*ir.Value) map[string]*ir.Value {
+	out := map[string]*ir.Value{}
+	for i, t := range terms {
+		out[ir.ReduceTerm(i)] = t
+	}
+	return out
 }
 
 // formsOf derives the form of every value of b, and each state's update.
@@ -214,10 +220,7 @@ func Recursions(fn *ir.Func, terms []*ir.Value) (models map[string]*Model, symbo
 // x and y are in one group when each one's update reads the other's
 // previous value.
 func stateGroups(fn *ir.Func, terms []*ir.Value, states []string) map[string][]string {
-	byName := map[string]*ir.Value{}
-	for i, t := range terms {
-		byName[ir.ReduceTerm(i)] = t
-	}
+	byName := termsByName(terms)
 	reads := map[string]map[string]bool{} // theta's, an input, left out: a cycle through it is none
 	for _, st := range fn.Step.Stores() {
 		if slices.Contains(states, st.Name) {
